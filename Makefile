@@ -1,0 +1,142 @@
+# heaptrail - one non-recursive GNU Makefile.
+#   make            agent (build/libheaptrail.so) and CLI (build/heaptrail)
+#   make check      unit tests, fuzz corpus replay, end-to-end tests
+#   make install    PREFIX=/usr/local DESTDIR=
+#   make fuzz       libFuzzer binaries (clang)
+# Knobs: CC, CFLAGS, LDFLAGS, DEBUG=1.
+
+PREFIX ?= /usr/local
+prefix ?= $(PREFIX)
+bindir ?= $(prefix)/bin
+libdir ?= $(prefix)/lib
+includedir ?= $(prefix)/include
+mandir ?= $(prefix)/share/man
+DESTDIR ?=
+
+CC ?= cc
+CXX ?= c++
+B := build
+PKG_CONFIG ?= pkg-config
+VERSION := 0.1.0
+
+WARN := -Wall -Wextra -Wstrict-prototypes -Wmissing-prototypes -Wshadow -Werror
+OPT := $(if $(DEBUG),-O0 -g3,-O2 -g)
+BASE_CFLAGS := -std=gnu11 $(OPT) $(WARN) -D_GNU_SOURCE -DHT_VERSION='"$(VERSION)"' -Icommon -Iinclude
+CFLAGS ?=
+
+# The agent runs inside the target: position independent, hidden symbols but the
+# hooks, initial-exec TLS (no allocation on first touch), no malloc builtins (the
+# compiler must not turn our code into malloc calls), frame pointers kept, and
+# unwind tables so C++ exceptions thrown by operator new cross our frames.
+AGENT_CFLAGS := -fPIC -fvisibility=hidden -ftls-model=initial-exec -fno-builtin-malloc -fno-omit-frame-pointer -fexceptions
+AGENT_LIBS := $(shell $(PKG_CONFIG) --libs libunwind libzstd) -ldl -lpthread
+
+CLI_LIBS := $(shell $(PKG_CONFIG) --libs libdw libzstd) -lstdc++ -lm
+
+AGENT_SRC := $(wildcard agent/*.c)
+CLI_SRC := $(wildcard cli/*.c) $(wildcard report/*.c)
+AGENT_OBJ := $(AGENT_SRC:%.c=$(B)/%.o)
+CLI_OBJ := $(CLI_SRC:%.c=$(B)/%.o)
+CLI_LIB_OBJ := $(filter-out $(B)/cli/main.o,$(CLI_OBJ))
+ASAN_CLI_OBJ := $(CLI_SRC:%.c=$(B)/asan/%.o)
+
+PROG_C := $(wildcard tests/programs/*.c)
+PROG_CXX := $(wildcard tests/programs/*.cc)
+PROGS := $(PROG_C:tests/programs/%.c=$(B)/tests/%) $(PROG_CXX:tests/programs/%.cc=$(B)/tests/%)
+UNIT_SRC := $(wildcard tests/unit/*.c)
+UNITS := $(UNIT_SRC:tests/unit/%.c=$(B)/unit/%)
+BENCH_C := $(wildcard bench/workloads/*.c)
+BENCH_CXX := $(wildcard bench/workloads/*.cc)
+BENCHES := $(BENCH_C:bench/workloads/%.c=$(B)/bench/%) $(BENCH_CXX:bench/workloads/%.cc=$(B)/bench/%)
+
+all: $(B)/libheaptrail.so $(B)/heaptrail
+
+$(B)/agent/%.o: agent/%.c $(wildcard agent/*.h) common/trace_format.h
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) $(AGENT_CFLAGS) $(CFLAGS) -c $< -o $@
+
+$(B)/libheaptrail.so: $(AGENT_OBJ)
+	$(CC) -shared -o $@ $^ $(LDFLAGS) -Wl,-z,now -Wl,--no-undefined $(AGENT_LIBS)
+
+$(B)/%.o: %.c $(wildcard cli/*.h) $(wildcard report/*.h) common/trace_format.h
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) -Icli -Ireport $(CFLAGS) -c $< -o $@
+
+$(B)/heaptrail: $(CLI_OBJ)
+	$(CC) -o $@ $^ $(LDFLAGS) $(CLI_LIBS)
+
+# The CLI again with AddressSanitizer and UBSan: the test suite reports with it.
+SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+$(B)/asan/%.o: %.c $(wildcard cli/*.h) $(wildcard report/*.h) common/trace_format.h
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) -Icli -Ireport -O1 -g $(SAN) -c $< -o $@
+
+$(B)/asan/heaptrail: $(ASAN_CLI_OBJ)
+	$(CC) $(SAN) -o $@ $^ $(CLI_LIBS)
+
+# Test programs: counts known by construction. -O0 and frame pointers so that
+# call sites stay where the source says.
+$(B)/tests/%: tests/programs/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O0 -g -fno-omit-frame-pointer -fno-builtin -D_GNU_SOURCE -Iinclude -o $@ $< -ldl -lpthread -rdynamic
+
+$(B)/tests/%: tests/programs/%.cc
+	@mkdir -p $(dir $@)
+	$(CXX) -std=gnu++17 -O0 -g -fno-omit-frame-pointer -fno-builtin -Iinclude -o $@ $< -ldl -lpthread -rdynamic
+
+# A library the dlopen test loads and unloads.
+$(B)/tests/libdlplugin.so: tests/programs/plugin/dlplugin.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O0 -g -fno-omit-frame-pointer -fPIC -shared -o $@ $<
+
+$(B)/unit/%: tests/unit/%.c $(CLI_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) -Icli -Ireport -Itests/include -o $@ $< $(CLI_LIB_OBJ) $(CLI_LIBS)
+
+$(B)/bench/%: bench/workloads/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -g -D_GNU_SOURCE -o $@ $< -lpthread
+
+$(B)/bench/%: bench/workloads/%.cc
+	@mkdir -p $(dir $@)
+	$(CXX) -std=gnu++17 -O2 -g -o $@ $< -lpthread
+
+# The reader's fuzz target: libFuzzer binary (make fuzz) and a plain replay
+# driver that runs the corpus in make check.
+FUZZ_OBJ := $(filter-out $(B)/asan/cli/main.o,$(ASAN_CLI_OBJ))
+$(B)/fuzz/fuzz_reader: tests/fuzz/fuzz_reader.c $(CLI_SRC)
+	@mkdir -p $(dir $@)
+	clang $(filter-out -Werror,$(BASE_CFLAGS)) -Icli -Ireport -g -O1 -fsanitize=fuzzer,address,undefined -o $@ tests/fuzz/fuzz_reader.c $(filter-out cli/main.c,$(CLI_SRC)) $(CLI_LIBS)
+
+$(B)/fuzz/replay_reader: tests/fuzz/fuzz_reader.c tests/fuzz/replay_driver.c $(FUZZ_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) -Icli -Ireport -O1 -g $(SAN) -o $@ tests/fuzz/fuzz_reader.c tests/fuzz/replay_driver.c $(FUZZ_OBJ) $(CLI_LIBS)
+
+fuzz: $(B)/fuzz/fuzz_reader
+
+programs: $(PROGS) $(B)/tests/libdlplugin.so
+bench: all $(BENCHES)
+
+check: all $(B)/asan/heaptrail programs $(UNITS) $(B)/fuzz/replay_reader
+	@sh tests/run.sh
+
+heaptrail.pc: heaptrail.pc.in
+	sed -e 's|@prefix@|$(prefix)|' -e 's|@includedir@|$(includedir)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+
+install: all heaptrail.pc
+	install -d $(DESTDIR)$(bindir) $(DESTDIR)$(libdir)/heaptrail $(DESTDIR)$(includedir) $(DESTDIR)$(libdir)/pkgconfig
+	install -m 755 $(B)/heaptrail $(DESTDIR)$(bindir)/heaptrail
+	install -m 755 $(B)/libheaptrail.so $(DESTDIR)$(libdir)/heaptrail/libheaptrail.so
+	install -m 644 include/heaptrail.h $(DESTDIR)$(includedir)/heaptrail.h
+	install -m 644 heaptrail.pc $(DESTDIR)$(libdir)/pkgconfig/heaptrail.pc
+	if [ -f docs/heaptrail.1 ]; then install -d $(DESTDIR)$(mandir)/man1 && install -m 644 docs/heaptrail.1 $(DESTDIR)$(mandir)/man1/; fi
+
+clean:
+	rm -rf $(B) heaptrail.pc
+
+.PHONY: all check install clean fuzz programs bench
+
+# The README's example program.
+$(B)/examples/%: examples/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O0 -g -D_GNU_SOURCE -o $@ $<

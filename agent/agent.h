@@ -1,0 +1,207 @@
+/* agent.h - shared declarations of libheaptrail.so, the preloaded agent.
+ *
+ * Everything declared here runs inside the traced program. The rules every
+ * agent file follows are written at the top of agent/hooks.c; the short form:
+ * no malloc (memory comes from mmap), no stdio, no global lock on the
+ * allocation fast path, errno preserved, the per-thread guard set while the
+ * agent works so that allocations it causes pass through untracked.
+ */
+#ifndef HEAPTRAIL_AGENT_H
+#define HEAPTRAIL_AGENT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "trace_format.h"
+
+#define HT_LIKELY(x) __builtin_expect(!!(x), 1)
+#define HT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define HT_NOINLINE __attribute__((noinline))
+#define HT_COLD __attribute__((cold))
+#define HT_HIDDEN __attribute__((visibility("hidden")))
+#define HT_EXPORT __attribute__((visibility("default")))
+#define HT_CACHE_ALIGN __attribute__((aligned(64)))
+
+/* ---- process-wide state ------------------------------------------------- */
+
+/* Agent life cycle. Hooks record only in HT_STATE_RECORDING. */
+enum ht_state {
+	HT_STATE_UNINIT = 0,	/* before ht_init finished */
+	HT_STATE_RECORDING = 1, /* normal operation */
+	HT_STATE_DISABLED = 2,	/* option, fork child untraced, or a failure */
+	HT_STATE_FINISHED = 3,	/* trace closed (exit, _exit, signal, exec) */
+};
+extern _Atomic int ht_state;
+
+/* Options (agent/options.c), read once from HEAPTRAIL_OPTIONS. */
+extern char ht_opt_output[4096];
+extern char ht_opt_manifest[4096];
+extern unsigned ht_opt_depth;
+extern bool ht_opt_unwind_fp;
+extern bool ht_opt_follow_fork;
+extern bool ht_opt_compress;
+extern bool ht_opt_enabled;
+void ht_options_parse(void);
+
+/* Start of time: CLOCK_MONOTONIC at init. Event times are relative to it. */
+extern uint64_t ht_start_mono_ns;
+uint64_t ht_clock_ns(void); /* absolute CLOCK_MONOTONIC ns */
+/* Calibrates the clock (agent/lifecycle.c); call at init and in a fork child. */
+void ht_clock_init(void);
+
+/* Nanoseconds since start. On x86-64 with the kernel itself trusting the TSC
+ * (clocksource "tsc"), this reads the TSC and scales it: ~10 ns instead of
+ * ~25 ns for clock_gettime, and it runs twice per alloc/free pair. The
+ * scale is measured at start; every thread uses the same mapping, so times
+ * from different threads compare correctly. */
+extern bool ht_clock_tsc;
+extern uint64_t ht_tsc0, ht_tsc_mult; /* ns = (tsc - tsc0) * mult >> 32 */
+#if defined(__x86_64__)
+#include <x86intrin.h>
+static inline uint64_t ht_now(void)
+{
+	if (HT_LIKELY(ht_clock_tsc))
+		return (uint64_t)(((unsigned __int128)(__rdtsc() - ht_tsc0) * ht_tsc_mult) >> 32);
+	return ht_clock_ns() - ht_start_mono_ns;
+}
+#else
+static inline uint64_t ht_now(void) { return ht_clock_ns() - ht_start_mono_ns; }
+#endif
+
+/* ---- a small lock for slow paths (agent/lock.c) ----------------------------
+ * A futex mutex that remembers its owner, so a fatal-signal handler can tell
+ * that the crashing thread itself holds it. Never taken on the fast path. */
+typedef struct ht_lock {
+	_Atomic int word; /* 0 free, 1 locked, 2 locked with waiters */
+	_Atomic int owner;
+} ht_lock_t;
+void ht_lock(ht_lock_t *l);
+void ht_unlock(ht_lock_t *l);
+/* Tries for up to timeout_ms; false if the lock is held by this thread or the
+ * time ran out (used at exit and in signal handlers). */
+bool ht_lock_timed(ht_lock_t *l, int timeout_ms);
+static inline void ht_lock_reset(ht_lock_t *l)
+{
+	atomic_store(&l->word, 0);
+	atomic_store(&l->owner, 0);
+}
+
+/* ---- per-thread state (agent/thread.c) ------------------------------------ */
+#define HT_BUF_SIZE (64 * 1024)
+
+typedef struct ht_thread {
+	/* hot: touched by every event */
+	uint32_t len;	      /* bytes of events in buf */
+	uint32_t tid;
+	uint64_t last_time;   /* time of the last event in buf */
+	uint64_t last_addr;   /* address of the last event in buf */
+	uint64_t block_base;  /* base_time of the block in buf */
+	_Atomic int in_event; /* set while this thread encodes an event */
+	/* cold */
+	bool in_use;
+	struct ht_thread *next; /* registry link */
+	uintptr_t stack_lo, stack_hi; /* bounds for the frame-pointer walker */
+	void *frames[HT_MAX_DEPTH + 16];
+	uint8_t buf[HT_BUF_SIZE];
+} ht_thread_t;
+
+/* The current thread's state, created on first need. NULL if the agent
+ * cannot record on this thread (out of memory, thread being torn down). */
+ht_thread_t *ht_thread_get(void);
+/* Ship t's events to the writer (takes the writer lock). */
+void ht_thread_flush(ht_thread_t *t);
+/* Make room for need more bytes in t's buffer, flushing it if necessary. */
+static inline void ht_thread_reserve(ht_thread_t *t, size_t need)
+{
+	if (HT_UNLIKELY(t->len + need > HT_BUF_SIZE))
+		ht_thread_flush(t);
+}
+void ht_thread_init_process(void);
+/* Flush every thread's buffer (exit, exec, fatal signal). Waits briefly for
+ * threads in the middle of an event. */
+void ht_thread_flush_all(void);
+/* fork: lock the registry in the parent; in the child drop other threads. */
+void ht_thread_fork_prepare(void);
+void ht_thread_fork_parent(void);
+void ht_thread_fork_child(void);
+
+/* Per-thread reentrancy guard (agent/hooks.c). Set while the agent works. */
+extern __thread int ht_guard;
+
+/* ---- stacks (agent/stacks.c, agent/unwind.c) ------------------------------ */
+/* Capture the caller's stack into t->frames, skipping the agent's own frames.
+ * Returns the number of frames (leaf first). */
+unsigned ht_unwind(ht_thread_t *t);
+void ht_unwind_init(void);
+/* Id of the stack t->frames[0..n), defining it in t's buffer the first time
+ * it is seen. Returns 0 if the table is full. */
+uint32_t ht_stack_intern(ht_thread_t *t, unsigned n);
+void ht_stacks_init(void);
+void ht_stacks_fork_prepare(void);
+void ht_stacks_fork_parent(void);
+void ht_stacks_fork_child(void); /* forget all: the child's trace redefines */
+extern _Atomic unsigned ht_agent_flags;
+
+/* ---- modules (agent/modules.c) -------------------------------------------- */
+/* Write MODULE records for objects loaded since the last call and
+ * MODULE_UNLOAD records for the ones gone. Takes the module lock. */
+void ht_modules_refresh(void);
+/* Forget what was written (a new trace file starts) and write all again. */
+void ht_modules_rewrite_all(void);
+/* True if addr lies in a module already written to the trace. */
+bool ht_modules_known(uintptr_t addr);
+bool ht_addr_in_agent(uintptr_t addr);
+void ht_modules_init(void);
+void ht_modules_fork_prepare(void);
+void ht_modules_fork_parent(void);
+void ht_modules_fork_child(void);
+
+/* ---- the trace file (agent/writer.c) --------------------------------------
+ * The writer owns the output file and the compressor. Callers hold
+ * ht_writer_lock around ht_writer_record calls. */
+extern ht_lock_t ht_writer_lock;
+/* Open a new trace file and write the header and PROCESS record. */
+int ht_writer_open(bool forked);
+/* Append one top-level record (tag, payload). Compresses as needed. */
+void ht_writer_record(uint8_t tag, const void *payload, size_t len);
+/* Same, but the payload comes in two parts (a header and a body). */
+void ht_writer_record2(uint8_t tag, const void *head, size_t head_len,
+		       const void *body, size_t body_len);
+/* Push everything buffered to the file. end_frame: close the zstd frame. */
+void ht_writer_flush(bool end_frame);
+/* Close the file: write END, end the frame, close. */
+void ht_writer_finish(unsigned how, unsigned status);
+void ht_writer_fork_child_close(void);
+uint64_t ht_read_rss(void);
+
+/* ---- life cycle (agent/lifecycle.c) --------------------------------------- */
+void ht_init(void);
+/* Flush all, write END and close the trace. Idempotent. */
+void ht_finish(unsigned how, unsigned status);
+/* Flush all and mark the trace with an EXEC record before exec. */
+void ht_before_exec(const char *path);
+void ht_after_failed_exec(void);
+extern _Atomic int ht_exit_code;	/* from main's return or exit() */
+extern _Atomic bool ht_exit_code_known;
+extern pid_t ht_pid;
+
+/* ---- small helpers without malloc (agent/fmt.c) ---------------------------- */
+size_t ht_strlen(const char *s);
+int ht_strcmp(const char *a, const char *b);
+int ht_strncmp(const char *a, const char *b, size_t n);
+size_t ht_strlcpy(char *dst, const char *src, size_t cap);
+/* Append decimal v to dst (capacity cap); returns new length. */
+size_t ht_append_u64(char *dst, size_t len, size_t cap, uint64_t v);
+size_t ht_append_str(char *dst, size_t len, size_t cap, const char *s);
+/* Write "heaptrail: <msg>\n" to stderr with one write(2). Rate-limited. */
+void ht_log(const char *msg, const char *arg);
+/* Memory for the agent itself, from mmap. Zeroed. NULL on failure. */
+void *ht_mmap(size_t size);
+void ht_munmap(void *p, size_t size);
+/* Read a whole small file into buf (NUL-terminated); returns bytes or -1. */
+long ht_read_file(const char *path, char *buf, size_t cap);
+
+#endif /* HEAPTRAIL_AGENT_H */

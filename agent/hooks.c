@@ -1,0 +1,698 @@
+/* hooks.c - the entry points heaptrail interposes with LD_PRELOAD.
+ *
+ * Rules for all agent code (it runs inside the program's malloc calls):
+ *  1. Guard first. ht_guard (initial-exec TLS) is set while the agent works;
+ *     a hook entered with it set calls the real function and records nothing.
+ *     So allocations made by libc, libunwind or zstd on our behalf are never
+ *     counted, and a signal handler that allocates inside a hook is safe.
+ *  2. No malloc in the agent: memory comes from mmap (ht_mmap), strings are
+ *     built by hand (agent/fmt.c), options are read from environ.
+ *  3. No global lock on the fast path: events go to the thread's own buffer;
+ *     locks are taken per shipped buffer, per new stack, per module change.
+ *  4. Order: a free is stamped and recorded before the real free (so another
+ *     thread cannot get the address before our record), an allocation after
+ *     the real call succeeds. realloc records both halves (see trace_format.h).
+ *  5. errno is preserved: the real call's errno is what the program sees.
+ *  6. Time stamps are taken after any step that may ship the buffer (ship =
+ *     RSS sample with a later time), so a thread's times never go backwards.
+ *  7. Bootstrap: dlsym may allocate before we know the real malloc; such
+ *     requests are served from a static buffer that free() ignores.
+ *  8. fork, exec, _exit and fatal signals finish or hand over the trace
+ *     (lifecycle.c); nothing here may break a program that uses them.
+ *
+ * Counting follows valgrind memcheck: every successful allocation call is one
+ * allocation of the requested size; realloc(p, n>0) of a non-NULL p is one
+ * free plus one allocation; realloc(NULL, n) one allocation; a realloc(p, 0)
+ * that frees is one free; free(NULL) is nothing.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+__thread int ht_guard;
+
+/* ---- the real functions ----------------------------------------------------- */
+
+static void *(*real_malloc)(size_t);
+static void *(*real_calloc)(size_t, size_t);
+static void *(*real_realloc)(void *, size_t);
+static void *(*real_reallocarray)(void *, size_t, size_t);
+static void (*real_free)(void *);
+static int (*real_posix_memalign)(void **, size_t, size_t);
+static void *(*real_aligned_alloc)(size_t, size_t);
+static void *(*real_memalign)(size_t, size_t);
+static void *(*real_valloc)(size_t);
+static void *(*real_pvalloc)(size_t);
+static size_t (*real_malloc_usable_size)(void *);
+static void (*real_exit)(int) __attribute__((noreturn));
+static void (*real__exit)(int) __attribute__((noreturn));
+static int (*real_dlclose)(void *);
+static int (*real_execve)(const char *, char *const[], char *const[]);
+static int (*real_execv)(const char *, char *const[]);
+static int (*real_execvp)(const char *, char *const[]);
+static int (*real_execvpe)(const char *, char *const[], char *const[]);
+static int (*real_fexecve)(int, char *const[], char *const[]);
+
+/* Bootstrap allocations, made while dlsym runs (rule 7). Each block has a
+ * 16-byte header with its size, for realloc and malloc_usable_size. */
+static uint8_t boot_buf[64 * 1024] __attribute__((aligned(64)));
+static size_t boot_used;
+
+static bool is_boot(const void *p)
+{
+	return (const uint8_t *)p >= boot_buf &&
+	       (const uint8_t *)p < boot_buf + sizeof boot_buf;
+}
+
+static void *boot_alloc(size_t size, size_t align)
+{
+	if (align < 16)
+		align = 16;
+	size_t start = (boot_used + 16 + align - 1) & ~(align - 1);
+	if (start + size > sizeof boot_buf)
+		return NULL;
+	boot_used = start + size;
+	*(size_t *)(boot_buf + start - 16) = size;
+	return boot_buf + start; /* static memory: already zero */
+}
+
+static size_t boot_size(const void *p)
+{
+	return *(const size_t *)((const uint8_t *)p - 16);
+}
+
+static _Atomic int resolving;
+
+#define RESOLVE(name) *(void **)&real_##name = dlsym(RTLD_NEXT, #name)
+
+HT_NOINLINE HT_COLD static void resolve_reals(void)
+{
+	int expected = 0;
+	if (!atomic_compare_exchange_strong(&resolving, &expected, 1))
+		return;
+	ht_guard++;
+	RESOLVE(calloc);
+	RESOLVE(realloc);
+	RESOLVE(reallocarray);
+	RESOLVE(free);
+	RESOLVE(posix_memalign);
+	RESOLVE(aligned_alloc);
+	RESOLVE(memalign);
+	RESOLVE(valloc);
+	RESOLVE(pvalloc);
+	RESOLVE(malloc_usable_size);
+	RESOLVE(exit);
+	RESOLVE(_exit);
+	RESOLVE(dlclose);
+	RESOLVE(execve);
+	RESOLVE(execv);
+	RESOLVE(execvp);
+	RESOLVE(execvpe);
+	RESOLVE(fexecve);
+	/* malloc last: a non-NULL real_malloc means everything is resolved. */
+	void *m = dlsym(RTLD_NEXT, "malloc");
+	ht_guard--;
+	if (!m || !real_free || !real_calloc || !real_realloc) {
+		ht_log("cannot find the real malloc; giving up", NULL);
+		_exit(127);
+	}
+	atomic_store((_Atomic(void *) *)&real_malloc, m);
+}
+
+/* Returns true if this call should be recorded. The first call of the
+ * process starts the agent. */
+static inline bool should_record(void)
+{
+	if (HT_UNLIKELY(ht_guard))
+		return false;
+	int s = atomic_load_explicit(&ht_state, memory_order_relaxed);
+	if (HT_LIKELY(s == HT_STATE_RECORDING))
+		return true;
+	if (s == HT_STATE_UNINIT) {
+		ht_init();
+		return atomic_load(&ht_state) == HT_STATE_RECORDING && !ht_guard;
+	}
+	return false;
+}
+
+/* ---- encoding events -------------------------------------------------------- */
+
+#define HT_EVENT_MAX (1 + 6 * HT_VARINT_MAX)
+#define HT_STACKDEF_MAX(depth) (1 + 2 * HT_VARINT_MAX + (size_t)(depth) * HT_VARINT_MAX)
+
+static inline uint64_t monotonic_after(const ht_thread_t *t, uint64_t now)
+{
+	/* Clocks are monotonic; this only guards the varint against a reader
+	 * seeing a huge unsigned delta if something ever goes backwards. */
+	return now < t->last_time ? t->last_time : now;
+}
+
+/* Records an allocation of size bytes at p. Called with the guard set. */
+static void record_alloc(unsigned fn, void *p, size_t size)
+{
+	ht_thread_t *t = ht_thread_get();
+	if (HT_UNLIKELY(!t))
+		return;
+	atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
+	unsigned depth = ht_unwind(t);
+	uint32_t sid = ht_stack_intern(t, depth);
+	ht_thread_reserve(t, HT_EVENT_MAX);
+	uint64_t now = monotonic_after(t, ht_now());
+	uint8_t *b = t->buf + t->len;
+	size_t k = 0;
+	b[k++] = (uint8_t)(HT_EV_ALLOC | fn << 4);
+	k += ht_varint_put(b + k, now - t->last_time);
+	k += ht_varint_put(b + k, ht_zigzag((int64_t)((uintptr_t)p - t->last_addr)));
+	k += ht_varint_put(b + k, size);
+	k += ht_varint_put(b + k, sid);
+	t->last_time = now;
+	t->last_addr = (uintptr_t)p;
+	t->len += (uint32_t)k;
+	atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
+}
+
+/* Records the free of p, before the real free runs. */
+static void record_free(void *p)
+{
+	ht_thread_t *t = ht_thread_get();
+	if (HT_UNLIKELY(!t))
+		return;
+	atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
+	ht_thread_reserve(t, HT_EVENT_MAX);
+	uint64_t now = monotonic_after(t, ht_now());
+	uint8_t *b = t->buf + t->len;
+	size_t k = 0;
+	b[k++] = HT_EV_FREE;
+	k += ht_varint_put(b + k, now - t->last_time);
+	k += ht_varint_put(b + k, ht_zigzag((int64_t)((uintptr_t)p - t->last_addr)));
+	t->last_time = now;
+	t->last_addr = (uintptr_t)p;
+	t->len += (uint32_t)k;
+	atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
+}
+
+/* realloc family: old is freed at free_time, q allocated now. The buffer
+ * was reserved before free_time was taken (rule 6). */
+static void record_realloc(unsigned fn, void *old, void *q, size_t size,
+			   uint64_t free_time)
+{
+	ht_thread_t *t = ht_thread_get();
+	if (HT_UNLIKELY(!t))
+		return;
+	unsigned depth = ht_unwind(t);
+	uint32_t sid = ht_stack_intern(t, depth);
+	ht_thread_reserve(t, HT_EVENT_MAX); /* no-op: reserved up front */
+	uint64_t now = monotonic_after(t, ht_now());
+	if (free_time < t->last_time)
+		free_time = t->last_time;
+	if (free_time > now)
+		free_time = now;
+	uint8_t *b = t->buf + t->len;
+	size_t k = 0;
+	b[k++] = (uint8_t)(HT_EV_REALLOC | fn << 4);
+	k += ht_varint_put(b + k, now - t->last_time);
+	k += ht_varint_put(b + k, ht_zigzag((int64_t)((uintptr_t)q - t->last_addr)));
+	k += ht_varint_put(b + k, size);
+	k += ht_varint_put(b + k, sid);
+	k += ht_varint_put(b + k, ht_zigzag((int64_t)((uintptr_t)old - (uintptr_t)q)));
+	k += ht_varint_put(b + k, now - free_time);
+	t->last_time = now;
+	t->last_addr = (uintptr_t)q;
+	t->len += (uint32_t)k;
+	atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
+}
+
+/* Prepares a realloc: reserves room for the whole event (stack definition
+ * included, so nothing ships in between) and returns the free time stamp. */
+static uint64_t realloc_begin(void)
+{
+	ht_thread_t *t = ht_thread_get();
+	if (HT_UNLIKELY(!t))
+		return 0;
+	atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
+	ht_thread_reserve(t, HT_EVENT_MAX + HT_STACKDEF_MAX(ht_opt_depth));
+	return monotonic_after(t, ht_now());
+}
+
+static void realloc_abort(void)
+{
+	ht_thread_t *t = ht_thread_get();
+	if (t)
+		atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
+}
+
+/* ---- the malloc family ---------------------------------------------------- */
+
+/* Wraps the real call r for an allocation of size bytes made by function fn. */
+#define ALLOC_HOOK_BODY(fn, size, call)                                        \
+	do {                                                                   \
+		if (HT_UNLIKELY(!should_record()))                             \
+			return call;                                           \
+		ht_guard = 1;                                                  \
+		void *p_ = call;                                               \
+		if (HT_LIKELY(p_ != NULL)) {                                   \
+			int e_ = errno;                                        \
+			record_alloc(fn, p_, size);                            \
+			errno = e_;                                            \
+		}                                                              \
+		ht_guard = 0;                                                  \
+		return p_;                                                     \
+	} while (0)
+
+HT_EXPORT void *malloc(size_t size)
+{
+	if (HT_UNLIKELY(!real_malloc)) {
+		resolve_reals();
+		if (!real_malloc)
+			return boot_alloc(size, 16);
+	}
+	ALLOC_HOOK_BODY(HT_FN_MALLOC, size, real_malloc(size));
+}
+
+HT_EXPORT void *calloc(size_t n, size_t size)
+{
+	if (HT_UNLIKELY(!real_malloc)) {
+		resolve_reals();
+		if (!real_malloc) {
+			size_t total;
+			if (__builtin_mul_overflow(n, size, &total))
+				return NULL;
+			return boot_alloc(total, 16);
+		}
+	}
+	ALLOC_HOOK_BODY(HT_FN_CALLOC, n * size, real_calloc(n, size));
+}
+
+HT_EXPORT void free(void *p)
+{
+	if (HT_UNLIKELY(p == NULL))
+		return;
+	if (HT_UNLIKELY(is_boot(p)))
+		return;
+	if (HT_UNLIKELY(!should_record())) {
+		real_free(p);
+		return;
+	}
+	ht_guard = 1;
+	int e = errno;
+	record_free(p);
+	errno = e;
+	real_free(p);
+	ht_guard = 0;
+}
+
+/* Common body of realloc and reallocarray. */
+static void *realloc_common(unsigned fn, void *old, size_t size, size_t nmemb,
+			    size_t elem)
+{
+	bool is_array = fn == HT_FN_REALLOCARRAY;
+	if (HT_UNLIKELY(is_boot(old))) {
+		/* A bootstrap block moves to the real heap; its old copy is
+		 * never freed (it was never counted). */
+		size_t want = size;
+		if (is_array && __builtin_mul_overflow(nmemb, elem, &want)) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		void *q = malloc(want);
+		if (q)
+			memcpy(q, old, boot_size(old) < want ? boot_size(old) : want);
+		return q;
+	}
+	if (HT_UNLIKELY(!real_malloc))
+		resolve_reals();
+#define REAL_CALL() (is_array ? real_reallocarray(old, nmemb, elem) : real_realloc(old, size))
+	if (HT_UNLIKELY(!should_record()))
+		return REAL_CALL();
+	ht_guard = 1;
+	if (old == NULL) {
+		void *q = REAL_CALL();
+		if (q) {
+			int e = errno;
+			record_alloc(fn, q, size);
+			errno = e;
+		}
+		ht_guard = 0;
+		return q;
+	}
+	if (size == 0 && !is_array) {
+		/* glibc frees the block and returns NULL: one free. */
+		int e = errno;
+		record_free(old);
+		errno = e;
+		void *q = real_realloc(old, 0);
+		if (q) { /* an allocator that returns a minimal block instead */
+			e = errno;
+			record_alloc(fn, q, 0);
+			errno = e;
+		}
+		ht_guard = 0;
+		return q;
+	}
+	int e = errno;
+	uint64_t free_time = realloc_begin();
+	errno = e;
+	void *q = REAL_CALL();
+	e = errno;
+	if (q)
+		record_realloc(fn, old, q, size, free_time);
+	else
+		realloc_abort(); /* failed: the old block is untouched */
+	errno = e;
+	ht_guard = 0;
+	return q;
+#undef REAL_CALL
+}
+
+HT_EXPORT void *realloc(void *old, size_t size)
+{
+	return realloc_common(HT_FN_REALLOC, old, size, 0, 0);
+}
+
+HT_EXPORT void *reallocarray(void *old, size_t nmemb, size_t elem)
+{
+	size_t size;
+	if (__builtin_mul_overflow(nmemb, elem, &size))
+		size = SIZE_MAX; /* the real call fails with ENOMEM */
+	if (size == 0 && old != NULL) {
+		/* reallocarray(p, 0, x) behaves as realloc(p, 0) */
+		return realloc_common(HT_FN_REALLOC, old, 0, 0, 0);
+	}
+	return realloc_common(HT_FN_REALLOCARRAY, old, size, nmemb, elem);
+}
+
+HT_EXPORT int posix_memalign(void **out, size_t align, size_t size)
+{
+	if (HT_UNLIKELY(!real_malloc)) {
+		resolve_reals();
+		if (!real_malloc) {
+			*out = boot_alloc(size, align);
+			return *out ? 0 : ENOMEM;
+		}
+	}
+	if (HT_UNLIKELY(!should_record()))
+		return real_posix_memalign(out, align, size);
+	ht_guard = 1;
+	int r = real_posix_memalign(out, align, size);
+	if (r == 0) {
+		int e = errno;
+		record_alloc(HT_FN_POSIX_MEMALIGN, *out, size);
+		errno = e;
+	}
+	ht_guard = 0;
+	return r;
+}
+
+HT_EXPORT void *aligned_alloc(size_t align, size_t size)
+{
+	if (HT_UNLIKELY(!real_malloc)) {
+		resolve_reals();
+		if (!real_malloc)
+			return boot_alloc(size, align);
+	}
+	ALLOC_HOOK_BODY(HT_FN_ALIGNED_ALLOC, size, real_aligned_alloc(align, size));
+}
+
+HT_EXPORT void *memalign(size_t align, size_t size)
+{
+	if (HT_UNLIKELY(!real_malloc)) {
+		resolve_reals();
+		if (!real_malloc)
+			return boot_alloc(size, align);
+	}
+	ALLOC_HOOK_BODY(HT_FN_MEMALIGN, size, real_memalign(align, size));
+}
+
+HT_EXPORT void *valloc(size_t size)
+{
+	if (HT_UNLIKELY(!real_malloc))
+		resolve_reals();
+	ALLOC_HOOK_BODY(HT_FN_VALLOC, size, real_valloc(size));
+}
+
+HT_EXPORT void *pvalloc(size_t size)
+{
+	if (HT_UNLIKELY(!real_malloc))
+		resolve_reals();
+	ALLOC_HOOK_BODY(HT_FN_PVALLOC, size, real_pvalloc(size));
+}
+
+HT_EXPORT size_t malloc_usable_size(void *p)
+{
+	if (p && is_boot(p))
+		return boot_size(p);
+	if (HT_UNLIKELY(!real_malloc))
+		resolve_reals();
+	return real_malloc_usable_size(p);
+}
+
+/* ---- C++ operator new and delete -------------------------------------------
+ * Each forwards to the next definition (libstdc++) with the guard set, so
+ * new_handler and bad_alloc behave exactly as without us, and the malloc
+ * that libstdc++'s operator new makes is not counted twice. The agent is
+ * built with -fexceptions; the cleanup attribute releases the guard when
+ * bad_alloc propagates through our frame. */
+
+static void release_guard(int *unused)
+{
+	(void)unused;
+	ht_guard = 0;
+}
+#define GUARD_SCOPE                                                            \
+	ht_guard = 1;                                                          \
+	int guard_scope_ __attribute__((cleanup(release_guard), unused)) = 0
+
+static void *next_symbol(const char *name)
+{
+	ht_guard++;
+	void *f = dlsym(RTLD_NEXT, name);
+	ht_guard--;
+	if (!f) {
+		ht_log("no next definition of ", name);
+		abort();
+	}
+	return f;
+}
+
+#define NEXT(var, name)                                                        \
+	if (HT_UNLIKELY(!var))                                                 \
+	*(void **)&var = next_symbol(name)
+
+#define NEW_HOOK(sym, fn, params, args, size)                                  \
+	HT_EXPORT void *sym params;                                            \
+	void *sym params                                                       \
+	{                                                                      \
+		static void *(*next) params;                                   \
+		NEXT(next, #sym);                                              \
+		if (HT_UNLIKELY(!should_record()))                             \
+			return next args;                                      \
+		GUARD_SCOPE;                                                   \
+		void *p = next args;                                           \
+		if (HT_LIKELY(p != NULL)) {                                    \
+			int e = errno;                                         \
+			record_alloc(fn, p, size);                             \
+			errno = e;                                             \
+		}                                                              \
+		return p;                                                      \
+	}
+
+#define DELETE_HOOK(sym, params, args, ptr)                                    \
+	HT_EXPORT void sym params;                                             \
+	void sym params                                                        \
+	{                                                                      \
+		static void (*next) params;                                    \
+		NEXT(next, #sym);                                              \
+		if (HT_UNLIKELY(ptr == NULL || !should_record())) {            \
+			next args;                                             \
+			return;                                                \
+		}                                                              \
+		GUARD_SCOPE;                                                   \
+		int e = errno;                                                 \
+		record_free(ptr);                                              \
+		errno = e;                                                     \
+		next args;                                                     \
+	}
+
+typedef struct nothrow_s nothrow_t; /* std::nothrow_t, passed by reference */
+
+/* operator new(size_t), new[](size_t), and their nothrow / aligned forms */
+NEW_HOOK(_Znwm, HT_FN_NEW, (size_t n), (n), n)
+NEW_HOOK(_Znam, HT_FN_NEW_ARRAY, (size_t n), (n), n)
+NEW_HOOK(_ZnwmRKSt9nothrow_t, HT_FN_NEW, (size_t n, const nothrow_t *t), (n, t), n)
+NEW_HOOK(_ZnamRKSt9nothrow_t, HT_FN_NEW_ARRAY, (size_t n, const nothrow_t *t), (n, t), n)
+NEW_HOOK(_ZnwmSt11align_val_t, HT_FN_NEW, (size_t n, size_t a), (n, a), n)
+NEW_HOOK(_ZnamSt11align_val_t, HT_FN_NEW_ARRAY, (size_t n, size_t a), (n, a), n)
+NEW_HOOK(_ZnwmSt11align_val_tRKSt9nothrow_t, HT_FN_NEW,
+	 (size_t n, size_t a, const nothrow_t *t), (n, a, t), n)
+NEW_HOOK(_ZnamSt11align_val_tRKSt9nothrow_t, HT_FN_NEW_ARRAY,
+	 (size_t n, size_t a, const nothrow_t *t), (n, a, t), n)
+
+/* operator delete / delete[]: plain, sized, nothrow, aligned, combinations */
+DELETE_HOOK(_ZdlPv, (void *p), (p), p)
+DELETE_HOOK(_ZdaPv, (void *p), (p), p)
+DELETE_HOOK(_ZdlPvm, (void *p, size_t n), (p, n), p)
+DELETE_HOOK(_ZdaPvm, (void *p, size_t n), (p, n), p)
+DELETE_HOOK(_ZdlPvRKSt9nothrow_t, (void *p, const nothrow_t *t), (p, t), p)
+DELETE_HOOK(_ZdaPvRKSt9nothrow_t, (void *p, const nothrow_t *t), (p, t), p)
+DELETE_HOOK(_ZdlPvSt11align_val_t, (void *p, size_t a), (p, a), p)
+DELETE_HOOK(_ZdaPvSt11align_val_t, (void *p, size_t a), (p, a), p)
+DELETE_HOOK(_ZdlPvmSt11align_val_t, (void *p, size_t n, size_t a), (p, n, a), p)
+DELETE_HOOK(_ZdaPvmSt11align_val_t, (void *p, size_t n, size_t a), (p, n, a), p)
+DELETE_HOOK(_ZdlPvSt11align_val_tRKSt9nothrow_t,
+	    (void *p, size_t a, const nothrow_t *t), (p, a, t), p)
+DELETE_HOOK(_ZdaPvSt11align_val_tRKSt9nothrow_t,
+	    (void *p, size_t a, const nothrow_t *t), (p, a, t), p)
+
+/* ---- process events: exit, _exit, exec, dlclose ----------------------------
+ * dlopen is not interposed: glibc resolves a dlopen'ed name against the
+ * caller's RUNPATH, and a wrapper would become the caller. New objects are
+ * noticed instead when a new stack holds an address in none of the known
+ * modules (agent/stacks.c). */
+
+HT_EXPORT void exit(int status)
+{
+	if (HT_UNLIKELY(!real_malloc))
+		resolve_reals();
+	atomic_store(&ht_exit_code, status & 0xff);
+	atomic_store(&ht_exit_code_known, true);
+	real_exit(status);
+}
+
+HT_EXPORT void _exit(int status)
+{
+	if (HT_UNLIKELY(!real_malloc))
+		resolve_reals();
+	ht_finish(HT_END_UNDERSCORE_EXIT, (unsigned)status & 0xff);
+	real__exit(status);
+}
+
+HT_EXPORT void _Exit(int status)
+{
+	_exit(status);
+}
+
+HT_EXPORT int dlclose(void *handle)
+{
+	if (HT_UNLIKELY(!real_malloc))
+		resolve_reals();
+	int r = real_dlclose(handle);
+	if (r == 0 && atomic_load(&ht_state) == HT_STATE_RECORDING && !ht_guard) {
+		int e = errno;
+		ht_guard++;
+		ht_modules_refresh();
+		ht_guard--;
+		errno = e;
+	}
+	return r;
+}
+
+/* Runs exec_call with the trace marked and flushed; resumes recording if the
+ * exec fails (errno is kept from the failed call). */
+#define EXEC_WRAP(path, exec_call)                                             \
+	do {                                                                   \
+		if (HT_UNLIKELY(!real_malloc))                                 \
+			resolve_reals();                                       \
+		ht_before_exec(path);                                          \
+		int r_ = exec_call;                                            \
+		int e_ = errno;                                                \
+		ht_after_failed_exec();                                        \
+		errno = e_;                                                    \
+		return r_;                                                     \
+	} while (0)
+
+HT_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	EXEC_WRAP(path, real_execve(path, argv, envp));
+}
+
+HT_EXPORT int execv(const char *path, char *const argv[])
+{
+	EXEC_WRAP(path, real_execv(path, argv));
+}
+
+HT_EXPORT int execvp(const char *file, char *const argv[])
+{
+	EXEC_WRAP(file, real_execvp(file, argv));
+}
+
+HT_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	EXEC_WRAP(file, real_execvpe(file, argv, envp));
+}
+
+HT_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	EXEC_WRAP("(fexecve)", real_fexecve(fd, argv, envp));
+}
+
+/* The execl family is variadic: collect the arguments on the stack and call
+ * the matching execv form (what glibc itself does). */
+#define COLLECT_ARGS(first, ap, argv)                                          \
+	size_t argc_ = 1;                                                      \
+	va_start(ap, first);                                                   \
+	while (va_arg(ap, const char *))                                       \
+		argc_++;                                                       \
+	va_end(ap);                                                            \
+	const char *argv[argc_ + 1];                                           \
+	argv[0] = first;                                                       \
+	va_start(ap, first);                                                   \
+	for (size_t i_ = 1; i_ <= argc_; i_++)                                 \
+		argv[i_] = va_arg(ap, const char *)
+
+HT_EXPORT int execl(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	COLLECT_ARGS(arg, ap, argv);
+	va_end(ap);
+	EXEC_WRAP(path, real_execv(path, (char *const *)argv));
+}
+
+HT_EXPORT int execlp(const char *file, const char *arg, ...)
+{
+	va_list ap;
+	COLLECT_ARGS(arg, ap, argv);
+	va_end(ap);
+	EXEC_WRAP(file, real_execvp(file, (char *const *)argv));
+}
+
+HT_EXPORT int execle(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	COLLECT_ARGS(arg, ap, argv);
+	char *const *envp = va_arg(ap, char *const *);
+	va_end(ap);
+	EXEC_WRAP(path, real_execve(path, (char *const *)argv, envp));
+}
+
+/* ---- main's return value ----------------------------------------------------
+ * A return from main reaches exit() inside libc, where no hook sees it. We
+ * wrap main through __libc_start_main to learn the exit code. */
+typedef int (*main_fn)(int, char **, char **);
+static main_fn real_main;
+
+static int main_wrapper(int argc, char **argv, char **envp)
+{
+	int r = real_main(argc, argv, envp);
+	atomic_store(&ht_exit_code, r & 0xff);
+	atomic_store(&ht_exit_code_known, true);
+	return r;
+}
+
+HT_EXPORT int __libc_start_main(main_fn main, int argc, char **argv,
+				void (*init)(void), void (*fini)(void),
+				void (*rtld_fini)(void), void *stack_end);
+int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void),
+		      void (*fini)(void), void (*rtld_fini)(void), void *stack_end)
+{
+	typedef int (*start_fn)(main_fn, int, char **, void (*)(void),
+				void (*)(void), void (*)(void), void *);
+	start_fn next = (start_fn)next_symbol("__libc_start_main");
+	real_main = main;
+	return next(main_wrapper, argc, argv, init, fini, rtld_fini, stack_end);
+}

@@ -1,0 +1,289 @@
+/* lifecycle.c - start-up, fork, exec, exit and fatal signals.
+ *
+ * The agent starts on the first allocation or in its constructor, whichever
+ * comes first (library constructors may allocate before ours runs). It ends
+ * exactly once, in ht_finish: from its destructor (return from main, exit),
+ * from the _exit hook, or from a fatal-signal handler. A trace is complete
+ * whenever the process ends in one of those ways; an exec marks the trace and
+ * the new image writes its own file.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+_Atomic int ht_state;
+uint64_t ht_start_mono_ns;
+pid_t ht_pid;
+_Atomic int ht_exit_code;
+_Atomic bool ht_exit_code_known;
+
+uint64_t ht_clock_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+bool ht_clock_tsc;
+uint64_t ht_tsc0, ht_tsc_mult;
+
+void ht_clock_init(void)
+{
+	ht_start_mono_ns = ht_clock_ns();
+	ht_clock_tsc = false;
+#if defined(__x86_64__)
+	char cs[64];
+	if (ht_read_file("/sys/devices/system/clocksource/clocksource0/current_clocksource",
+			 cs, sizeof cs) <= 0 || ht_strncmp(cs, "tsc\n", 4))
+		return;
+	/* Measure the TSC rate over 200 us of CLOCK_MONOTONIC: an error of
+	 * ~0.02%, only in durations; ordering is exact whatever the rate. */
+	uint64_t t0 = __rdtsc(), m0 = ht_clock_ns(), t1, m1;
+	do {
+		t1 = __rdtsc();
+		m1 = ht_clock_ns();
+	} while (m1 - m0 < 200000);
+	if (t1 <= t0)
+		return;
+	ht_tsc_mult = (uint64_t)(((unsigned __int128)(m1 - m0) << 32) / (t1 - t0));
+	/* Time zero stays ht_start_mono_ns: TSC ticks since m0, plus m0's offset. */
+	ht_tsc0 = t0 - (uint64_t)(((unsigned __int128)(m0 - ht_start_mono_ns) << 32) / ht_tsc_mult);
+	ht_clock_tsc = ht_tsc_mult != 0;
+#endif
+}
+
+/* ---- fatal signals ---------------------------------------------------------- */
+
+/* Signals whose default action ends the process. We catch them only when the
+ * program left them at SIG_DFL, finish the trace, and re-raise. */
+static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT,
+				    SIGSYS, SIGTERM, SIGINT, SIGHUP, SIGQUIT,
+				    SIGPIPE, SIGXCPU, SIGXFSZ};
+
+static void on_fatal_signal(int sig)
+{
+	int saved = ht_guard;
+	ht_guard = 1;
+	ht_finish(HT_END_SIGNAL, (unsigned)sig);
+	ht_guard = saved;
+	/* Die the way the program would have died without us. */
+	signal(sig, SIG_DFL);
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	raise(sig);
+}
+
+static void install_signal_handlers(void)
+{
+	/* An alternate stack for the main thread, so a stack overflow still
+	 * leaves a complete trace. */
+	size_t alt_size = 64 * 1024;
+	void *alt = ht_mmap(alt_size);
+	if (alt) {
+		stack_t ss = {.ss_sp = alt, .ss_size = alt_size, .ss_flags = 0};
+		stack_t old;
+		if (sigaltstack(NULL, &old) == 0 && (old.ss_flags & SS_DISABLE))
+			sigaltstack(&ss, NULL);
+	}
+	for (size_t i = 0; i < sizeof fatal_signals / sizeof *fatal_signals; i++) {
+		struct sigaction old;
+		if (sigaction(fatal_signals[i], NULL, &old) != 0 ||
+		    old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO))
+			continue;
+		struct sigaction sa;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = on_fatal_signal;
+		sa.sa_flags = SA_ONSTACK | SA_RESETHAND | SA_NODEFER;
+		sigfillset(&sa.sa_mask);
+		sigaction(fatal_signals[i], &sa, NULL);
+	}
+}
+
+/* ---- fork --------------------------------------------------------------------- */
+
+/* Blank our path out of LD_PRELOAD in this process's environment, so that an
+ * untraced child's own children are untraced too. Done in place (the child's
+ * copy of the memory): no allocation, no libc lock that a vanished thread of
+ * the parent could hold. */
+extern char **environ;
+static void remove_from_ld_preload(void)
+{
+	Dl_info info;
+	if (!dladdr((void *)&remove_from_ld_preload, &info) || !info.dli_fname)
+		return;
+	const char *self = info.dli_fname;
+	size_t slen = ht_strlen(self);
+	for (char **e = environ; e && *e; e++) {
+		if (ht_strncmp(*e, "LD_PRELOAD=", 11))
+			continue;
+		for (char *p = *e + 11; *p;) {
+			char *end = p;
+			while (*end && *end != ' ' && *end != ':')
+				end++;
+			size_t len = (size_t)(end - p);
+			const char *base = end;
+			while (base > p && base[-1] != '/')
+				base--;
+			bool match = (len == slen && !ht_strncmp(p, self, len)) ||
+				     ((size_t)(end - base) == 15 &&
+				      !ht_strncmp(base, "libheaptrail.so", 15));
+			if (match)
+				memset(p, ' ', len);
+			p = *end ? end + 1 : end;
+		}
+	}
+}
+
+static void fork_prepare(void)
+{
+	ht_guard++;
+	if (atomic_load(&ht_state) != HT_STATE_RECORDING)
+		return;
+	/* Ship this thread's events now: they are the parent's, and the child
+	 * starts with an empty buffer. */
+	ht_thread_t *t = ht_thread_get();
+	if (t)
+		ht_thread_flush(t);
+	ht_thread_fork_prepare();
+	ht_stacks_fork_prepare();
+	ht_modules_fork_prepare();
+	ht_lock(&ht_writer_lock);
+}
+
+static void fork_parent(void)
+{
+	if (atomic_load(&ht_state) == HT_STATE_RECORDING) {
+		ht_unlock(&ht_writer_lock);
+		ht_modules_fork_parent();
+		ht_stacks_fork_parent();
+		ht_thread_fork_parent();
+	}
+	ht_guard--;
+}
+
+static void fork_child(void)
+{
+	if (atomic_load(&ht_state) == HT_STATE_RECORDING) {
+		/* The child's trace is a new file with its own clock start. */
+		ht_clock_init();
+		ht_pid = getpid();
+		ht_writer_fork_child_close();
+		ht_modules_fork_child();
+		ht_stacks_fork_child();
+		ht_thread_fork_child();
+		if (!ht_opt_follow_fork) {
+			atomic_store(&ht_state, HT_STATE_DISABLED);
+			remove_from_ld_preload();
+		} else if (ht_writer_open(true) != 0) {
+			atomic_store(&ht_state, HT_STATE_DISABLED);
+		} else {
+			ht_modules_rewrite_all();
+		}
+	}
+	ht_guard--;
+}
+
+/* ---- start and end ---------------------------------------------------------- */
+
+static _Atomic int init_started;
+
+void ht_init(void)
+{
+	int expected = 0;
+	if (!atomic_compare_exchange_strong(&init_started, &expected, 1))
+		return;
+	ht_guard++;
+	ht_options_parse();
+	if (!ht_opt_enabled) {
+		atomic_store(&ht_state, HT_STATE_DISABLED);
+		ht_guard--;
+		return;
+	}
+	ht_clock_init();
+	ht_pid = getpid();
+	ht_modules_init();
+	ht_stacks_init();
+	ht_thread_init_process();
+	if (!ht_opt_unwind_fp)
+		ht_unwind_init();
+	if (ht_writer_open(false) != 0) {
+		atomic_store(&ht_state, HT_STATE_DISABLED);
+		ht_guard--;
+		return;
+	}
+	ht_modules_refresh();
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	install_signal_handlers();
+	atomic_store(&ht_state, HT_STATE_RECORDING);
+	ht_guard--;
+}
+
+void ht_finish(unsigned how, unsigned status)
+{
+	int expected = HT_STATE_RECORDING;
+	if (!atomic_compare_exchange_strong(&ht_state, &expected, HT_STATE_FINISHED))
+		return;
+	if (getpid() != ht_pid)
+		return; /* a vfork child: the trace is the parent's */
+	ht_guard++;
+	/* Exit and _exit wait as long as it takes; a signal handler must not
+	 * hang if the crashing thread holds the lock itself. */
+	if (ht_lock_timed(&ht_writer_lock, how == HT_END_SIGNAL ? 2000 : 60000)) {
+		ht_thread_flush_all();
+		if (how == HT_END_EXIT && !atomic_load(&ht_exit_code_known))
+			atomic_fetch_or(&ht_agent_flags, HT_AGENT_EXIT_CODE_UNKNOWN);
+		ht_writer_finish(how, status);
+		ht_unlock(&ht_writer_lock);
+	}
+	ht_guard--;
+}
+
+void ht_before_exec(const char *path)
+{
+	int expected = HT_STATE_RECORDING;
+	if (getpid() != ht_pid)
+		return; /* vfork child: nothing of ours to flush */
+	if (!atomic_compare_exchange_strong(&ht_state, &expected, HT_STATE_FINISHED))
+		return;
+	ht_guard++;
+	ht_lock(&ht_writer_lock);
+	ht_thread_flush_all();
+	uint8_t rec[HT_VARINT_MAX * 2 + 4096];
+	size_t n = ht_varint_put(rec, ht_now());
+	size_t len = path ? ht_strlen(path) : 0;
+	if (len > 4096)
+		len = 4096;
+	n += ht_varint_put(rec + n, len);
+	memcpy(rec + n, path, len);
+	n += len;
+	ht_writer_record(HT_REC_EXEC, rec, n);
+	/* End the zstd frame: if exec succeeds the file is complete as is. */
+	ht_writer_flush(true);
+	ht_unlock(&ht_writer_lock);
+	ht_guard--;
+}
+
+void ht_after_failed_exec(void)
+{
+	int expected = HT_STATE_FINISHED;
+	if (getpid() == ht_pid)
+		atomic_compare_exchange_strong(&ht_state, &expected, HT_STATE_RECORDING);
+}
+
+__attribute__((constructor)) static void agent_constructor(void)
+{
+	ht_init();
+}
+
+__attribute__((destructor)) static void agent_destructor(void)
+{
+	ht_finish(HT_END_EXIT, (unsigned)atomic_load(&ht_exit_code));
+}

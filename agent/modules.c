@@ -1,0 +1,263 @@
+/* modules.c - the module map: which ELF objects are loaded, and where.
+ *
+ * The trace records raw return addresses; the CLI needs each object's path,
+ * build-id, load bias and PT_LOAD segments to symbolize them. We write a
+ * MODULE record for every object at start, diff the loaded set after each
+ * dlopen/dlclose (and whenever a new stack holds an address no known module
+ * covers: libc loads NSS and iconv modules behind our back), and write
+ * MODULE_UNLOAD for objects that left, so frames of an unloaded library still
+ * resolve to its file.
+ *
+ * dl_iterate_phdr is called under the guard: the loader may allocate.
+ */
+#include <elf.h>
+#include <link.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+#define HT_MAX_MODULES 4096
+
+typedef struct module {
+	uint64_t id;
+	uintptr_t bias;
+	uintptr_t lo, hi; /* union of its PT_LOAD segments */
+	uint64_t name_hash;
+	bool seen; /* found in the current dl_iterate_phdr pass */
+} module_t;
+
+static module_t modules[HT_MAX_MODULES];
+static unsigned nmodules;
+static uint64_t next_module_id = 1;
+static ht_lock_t module_lock;
+/* Address range of libheaptrail.so itself, to skip our own frames. */
+static uintptr_t agent_lo, agent_hi;
+
+bool ht_addr_in_agent(uintptr_t addr)
+{
+	return addr >= agent_lo && addr < agent_hi;
+}
+
+bool ht_modules_known(uintptr_t addr)
+{
+	/* Racy read of an append-only array: a miss only costs a refresh. */
+	unsigned n = __atomic_load_n(&nmodules, __ATOMIC_ACQUIRE);
+	for (unsigned i = 0; i < n; i++) {
+		if (addr >= modules[i].lo && addr < modules[i].hi)
+			return true;
+	}
+	return false;
+}
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+/* Finds the NT_GNU_BUILD_ID note in the object's mapped PT_NOTE segments. */
+static size_t build_id(const struct dl_phdr_info *info, const uint8_t **out)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_NOTE)
+			continue;
+		const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
+		const uint8_t *end = p + ph->p_memsz;
+		while (p + sizeof(ElfW(Nhdr)) <= end) {
+			const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
+			size_t name = (nh->n_namesz + 3) & ~3u;
+			size_t desc = (nh->n_descsz + 3) & ~3u;
+			const uint8_t *d = p + sizeof *nh + name;
+			if (d + nh->n_descsz > end)
+				break;
+			if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
+			    !memcmp(p + sizeof *nh, "GNU", 4)) {
+				*out = d;
+				return nh->n_descsz;
+			}
+			p = d + desc;
+		}
+	}
+	return 0;
+}
+
+static void module_path(const struct dl_phdr_info *info, char *path, size_t cap)
+{
+	if (info->dlpi_name && info->dlpi_name[0]) {
+		ht_strlcpy(path, info->dlpi_name, cap);
+		return;
+	}
+	/* The main program has an empty name: ask the kernel. */
+	ssize_t n = readlink("/proc/self/exe", path, cap - 1);
+	path[n > 0 ? n : 0] = 0;
+}
+
+static void write_module(const module_t *m, const struct dl_phdr_info *info,
+			 const char *path)
+{
+	/* Static: we run under module_lock, and thread stacks may be small. */
+	static uint8_t rec[4096 + 64 + 32 * 3 * HT_VARINT_MAX + 64];
+	size_t n = 0;
+	n += ht_varint_put(rec + n, m->id);
+	n += ht_varint_put(rec + n, ht_now());
+	n += ht_varint_put(rec + n, m->bias);
+	size_t plen = ht_strlen(path);
+	n += ht_varint_put(rec + n, plen);
+	memcpy(rec + n, path, plen);
+	n += plen;
+	const uint8_t *bid = NULL;
+	size_t blen = build_id(info, &bid);
+	if (blen > 64)
+		blen = 0;
+	n += ht_varint_put(rec + n, blen);
+	if (blen)
+		memcpy(rec + n, bid, blen);
+	n += blen;
+	unsigned nsegs = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		nsegs += info->dlpi_phdr[i].p_type == PT_LOAD;
+	if (nsegs > 32)
+		nsegs = 32;
+	n += ht_varint_put(rec + n, nsegs);
+	unsigned done = 0;
+	for (int i = 0; i < info->dlpi_phnum && done < nsegs; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		n += ht_varint_put(rec + n, ph->p_vaddr);
+		n += ht_varint_put(rec + n, ph->p_memsz);
+		n += ht_varint_put(rec + n, ph->p_flags);
+		done++;
+	}
+	ht_lock(&ht_writer_lock);
+	ht_writer_record(HT_REC_MODULE, rec, n);
+	ht_unlock(&ht_writer_lock);
+}
+
+static void range_of(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi)
+{
+	*lo = UINTPTR_MAX;
+	*hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+		if (a < *lo)
+			*lo = a;
+		if (a + ph->p_memsz > *hi)
+			*hi = a + ph->p_memsz;
+	}
+	if (*lo > *hi)
+		*lo = *hi = 0;
+}
+
+static int visit(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	(void)arg;
+	static char path[4096]; /* under module_lock */
+	module_path(info, path, sizeof path);
+	uintptr_t lo, hi;
+	range_of(info, &lo, &hi);
+	uint64_t h = hash_str(path);
+	for (unsigned i = 0; i < nmodules; i++) {
+		module_t *m = &modules[i];
+		if (m->id && m->bias == info->dlpi_addr && m->name_hash == h &&
+		    m->lo == lo) {
+			m->seen = true;
+			return 0;
+		}
+	}
+	/* New object. Reuse the slot of an unloaded one if the array is full. */
+	module_t *m = NULL;
+	if (nmodules < HT_MAX_MODULES) {
+		m = &modules[nmodules];
+	} else {
+		for (unsigned i = 0; i < nmodules && !m; i++)
+			if (!modules[i].id)
+				m = &modules[i];
+		if (!m)
+			return 0;
+	}
+	m->id = next_module_id++;
+	m->bias = info->dlpi_addr;
+	m->lo = lo;
+	m->hi = hi;
+	m->name_hash = h;
+	m->seen = true;
+	write_module(m, info, path);
+	if (m == &modules[nmodules])
+		__atomic_store_n(&nmodules, nmodules + 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+void ht_modules_refresh(void)
+{
+	ht_lock(&module_lock);
+	for (unsigned i = 0; i < nmodules; i++)
+		modules[i].seen = false;
+	dl_iterate_phdr(visit, NULL);
+	for (unsigned i = 0; i < nmodules; i++) {
+		module_t *m = &modules[i];
+		if (!m->id || m->seen)
+			continue;
+		uint8_t rec[2 * HT_VARINT_MAX];
+		size_t n = ht_varint_put(rec, m->id);
+		n += ht_varint_put(rec + n, ht_now());
+		ht_lock(&ht_writer_lock);
+		ht_writer_record(HT_REC_MODULE_UNLOAD, rec, n);
+		ht_unlock(&ht_writer_lock);
+		/* Keep lo/hi out of lookups but the slot reusable. */
+		m->id = 0;
+		m->lo = m->hi = 0;
+	}
+	ht_unlock(&module_lock);
+}
+
+void ht_modules_rewrite_all(void)
+{
+	ht_lock(&module_lock);
+	__atomic_store_n(&nmodules, 0, __ATOMIC_RELEASE);
+	memset(modules, 0, sizeof modules);
+	ht_unlock(&module_lock);
+	ht_modules_refresh();
+}
+
+static int find_agent(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	uintptr_t self = (uintptr_t)arg;
+	uintptr_t lo, hi;
+	range_of(info, &lo, &hi);
+	if (self >= lo && self < hi) {
+		agent_lo = lo;
+		agent_hi = hi;
+		return 1;
+	}
+	return 0;
+}
+
+void ht_modules_init(void)
+{
+	dl_iterate_phdr(find_agent, (void *)(uintptr_t)&ht_modules_init);
+}
+
+void ht_modules_fork_prepare(void)
+{
+	ht_lock(&module_lock);
+}
+
+void ht_modules_fork_parent(void)
+{
+	ht_unlock(&module_lock);
+}
+
+void ht_modules_fork_child(void)
+{
+	ht_lock_reset(&module_lock);
+}

@@ -1,0 +1,122 @@
+/* options.c - HEAPTRAIL_OPTIONS, read once at start-up.
+ *
+ * Format: comma-separated key=value pairs (docs/AGENT_OPTIONS.md). Read from
+ * environ directly: getenv is fine in practice, but this keeps the "no libc
+ * calls that may allocate" rule trivially true. A bad option is reported once
+ * on stderr and ignored; the program itself always runs.
+ */
+#include <unistd.h>
+
+#include "agent.h"
+
+char ht_opt_output[4096] = "heaptrail.%n.%p.ht";
+char ht_opt_manifest[4096];
+unsigned ht_opt_depth = 64;
+bool ht_opt_unwind_fp;
+bool ht_opt_follow_fork = true;
+bool ht_opt_compress = true;
+bool ht_opt_enabled = true;
+
+extern char **environ;
+
+static const char *env_value(const char *name)
+{
+	size_t n = ht_strlen(name);
+	for (char **e = environ; e && *e; e++) {
+		if (!ht_strncmp(*e, name, n) && (*e)[n] == '=')
+			return *e + n + 1;
+	}
+	return NULL;
+}
+
+/* Parses a boolean or unsigned value of len bytes; false if malformed. */
+static bool parse_uint(const char *v, size_t len, unsigned long *out)
+{
+	unsigned long r = 0;
+	if (!len)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		if (v[i] < '0' || v[i] > '9' || r > 100000000ul)
+			return false;
+		r = r * 10 + (unsigned long)(v[i] - '0');
+	}
+	*out = r;
+	return true;
+}
+
+static void copy_value(char *dst, size_t cap, const char *v, size_t len)
+{
+	if (len >= cap)
+		len = cap - 1;
+	for (size_t i = 0; i < len; i++)
+		dst[i] = v[i];
+	dst[len] = 0;
+}
+
+static bool key_is(const char *k, size_t klen, const char *name)
+{
+	return ht_strlen(name) == klen && !ht_strncmp(k, name, klen);
+}
+
+static bool set_option(const char *k, size_t klen, const char *v, size_t vlen)
+{
+	unsigned long u;
+	if (key_is(k, klen, "output")) {
+		if (!vlen)
+			return false;
+		copy_value(ht_opt_output, sizeof ht_opt_output, v, vlen);
+	} else if (key_is(k, klen, "manifest")) {
+		copy_value(ht_opt_manifest, sizeof ht_opt_manifest, v, vlen);
+	} else if (key_is(k, klen, "depth")) {
+		if (!parse_uint(v, vlen, &u) || u < 1 || u > HT_MAX_DEPTH)
+			return false;
+		ht_opt_depth = (unsigned)u;
+	} else if (key_is(k, klen, "unwind")) {
+		if (vlen == 2 && !ht_strncmp(v, "fp", 2))
+			ht_opt_unwind_fp = true;
+		else if (vlen == 9 && !ht_strncmp(v, "libunwind", 9))
+			ht_opt_unwind_fp = false;
+		else
+			return false;
+	} else if (key_is(k, klen, "follow_fork")) {
+		if (!parse_uint(v, vlen, &u) || u > 1)
+			return false;
+		ht_opt_follow_fork = u;
+	} else if (key_is(k, klen, "compress")) {
+		if (!parse_uint(v, vlen, &u) || u > 1)
+			return false;
+		ht_opt_compress = u;
+	} else if (key_is(k, klen, "enabled")) {
+		if (!parse_uint(v, vlen, &u) || u > 1)
+			return false;
+		ht_opt_enabled = u;
+	} else {
+		return false;
+	}
+	return true;
+}
+
+void ht_options_parse(void)
+{
+	const char *s = env_value("HEAPTRAIL_OPTIONS");
+	if (!s)
+		return;
+	while (*s) {
+		const char *end = s;
+		while (*end && *end != ',')
+			end++;
+		const char *eq = s;
+		while (eq < end && *eq != '=')
+			eq++;
+		if (end > s) {
+			char item[128];
+			copy_value(item, sizeof item, s, (size_t)(end - s));
+			if (eq == end)
+				ht_log("ignoring option without '=': ", item);
+			else if (!set_option(s, (size_t)(eq - s), eq + 1,
+					     (size_t)(end - eq - 1)))
+				ht_log("ignoring bad option: ", item);
+		}
+		s = *end ? end + 1 : end;
+	}
+}

@@ -1,0 +1,210 @@
+/* thread.c - per-thread event buffers and the registry of threads.
+ *
+ * Each thread appends encoded events to its own buffer (no lock) and ships
+ * a full buffer as one THREAD_BLOCK record under the writer lock, so the lock
+ * is taken once per ~64 KiB of events, never per event.
+ *
+ * Invariants:
+ * - A thread's state is reached through the initial-exec TLS pointer
+ *   tls_thread; it is created on the thread's first event, from mmap.
+ * - t->len only grows by whole events: an event is encoded past t->len and
+ *   then published by bumping t->len, so a fatal signal in the middle of an
+ *   event leaves a consistent buffer for the final flush.
+ * - The registry lists every state ever made; states of exited threads are
+ *   reused. The final flush walks it, so events of a thread that is still
+ *   running at exit (or that died without its key destructor) are not lost.
+ */
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+static __thread ht_thread_t *tls_thread;
+/* Set once the thread's key destructor ran: later events of this thread
+ * (from other destructors) get a fresh state that only the final flush sees. */
+static __thread bool tls_thread_exited;
+
+static ht_lock_t registry_lock;
+static ht_thread_t *registry;
+static pthread_key_t thread_key;
+static bool thread_key_ok;
+
+/* Resident set size is sampled on flushes, at most this often. */
+#define HT_RSS_INTERVAL_NS 10000000ull
+static _Atomic uint64_t last_rss_time;
+
+static void stack_bounds(ht_thread_t *t)
+{
+	pthread_attr_t attr;
+	void *lo;
+	size_t size;
+	/* pthread_getattr_np may allocate (it reads /proc/self/maps for the
+	 * main thread); we run under the guard, so that is not recorded. */
+	if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+		if (pthread_attr_getstack(&attr, &lo, &size) == 0) {
+			t->stack_lo = (uintptr_t)lo;
+			t->stack_hi = (uintptr_t)lo + size;
+		}
+		pthread_attr_destroy(&attr);
+	}
+}
+
+static void thread_exit(void *arg)
+{
+	ht_thread_t *t = arg;
+	int saved_guard = ht_guard;
+	ht_guard = 1;
+	if (atomic_load(&ht_state) == HT_STATE_RECORDING)
+		ht_thread_flush(t);
+	tls_thread = NULL;
+	tls_thread_exited = true;
+	ht_lock(&registry_lock);
+	if (t->len == 0)
+		t->in_use = false;
+	ht_unlock(&registry_lock);
+	ht_guard = saved_guard;
+}
+
+HT_NOINLINE HT_COLD static ht_thread_t *thread_create(void)
+{
+	ht_thread_t *t = NULL;
+	ht_lock(&registry_lock);
+	for (ht_thread_t *it = registry; it; it = it->next) {
+		if (!it->in_use) {
+			t = it;
+			break;
+		}
+	}
+	if (!t) {
+		t = ht_mmap(sizeof *t);
+		if (!t) {
+			ht_unlock(&registry_lock);
+			atomic_fetch_or(&ht_agent_flags, HT_AGENT_OUT_OF_MEMORY);
+			return NULL;
+		}
+		t->next = registry;
+		registry = t;
+	}
+	t->in_use = true;
+	t->len = 0;
+	t->last_addr = 0;
+	t->tid = (uint32_t)syscall(SYS_gettid);
+	ht_unlock(&registry_lock);
+
+	t->last_time = ht_now();
+	t->block_base = t->last_time;
+	t->stack_lo = t->stack_hi = 0;
+	stack_bounds(t);
+	tls_thread = t;
+	if (thread_key_ok && !tls_thread_exited)
+		pthread_setspecific(thread_key, t);
+	return t;
+}
+
+ht_thread_t *ht_thread_get(void)
+{
+	ht_thread_t *t = tls_thread;
+	if (HT_LIKELY(t != NULL))
+		return t;
+	return thread_create();
+}
+
+/* Appends an RSS sample to t's buffer if none was taken recently. */
+static void maybe_sample_rss(ht_thread_t *t)
+{
+	uint64_t now = ht_now();
+	uint64_t last = atomic_load_explicit(&last_rss_time, memory_order_relaxed);
+	if (now - last < HT_RSS_INTERVAL_NS && last != 0)
+		return;
+	if (!atomic_compare_exchange_strong(&last_rss_time, &last, now))
+		return;
+	if (t->len + 1 + 2 * HT_VARINT_MAX > HT_BUF_SIZE)
+		return;
+	uint8_t *p = t->buf + t->len;
+	size_t n = 0;
+	p[n++] = HT_EV_RSS;
+	n += ht_varint_put(p + n, now - t->last_time);
+	n += ht_varint_put(p + n, ht_read_rss());
+	t->last_time = now;
+	t->len += (uint32_t)n;
+}
+
+/* Writes t's buffer as one THREAD_BLOCK; the caller holds the writer lock. */
+static void ship_locked(ht_thread_t *t)
+{
+	if (t->len == 0)
+		return;
+	uint8_t head[2 * HT_VARINT_MAX];
+	size_t n = ht_varint_put(head, t->tid);
+	n += ht_varint_put(head + n, t->block_base);
+	ht_writer_record2(HT_REC_THREAD_BLOCK, head, n, t->buf, t->len);
+	t->len = 0;
+	t->last_addr = 0;
+	t->block_base = t->last_time;
+}
+
+void ht_thread_flush(ht_thread_t *t)
+{
+	maybe_sample_rss(t);
+	ht_lock(&ht_writer_lock);
+	ship_locked(t);
+	ht_unlock(&ht_writer_lock);
+}
+
+void ht_thread_flush_all(void)
+{
+	/* Called with the state already moved out of RECORDING, so threads
+	 * start no new event; wait a little for the ones in the middle of one. */
+	ht_thread_t *self = tls_thread;
+	for (ht_thread_t *t = registry; t; t = t->next) {
+		if (t == self)
+			continue;
+		for (int i = 0; i < 1000 && atomic_load(&t->in_event); i++) {
+			struct timespec us = {0, 100000};
+			nanosleep(&us, NULL);
+		}
+	}
+	for (ht_thread_t *t = registry; t; t = t->next) {
+		if (t->in_use && t->len)
+			ship_locked(t);
+	}
+}
+
+void ht_thread_init_process(void)
+{
+	thread_key_ok = pthread_key_create(&thread_key, thread_exit) == 0;
+}
+
+void ht_thread_fork_prepare(void)
+{
+	ht_lock(&registry_lock);
+}
+
+void ht_thread_fork_parent(void)
+{
+	ht_unlock(&registry_lock);
+}
+
+void ht_thread_fork_child(void)
+{
+	/* Only the forking thread survives. Other states hold the parent's
+	 * unflushed events: the parent ships those, the child drops them. */
+	ht_lock_reset(&registry_lock);
+	ht_thread_t *self = tls_thread;
+	for (ht_thread_t *t = registry; t; t = t->next) {
+		if (t != self) {
+			t->in_use = false;
+			t->len = 0;
+			atomic_store(&t->in_event, 0);
+		}
+	}
+	if (self) {
+		self->tid = (uint32_t)syscall(SYS_gettid);
+		self->len = 0;
+		self->last_addr = 0;
+		self->last_time = ht_now();
+		self->block_base = self->last_time;
+	}
+}

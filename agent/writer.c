@@ -1,0 +1,371 @@
+/* writer.c - the trace file: creation, compression, records.
+ *
+ * One writer per process, guarded by ht_writer_lock (taken per shipped
+ * thread buffer or per module change, never per event). zstd runs on a
+ * static context in an mmap'd workspace, so it never calls malloc.
+ *
+ * Files are created with O_CREAT|O_EXCL|O_NOFOLLOW and mode 0600: never
+ * through a symlink, never over an existing file (a numeric suffix is added
+ * instead), never readable by other users.
+ */
+#define ZSTD_STATIC_LINKING_ONLY
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "agent.h"
+
+ht_lock_t ht_writer_lock;
+
+#define HT_ZSTD_LEVEL 1
+
+static int out_fd = -1;
+static ZSTD_CStream *zcs;
+static void *zws;
+static size_t zws_size;
+static uint8_t *outbuf;
+static size_t outcap, outlen;
+static bool frame_open;
+static bool write_failed;
+
+static void write_all(const uint8_t *p, size_t n)
+{
+	while (n && !write_failed) {
+		ssize_t w = write(out_fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			/* Disk full or similar: stop writing, keep the program
+			 * running. What was written stays readable. */
+			write_failed = true;
+			ht_log("cannot write the trace file; recording stops", NULL);
+			return;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+static void drain_out(void)
+{
+	if (outlen) {
+		write_all(outbuf, outlen);
+		outlen = 0;
+	}
+}
+
+/* Feeds n bytes of record data to the compressor (or the raw buffer). */
+static void feed(const void *data, size_t n)
+{
+	if (out_fd < 0 || write_failed)
+		return;
+	if (!zcs) {
+		const uint8_t *p = data;
+		while (n) {
+			size_t k = outcap - outlen < n ? outcap - outlen : n;
+			memcpy(outbuf + outlen, p, k);
+			outlen += k;
+			p += k;
+			n -= k;
+			if (outlen == outcap)
+				drain_out();
+		}
+		return;
+	}
+	ZSTD_inBuffer in = {data, n, 0};
+	frame_open = true;
+	while (in.pos < in.size) {
+		ZSTD_outBuffer out = {outbuf, outcap, outlen};
+		size_t r = ZSTD_compressStream2(zcs, &out, &in, ZSTD_e_continue);
+		outlen = out.pos;
+		if (ZSTD_isError(r)) {
+			write_failed = true;
+			ht_log("compression failed: ", ZSTD_getErrorName(r));
+			return;
+		}
+		if (outlen == outcap)
+			drain_out();
+	}
+	if (outlen > outcap / 2)
+		drain_out();
+}
+
+void ht_writer_record2(uint8_t tag, const void *head, size_t head_len,
+		       const void *body, size_t body_len)
+{
+	uint8_t hdr[1 + HT_VARINT_MAX];
+	size_t n = 0;
+	hdr[n++] = tag;
+	n += ht_varint_put(hdr + n, head_len + body_len);
+	feed(hdr, n);
+	if (head_len)
+		feed(head, head_len);
+	if (body_len)
+		feed(body, body_len);
+}
+
+void ht_writer_record(uint8_t tag, const void *payload, size_t len)
+{
+	ht_writer_record2(tag, payload, len, NULL, 0);
+}
+
+void ht_writer_flush(bool end_frame)
+{
+	if (out_fd < 0)
+		return;
+	if (zcs && frame_open && !write_failed) {
+		ZSTD_EndDirective how = end_frame ? ZSTD_e_end : ZSTD_e_flush;
+		ZSTD_inBuffer in = {NULL, 0, 0};
+		size_t left;
+		do {
+			ZSTD_outBuffer out = {outbuf, outcap, outlen};
+			left = ZSTD_compressStream2(zcs, &out, &in, how);
+			outlen = out.pos;
+			if (ZSTD_isError(left))
+				break;
+			drain_out();
+		} while (left);
+		if (end_frame)
+			frame_open = false;
+	}
+	drain_out();
+}
+
+/* ---- reading /proc without stdio ------------------------------------------ */
+
+uint64_t ht_read_rss(void)
+{
+	char buf[128];
+	if (ht_read_file("/proc/self/statm", buf, sizeof buf) <= 0)
+		return 0;
+	const char *p = buf;
+	while (*p && *p != ' ')
+		p++;
+	uint64_t pages = 0;
+	while (*p == ' ')
+		p++;
+	while (*p >= '0' && *p <= '9')
+		pages = pages * 10 + (uint64_t)(*p++ - '0');
+	return pages * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+static uint64_t read_peak_rss(void)
+{
+	static char buf[4096];
+	if (ht_read_file("/proc/self/status", buf, sizeof buf) <= 0)
+		return 0;
+	for (const char *p = buf; *p; p++) {
+		if ((p == buf || p[-1] == '\n') && !ht_strncmp(p, "VmHWM:", 6)) {
+			p += 6;
+			while (*p == ' ' || *p == '\t')
+				p++;
+			uint64_t kb = 0;
+			while (*p >= '0' && *p <= '9')
+				kb = kb * 10 + (uint64_t)(*p++ - '0');
+			return kb * 1024;
+		}
+	}
+	return 0;
+}
+
+/* ---- opening --------------------------------------------------------------- */
+
+/* basename of the running executable, for %n */
+static void program_name(char *out, size_t cap)
+{
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	exe[n > 0 ? n : 0] = 0;
+	const char *base = exe;
+	for (const char *p = exe; *p; p++)
+		if (*p == '/')
+			base = p + 1;
+	ht_strlcpy(out, *base ? base : "program", cap);
+}
+
+static size_t expand_output(char *out, size_t cap)
+{
+	char name[256];
+	program_name(name, sizeof name);
+	size_t n = 0;
+	out[0] = 0;
+	for (const char *p = ht_opt_output; *p; p++) {
+		if (p[0] == '%' && p[1] == 'p') {
+			n = ht_append_u64(out, n, cap, (uint64_t)ht_pid);
+			p++;
+		} else if (p[0] == '%' && p[1] == 'n') {
+			n = ht_append_str(out, n, cap, name);
+			p++;
+		} else if (p[0] == '%' && p[1] == '%') {
+			n = ht_append_str(out, n, cap, "%");
+			p++;
+		} else if (n + 1 < cap) {
+			out[n++] = *p;
+			out[n] = 0;
+		}
+	}
+	return n;
+}
+
+static int create_exclusive(char *path, size_t cap)
+{
+	size_t base = ht_strlen(path);
+	for (unsigned i = 0; i < 1000; i++) {
+		if (i) {
+			size_t n = ht_append_str(path, base, cap, ".");
+			ht_append_u64(path, n, cap, i);
+		}
+		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			      0600);
+		if (fd >= 0)
+			return fd;
+		if (errno != EEXIST)
+			return -1;
+	}
+	errno = EEXIST;
+	return -1;
+}
+
+static void append_manifest(const char *path)
+{
+	if (!ht_opt_manifest[0])
+		return;
+	int fd = open(ht_opt_manifest, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	char line[4096 + 4096 + 32];
+	size_t n = ht_append_u64(line, 0, sizeof line, (uint64_t)ht_pid);
+	n = ht_append_str(line, n, sizeof line, "\t");
+	if (path[0] != '/') {
+		char cwd[4096];
+		if (getcwd(cwd, sizeof cwd)) {
+			n = ht_append_str(line, n, sizeof line, cwd);
+			n = ht_append_str(line, n, sizeof line, "/");
+		}
+	}
+	n = ht_append_str(line, n, sizeof line, path);
+	n = ht_append_str(line, n, sizeof line, "\n");
+	ssize_t w = write(fd, line, n);
+	(void)w;
+	close(fd);
+}
+
+static void put_string(uint8_t *rec, size_t *n, size_t cap, const char *s, size_t len)
+{
+	if (*n + HT_VARINT_MAX + len > cap)
+		len = 0;
+	*n += ht_varint_put(rec + *n, len);
+	memcpy(rec + *n, s, len);
+	*n += len;
+}
+
+static void write_process_record(bool forked)
+{
+	static uint8_t rec[40000];
+	static char cmdline[32768];
+	size_t n = 0, cap = sizeof rec;
+	n += ht_varint_put(rec + n, HT_FORMAT_MAJOR);
+	n += ht_varint_put(rec + n, HT_FORMAT_MINOR);
+	put_string(rec, &n, cap, HT_VERSION, ht_strlen(HT_VERSION));
+	n += ht_varint_put(rec + n, (uint64_t)ht_pid);
+	n += ht_varint_put(rec + n, (uint64_t)getppid());
+	struct timespec rt;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	n += ht_varint_put(rec + n, (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec);
+	n += ht_varint_put(rec + n, ht_start_mono_ns);
+	n += ht_varint_put(rec + n, (uint64_t)sysconf(_SC_PAGESIZE));
+	unsigned flags = (forked ? HT_PROC_FORKED : 0) | (ht_opt_unwind_fp ? HT_PROC_UNWIND_FP : 0);
+	n += ht_varint_put(rec + n, flags);
+	n += ht_varint_put(rec + n, ht_opt_depth);
+	char exe[4096];
+	ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	put_string(rec, &n, cap, exe, el > 0 ? (size_t)el : 0);
+	long cl = ht_read_file("/proc/self/cmdline", cmdline, sizeof cmdline);
+	uint64_t argc = 0;
+	for (long i = 0; i < cl; i++)
+		argc += cmdline[i] == 0;
+	n += ht_varint_put(rec + n, argc);
+	for (long i = 0; i < cl;) {
+		size_t len = ht_strlen(cmdline + i);
+		put_string(rec, &n, cap, cmdline + i, len);
+		i += (long)len + 1;
+	}
+	ht_writer_record(HT_REC_PROCESS, rec, n);
+}
+
+int ht_writer_open(bool forked)
+{
+	char path[4096 + 16];
+	expand_output(path, sizeof path - 8);
+	out_fd = create_exclusive(path, sizeof path);
+	if (out_fd < 0) {
+		ht_log("cannot create the trace file ", path);
+		return -1;
+	}
+	write_failed = false;
+	frame_open = false;
+	if (!outbuf) {
+		outcap = ZSTD_CStreamOutSize();
+		outbuf = ht_mmap(outcap);
+	}
+	outlen = 0;
+	zcs = NULL;
+	if (ht_opt_compress) {
+		if (!zws) {
+			zws_size = ZSTD_estimateCStreamSize(HT_ZSTD_LEVEL);
+			zws = ht_mmap(zws_size);
+		}
+		if (zws)
+			zcs = ZSTD_initStaticCStream(zws, zws_size);
+		if (zcs)
+			ZSTD_CCtx_setParameter(zcs, ZSTD_c_compressionLevel, HT_ZSTD_LEVEL);
+	}
+	if (!outbuf) {
+		close(out_fd);
+		out_fd = -1;
+		return -1;
+	}
+	uint8_t hdr[HT_FILE_HEADER_LEN] = HT_FILE_MAGIC;
+	hdr[8] = HT_FORMAT_MAJOR & 0xff;
+	hdr[9] = HT_FORMAT_MAJOR >> 8;
+	hdr[10] = HT_FORMAT_MINOR & 0xff;
+	hdr[11] = HT_FORMAT_MINOR >> 8;
+	hdr[12] = zcs ? HT_FILE_ZSTD : 0;
+	write_all(hdr, sizeof hdr);
+	write_process_record(forked);
+	append_manifest(path);
+	return 0;
+}
+
+void ht_writer_finish(unsigned how, unsigned status)
+{
+	if (out_fd < 0)
+		return;
+	uint8_t rec[5 * HT_VARINT_MAX];
+	size_t n = 0;
+	unsigned flags = atomic_load(&ht_agent_flags);
+	n += ht_varint_put(rec + n, ht_now());
+	n += ht_varint_put(rec + n, how);
+	n += ht_varint_put(rec + n, status);
+	n += ht_varint_put(rec + n, read_peak_rss());
+	n += ht_varint_put(rec + n, flags);
+	ht_writer_record(HT_REC_END, rec, n);
+	ht_writer_flush(true);
+	close(out_fd);
+	out_fd = -1;
+}
+
+/* In a fork child the inherited descriptor and compressor state belong to
+ * the parent's file: forget them without writing anything. */
+void ht_writer_fork_child_close(void)
+{
+	if (out_fd >= 0)
+		close(out_fd);
+	out_fd = -1;
+	outlen = 0;
+	frame_open = false;
+	ht_lock_reset(&ht_writer_lock);
+}

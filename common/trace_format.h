@@ -1,0 +1,195 @@
+/* trace_format.h - the one definition of heaptrail's on-disk trace format.
+ *
+ * The agent writes it, the CLI's reader and the fuzzers read it; docs/FORMAT.md
+ * explains it in prose. Nothing here allocates or depends on anything but
+ * <stdint.h>/<stddef.h>, so the agent may include it.
+ *
+ * File layout
+ *   [file header: 16 bytes, uncompressed]
+ *   [body: a zstd stream (flag HT_FILE_ZSTD) or raw, holding records]
+ *
+ * Record (top level):   u8 tag | varint payload_len | payload[payload_len]
+ *   Unknown tags are skipped by length, so minor versions may add records.
+ *
+ * Integers are LEB128 varints ("varint") unless said otherwise; signed deltas
+ * are zigzag-encoded ("svarint"). Strings are varint length + bytes (no NUL).
+ * Times are nanoseconds of CLOCK_MONOTONIC, relative to PROCESS.start_mono_ns.
+ *
+ * Thread blocks carry the events. Each thread appends events to its own
+ * buffer and ships it as one HT_REC_THREAD_BLOCK, so blocks of different
+ * threads interleave in the file and the reader merges events by time
+ * (a free is stamped before the real free runs, an allocation after the real
+ * allocation returns, so address reuse across threads orders correctly; on
+ * equal stamps frees go first).
+ */
+#ifndef HEAPTRAIL_TRACE_FORMAT_H
+#define HEAPTRAIL_TRACE_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- file header ---------------------------------------------------------
+ * bytes 0..7   magic "HEAPTRL\x1a"
+ * bytes 8..9   format major (u16 little-endian): readers reject newer majors
+ * bytes 10..11 format minor (u16 LE): additions readers may ignore
+ * bytes 12..15 flags (u32 LE)
+ */
+#define HT_FILE_MAGIC "HEAPTRL\x1a"
+#define HT_FILE_MAGIC_LEN 8
+#define HT_FILE_HEADER_LEN 16
+#define HT_FORMAT_MAJOR 1
+#define HT_FORMAT_MINOR 0
+#define HT_FILE_ZSTD 0x1u /* body is one or more zstd frames */
+
+/* ---- top-level records ---------------------------------------------------- */
+enum ht_record_tag {
+	/* First record. varint format_major, varint format_minor,
+	 * string writer_version, varint pid, varint ppid,
+	 * varint start_realtime_ns (Unix epoch), varint start_mono_ns,
+	 * varint page_size, varint flags (HT_PROC_*), varint max_depth,
+	 * string exe_path, varint argc, argc x string argv[i]. */
+	HT_REC_PROCESS = 0x01,
+
+	/* A loaded ELF object. varint module_id, varint time,
+	 * varint load_bias, string path, string build_id (raw bytes, may be
+	 * empty), varint nsegs, nsegs x { varint vaddr, varint memsz,
+	 * varint p_flags } for its PT_LOAD segments (addresses = bias + vaddr).
+	 * Written for every object at start and for new ones after dlopen. */
+	HT_REC_MODULE = 0x02,
+
+	/* An object left the process (dlclose). varint module_id, varint time. */
+	HT_REC_MODULE_UNLOAD = 0x03,
+
+	/* One thread's events. varint tid, varint base_time, then events
+	 * (HT_EV_*) until the payload ends. Event times are deltas from the
+	 * previous event of the block (the first from base_time); addresses are
+	 * deltas from the previous address of the block (the first from 0). */
+	HT_REC_THREAD_BLOCK = 0x04,
+
+	/* The process is about to exec. varint time, string path. The file ends
+	 * here if the exec succeeds; the new image writes its own file. */
+	HT_REC_EXEC = 0x05,
+
+	/* Last record of a complete trace. varint time, varint how (HT_END_*),
+	 * varint status (exit code or signal number), varint peak_rss_bytes,
+	 * varint agent_flags (HT_AGENT_*). A trace without it was cut short
+	 * (SIGKILL, power loss): the reader reports what it has. */
+	HT_REC_END = 0x06,
+
+	/* Thread name, when known. varint tid, string name. */
+	HT_REC_THREAD_NAME = 0x07,
+};
+
+/* PROCESS.flags */
+#define HT_PROC_FORKED 0x1u /* this process is a fork child of ppid */
+#define HT_PROC_EXECED 0x2u /* the image was exec'd by a traced process */
+#define HT_PROC_UNWIND_FP 0x4u /* stacks come from the frame-pointer walker */
+
+/* END.how */
+enum ht_end_how {
+	HT_END_EXIT = 0,   /* exit() or return from main: status = exit code */
+	HT_END_UNDERSCORE_EXIT = 1, /* _exit/_Exit: status = exit code */
+	HT_END_SIGNAL = 2, /* killed by a signal: status = signal number */
+	HT_END_DETACH = 3, /* agent stopped recording (library unloaded) */
+};
+
+/* END.agent_flags */
+#define HT_AGENT_OUT_OF_MEMORY 0x1u /* agent ran out of its own memory: events lost */
+#define HT_AGENT_STACK_TABLE_FULL 0x2u /* new stacks were recorded as id 0 */
+#define HT_AGENT_EXIT_CODE_UNKNOWN 0x4u /* status is not the real exit code */
+
+/* ---- events inside a thread block -----------------------------------------
+ * Each event starts with one byte: low nibble = event (HT_EV_*), high nibble
+ * = allocation function (HT_FN_*, for ALLOC/REALLOC; 0 otherwise).
+ *
+ * ALLOC   varint dtime, svarint daddr, varint size, varint stack_id
+ * FREE    varint dtime, svarint daddr
+ * REALLOC varint dtime, svarint daddr (new block), varint size,
+ *         varint stack_id, svarint old_addr - new_addr, varint lead.
+ *         Means: free(old) at time (t - lead), then alloc(new) at time t
+ *         (memcheck's convention: one free plus one allocation). The free
+ *         part is stamped before the real realloc runs and the allocation
+ *         after it returns, like FREE and ALLOC, so the merge by time stays
+ *         right when another thread reuses the old address. t - lead is
+ *         never earlier than the thread's previous event.
+ * STACK   varint stack_id, varint depth, depth x svarint ip delta
+ *         (first from 0, each next from the previous ip). Frames are return
+ *         addresses, leaf (the allocation's caller) first. Defines the id for
+ *         the whole trace; a stack is defined once, in the block of the thread
+ *         that first used it, not necessarily before other threads use it.
+ * RSS     varint dtime, varint rss_bytes (resident set, sampled on flushes).
+ * Stack id 0 means "unknown stack" (never defined).
+ */
+enum ht_event {
+	HT_EV_ALLOC = 0x1,
+	HT_EV_FREE = 0x2,
+	HT_EV_REALLOC = 0x3,
+	HT_EV_STACK = 0x4,
+	HT_EV_RSS = 0x5,
+};
+
+/* Which function made an allocation (high nibble of ALLOC/REALLOC). */
+enum ht_alloc_fn {
+	HT_FN_MALLOC = 0,
+	HT_FN_CALLOC = 1,
+	HT_FN_REALLOC = 2,
+	HT_FN_REALLOCARRAY = 3,
+	HT_FN_POSIX_MEMALIGN = 4,
+	HT_FN_ALIGNED_ALLOC = 5,
+	HT_FN_MEMALIGN = 6,
+	HT_FN_VALLOC = 7,
+	HT_FN_PVALLOC = 8,
+	HT_FN_NEW = 9,
+	HT_FN_NEW_ARRAY = 10,
+	HT_FN_COUNT
+};
+
+/* Limits a reader may rely on (the writer never exceeds them). */
+#define HT_MAX_DEPTH 1024	 /* frames per stack */
+#define HT_MAX_RECORD (1u << 24) /* bytes of one record payload */
+#define HT_MAX_STRING (1u << 16) /* bytes of one string */
+
+/* ---- varints: shared by writer and reader ---------------------------------
+ * ht_varint_put writes at most 10 bytes and returns the count.
+ * ht_varint_get returns bytes consumed, or 0 if the input is truncated or the
+ * value overflows 64 bits. */
+#define HT_VARINT_MAX 10
+
+static inline size_t ht_varint_put(uint8_t *out, uint64_t v)
+{
+	size_t n = 0;
+	while (v >= 0x80) {
+		out[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	out[n++] = (uint8_t)v;
+	return n;
+}
+
+static inline size_t ht_varint_get(const uint8_t *in, size_t avail, uint64_t *v)
+{
+	uint64_t r = 0;
+	for (size_t i = 0; i < avail && i < HT_VARINT_MAX; i++) {
+		uint64_t b = in[i];
+		if (i == 9 && b > 1)
+			return 0; /* more than 64 bits */
+		r |= (b & 0x7f) << (7 * i);
+		if (!(b & 0x80)) {
+			*v = r;
+			return i + 1;
+		}
+	}
+	return 0;
+}
+
+static inline uint64_t ht_zigzag(int64_t v)
+{
+	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static inline int64_t ht_unzigzag(uint64_t v)
+{
+	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+#endif /* HEAPTRAIL_TRACE_FORMAT_H */

@@ -1,0 +1,26 @@
+#!/bin/sh
+# Installs what heaptrail needs to build and test, from Debian packages only.
+# Idempotent and quiet when everything is already there. Run as root (or
+# with sudo available). Debian 12 (bookworm).
+set -eu
+
+PKGS="build-essential pkg-config libdw-dev libelf-dev libunwind-dev \
+libzstd-dev zlib1g-dev clang libclang-rt-14-dev python3 valgrind heaptrack \
+gdb file"
+
+missing=""
+for p in $PKGS; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+		missing="$missing $p"
+	fi
+done
+[ -z "$missing" ] && exit 0
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+echo "heaptrail setup: installing$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# libunwind-dev (the nongnu libunwind heaptrail uses) conflicts with LLVM's
+# libunwind-14-dev; apt removes the latter, which nothing here needs.
+$SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null

@@ -89,8 +89,33 @@ static inline void ht_lock_reset(ht_lock_t *l)
 	atomic_store(&l->owner, 0);
 }
 
-/* ---- per-thread state (agent/thread.c) ------------------------------------ */
+/* ---- event blocks and the background writer (agent/flusher.c) --------------
+ * A thread fills one block; when it is full the block is queued for the
+ * writer thread, which compresses and writes it off the program's threads,
+ * and the thread continues in a fresh block from a pool. */
 #define HT_BUF_SIZE (64 * 1024)
+
+typedef struct ht_block {
+	struct ht_block *next;
+	uint32_t tid;
+	uint32_t len;
+	uint64_t base_time;
+	uint8_t data[HT_BUF_SIZE];
+} ht_block_t;
+
+/* A fresh block, or NULL when out of memory. */
+ht_block_t *ht_block_get(void);
+/* Queue a filled block for writing. Ownership passes to the writer. */
+void ht_block_submit(ht_block_t *b);
+/* Write every queued block now; the caller holds ht_writer_lock. */
+void ht_blocks_drain_locked(void);
+/* Writes one block as a THREAD_BLOCK record; caller holds ht_writer_lock. */
+void ht_block_write_locked(const ht_block_t *b);
+void ht_flusher_fork_prepare(void);
+void ht_flusher_fork_parent(void);
+void ht_flusher_fork_child(void);
+
+/* ---- per-thread state (agent/thread.c) ------------------------------------ */
 
 typedef struct ht_thread {
 	/* hot: touched by every event */
@@ -104,14 +129,15 @@ typedef struct ht_thread {
 	bool in_use;
 	struct ht_thread *next; /* registry link */
 	uintptr_t stack_lo, stack_hi; /* bounds for the frame-pointer walker */
+	ht_block_t *blk; /* the block being filled; buf == blk->data */
+	uint8_t *buf;
 	void *frames[HT_MAX_DEPTH + 16];
-	uint8_t buf[HT_BUF_SIZE];
 } ht_thread_t;
 
 /* The current thread's state, created on first need. NULL if the agent
  * cannot record on this thread (out of memory, thread being torn down). */
 ht_thread_t *ht_thread_get(void);
-/* Ship t's events to the writer (takes the writer lock). */
+/* Ship t's events to the writer and give t an empty block. */
 void ht_thread_flush(ht_thread_t *t);
 /* Make room for need more bytes in t's buffer, flushing it if necessary. */
 static inline void ht_thread_reserve(ht_thread_t *t, size_t need)
@@ -132,9 +158,7 @@ void ht_thread_fork_child(void);
 extern __thread int ht_guard;
 
 /* ---- stacks (agent/stacks.c, agent/unwind.c) ------------------------------ */
-/* Capture the caller's stack into t->frames, skipping the agent's own frames.
- * Returns the number of frames (leaf first). */
-unsigned ht_unwind(ht_thread_t *t);
+/* Stack capture: ht_unwind in agent/unwind.h (inline, for the hooks). */
 void ht_unwind_init(void);
 /* Id of the stack t->frames[0..n), defining it in t's buffer the first time
  * it is seen. Returns 0 if the table is full. */
@@ -153,7 +177,12 @@ void ht_modules_refresh(void);
 void ht_modules_rewrite_all(void);
 /* True if addr lies in a module already written to the trace. */
 bool ht_modules_known(uintptr_t addr);
-bool ht_addr_in_agent(uintptr_t addr);
+/* Address range of libheaptrail.so, to drop our own frames. */
+extern uintptr_t ht_agent_lo, ht_agent_hi;
+static inline bool ht_addr_in_agent(uintptr_t addr)
+{
+	return addr - ht_agent_lo < ht_agent_hi - ht_agent_lo;
+}
 void ht_modules_init(void);
 void ht_modules_fork_prepare(void);
 void ht_modules_fork_parent(void);

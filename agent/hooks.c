@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "unwind.h"
 
 __thread int ht_guard;
 
@@ -153,8 +154,9 @@ static inline uint64_t monotonic_after(const ht_thread_t *t, uint64_t now)
 	return now < t->last_time ? t->last_time : now;
 }
 
-/* Records an allocation of size bytes at p. Called with the guard set. */
-static void record_alloc(unsigned fn, void *p, size_t size)
+/* Records an allocation of size bytes at p. Called with the guard set.
+ * Inline, so that the unwinder starts in the hook's frame. */
+__attribute__((always_inline)) static inline void record_alloc(unsigned fn, void *p, size_t size)
 {
 	ht_thread_t *t = ht_thread_get();
 	if (HT_UNLIKELY(!t))
@@ -199,7 +201,7 @@ static void record_free(void *p)
 
 /* realloc family: old is freed at free_time, q allocated now. The buffer
  * was reserved before free_time was taken (rule 6). */
-static void record_realloc(unsigned fn, void *old, void *q, size_t size,
+__attribute__((always_inline)) static inline void record_realloc(unsigned fn, void *old, void *q, size_t size,
 			   uint64_t free_time)
 {
 	ht_thread_t *t = ht_thread_get();

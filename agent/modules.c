@@ -31,13 +31,7 @@ static module_t modules[HT_MAX_MODULES];
 static unsigned nmodules;
 static uint64_t next_module_id = 1;
 static ht_lock_t module_lock;
-/* Address range of libheaptrail.so itself, to skip our own frames. */
-static uintptr_t agent_lo, agent_hi;
-
-bool ht_addr_in_agent(uintptr_t addr)
-{
-	return addr >= agent_lo && addr < agent_hi;
-}
+uintptr_t ht_agent_lo, ht_agent_hi;
 
 bool ht_modules_known(uintptr_t addr)
 {
@@ -235,8 +229,8 @@ static int find_agent(struct dl_phdr_info *info, size_t size, void *arg)
 	uintptr_t lo, hi;
 	range_of(info, &lo, &hi);
 	if (self >= lo && self < hi) {
-		agent_lo = lo;
-		agent_hi = hi;
+		ht_agent_lo = lo;
+		ht_agent_hi = hi;
 		return 1;
 	}
 	return 0;

@@ -92,6 +92,15 @@ HT_NOINLINE HT_COLD static ht_thread_t *thread_create(void)
 	t->last_addr = 0;
 	t->tid = (uint32_t)syscall(SYS_gettid);
 	ht_unlock(&registry_lock);
+	if (!t->blk) {
+		t->blk = ht_block_get();
+		if (!t->blk) {
+			t->in_use = false;
+			atomic_fetch_or(&ht_agent_flags, HT_AGENT_OUT_OF_MEMORY);
+			return NULL;
+		}
+		t->buf = t->blk->data;
+	}
 
 	t->last_time = ht_now();
 	t->block_base = t->last_time;
@@ -131,15 +140,15 @@ static void maybe_sample_rss(ht_thread_t *t)
 	t->len += (uint32_t)n;
 }
 
-/* Writes t's buffer as one THREAD_BLOCK; the caller holds the writer lock. */
+/* Writes t's events directly; the caller holds the writer lock. */
 static void ship_locked(ht_thread_t *t)
 {
 	if (t->len == 0)
 		return;
-	uint8_t head[2 * HT_VARINT_MAX];
-	size_t n = ht_varint_put(head, t->tid);
-	n += ht_varint_put(head + n, t->block_base);
-	ht_writer_record2(HT_REC_THREAD_BLOCK, head, n, t->buf, t->len);
+	t->blk->tid = t->tid;
+	t->blk->len = t->len;
+	t->blk->base_time = t->block_base;
+	ht_block_write_locked(t->blk);
 	t->len = 0;
 	t->last_addr = 0;
 	t->block_base = t->last_time;
@@ -148,9 +157,26 @@ static void ship_locked(ht_thread_t *t)
 void ht_thread_flush(ht_thread_t *t)
 {
 	maybe_sample_rss(t);
-	ht_lock(&ht_writer_lock);
-	ship_locked(t);
-	ht_unlock(&ht_writer_lock);
+	if (t->len == 0)
+		return;
+	ht_block_t *fresh = ht_block_get();
+	if (!fresh) {
+		/* No memory for a new block: write this one in place. */
+		ht_lock(&ht_writer_lock);
+		ship_locked(t);
+		ht_unlock(&ht_writer_lock);
+		return;
+	}
+	ht_block_t *full = t->blk;
+	full->tid = t->tid;
+	full->len = t->len;
+	full->base_time = t->block_base;
+	t->blk = fresh;
+	t->buf = fresh->data;
+	t->len = 0;
+	t->last_addr = 0;
+	t->block_base = t->last_time;
+	ht_block_submit(full);
 }
 
 void ht_thread_flush_all(void)
@@ -166,6 +192,8 @@ void ht_thread_flush_all(void)
 			nanosleep(&us, NULL);
 		}
 	}
+	/* Queued blocks hold older events than the threads' current ones. */
+	ht_blocks_drain_locked();
 	for (ht_thread_t *t = registry; t; t = t->next) {
 		if (t->in_use && t->len)
 			ship_locked(t);
@@ -186,6 +214,7 @@ void ht_thread_fork_parent(void)
 {
 	ht_unlock(&registry_lock);
 }
+
 
 void ht_thread_fork_child(void)
 {

@@ -1,0 +1,164 @@
+/* flusher.c - the block pool, the write queue and the writer thread.
+ *
+ * Compressing costs about as much as recording; a writer thread moves that
+ * work off the program's threads (onto an idle core when there is one). It is
+ * started on the first full block, so short programs never get one.
+ *
+ * Locks: ht_writer_lock, then queue_lock (never the other way round). The
+ * writer thread pops and writes under ht_writer_lock, so whoever holds that
+ * lock (exit, exec, a fatal signal) can drain the queue itself and know that
+ * no block is in flight elsewhere. When the writer falls behind by
+ * HT_MAX_QUEUED blocks, producers write synchronously: memory stays bounded.
+ */
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+#define HT_MAX_QUEUED 32
+
+static ht_lock_t queue_lock;
+static ht_block_t *queue_head, *queue_tail;
+static _Atomic unsigned queued; /* also the futex word the writer sleeps on */
+static ht_block_t *pool;
+static _Atomic bool writer_started;
+
+ht_block_t *ht_block_get(void)
+{
+	ht_lock(&queue_lock);
+	ht_block_t *b = pool;
+	if (b)
+		pool = b->next;
+	ht_unlock(&queue_lock);
+	if (!b)
+		b = ht_mmap(sizeof *b);
+	if (b) {
+		b->next = NULL;
+		b->len = 0;
+	}
+	return b;
+}
+
+static void block_put_locked(ht_block_t *b)
+{
+	b->next = pool;
+	pool = b;
+}
+
+void ht_block_write_locked(const ht_block_t *b)
+{
+	uint8_t head[2 * HT_VARINT_MAX];
+	size_t n = ht_varint_put(head, b->tid);
+	n += ht_varint_put(head + n, b->base_time);
+	ht_writer_record2(HT_REC_THREAD_BLOCK, head, n, b->data, b->len);
+}
+
+void ht_blocks_drain_locked(void)
+{
+	for (;;) {
+		ht_lock(&queue_lock);
+		ht_block_t *list = queue_head;
+		queue_head = queue_tail = NULL;
+		atomic_store(&queued, 0);
+		ht_unlock(&queue_lock);
+		if (!list)
+			return;
+		while (list) {
+			ht_block_t *next = list->next;
+			ht_block_write_locked(list);
+			ht_lock(&queue_lock);
+			block_put_locked(list);
+			ht_unlock(&queue_lock);
+			list = next;
+		}
+	}
+}
+
+static void *writer_main(void *arg)
+{
+	(void)arg;
+	ht_guard = 1; /* whatever this thread allocates is ours, not the program's */
+	for (;;) {
+		unsigned n = atomic_load(&queued);
+		if (n == 0) {
+			syscall(SYS_futex, &queued, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+			continue;
+		}
+		ht_lock(&ht_writer_lock);
+		ht_blocks_drain_locked();
+		ht_unlock(&ht_writer_lock);
+	}
+	return NULL;
+}
+
+static void start_writer(void)
+{
+	bool expected = false;
+	if (!atomic_compare_exchange_strong(&writer_started, &expected, true))
+		return;
+	/* The writer must never take the program's signals (rule: helper
+	 * threads block all signals), so it is born with all of them blocked. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 256 * 1024);
+	pthread_t th;
+	if (pthread_create(&th, &attr, writer_main, NULL) != 0)
+		atomic_store(&writer_started, false); /* producers write themselves */
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+void ht_block_submit(ht_block_t *b)
+{
+	if (!atomic_load_explicit(&writer_started, memory_order_relaxed))
+		start_writer();
+	ht_lock(&queue_lock);
+	b->next = NULL;
+	if (queue_tail)
+		queue_tail->next = b;
+	else
+		queue_head = b;
+	queue_tail = b;
+	unsigned n = atomic_fetch_add(&queued, 1) + 1;
+	ht_unlock(&queue_lock);
+	if (n == 1)
+		syscall(SYS_futex, &queued, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	if (n > HT_MAX_QUEUED || !atomic_load(&writer_started)) {
+		/* The writer is behind (or absent): write now, on this thread. */
+		ht_lock(&ht_writer_lock);
+		ht_blocks_drain_locked();
+		ht_unlock(&ht_writer_lock);
+	}
+}
+
+void ht_flusher_fork_prepare(void)
+{
+	ht_lock(&queue_lock);
+}
+
+void ht_flusher_fork_parent(void)
+{
+	ht_unlock(&queue_lock);
+}
+
+void ht_flusher_fork_child(void)
+{
+	/* Queued blocks are the parent's (it writes them); the writer thread
+	 * did not survive the fork. Recycle the blocks, restart lazily. */
+	ht_lock_reset(&queue_lock);
+	while (queue_head) {
+		ht_block_t *next = queue_head->next;
+		block_put_locked(queue_head);
+		queue_head = next;
+	}
+	queue_tail = NULL;
+	atomic_store(&queued, 0);
+	atomic_store(&writer_started, false);
+}

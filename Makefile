@@ -120,19 +120,14 @@ bench: all $(BENCHES)
 check: all $(B)/asan/heaptrail programs $(UNITS) $(B)/fuzz/replay_reader
 	@sh tests/run.sh
 
-heaptrail.pc: heaptrail.pc.in
-	sed -e 's|@prefix@|$(prefix)|' -e 's|@includedir@|$(includedir)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
-
-install: all heaptrail.pc
-	install -d $(DESTDIR)$(bindir) $(DESTDIR)$(libdir)/heaptrail $(DESTDIR)$(includedir) $(DESTDIR)$(libdir)/pkgconfig
+install: all
+	install -d $(DESTDIR)$(bindir) $(DESTDIR)$(libdir)/heaptrail
 	install -m 755 $(B)/heaptrail $(DESTDIR)$(bindir)/heaptrail
 	install -m 755 $(B)/libheaptrail.so $(DESTDIR)$(libdir)/heaptrail/libheaptrail.so
-	install -m 644 include/heaptrail.h $(DESTDIR)$(includedir)/heaptrail.h
-	install -m 644 heaptrail.pc $(DESTDIR)$(libdir)/pkgconfig/heaptrail.pc
 	if [ -f docs/heaptrail.1 ]; then install -d $(DESTDIR)$(mandir)/man1 && install -m 644 docs/heaptrail.1 $(DESTDIR)$(mandir)/man1/; fi
 
 clean:
-	rm -rf $(B) heaptrail.pc
+	rm -rf $(B)
 
 .PHONY: all check install clean fuzz programs bench
 

@@ -455,20 +455,13 @@ HT_EXPORT size_t malloc_usable_size(void *p)
 }
 
 /* ---- C++ operator new and delete -------------------------------------------
- * Each forwards to the next definition (libstdc++) with the guard set, so
- * new_handler and bad_alloc behave exactly as without us, and the malloc
- * that libstdc++'s operator new makes is not counted twice. The agent is
- * built with -fexceptions; the cleanup attribute releases the guard when
- * bad_alloc propagates through our frame. */
-
-static void release_guard(int *unused)
-{
-	(void)unused;
-	ht_guard = 0;
-}
-#define GUARD_SCOPE                                                            \
-	ht_guard = 1;                                                          \
-	int guard_scope_ __attribute__((cleanup(release_guard), unused)) = 0
+ * The common case is served here, from the real malloc, exactly as
+ * libstdc++ does it (its operator new is malloc with size 0 taken as 1, its
+ * delete is free), so a new costs one call and is counted once. When the
+ * real allocation fails, the guard is released and the next definition
+ * (libstdc++) takes over: it runs the new_handler, throws bad_alloc, or
+ * returns NULL for nothrow, and what it allocates on the way (the exception
+ * object) is counted like any program allocation. */
 
 static void *next_symbol(const char *name)
 {
@@ -486,70 +479,84 @@ static void *next_symbol(const char *name)
 	if (HT_UNLIKELY(!var))                                                 \
 	*(void **)&var = next_symbol(name)
 
-#define NEW_HOOK(sym, fn, params, args, size)                                  \
+static inline void *real_aligned(size_t align, size_t n)
+{
+	void *p = NULL;
+	return real_posix_memalign(&p, align, n ? n : 1) == 0 ? p : NULL;
+}
+
+/* sym: the mangled name; alloc: the real allocation expression; args: the
+ * call of the next definition when it fails. */
+#define NEW_HOOK(sym, fn, params, alloc, args, size)                           \
 	HT_EXPORT void *sym params;                                            \
 	void *sym params                                                       \
 	{                                                                      \
 		static void *(*next) params;                                   \
-		NEXT(next, #sym);                                              \
-		if (HT_UNLIKELY(!should_record()))                             \
-			return next args;                                      \
-		GUARD_SCOPE;                                                   \
-		void *p = next args;                                           \
-		if (HT_LIKELY(p != NULL)) {                                    \
-			int e = errno;                                         \
-			record_alloc(fn, p, size);                             \
-			errno = e;                                             \
+		if (HT_UNLIKELY(!real_malloc))                                 \
+			resolve_reals();                                       \
+		if (HT_LIKELY(should_record())) {                              \
+			ht_guard = 1;                                          \
+			void *p = alloc;                                       \
+			if (HT_LIKELY(p != NULL)) {                            \
+				int e = errno;                                 \
+				record_alloc(fn, p, size);                     \
+				errno = e;                                     \
+				ht_guard = 0;                                  \
+				return p;                                      \
+			}                                                      \
+			ht_guard = 0;                                          \
 		}                                                              \
-		return p;                                                      \
+		NEXT(next, #sym);                                              \
+		return next args;                                              \
 	}
 
-#define DELETE_HOOK(sym, params, args, ptr)                                    \
+#define DELETE_HOOK(sym, params, ptr)                                          \
 	HT_EXPORT void sym params;                                             \
 	void sym params                                                        \
 	{                                                                      \
-		static void (*next) params;                                    \
-		NEXT(next, #sym);                                              \
-		if (HT_UNLIKELY(ptr == NULL || !should_record())) {            \
-			next args;                                             \
+		if (HT_UNLIKELY(ptr == NULL))                                  \
 			return;                                                \
-		}                                                              \
-		GUARD_SCOPE;                                                   \
-		int e = errno;                                                 \
-		record_free(ptr);                                              \
-		errno = e;                                                     \
-		next args;                                                     \
+		free(ptr);                                                     \
 	}
 
 typedef struct nothrow_s nothrow_t; /* std::nothrow_t, passed by reference */
 
 /* operator new(size_t), new[](size_t), and their nothrow / aligned forms */
-NEW_HOOK(_Znwm, HT_FN_NEW, (size_t n), (n), n)
-NEW_HOOK(_Znam, HT_FN_NEW_ARRAY, (size_t n), (n), n)
-NEW_HOOK(_ZnwmRKSt9nothrow_t, HT_FN_NEW, (size_t n, const nothrow_t *t), (n, t), n)
-NEW_HOOK(_ZnamRKSt9nothrow_t, HT_FN_NEW_ARRAY, (size_t n, const nothrow_t *t), (n, t), n)
-NEW_HOOK(_ZnwmSt11align_val_t, HT_FN_NEW, (size_t n, size_t a), (n, a), n)
-NEW_HOOK(_ZnamSt11align_val_t, HT_FN_NEW_ARRAY, (size_t n, size_t a), (n, a), n)
+NEW_HOOK(_Znwm, HT_FN_NEW, (size_t n), real_malloc(n ? n : 1), (n), n)
+NEW_HOOK(_Znam, HT_FN_NEW_ARRAY, (size_t n), real_malloc(n ? n : 1), (n), n)
+NEW_HOOK(_ZnwmRKSt9nothrow_t, HT_FN_NEW, (size_t n, const nothrow_t *t),
+	 real_malloc(n ? n : 1), (n, t), n)
+NEW_HOOK(_ZnamRKSt9nothrow_t, HT_FN_NEW_ARRAY, (size_t n, const nothrow_t *t),
+	 real_malloc(n ? n : 1), (n, t), n)
+NEW_HOOK(_ZnwmSt11align_val_t, HT_FN_NEW, (size_t n, size_t a),
+	 real_aligned(a, n), (n, a), n)
+NEW_HOOK(_ZnamSt11align_val_t, HT_FN_NEW_ARRAY, (size_t n, size_t a),
+	 real_aligned(a, n), (n, a), n)
 NEW_HOOK(_ZnwmSt11align_val_tRKSt9nothrow_t, HT_FN_NEW,
-	 (size_t n, size_t a, const nothrow_t *t), (n, a, t), n)
+	 (size_t n, size_t a, const nothrow_t *t), real_aligned(a, n), (n, a, t), n)
 NEW_HOOK(_ZnamSt11align_val_tRKSt9nothrow_t, HT_FN_NEW_ARRAY,
-	 (size_t n, size_t a, const nothrow_t *t), (n, a, t), n)
+	 (size_t n, size_t a, const nothrow_t *t), real_aligned(a, n), (n, a, t), n)
 
-/* operator delete / delete[]: plain, sized, nothrow, aligned, combinations */
-DELETE_HOOK(_ZdlPv, (void *p), (p), p)
-DELETE_HOOK(_ZdaPv, (void *p), (p), p)
-DELETE_HOOK(_ZdlPvm, (void *p, size_t n), (p, n), p)
-DELETE_HOOK(_ZdaPvm, (void *p, size_t n), (p, n), p)
-DELETE_HOOK(_ZdlPvRKSt9nothrow_t, (void *p, const nothrow_t *t), (p, t), p)
-DELETE_HOOK(_ZdaPvRKSt9nothrow_t, (void *p, const nothrow_t *t), (p, t), p)
-DELETE_HOOK(_ZdlPvSt11align_val_t, (void *p, size_t a), (p, a), p)
-DELETE_HOOK(_ZdaPvSt11align_val_t, (void *p, size_t a), (p, a), p)
-DELETE_HOOK(_ZdlPvmSt11align_val_t, (void *p, size_t n, size_t a), (p, n, a), p)
-DELETE_HOOK(_ZdaPvmSt11align_val_t, (void *p, size_t n, size_t a), (p, n, a), p)
+/* operator delete / delete[]: plain, sized, nothrow, aligned, combinations.
+ * All are free() in libstdc++ on glibc; ours records and frees. The size,
+ * alignment and nothrow tag are not needed for that. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+DELETE_HOOK(_ZdlPv, (void *p), p)
+DELETE_HOOK(_ZdaPv, (void *p), p)
+DELETE_HOOK(_ZdlPvm, (void *p, size_t n), p)
+DELETE_HOOK(_ZdaPvm, (void *p, size_t n), p)
+DELETE_HOOK(_ZdlPvRKSt9nothrow_t, (void *p, const nothrow_t *t), p)
+DELETE_HOOK(_ZdaPvRKSt9nothrow_t, (void *p, const nothrow_t *t), p)
+DELETE_HOOK(_ZdlPvSt11align_val_t, (void *p, size_t a), p)
+DELETE_HOOK(_ZdaPvSt11align_val_t, (void *p, size_t a), p)
+DELETE_HOOK(_ZdlPvmSt11align_val_t, (void *p, size_t n, size_t a), p)
+DELETE_HOOK(_ZdaPvmSt11align_val_t, (void *p, size_t n, size_t a), p)
 DELETE_HOOK(_ZdlPvSt11align_val_tRKSt9nothrow_t,
-	    (void *p, size_t a, const nothrow_t *t), (p, a, t), p)
+	    (void *p, size_t a, const nothrow_t *t), p)
 DELETE_HOOK(_ZdaPvSt11align_val_tRKSt9nothrow_t,
-	    (void *p, size_t a, const nothrow_t *t), (p, a, t), p)
+	    (void *p, size_t a, const nothrow_t *t), p)
+#pragma GCC diagnostic pop
 
 /* ---- process events: exit, _exit, exec, dlclose ----------------------------
  * dlopen is not interposed: glibc resolves a dlopen'ed name against the

@@ -61,10 +61,12 @@ void ht_clock_init(void)
 /* ---- fatal signals ---------------------------------------------------------- */
 
 /* Signals whose default action ends the process. We catch them only when the
- * program left them at SIG_DFL, finish the trace, and re-raise. */
-static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT,
-				    SIGSYS, SIGTERM, SIGINT, SIGHUP, SIGQUIT,
-				    SIGPIPE, SIGXCPU, SIGXFSZ};
+ * program left them at SIG_DFL, finish the trace, and re-raise. SIGINT is
+ * left alone: interpreters (Python) install their own handler only when they
+ * find SIGINT at SIG_DFL, and ours would take Ctrl-C away from them. */
+static const int fatal_signals[] = {SIGSEGV, SIGBUS,  SIGFPE,  SIGILL,
+				    SIGABRT, SIGSYS,  SIGTERM, SIGHUP,
+				    SIGQUIT, SIGPIPE, SIGXCPU, SIGXFSZ};
 
 static void on_fatal_signal(int sig)
 {

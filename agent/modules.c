@@ -12,6 +12,7 @@
  */
 #include <elf.h>
 #include <link.h>
+#include <stddef.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -190,9 +191,34 @@ static int visit(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
+/* glibc counts every load and unload (dlpi_adds, dlpi_subs): reading them
+ * from the first object tells whether anything changed since the last walk,
+ * so addresses that are in no module (JIT code) do not cost a full walk. */
+static unsigned long long seen_adds, seen_subs;
+static bool walked_once;
+
+static int read_counters(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	unsigned long long *c = arg;
+	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+		c[0] = info->dlpi_adds;
+		c[1] = info->dlpi_subs;
+	}
+	return 1; /* the first object is enough */
+}
+
 void ht_modules_refresh(void)
 {
 	ht_lock(&module_lock);
+	unsigned long long c[2] = {~0ull, ~0ull};
+	dl_iterate_phdr(read_counters, c);
+	if (walked_once && c[0] == seen_adds && c[1] == seen_subs && c[0] != ~0ull) {
+		ht_unlock(&module_lock);
+		return;
+	}
+	walked_once = true;
+	seen_adds = c[0];
+	seen_subs = c[1];
 	for (unsigned i = 0; i < nmodules; i++)
 		modules[i].seen = false;
 	dl_iterate_phdr(visit, NULL);
@@ -218,6 +244,7 @@ void ht_modules_rewrite_all(void)
 	ht_lock(&module_lock);
 	__atomic_store_n(&nmodules, 0, __ATOMIC_RELEASE);
 	memset(modules, 0, sizeof modules);
+	walked_once = false;
 	ht_unlock(&module_lock);
 	ht_modules_refresh();
 }

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <zstd.h>
@@ -31,8 +32,24 @@ static size_t outcap, outlen;
 static bool frame_open;
 static bool write_failed;
 
+/* The file we opened, to notice a program that closed our descriptor (a
+ * daemon closing every fd) and maybe reused its number for its own file:
+ * we must never write into that. */
+static dev_t out_dev;
+static ino_t out_ino;
+
+static bool fd_is_ours(void)
+{
+	struct stat st;
+	return fstat(out_fd, &st) == 0 && st.st_dev == out_dev && st.st_ino == out_ino;
+}
+
 static void write_all(const uint8_t *p, size_t n)
 {
+	if (n && !write_failed && !fd_is_ours()) {
+		write_failed = true;
+		ht_log("the program closed the trace file; recording stops", NULL);
+	}
 	while (n && !write_failed) {
 		ssize_t w = write(out_fd, p, n);
 		if (w < 0 && errno == EINTR)
@@ -304,6 +321,11 @@ int ht_writer_open(bool forked)
 	if (out_fd < 0) {
 		ht_log("cannot create the trace file ", path);
 		return -1;
+	}
+	struct stat st;
+	if (fstat(out_fd, &st) == 0) {
+		out_dev = st.st_dev;
+		out_ino = st.st_ino;
 	}
 	write_failed = false;
 	frame_open = false;

@@ -1,0 +1,254 @@
+/* main.c - the heaptrail command: option parsing and exit statuses.
+ *
+ * The only file of the CLI that exits. Statuses:
+ *   report: 0 report printed (perhaps partial, with a warning),
+ *           1 the trace could not be read at all, 2 usage error;
+ *   run:    the program's own status (128+N for signal N), 127 program not
+ *           found, 126 not executable, 2 usage error, 1 heaptrail failure.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "run.h"
+#include "trace_format.h"
+#include "model.h"
+#include "reader.h"
+#include "report.h"
+#include "symbolize.h"
+#include "util.h"
+
+static const char usage_text[] =
+	"usage: heaptrail run [-o FILE] [--depth N] [--unwind fp|libunwind] [--no-follow-fork]\n"
+	"                     [--] PROGRAM [ARGS...]\n"
+	"       heaptrail report [--format text|json] [--top N] FILE\n"
+	"       heaptrail --help | --version\n";
+
+static const char help_text[] =
+	"heaptrail - record every heap allocation of a program and report where its memory goes\n"
+	"\n"
+	"heaptrail run [options] [--] PROGRAM [ARGS...]\n"
+	"  Run PROGRAM with the heaptrail agent preloaded, then print a summary and the\n"
+	"  trace file(s) on stderr. Exits with the program's status (128+N for signal N).\n"
+	"    -o FILE                 trace path (%p: pid, %n: program name)\n"
+	"                            default: heaptrail.%n.%p.ht in the current directory\n"
+	"    --depth N               frames per stack, 1..1024 (default 64)\n"
+	"    --unwind fp|libunwind   stack walker (default libunwind; fp needs frame pointers)\n"
+	"    --no-follow-fork        do not trace forked children\n"
+	"\n"
+	"heaptrail report [options] FILE\n"
+	"  Symbolize a trace and print its summary, top sites, leaks and temporary\n"
+	"  allocations.\n"
+	"    --format text|json      output format (default text)\n"
+	"    --top N                 entries per list (text default 10, json: all sites);\n"
+	"                            0 means all\n"
+	"\n"
+	"Environment: HEAPTRAIL_AGENT overrides the path of libheaptrail.so.\n";
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	fputs("heaptrail: ", stderr);
+	fprintf(stderr, fmt, arg);
+	fputc('\n', stderr);
+	fputs(usage_text, stderr);
+	return 2;
+}
+
+/* Value of option `name` at argv[*i]: "--name=V" or "--name V". NULL when
+ * argv[*i] is not that option; *missing set when the value is absent. */
+static const char *opt_value(int argc, char **argv, int *i, const char *name, bool *missing)
+{
+	size_t n = strlen(name);
+	const char *a = argv[*i];
+	if (strncmp(a, name, n) != 0)
+		return NULL;
+	if (a[n] == '=')
+		return a + n + 1;
+	if (a[n] != '\0')
+		return NULL;
+	if (*i + 1 >= argc) {
+		*missing = true;
+		return NULL;
+	}
+	return argv[++*i];
+}
+
+static bool parse_uint(const char *s, unsigned long long max, unsigned long long *out)
+{
+	if (!s || !*s || *s == '-' || *s == '+')
+		return false;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || *end || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+static int cmd_report(int argc, char **argv)
+{
+	bool json = false;
+	ht_report_opts_t ro = { NULL, 0 };
+	const char *path = NULL;
+	bool only_args = false;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v;
+		bool missing = false;
+		if (only_args || a[0] != '-' || !a[1]) {
+			if (path)
+				return usage_error("report: more than one trace file ('%s')", a);
+			path = a;
+		} else if (!strcmp(a, "--")) {
+			only_args = true;
+		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			fputs(help_text, stdout);
+			return 0;
+		} else if ((v = opt_value(argc, argv, &i, "--format", &missing)) || missing) {
+			if (missing)
+				return usage_error("report: %s needs a value", "--format");
+			if (!strcmp(v, "json"))
+				json = true;
+			else if (!strcmp(v, "text"))
+				json = false;
+			else
+				return usage_error("report: unknown format '%s' (text or json)", v);
+		} else if ((v = opt_value(argc, argv, &i, "--top", &missing)) || missing) {
+			unsigned long long n;
+			if (missing)
+				return usage_error("report: %s needs a value", "--top");
+			if (!parse_uint(v, SIZE_MAX, &n))
+				return usage_error("report: --top needs a number, not '%s'", v);
+			ro.top = n ? (size_t)n : SIZE_MAX;
+		} else {
+			return usage_error("report: unknown option '%s'", a);
+		}
+	}
+	if (!path)
+		return usage_error("report: no trace file given%s", "");
+	ro.trace_path = path;
+
+	ht_trace_t *t = NULL;
+	int r = ht_reader_load_file(path, NULL, &t);
+	if (r < 0) {
+		if (t && t->message[0])
+			fprintf(stderr, "heaptrail: %s: %s\n", path, t->message);
+		else
+			fprintf(stderr, "heaptrail: %s: %s\n", path, ht_strerror(r));
+		ht_trace_free(t);
+		return 1;
+	}
+	ht_model_t *m = NULL;
+	if ((r = ht_model_build(t, &m))) {
+		fprintf(stderr, "heaptrail: %s: %s\n", path, ht_strerror(r));
+		ht_trace_free(t);
+		return 1;
+	}
+	if (t->error)
+		fprintf(stderr, "heaptrail: warning: %s: %s; reporting what was read before it\n", path,
+			t->message);
+
+	ht_symbolizer_t *sym = ht_symbolizer_new();
+	if (sym)
+		ht_model_add_modules(m, sym);
+	else
+		fprintf(stderr, "heaptrail: warning: no symbolizer, frames show addresses only\n");
+	r = json ? ht_report_json(stdout, m, sym, &ro) : ht_report_text(stdout, m, sym, &ro);
+	if (fflush(stdout) && !r)
+		r = -errno;
+	ht_symbolizer_free(sym);
+	ht_model_free(m);
+	ht_trace_free(t);
+	if (r) {
+		fprintf(stderr, "heaptrail: writing the report: %s\n", ht_strerror(r));
+		return 1;
+	}
+	return 0;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+	ht_run_opts_t o;
+	memset(&o, 0, sizeof(o));
+	int i = 1;
+	for (; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v;
+		bool missing = false;
+		if (a[0] != '-' || !a[1])
+			break;
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		}
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			fputs(help_text, stdout);
+			return 0;
+		}
+		if (!strcmp(a, "-o") || !strncmp(a, "--output", 8)) {
+			if (!strcmp(a, "-o")) {
+				if (i + 1 >= argc)
+					return usage_error("run: %s needs a value", "-o");
+				v = argv[++i];
+			} else if (!(v = opt_value(argc, argv, &i, "--output", &missing))) {
+				if (missing)
+					return usage_error("run: %s needs a value", "--output");
+				return usage_error("run: unknown option '%s'", a);
+			}
+			if (!*v)
+				return usage_error("run: empty output path%s", "");
+			if (strchr(v, ','))
+				return usage_error("run: the output path may not contain a comma ('%s')", v);
+			o.output = v;
+		} else if (!strncmp(a, "-o", 2)) {
+			v = a + 2;
+			if (strchr(v, ','))
+				return usage_error("run: the output path may not contain a comma ('%s')", v);
+			o.output = v;
+		} else if ((v = opt_value(argc, argv, &i, "--depth", &missing)) || missing) {
+			unsigned long long n;
+			if (missing)
+				return usage_error("run: %s needs a value", "--depth");
+			if (!parse_uint(v, 1024, &n) || n < 1)
+				return usage_error("run: --depth needs a number from 1 to 1024, not '%s'", v);
+			o.depth = (unsigned)n;
+		} else if ((v = opt_value(argc, argv, &i, "--unwind", &missing)) || missing) {
+			if (missing)
+				return usage_error("run: %s needs a value", "--unwind");
+			if (strcmp(v, "fp") && strcmp(v, "libunwind"))
+				return usage_error("run: --unwind is fp or libunwind, not '%s'", v);
+			o.unwind = v;
+		} else if (!strcmp(a, "--no-follow-fork")) {
+			o.no_follow_fork = true;
+		} else {
+			return usage_error("run: unknown option '%s'", a);
+		}
+	}
+	if (i >= argc)
+		return usage_error("run: no program given%s", "");
+	o.argv = argv + i;
+	return ht_run(&o);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		return usage_error("no command given%s", "");
+	const char *cmd = argv[1];
+	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+		fputs(help_text, stdout);
+		return 0;
+	}
+	if (!strcmp(cmd, "--version") || !strcmp(cmd, "-V")) {
+		printf("heaptrail %s (trace format %d.%d)\n", HT_VERSION, HT_FORMAT_MAJOR, HT_FORMAT_MINOR);
+		return 0;
+	}
+	if (!strcmp(cmd, "report"))
+		return cmd_report(argc - 1, argv + 1);
+	if (!strcmp(cmd, "run"))
+		return cmd_run(argc - 1, argv + 1);
+	return usage_error("unknown command '%s'", cmd);
+}

@@ -1,0 +1,504 @@
+/* model.c - replay merged events into sites and totals.
+ *
+ * Two passes over the merged events: the first counts everything and finds
+ * the global heap peak (its event ordinal); the second replays up to that
+ * event to learn what each site had live at that moment. Live blocks sit in
+ * one open-addressing table (linear probing, backward-shift deletion: no
+ * tombstones, no per-event malloc).
+ */
+#include "model.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace_format.h"
+#include "util.h"
+
+/* ---- live blocks ---------------------------------------------------------- */
+
+typedef struct live {
+	uint64_t addr, size;
+	uint64_t seq;	 /* allocating thread's allocation number */
+	uint32_t site;	 /* UINT32_MAX = empty slot */
+	uint32_t thread;
+} live_t;
+
+typedef struct live_table {
+	live_t *slot;
+	size_t cap, len; /* cap is a power of two */
+} live_table_t;
+
+#define EMPTY UINT32_MAX
+
+static int live_init(live_table_t *lt, size_t cap)
+{
+	lt->slot = malloc(cap * sizeof(*lt->slot));
+	if (!lt->slot)
+		return -ENOMEM;
+	for (size_t i = 0; i < cap; i++)
+		lt->slot[i].site = EMPTY;
+	lt->cap = cap;
+	lt->len = 0;
+	return 0;
+}
+
+static inline size_t live_home(const live_table_t *lt, uint64_t addr)
+{
+	return ht_util_hash64(addr) & (lt->cap - 1);
+}
+
+static live_t *live_find(live_table_t *lt, uint64_t addr)
+{
+	size_t mask = lt->cap - 1;
+	for (size_t i = live_home(lt, addr);; i = (i + 1) & mask) {
+		if (lt->slot[i].site == EMPTY)
+			return NULL;
+		if (lt->slot[i].addr == addr)
+			return &lt->slot[i];
+	}
+}
+
+/* Remove the entry at e, shifting later members of its probe run back. */
+static void live_remove(live_table_t *lt, live_t *e)
+{
+	size_t mask = lt->cap - 1;
+	size_t i = (size_t)(e - lt->slot);
+	for (size_t j = (i + 1) & mask;; j = (j + 1) & mask) {
+		if (lt->slot[j].site == EMPTY)
+			break;
+		size_t h = live_home(lt, lt->slot[j].addr);
+		/* j's entry may move to i if its home is not in (i, j] cyclically */
+		if (((j - h) & mask) >= ((j - i) & mask)) {
+			lt->slot[i] = lt->slot[j];
+			i = j;
+		}
+	}
+	lt->slot[i].site = EMPTY;
+	lt->len--;
+}
+
+static int live_insert(live_table_t *lt, const live_t *v)
+{
+	if ((lt->len + 1) * 4 > lt->cap * 3) { /* load <= 3/4 */
+		live_table_t n;
+		if (lt->cap > SIZE_MAX / 2 / sizeof(live_t) || live_init(&n, lt->cap * 2))
+			return -ENOMEM;
+		for (size_t i = 0; i < lt->cap; i++) {
+			if (lt->slot[i].site == EMPTY)
+				continue;
+			size_t j = live_home(&n, lt->slot[i].addr);
+			while (n.slot[j].site != EMPTY)
+				j = (j + 1) & (n.cap - 1);
+			n.slot[j] = lt->slot[i];
+		}
+		n.len = lt->len;
+		free(lt->slot);
+		*lt = n;
+	}
+	size_t mask = lt->cap - 1, i = live_home(lt, v->addr);
+	while (lt->slot[i].site != EMPTY)
+		i = (i + 1) & mask;
+	lt->slot[i] = *v;
+	lt->len++;
+	return 0;
+}
+
+/* ---- replay ----------------------------------------------------------------- */
+
+typedef struct replay {
+	ht_model_t *m;
+	live_table_t live;
+	uint64_t *thread_seq; /* allocations made so far, per thread */
+	ht_map_t site_by_stack;
+	size_t cap_sites;
+	uint64_t cur_bytes, cur_blocks;
+	bool counting; /* pass 1: count; pass 2: only track live bytes */
+} replay_t;
+
+static int site_for(replay_t *r, uint64_t stack_id, uint64_t time, uint32_t *out)
+{
+	ht_model_t *m = r->m;
+	uint32_t i = ht_map_get(&r->site_by_stack, stack_id);
+	if (i != HT_MAP_NONE) {
+		*out = i;
+		return 0;
+	}
+	if (m->nsites >= UINT32_MAX - 1 ||
+	    ht_util_grow((void **)&m->sites, &r->cap_sites, m->nsites + 1, sizeof(*m->sites)) ||
+	    ht_map_put(&r->site_by_stack, stack_id, (uint32_t)m->nsites))
+		return -ENOMEM;
+	ht_site_t *s = &m->sites[m->nsites];
+	memset(s, 0, sizeof(*s));
+	s->stack_id = stack_id;
+	s->stack = stack_id ? ht_trace_stack(m->trace, stack_id) : NULL;
+	s->first_time = time;
+	*out = (uint32_t)m->nsites++;
+	return 0;
+}
+
+static void do_free(replay_t *r, uint64_t addr)
+{
+	live_t *b = live_find(&r->live, addr);
+	ht_totals_t *tot = &r->m->totals;
+	if (!b) {
+		if (r->counting)
+			tot->ignored_frees++;
+		return;
+	}
+	ht_site_t *s = &r->m->sites[b->site];
+	s->live_bytes -= b->size;
+	s->live_blocks--;
+	r->cur_bytes -= b->size;
+	r->cur_blocks--;
+	if (r->counting) {
+		tot->frees++;
+		s->frees++;
+		if (r->thread_seq[b->thread] == b->seq) {
+			tot->temporary++;
+			s->temporary++;
+		}
+	}
+	live_remove(&r->live, b);
+}
+
+static int do_alloc(replay_t *r, const ht_event_t *ev)
+{
+	ht_totals_t *tot = &r->m->totals;
+	live_t *old = live_find(&r->live, ev->addr);
+	if (old) {
+		/* its free went unrecorded (e.g. from a signal handler): drop it
+		 * silently, neither a free nor a leak */
+		ht_site_t *os = &r->m->sites[old->site];
+		os->live_bytes -= old->size;
+		os->live_blocks--;
+		r->cur_bytes -= old->size;
+		r->cur_blocks--;
+		live_remove(&r->live, old);
+		if (r->counting)
+			tot->reused_addresses++;
+	}
+	uint32_t si;
+	int e = site_for(r, ev->stack_id, ev->time, &si);
+	if (e)
+		return e;
+	ht_site_t *s = &r->m->sites[si];
+	live_t v = { ev->addr, ev->size, ++r->thread_seq[ev->thread], si, ev->thread };
+	if ((e = live_insert(&r->live, &v)))
+		return e;
+	s->live_bytes += ev->size;
+	s->live_blocks++;
+	r->cur_bytes += ev->size;
+	r->cur_blocks++;
+	if (r->counting) {
+		tot->allocations++;
+		tot->bytes_allocated += ev->size;
+		s->allocations++;
+		s->bytes_allocated += ev->size;
+		if (ev->size > s->largest)
+			s->largest = ev->size;
+	}
+	return 0;
+}
+
+/* Replay events [0, limit]. In the counting pass, *peak_ord receives the
+ * ordinal of the event that first reached the highest heap. */
+static int replay_run(replay_t *r, uint64_t limit, uint64_t *peak_ord)
+{
+	ht_merge_t *mg;
+	int e = ht_merge_new(r->m->trace, &mg);
+	if (e)
+		return e;
+	ht_totals_t *tot = &r->m->totals;
+	ht_event_t ev;
+	uint64_t ord = 0;
+	for (; ord <= limit && ht_merge_next(mg, &ev); ord++) {
+		switch (ev.type) {
+		case HT_EV_FREE: /* for a REALLOC, its free half came first */
+			do_free(r, ev.addr);
+			break;
+		case HT_EV_REALLOC:
+			if (r->counting)
+				tot->reallocs++;
+			__attribute__((fallthrough));
+		case HT_EV_ALLOC:
+			if ((e = do_alloc(r, &ev)))
+				goto out;
+			if (r->counting && r->cur_bytes > tot->peak_heap_bytes) {
+				tot->peak_heap_bytes = r->cur_bytes;
+				tot->peak_time_ns = ev.time;
+				*peak_ord = ord;
+			}
+			break;
+		case HT_EV_RSS:
+			if (ev.size > tot->peak_rss_bytes)
+				tot->peak_rss_bytes = ev.size;
+			break;
+		}
+	}
+out:
+	ht_merge_free(mg);
+	return e;
+}
+
+/* Stack ids are meant to be unique per content, but nothing in the format
+ * promises it, and every undefined id means "unknown": fold sites with the
+ * same frames into one so that each stack is reported once. */
+static int merge_same_stacks(ht_model_t *m)
+{
+	const ht_trace_t *t = m->trace;
+	ht_map_t seen = { 0 };
+	size_t out = 0;
+	int e = 0;
+	for (size_t i = 0; i < m->nsites; i++) {
+		ht_site_t *s = &m->sites[i];
+		uint64_t h = 0x9e3779b97f4a7c15ULL;
+		uint32_t depth = s->stack ? s->stack->depth : 0;
+		for (uint32_t k = 0; k < depth; k++)
+			h = ht_util_hash64(h ^ t->ips[s->stack->first + k]) + k;
+		h ^= depth;
+		/* chain through equal hashes: compare frames to be exact */
+		uint32_t j = ht_map_get(&seen, h);
+		while (j != HT_MAP_NONE) {
+			ht_site_t *d = &m->sites[j];
+			uint32_t dd = d->stack ? d->stack->depth : 0;
+			if (dd == depth && (!depth || !memcmp(&t->ips[d->stack->first],
+							      &t->ips[s->stack->first],
+							      depth * sizeof(uint64_t))))
+				break;
+			h++; /* probe the next hash value */
+			j = ht_map_get(&seen, h);
+		}
+		if (j == HT_MAP_NONE) {
+			if ((e = ht_map_put(&seen, h, (uint32_t)out)))
+				break;
+			m->sites[out++] = *s;
+			continue;
+		}
+		ht_site_t *d = &m->sites[j];
+		d->allocations += s->allocations;
+		d->bytes_allocated += s->bytes_allocated;
+		d->frees += s->frees;
+		d->peak_bytes += s->peak_bytes;
+		d->leaked_blocks += s->leaked_blocks;
+		d->leaked_bytes += s->leaked_bytes;
+		d->temporary += s->temporary;
+		if (s->largest > d->largest)
+			d->largest = s->largest;
+		if (s->first_time < d->first_time)
+			d->first_time = s->first_time;
+	}
+	ht_map_free(&seen);
+	if (!e)
+		m->nsites = out;
+	return e;
+}
+
+int ht_model_build(const ht_trace_t *t, ht_model_t **out)
+{
+	*out = NULL;
+	ht_model_t *m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->trace = t;
+	replay_t r;
+	memset(&r, 0, sizeof(r));
+	r.m = m;
+	r.counting = true;
+	r.thread_seq = calloc(t->nthreads ? t->nthreads : 1, sizeof(*r.thread_seq));
+	int e = -ENOMEM;
+	if (!r.thread_seq || live_init(&r.live, 1024))
+		goto fail;
+
+	uint64_t peak_ord = 0;
+	if ((e = replay_run(&r, UINT64_MAX, &peak_ord)))
+		goto fail;
+
+	ht_totals_t *tot = &m->totals;
+	for (size_t i = 0; i < m->nsites; i++) {
+		m->sites[i].leaked_blocks = m->sites[i].live_blocks;
+		m->sites[i].leaked_bytes = m->sites[i].live_bytes;
+	}
+	tot->leaked_blocks = r.cur_blocks;
+	tot->leaked_bytes = r.cur_bytes;
+
+	/* second pass: what each site held at the peak */
+	if (tot->peak_heap_bytes > 0) {
+		for (size_t i = 0; i < m->nsites; i++)
+			m->sites[i].live_bytes = m->sites[i].live_blocks = 0;
+		free(r.live.slot);
+		memset(r.thread_seq, 0, (t->nthreads ? t->nthreads : 1) * sizeof(*r.thread_seq));
+		r.cur_bytes = r.cur_blocks = 0;
+		r.counting = false;
+		if ((e = live_init(&r.live, 1024)) || (e = replay_run(&r, peak_ord, &peak_ord)))
+			goto fail;
+		for (size_t i = 0; i < m->nsites; i++)
+			m->sites[i].peak_bytes = m->sites[i].live_bytes;
+	}
+
+	if ((e = merge_same_stacks(m)))
+		goto fail;
+
+	/* the END record's peak RSS is the kernel's high-water mark: prefer it */
+	if (t->ending <= HT_ENDING_DETACH && t->end_peak_rss > tot->peak_rss_bytes)
+		tot->peak_rss_bytes = t->end_peak_rss;
+	tot->duration_ns = t->last_time;
+	tot->allocs_per_second =
+		tot->duration_ns ? (double)tot->allocations / ((double)tot->duration_ns / 1e9) : 0.0;
+
+	free(r.live.slot);
+	free(r.thread_seq);
+	ht_map_free(&r.site_by_stack);
+	*out = m;
+	return 0;
+fail:
+	free(r.live.slot);
+	free(r.thread_seq);
+	ht_map_free(&r.site_by_stack);
+	ht_model_free(m);
+	return e;
+}
+
+void ht_model_free(ht_model_t *m)
+{
+	if (!m)
+		return;
+	free(m->sites);
+	free(m);
+}
+
+/* ---- sorting ------------------------------------------------------------------ */
+
+static uint64_t site_key(const ht_site_t *s, ht_site_order_t o)
+{
+	switch (o) {
+	case HT_BY_BYTES: return s->bytes_allocated;
+	case HT_BY_COUNT: return s->allocations;
+	case HT_BY_PEAK: return s->peak_bytes;
+	case HT_BY_LEAKED: return s->leaked_bytes ? s->leaked_bytes : s->leaked_blocks;
+	case HT_BY_TEMPORARY: return s->temporary;
+	}
+	return 0;
+}
+
+typedef struct sort_ctx {
+	const ht_site_t *sites;
+	ht_site_order_t order;
+} sort_ctx_t;
+
+static int site_cmp(const void *a, const void *b, void *arg)
+{
+	const sort_ctx_t *c = arg;
+	const ht_site_t *x = &c->sites[*(const size_t *)a], *y = &c->sites[*(const size_t *)b];
+	uint64_t kx = site_key(x, c->order), ky = site_key(y, c->order);
+	if (kx != ky)
+		return kx > ky ? -1 : 1;
+	if (c->order == HT_BY_LEAKED && x->leaked_blocks != y->leaked_blocks)
+		return x->leaked_blocks > y->leaked_blocks ? -1 : 1;
+	if (x->bytes_allocated != y->bytes_allocated)
+		return x->bytes_allocated > y->bytes_allocated ? -1 : 1;
+	if (x->allocations != y->allocations)
+		return x->allocations > y->allocations ? -1 : 1;
+	return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
+}
+
+size_t ht_model_sort(const ht_model_t *m, ht_site_order_t order, size_t *idx)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < m->nsites; i++)
+		if (site_key(&m->sites[i], order) || (order == HT_BY_LEAKED && m->sites[i].leaked_blocks))
+			idx[n++] = i;
+	sort_ctx_t c = { m->sites, order };
+	qsort_r(idx, n, sizeof(*idx), site_cmp, &c); /* glibc's: a context, no globals */
+	return n;
+}
+
+/* ---- frames ---------------------------------------------------------------------- */
+
+/* The main program may be recorded with an empty path (the dynamic linker
+ * names it ""); the PROCESS record knows its real path. */
+static const char *module_path(const ht_trace_t *t, const ht_module_t *mod)
+{
+	if (mod->path[0])
+		return mod->path;
+	return t->exe_path && t->exe_path[0] ? t->exe_path : NULL;
+}
+
+void ht_model_add_modules(const ht_model_t *m, ht_symbolizer_t *sym)
+{
+	const ht_trace_t *t = m->trace;
+	/* keyed by index, not the trace's id: unambiguous even if ids repeat */
+	for (size_t i = 0; i < t->nmodules; i++) {
+		const ht_module_t *mod = &t->modules[i];
+		const char *path = module_path(t, mod);
+		if (!path)
+			continue;
+		ht_symbolizer_add_module(sym, i, path, mod->build_id, mod->build_id_len, mod->bias,
+					 mod->segs, mod->nsegs);
+	}
+}
+
+/* Allocator entry points that can still show up as the leaf: inline
+ * wrappers (ld.so's rtld-malloc.h defines malloc/calloc inline) and a
+ * statically linked operator new (cc1 links libstdc++ statically), which the
+ * agent cannot interpose. The user's stack starts at their caller. */
+static bool is_allocator(const char *fn)
+{
+	static const char *const names[] = {
+		"malloc", "calloc", "realloc", "reallocarray", "posix_memalign", "aligned_alloc",
+		"memalign", "valloc", "pvalloc", "__libc_malloc", "__libc_calloc", "__libc_realloc",
+		"__libc_memalign", "__libc_valloc", "__libc_pvalloc", "__posix_memalign",
+		"__rtld_malloc", "__rtld_calloc", "__rtld_realloc",
+	};
+	if (!fn)
+		return false;
+	if (!strncmp(fn, "operator new", 12))
+		return true;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(fn, names[i]))
+			return true;
+	return false;
+}
+
+long ht_model_frames(const ht_model_t *m, ht_symbolizer_t *sym, const ht_site_t *site,
+		     ht_frame_t **frames, size_t *cap)
+{
+	const ht_trace_t *t = m->trace;
+	if (!site->stack)
+		return 0;
+	size_t n = 0;
+	ht_frame_t tmp[64];
+	for (uint32_t i = 0; i < site->stack->depth; i++) {
+		uint64_t ip = t->ips[site->stack->first + i];
+		long mi = ht_trace_module_for(t, ip, site->first_time);
+		size_t k;
+		if (sym) {
+			k = ht_symbolize(sym, mi >= 0 ? (uint64_t)mi : UINT64_MAX, ip, tmp, 64);
+			if (k == 0 || k > 64) {
+				k = 1;
+				tmp[0] = (ht_frame_t){ 0 };
+				tmp[0].address = ip;
+			}
+		} else {
+			k = 1;
+			tmp[0] = (ht_frame_t){ 0 };
+			tmp[0].address = ip;
+		}
+		/* the symbolizer may not know the module (missing file): name it */
+		if (mi >= 0) {
+			for (size_t j = 0; j < k; j++)
+				if (!tmp[j].module)
+					tmp[j].module = module_path(t, &t->modules[mi]);
+		}
+		size_t skip = 0;
+		/* drop allocator frames at the leaf, keeping at least one frame */
+		while (n == 0 && skip < k && is_allocator(tmp[skip].function) &&
+		       (skip + 1 < k || i + 1 < site->stack->depth))
+			skip++;
+		if (ht_util_grow((void **)frames, cap, n + k - skip, sizeof(**frames)))
+			return -ENOMEM;
+		memcpy(*frames + n, tmp + skip, (k - skip) * sizeof(*tmp));
+		n += k - skip;
+	}
+	return (long)n;
+}

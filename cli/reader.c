@@ -1,0 +1,1121 @@
+/* reader.c - parse a heaptrail trace file (common/trace_format.h).
+ *
+ * Three stages:
+ *  1. header check, then the whole body is decompressed into memory with
+ *     ZSTD_decompressStream (or copied, for raw bodies), remembering how far
+ *     the compressed input had got for each chunk of output so that errors
+ *     can name a file offset too;
+ *  2. one parse pass over the records: every length and varint is checked
+ *     against the bytes that are really there; thread-block events are fully
+ *     validated and STACK definitions collected, blocks are only indexed;
+ *  3. ht_merge_* decodes the validated blocks again on demand and merges the
+ *     threads by time with a binary heap.
+ * The first bad byte stops stage 2; what came before it stays usable.
+ */
+#include "reader.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "trace_format.h"
+#include "util.h"
+
+/* One segment of the module address index. */
+typedef struct seg_ref {
+	uint64_t start, end; /* [start, end) */
+	uint32_t module;
+} seg_ref_t;
+
+/* Checkpoint of the decompression: out bytes had been produced once the
+ * compressed input reached in_pos (a file offset). */
+typedef struct zmark {
+	uint64_t out, in_pos;
+} zmark_t;
+
+typedef struct trace_priv {
+	ht_map_t stack_by_id;  /* stack id -> index in stacks */
+	ht_map_t thread_by_tid;
+	seg_ref_t *segs;       /* sorted by start */
+	uint64_t *seg_maxend;  /* prefix maximum of end, for overlapping ranges */
+	size_t nsegs;
+	zmark_t *marks;
+	size_t nmarks, cap_marks;
+	bool zdamage; /* t->error came from decompression (body cut there) */
+} trace_priv_t;
+
+/* Outcome of decoding a field or event. */
+enum { DEC_OK = 0, DEC_TRUNC = -1, DEC_CORRUPT = -2 };
+
+/* ---- error reporting ------------------------------------------------------- */
+
+/* File offset for a body offset: exact for raw bodies, the input position
+ * reached when that output was produced for compressed ones. */
+static void locate(ht_trace_t *t, uint64_t off)
+{
+	trace_priv_t *p = t->priv;
+	t->error_file_offset = -1;
+	t->error_file_offset_approx = false;
+	if (!(t->file_flags & HT_FILE_ZSTD)) {
+		t->error_file_offset = (int64_t)(HT_FILE_HEADER_LEN + off);
+		return;
+	}
+	for (size_t i = 0; i < p->nmarks; i++) {
+		if (p->marks[i].out > off) {
+			t->error_file_offset = (int64_t)p->marks[i].in_pos;
+			t->error_file_offset_approx = true;
+			return;
+		}
+	}
+}
+
+static void fail(ht_trace_t *t, int err, uint64_t off, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* Record the first problem only: later ones are consequences of it. */
+static void fail(ht_trace_t *t, int err, uint64_t off, const char *fmt, ...)
+{
+	trace_priv_t *p = t->priv;
+	/* after a decompression error, the parse ends with a truncation that is
+	 * its consequence; only corruption earlier in the body is news */
+	if (t->error && !(p->zdamage && err == -HT_ECORRUPT))
+		return;
+	p->zdamage = false;
+	t->error = err;
+	t->error_offset = off;
+	locate(t, off);
+
+	char what[300];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+
+	const char *kind = err == -HT_ETRUNC ? "trace truncated" : "trace corrupt";
+	if (t->error_file_offset < 0)
+		snprintf(t->message, sizeof(t->message), "%s at body offset %" PRIu64 ": %s",
+			 kind, off, what);
+	else if (t->error_file_offset_approx)
+		snprintf(t->message, sizeof(t->message),
+			 "%s at decompressed offset %" PRIu64
+			 " (compressed file offset ~%" PRId64 "): %s",
+			 kind, off, t->error_file_offset, what);
+	else
+		snprintf(t->message, sizeof(t->message),
+			 "%s at file offset %" PRId64 " (body offset %" PRIu64 "): %s", kind,
+			 t->error_file_offset, off, what);
+}
+
+/* ---- primitive decoders ---------------------------------------------------- */
+
+/* Varint at p[*pos] with p[0..end): truncated when the bytes run out while
+ * continuation bits are still set, corrupt when it overflows 64 bits. */
+static int get_u(const uint8_t *p, size_t end, size_t *pos, uint64_t *v)
+{
+	if (*pos >= end)
+		return DEC_TRUNC;
+	size_t n = ht_varint_get(p + *pos, end - *pos, v);
+	if (n) {
+		*pos += n;
+		return DEC_OK;
+	}
+	return end - *pos < HT_VARINT_MAX ? DEC_TRUNC : DEC_CORRUPT;
+}
+
+static int get_s(const uint8_t *p, size_t end, size_t *pos, int64_t *v)
+{
+	uint64_t u;
+	int r = get_u(p, end, pos, &u);
+	if (r == DEC_OK)
+		*v = ht_unzigzag(u);
+	return r;
+}
+
+/* A field cursor over one record payload. The first failure sticks, so a
+ * record's fields can be read in a row and checked once. */
+typedef struct fields {
+	const uint8_t *p;
+	size_t pos, end;
+	int err;       /* DEC_* */
+	size_t err_at; /* body offset of the failing field */
+	bool nomem;
+} fields_t;
+
+static uint64_t f_u(fields_t *f)
+{
+	uint64_t v = 0;
+	if (f->err)
+		return 0;
+	size_t at = f->pos;
+	int r = get_u(f->p, f->end, &f->pos, &v);
+	if (r) {
+		f->err = r;
+		f->err_at = at;
+		return 0;
+	}
+	return v;
+}
+
+/* String as a NUL-terminated copy (embedded NULs end it early, harmlessly).
+ * Returns NULL on error (f->err or f->nomem set). */
+static char *f_str(fields_t *f, size_t *len_out)
+{
+	size_t at = f->pos;
+	uint64_t len = f_u(f);
+	if (f->err)
+		return NULL;
+	if (len > HT_MAX_STRING) {
+		f->err = DEC_CORRUPT;
+		f->err_at = at;
+		return NULL;
+	}
+	if (len > f->end - f->pos) {
+		f->err = DEC_TRUNC;
+		f->err_at = f->pos;
+		return NULL;
+	}
+	char *s = malloc(len + 1);
+	if (!s) {
+		f->nomem = true;
+		return NULL;
+	}
+	memcpy(s, f->p + f->pos, len);
+	s[len] = '\0';
+	f->pos += len;
+	if (len_out)
+		*len_out = len;
+	return s;
+}
+
+/* ---- events ---------------------------------------------------------------- */
+
+/* Decoder state of one thread block. */
+typedef struct evstate {
+	uint64_t time, addr;
+} evstate_t;
+
+/* A STACK definition as decoded; ips point into caller scratch. */
+typedef struct stackdef {
+	uint64_t id;
+	uint32_t depth;
+} stackdef_t;
+
+/* Decode one event at p[*pos] (p[0..end) is the block). Updates the block
+ * state. For STACK, fills *sd and writes the frames to ips (room for
+ * HT_MAX_DEPTH). Returns DEC_*; *pos only advances on success. */
+static int decode_event(const uint8_t *p, size_t end, size_t *pos, evstate_t *st, ht_event_t *ev,
+			stackdef_t *sd, uint64_t *ips)
+{
+	size_t q = *pos;
+	if (q >= end)
+		return DEC_TRUNC;
+	uint8_t b = p[q++];
+	uint8_t type = b & 0x0f;
+	uint64_t dtime, v;
+	int64_t d;
+	int r;
+
+	ev->type = type;
+	ev->fn = b >> 4;
+	switch (type) {
+	case HT_EV_ALLOC:
+	case HT_EV_REALLOC:
+	case HT_EV_FREE:
+		if ((r = get_u(p, end, &q, &dtime)) || (r = get_s(p, end, &q, &d)))
+			return r;
+		ev->time = st->time + dtime;
+		ev->addr = st->addr + (uint64_t)d;
+		ev->size = 0;
+		ev->stack_id = 0;
+		ev->old_addr = 0;
+		if (type != HT_EV_FREE) {
+			if ((r = get_u(p, end, &q, &ev->size)) || (r = get_u(p, end, &q, &ev->stack_id)))
+				return r;
+		}
+		ev->free_time = ev->time;
+		if (type == HT_EV_REALLOC) {
+			uint64_t lead;
+			if ((r = get_s(p, end, &q, &d)) || (r = get_u(p, end, &q, &lead)))
+				return r;
+			ev->old_addr = ev->addr + (uint64_t)d;
+			/* never before the previous event: keeps the thread's order */
+			ev->free_time = lead <= dtime ? ev->time - lead : st->time;
+		}
+		st->time = ev->time;
+		st->addr = ev->addr;
+		break;
+	case HT_EV_RSS:
+		if ((r = get_u(p, end, &q, &dtime)) || (r = get_u(p, end, &q, &v)))
+			return r;
+		ev->time = st->time + dtime;
+		ev->size = v;
+		st->time = ev->time;
+		break;
+	case HT_EV_STACK: {
+		uint64_t depth, ip = 0;
+		if ((r = get_u(p, end, &q, &sd->id)) || (r = get_u(p, end, &q, &depth)))
+			return r;
+		if (depth > HT_MAX_DEPTH)
+			return DEC_CORRUPT;
+		for (uint64_t i = 0; i < depth; i++) {
+			if ((r = get_s(p, end, &q, &d)))
+				return r;
+			ip += (uint64_t)d;
+			ips[i] = ip;
+		}
+		sd->depth = (uint32_t)depth;
+		break;
+	}
+	default:
+		return DEC_CORRUPT;
+	}
+	*pos = q;
+	return DEC_OK;
+}
+
+/* ---- records --------------------------------------------------------------- */
+
+static int thread_index(ht_trace_t *t, uint64_t tid, uint32_t *idx)
+{
+	trace_priv_t *p = t->priv;
+	uint32_t i = ht_map_get(&p->thread_by_tid, tid);
+	if (i != HT_MAP_NONE) {
+		*idx = i;
+		return 0;
+	}
+	if (t->nthreads >= UINT32_MAX - 1)
+		return -ENOMEM;
+	if (ht_util_grow((void **)&t->threads, &t->cap_threads, t->nthreads + 1,
+			 sizeof(*t->threads)))
+		return -ENOMEM;
+	ht_thread_t *th = &t->threads[t->nthreads];
+	memset(th, 0, sizeof(*th));
+	th->tid = tid;
+	th->first_block = th->last_block = UINT32_MAX;
+	if (ht_map_put(&p->thread_by_tid, tid, (uint32_t)t->nthreads))
+		return -ENOMEM;
+	*idx = (uint32_t)t->nthreads++;
+	return 0;
+}
+
+static const char *event_name(uint8_t type)
+{
+	switch (type) {
+	case HT_EV_ALLOC: return "ALLOC";
+	case HT_EV_FREE: return "FREE";
+	case HT_EV_REALLOC: return "REALLOC";
+	case HT_EV_STACK: return "STACK";
+	case HT_EV_RSS: return "RSS";
+	default: return "unknown";
+	}
+}
+
+/* Parse a thread block's events in body[pos, end); end < the declared end
+ * when the body was cut inside the block (cut = true). Valid events are kept
+ * even when a later one is bad. Returns 0, -ENOMEM, or 1 to stop parsing. */
+static int parse_thread_block(ht_trace_t *t, size_t pos, size_t end, bool cut, uint64_t *scratch)
+{
+	const uint8_t *b = t->body;
+	uint64_t tid, base;
+	int r;
+	if ((r = get_u(b, end, &pos, &tid)) || (r = get_u(b, end, &pos, &base))) {
+		fail(t, r == DEC_TRUNC ? -HT_ETRUNC : -HT_ECORRUPT, pos,
+		     "thread block header %s", r == DEC_TRUNC ? "cut off" : "has a bad varint");
+		return 1;
+	}
+	uint32_t th;
+	if (thread_index(t, tid, &th))
+		return -ENOMEM;
+
+	evstate_t st = { base, 0 };
+	size_t evstart = pos;
+	uint64_t n = 0;
+	int stop = 0;
+	while (pos < end) {
+		ht_event_t ev;
+		stackdef_t sd;
+		size_t at = pos;
+		r = decode_event(b, end, &pos, &st, &ev, &sd, scratch);
+		if (r) {
+			if (r == DEC_TRUNC && cut)
+				fail(t, -HT_ETRUNC, at, "body ends inside an event of thread %" PRIu64,
+				     tid);
+			else if (!strcmp(event_name(b[at] & 0x0f), "unknown"))
+				fail(t, -HT_ECORRUPT, at,
+				     "unknown event type (byte 0x%02x) in the block of thread %" PRIu64,
+				     b[at], tid);
+			else
+				fail(t, -HT_ECORRUPT, at,
+				     "bad %s event (a varint overflows or a stack is deeper than %d)"
+				     " in the block of thread %" PRIu64,
+				     event_name(b[at] & 0x0f), HT_MAX_DEPTH, tid);
+			stop = 1;
+			break;
+		}
+		if (ev.type == HT_EV_STACK) {
+			/* id 0 is "unknown" and never defined; first definition wins */
+			if (sd.id == 0 || ht_trace_stack(t, sd.id))
+				continue;
+			trace_priv_t *p = t->priv;
+			if (t->nstacks >= UINT32_MAX - 1 ||
+			    ht_util_grow((void **)&t->stacks, &t->cap_stacks, t->nstacks + 1,
+					 sizeof(*t->stacks)) ||
+			    ht_util_grow((void **)&t->ips, &t->cap_ips, t->nips + sd.depth,
+					 sizeof(*t->ips)) ||
+			    ht_map_put(&p->stack_by_id, sd.id, (uint32_t)t->nstacks))
+				return -ENOMEM;
+			t->stacks[t->nstacks++] = (ht_stack_t){ sd.id, sd.depth, t->nips };
+			if (sd.depth) /* t->ips may still be NULL */
+				memcpy(t->ips + t->nips, scratch, sd.depth * sizeof(*scratch));
+			t->nips += sd.depth;
+			continue;
+		}
+		n++;
+		if (ev.time > t->last_time)
+			t->last_time = ev.time;
+		if (ev.type == HT_EV_RSS && ev.size > t->max_rss)
+			t->max_rss = ev.size;
+	}
+	if (!stop && cut) {
+		fail(t, -HT_ETRUNC, end, "body ends inside the block of thread %" PRIu64, tid);
+		stop = 1;
+	}
+
+	/* Index the block (its valid prefix) even when empty of events: cheap. */
+	if (n > 0) {
+		if (t->nblocks >= UINT32_MAX - 1 ||
+		    ht_util_grow((void **)&t->blocks, &t->cap_blocks, t->nblocks + 1,
+				 sizeof(*t->blocks)))
+			return -ENOMEM;
+		uint32_t bi = (uint32_t)t->nblocks++;
+		t->blocks[bi] = (ht_block_t){ evstart, pos, base, th, UINT32_MAX };
+		ht_thread_t *thr = &t->threads[th];
+		if (thr->first_block == UINT32_MAX)
+			thr->first_block = bi;
+		else
+			t->blocks[thr->last_block].next = bi;
+		thr->last_block = bi;
+		thr->nevents += n;
+		t->nevents += n;
+	}
+	return stop;
+}
+
+/* Report a field error of a non-block record. Returns 1 (stop). */
+static int field_fail(ht_trace_t *t, fields_t *f, const char *rec)
+{
+	if (f->nomem)
+		return -ENOMEM;
+	if (f->err == DEC_TRUNC)
+		fail(t, -HT_ECORRUPT, f->err_at, "%s record fields overrun its length", rec);
+	else
+		fail(t, -HT_ECORRUPT, f->err_at, "bad field in %s record", rec);
+	return 1;
+}
+
+static int parse_process(ht_trace_t *t, fields_t *f)
+{
+	f_u(f); /* format major/minor repeat the header's */
+	f_u(f);
+	t->writer_version = f_str(f, NULL);
+	t->pid = f_u(f);
+	t->ppid = f_u(f);
+	t->start_realtime_ns = f_u(f);
+	t->start_mono_ns = f_u(f);
+	t->page_size = f_u(f);
+	t->proc_flags = f_u(f);
+	t->max_depth = f_u(f);
+	t->exe_path = f_str(f, NULL);
+	uint64_t argc = f_u(f);
+	if (f->err || f->nomem)
+		return field_fail(t, f, "PROCESS");
+	/* each string takes at least one byte: bounds argc before allocating */
+	if (argc > f->end - f->pos) {
+		f->err = DEC_CORRUPT;
+		f->err_at = f->pos;
+		return field_fail(t, f, "PROCESS");
+	}
+	t->argv = calloc(argc + 1, sizeof(*t->argv));
+	if (!t->argv)
+		return -ENOMEM;
+	for (uint64_t i = 0; i < argc; i++) {
+		t->argv[i] = f_str(f, NULL);
+		if (!t->argv[i])
+			return field_fail(t, f, "PROCESS");
+		t->argc++;
+	}
+	t->have_process = true;
+	return 0;
+}
+
+static int parse_module(ht_trace_t *t, fields_t *f)
+{
+	ht_module_t m;
+	memset(&m, 0, sizeof(m));
+	m.unload_time = UINT64_MAX;
+	m.id = f_u(f);
+	m.load_time = f_u(f);
+	m.bias = f_u(f);
+	m.path = f_str(f, NULL);
+	char *bid = f_str(f, &m.build_id_len);
+	m.build_id = (uint8_t *)bid;
+	uint64_t nsegs = f_u(f);
+	int r = 0;
+	if (f->err || f->nomem) {
+		r = field_fail(t, f, "MODULE");
+		goto out;
+	}
+	if (nsegs > (f->end - f->pos) / 3) { /* three varints each */
+		f->err = DEC_CORRUPT;
+		f->err_at = f->pos;
+		r = field_fail(t, f, "MODULE");
+		goto out;
+	}
+	m.segs = calloc(nsegs ? nsegs : 1, sizeof(*m.segs));
+	if (!m.segs) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (uint64_t i = 0; i < nsegs; i++) {
+		m.segs[i].vaddr = f_u(f);
+		m.segs[i].memsz = f_u(f);
+		m.segs[i].flags = f_u(f);
+	}
+	m.nsegs = nsegs;
+	if (f->err) {
+		r = field_fail(t, f, "MODULE");
+		goto out;
+	}
+	if (m.build_id_len == 0) {
+		free(m.build_id);
+		m.build_id = NULL;
+	}
+	if (ht_util_grow((void **)&t->modules, &t->cap_modules, t->nmodules + 1,
+			 sizeof(*t->modules))) {
+		r = -ENOMEM;
+		goto out;
+	}
+	if (t->last_time < m.load_time)
+		t->last_time = m.load_time;
+	t->modules[t->nmodules++] = m;
+	return 0;
+out:
+	free(m.path);
+	free(m.build_id);
+	free(m.segs);
+	return r;
+}
+
+/* Parse the body. Returns 0 or -ENOMEM; damage goes to t->error. */
+static int parse_body(ht_trace_t *t)
+{
+	const uint8_t *b = t->body;
+	size_t len = t->body_len, pos = 0;
+	uint64_t *scratch = malloc(HT_MAX_DEPTH * sizeof(*scratch));
+	if (!scratch)
+		return -ENOMEM;
+	int ret = 0;
+	bool first = true;
+
+	while (pos < len) {
+		size_t rec = pos;
+		uint8_t tag = b[pos++];
+		uint64_t plen;
+		int r = get_u(b, len, &pos, &plen);
+		if (r == DEC_TRUNC) {
+			fail(t, -HT_ETRUNC, rec, "body ends inside a record header");
+			break;
+		}
+		if (r || plen > HT_MAX_RECORD) {
+			fail(t, -HT_ECORRUPT, rec, "bad record length (tag 0x%02x)", tag);
+			break;
+		}
+		bool cut = plen > len - pos;
+		size_t end = cut ? len : pos + plen;
+		if (first && tag != HT_REC_PROCESS) {
+			fail(t, -HT_ECORRUPT, rec, "first record has tag 0x%02x, not PROCESS", tag);
+			break;
+		}
+		if (cut && tag != HT_REC_THREAD_BLOCK) {
+			fail(t, -HT_ETRUNC, rec, "body ends inside a record (tag 0x%02x, %" PRIu64
+			     " bytes declared, %zu present)", tag, plen, len - pos);
+			break;
+		}
+		fields_t f = { b, pos, end, 0, 0, false };
+		r = 0;
+		switch (tag) {
+		case HT_REC_PROCESS:
+			if (first)
+				r = parse_process(t, &f);
+			break;
+		case HT_REC_MODULE:
+			r = parse_module(t, &f);
+			break;
+		case HT_REC_MODULE_UNLOAD: {
+			uint64_t id = f_u(&f), when = f_u(&f);
+			if (f.err) {
+				r = field_fail(t, &f, "MODULE_UNLOAD");
+				break;
+			}
+			/* the latest still-loaded module with this id left */
+			for (size_t i = t->nmodules; i-- > 0;) {
+				if (t->modules[i].id == id && t->modules[i].unload_time == UINT64_MAX) {
+					t->modules[i].unload_time = when;
+					break;
+				}
+			}
+			break;
+		}
+		case HT_REC_THREAD_BLOCK:
+			r = parse_thread_block(t, pos, end, cut, scratch);
+			break;
+		case HT_REC_EXEC: {
+			uint64_t when = f_u(&f);
+			char *path = f_str(&f, NULL);
+			if (!path) {
+				r = field_fail(t, &f, "EXEC");
+				break;
+			}
+			free(t->exec_path);
+			t->exec_path = path;
+			t->exec_time = when;
+			t->ending = HT_ENDING_EXEC;
+			break;
+		}
+		case HT_REC_END: {
+			uint64_t when = f_u(&f), how = f_u(&f), status = f_u(&f);
+			uint64_t rss = f_u(&f), flags = f_u(&f);
+			if (f.err) {
+				r = field_fail(t, &f, "END");
+				break;
+			}
+			t->end_time = when;
+			t->end_how_raw = how;
+			t->end_status = status;
+			t->end_peak_rss = rss;
+			t->agent_flags = flags;
+			switch (how) {
+			case HT_END_EXIT: t->ending = HT_ENDING_EXIT; break;
+			case HT_END_UNDERSCORE_EXIT: t->ending = HT_ENDING_UNDERSCORE_EXIT; break;
+			case HT_END_SIGNAL: t->ending = HT_ENDING_SIGNAL; break;
+			default: t->ending = HT_ENDING_DETACH; break;
+			}
+			if (when > t->last_time)
+				t->last_time = when;
+			break;
+		}
+		case HT_REC_THREAD_NAME: {
+			uint64_t tid = f_u(&f);
+			char *name = f_str(&f, NULL);
+			uint32_t th;
+			if (!name) {
+				r = field_fail(t, &f, "THREAD_NAME");
+				break;
+			}
+			if (thread_index(t, tid, &th)) {
+				free(name);
+				r = -ENOMEM;
+				break;
+			}
+			free(t->threads[th].name);
+			t->threads[th].name = name;
+			break;
+		}
+		default:
+			t->skipped_records++; /* a newer minor's record: skip by length */
+			break;
+		}
+		if (r < 0) {
+			ret = r;
+			break;
+		}
+		if (r > 0)
+			break;
+		/* records after EXEC mean the exec failed and the process went on */
+		if (tag != HT_REC_EXEC && tag != HT_REC_END && t->ending == HT_ENDING_EXEC)
+			t->ending = HT_ENDING_CUT_SHORT;
+		first = false;
+		pos = end;
+	}
+	free(scratch);
+	return ret;
+}
+
+/* ---- module address index ---------------------------------------------------- */
+
+static int seg_cmp(const void *a, const void *b)
+{
+	const seg_ref_t *x = a, *y = b;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->module < y->module ? -1 : x->module > y->module;
+}
+
+static int build_segment_index(ht_trace_t *t)
+{
+	trace_priv_t *p = t->priv;
+	size_t n = 0, cap = 0;
+	for (size_t i = 0; i < t->nmodules; i++) {
+		const ht_module_t *m = &t->modules[i];
+		for (size_t j = 0; j < m->nsegs; j++) {
+			uint64_t start = m->bias + m->segs[j].vaddr;
+			uint64_t end = start + m->segs[j].memsz;
+			/* skip empty and wrapping segments: no IP can be inside */
+			if (m->segs[j].memsz == 0 || end < start)
+				continue;
+			if (ht_util_grow((void **)&p->segs, &cap, n + 1, sizeof(*p->segs)))
+				return -ENOMEM;
+			p->segs[n++] = (seg_ref_t){ start, end, (uint32_t)i };
+		}
+	}
+	p->nsegs = n;
+	if (!n)
+		return 0;
+	qsort(p->segs, n, sizeof(*p->segs), seg_cmp);
+	p->seg_maxend = malloc(n * sizeof(*p->seg_maxend));
+	if (!p->seg_maxend)
+		return -ENOMEM;
+	uint64_t mx = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (p->segs[i].end > mx)
+			mx = p->segs[i].end;
+		p->seg_maxend[i] = mx;
+	}
+	return 0;
+}
+
+long ht_trace_module_for(const ht_trace_t *t, uint64_t ip, uint64_t when)
+{
+	const trace_priv_t *p = t->priv;
+	if (!p || !p->nsegs)
+		return -1;
+	/* last segment starting at or before ip */
+	size_t lo = 0, hi = p->nsegs;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (p->segs[mid].start <= ip)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	long before = -1, after = -1;
+	for (size_t i = lo; i-- > 0 && p->seg_maxend[i] > ip;) {
+		if (ip >= p->segs[i].end)
+			continue;
+		uint32_t mi = p->segs[i].module;
+		uint64_t lt = t->modules[mi].load_time;
+		if (lt <= when) {
+			if (before < 0 || lt >= t->modules[before].load_time)
+				before = mi;
+		} else if (after < 0 || lt < t->modules[after].load_time) {
+			after = mi;
+		}
+	}
+	return before >= 0 ? before : after;
+}
+
+const ht_stack_t *ht_trace_stack(const ht_trace_t *t, uint64_t id)
+{
+	const trace_priv_t *p = t->priv;
+	uint32_t i = ht_map_get(&p->stack_by_id, id);
+	return i == HT_MAP_NONE ? NULL : &t->stacks[i];
+}
+
+/* ---- loading ---------------------------------------------------------------- */
+
+static ht_trace_t *trace_new(void)
+{
+	ht_trace_t *t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->priv = calloc(1, sizeof(trace_priv_t));
+	if (!t->priv) {
+		free(t);
+		return NULL;
+	}
+	t->ending = HT_ENDING_CUT_SHORT;
+	t->error_file_offset = -1;
+	return t;
+}
+
+static int add_mark(trace_priv_t *p, uint64_t out, uint64_t in_pos)
+{
+	if (p->nmarks && p->marks[p->nmarks - 1].out == out) {
+		p->marks[p->nmarks - 1].in_pos = in_pos;
+		return 0;
+	}
+	if (ht_util_grow((void **)&p->marks, &p->cap_marks, p->nmarks + 1, sizeof(*p->marks)))
+		return -ENOMEM;
+	p->marks[p->nmarks++] = (zmark_t){ out, in_pos };
+	return 0;
+}
+
+/* Decompress data[0..len) (the body, at file offset HT_FILE_HEADER_LEN)
+ * into t->body. Stream damage is recorded in t->error and ends the body
+ * there; returns 0 or -ENOMEM. */
+static int decompress(ht_trace_t *t, const uint8_t *data, size_t len, size_t max_body)
+{
+	trace_priv_t *p = t->priv;
+	if (len == 0)
+		return 0;
+	ZSTD_DStream *zd = ZSTD_createDStream();
+	if (!zd)
+		return -ENOMEM;
+	size_t cap = 0, chunk = ZSTD_DStreamOutSize();
+	ZSTD_inBuffer in = { data, len, 0 };
+	size_t zr = 0;
+	int ret = 0;
+	for (;;) {
+		if (max_body && t->body_len >= max_body) {
+			t->error = -HT_ETOOBIG;
+			t->error_offset = t->body_len;
+			t->error_file_offset = (int64_t)(HT_FILE_HEADER_LEN + in.pos);
+			t->error_file_offset_approx = true;
+			snprintf(t->message, sizeof(t->message),
+				 "trace body larger than the %zu-byte limit; read up to decompressed"
+				 " offset %zu (compressed file offset ~%zu)",
+				 max_body, t->body_len, HT_FILE_HEADER_LEN + in.pos);
+			break;
+		}
+		if (ht_util_grow((void **)&t->body, &cap, t->body_len + chunk, 1)) {
+			ret = -ENOMEM;
+			break;
+		}
+		ZSTD_outBuffer out = { t->body, t->body_len + chunk, t->body_len };
+		size_t before = in.pos;
+		zr = ZSTD_decompressStream(zd, &out, &in);
+		if (ZSTD_isError(zr)) {
+			t->error = -HT_EZSTD;
+			t->error_offset = out.pos;
+			t->error_file_offset = (int64_t)(HT_FILE_HEADER_LEN + before);
+			t->error_file_offset_approx = true;
+			snprintf(t->message, sizeof(t->message),
+				 "trace corrupt: zstd error \"%s\" in the compressed data after file"
+				 " offset %zu (decompressed offset %zu); the rest is unreadable",
+				 ZSTD_getErrorName(zr), HT_FILE_HEADER_LEN + before, out.pos);
+			t->body_len = out.pos;
+			break;
+		}
+		t->body_len = out.pos;
+		if ((ret = add_mark(p, t->body_len, HT_FILE_HEADER_LEN + in.pos)))
+			break;
+		/* all input consumed and room left over: nothing is pending */
+		if (in.pos == in.size && out.pos < out.size)
+			break;
+	}
+	if (!ret && !t->error && zr != 0) {
+		/* the file ends inside a zstd frame: the writer was cut off */
+		t->error = -HT_ETRUNC;
+		t->error_offset = t->body_len;
+		t->error_file_offset = (int64_t)(HT_FILE_HEADER_LEN + len);
+		snprintf(t->message, sizeof(t->message),
+			 "trace truncated: the file ends inside a zstd frame at file offset %zu"
+			 " (decompressed offset %zu)",
+			 HT_FILE_HEADER_LEN + len, t->body_len);
+	}
+	ZSTD_freeDStream(zd);
+	return ret;
+}
+
+int ht_reader_load_mem(const uint8_t *data, size_t len, const ht_reader_opts_t *opts,
+		       ht_trace_t **out)
+{
+	ht_trace_t *t = trace_new();
+	*out = t;
+	if (!t)
+		return -ENOMEM;
+	size_t max_body = opts ? opts->max_body : 0;
+
+	if (len < HT_FILE_HEADER_LEN || memcmp(data, HT_FILE_MAGIC, HT_FILE_MAGIC_LEN) != 0) {
+		if (len < HT_FILE_HEADER_LEN && len > 0 &&
+		    memcmp(data, HT_FILE_MAGIC, len < HT_FILE_MAGIC_LEN ? len : HT_FILE_MAGIC_LEN) == 0)
+			snprintf(t->message, sizeof(t->message),
+				 "trace truncated: the file is %zu bytes, shorter than the %d-byte header",
+				 len, HT_FILE_HEADER_LEN);
+		else
+			snprintf(t->message, sizeof(t->message),
+				 "not a heaptrail trace (bad magic at file offset 0)");
+		t->error = -HT_EMAGIC;
+		return t->error;
+	}
+	t->major = data[8] | (unsigned)data[9] << 8;
+	t->minor = data[10] | (unsigned)data[11] << 8;
+	t->file_flags = data[12] | (uint32_t)data[13] << 8 | (uint32_t)data[14] << 16 |
+			(uint32_t)data[15] << 24;
+	if (t->major != HT_FORMAT_MAJOR) {
+		snprintf(t->message, sizeof(t->message),
+			 "trace format %u.%u is %s than this heaptrail reads (%d.x)%s", t->major,
+			 t->minor, t->major > HT_FORMAT_MAJOR ? "newer" : "older", HT_FORMAT_MAJOR,
+			 t->major > HT_FORMAT_MAJOR ? "; upgrade heaptrail to read it" : "");
+		t->error = -HT_EVERSION;
+		return t->error;
+	}
+
+	const uint8_t *body = data + HT_FILE_HEADER_LEN;
+	size_t blen = len - HT_FILE_HEADER_LEN;
+	int r;
+	if (t->file_flags & HT_FILE_ZSTD) {
+		if ((r = decompress(t, body, blen, max_body)))
+			return r;
+		((trace_priv_t *)t->priv)->zdamage = t->error != 0;
+	} else {
+		if (max_body && blen > max_body)
+			blen = max_body; /* the parse then reports the cut */
+		t->body = malloc(blen ? blen : 1);
+		if (!t->body)
+			return -ENOMEM;
+		memcpy(t->body, body, blen);
+		t->body_len = blen;
+	}
+	if ((r = parse_body(t)))
+		return r;
+	if ((r = build_segment_index(t)))
+		return r;
+	if (!t->have_process) {
+		if (!t->error) {
+			t->error = -HT_EEMPTY;
+			snprintf(t->message, sizeof(t->message),
+				 "trace holds no records (the program ended before the agent wrote any)");
+		}
+		return t->error;
+	}
+	return 0;
+}
+
+int ht_reader_load_file(const char *path, const ht_reader_opts_t *opts, ht_trace_t **out)
+{
+	*out = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat sb;
+	if (fstat(fd, &sb) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		close(fd);
+		return S_ISDIR(sb.st_mode) ? -EISDIR : -EINVAL;
+	}
+	size_t cap = (size_t)sb.st_size + 1, len = 0;
+	uint8_t *data = malloc(cap);
+	if (!data) {
+		close(fd);
+		return -ENOMEM;
+	}
+	/* read until EOF: the file may still grow if the program runs on */
+	for (;;) {
+		if (len == cap && ht_util_grow((void **)&data, &cap, cap + 65536, 1)) {
+			free(data);
+			close(fd);
+			return -ENOMEM;
+		}
+		ssize_t n = read(fd, data + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+			free(data);
+			close(fd);
+			return -e;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	int r = ht_reader_load_mem(data, len, opts, out);
+	free(data);
+	return r;
+}
+
+void ht_trace_free(ht_trace_t *t)
+{
+	if (!t)
+		return;
+	trace_priv_t *p = t->priv;
+	if (p) {
+		ht_map_free(&p->stack_by_id);
+		ht_map_free(&p->thread_by_tid);
+		free(p->segs);
+		free(p->seg_maxend);
+		free(p->marks);
+		free(p);
+	}
+	free(t->writer_version);
+	free(t->exe_path);
+	for (size_t i = 0; i < t->argc; i++)
+		free(t->argv[i]);
+	free(t->argv);
+	free(t->exec_path);
+	for (size_t i = 0; i < t->nmodules; i++) {
+		free(t->modules[i].path);
+		free(t->modules[i].build_id);
+		free(t->modules[i].segs);
+	}
+	free(t->modules);
+	free(t->stacks);
+	free(t->ips);
+	for (size_t i = 0; i < t->nthreads; i++)
+		free(t->threads[i].name);
+	free(t->threads);
+	free(t->blocks);
+	free(t->body);
+	free(t);
+}
+
+/* ---- merging -------------------------------------------------------------------- */
+
+/* One cursor per thread with events: walks its blocks in file order. */
+typedef struct cursor {
+	uint32_t thread;
+	uint32_t block;
+	size_t pos;
+	evstate_t st;
+	ht_event_t head;    /* next event of this thread */
+	ht_event_t pending; /* the allocation half of a split REALLOC */
+	bool has_pending;
+} cursor_t;
+
+struct ht_merge {
+	const ht_trace_t *t;
+	cursor_t *cur;
+	uint32_t *heap; /* cursor indices, min-heap by (time, kind, block) */
+	size_t nheap;
+	uint64_t scratch[HT_MAX_DEPTH];
+};
+
+/* Frees (and RSS samples) sort before allocations on equal stamps. */
+static inline int ev_kind(const ht_event_t *e)
+{
+	return e->type == HT_EV_ALLOC || e->type == HT_EV_REALLOC;
+}
+
+static inline bool cur_less(const ht_merge_t *m, uint32_t a, uint32_t b)
+{
+	const cursor_t *x = &m->cur[a], *y = &m->cur[b];
+	if (x->head.time != y->head.time)
+		return x->head.time < y->head.time;
+	int kx = ev_kind(&x->head), ky = ev_kind(&y->head);
+	if (kx != ky)
+		return kx < ky;
+	return x->block < y->block;
+}
+
+/* Load the cursor's next non-STACK event into head. False when exhausted. */
+static bool cursor_advance(ht_merge_t *m, cursor_t *c)
+{
+	const ht_trace_t *t = m->t;
+	if (c->has_pending) {
+		c->head = c->pending;
+		c->has_pending = false;
+		return true;
+	}
+	for (;;) {
+		const ht_block_t *b = &t->blocks[c->block];
+		while (c->pos < b->end) {
+			stackdef_t sd;
+			if (decode_event(t->body, b->end, &c->pos, &c->st, &c->head, &sd, m->scratch))
+				break; /* cannot happen: validated; end the block */
+			if (c->head.type == HT_EV_STACK)
+				continue;
+			c->head.thread = c->thread;
+			c->head.from_realloc = false;
+			if (c->head.type == HT_EV_REALLOC) {
+				/* split: the free half goes first, at its own stamp */
+				c->pending = c->head;
+				c->has_pending = true;
+				c->head.type = HT_EV_FREE;
+				c->head.time = c->pending.free_time;
+				c->head.addr = c->pending.old_addr;
+				c->head.size = 0;
+				c->head.from_realloc = true;
+			}
+			return true;
+		}
+		if (b->next == UINT32_MAX)
+			return false;
+		c->block = b->next;
+		c->pos = t->blocks[c->block].off;
+		c->st = (evstate_t){ t->blocks[c->block].base_time, 0 };
+	}
+}
+
+static void sift_down(ht_merge_t *m, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, s = i;
+		if (l < m->nheap && cur_less(m, m->heap[l], m->heap[s]))
+			s = l;
+		if (r < m->nheap && cur_less(m, m->heap[r], m->heap[s]))
+			s = r;
+		if (s == i)
+			return;
+		uint32_t tmp = m->heap[i];
+		m->heap[i] = m->heap[s];
+		m->heap[s] = tmp;
+		i = s;
+	}
+}
+
+int ht_merge_new(const ht_trace_t *t, ht_merge_t **out)
+{
+	ht_merge_t *m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->t = t;
+	size_t n = t->nthreads ? t->nthreads : 1;
+	m->cur = calloc(n, sizeof(*m->cur));
+	m->heap = calloc(n, sizeof(*m->heap));
+	if (!m->cur || !m->heap) {
+		ht_merge_free(m);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < t->nthreads; i++) {
+		const ht_thread_t *th = &t->threads[i];
+		if (th->first_block == UINT32_MAX)
+			continue;
+		cursor_t *c = &m->cur[m->nheap];
+		c->thread = (uint32_t)i;
+		c->block = th->first_block;
+		c->pos = t->blocks[c->block].off;
+		c->st = (evstate_t){ t->blocks[c->block].base_time, 0 };
+		if (cursor_advance(m, c)) {
+			m->heap[m->nheap] = (uint32_t)m->nheap;
+			m->nheap++;
+		}
+	}
+	for (size_t i = m->nheap / 2; i-- > 0;)
+		sift_down(m, i);
+	*out = m;
+	return 0;
+}
+
+bool ht_merge_next(ht_merge_t *m, ht_event_t *ev)
+{
+	if (!m->nheap)
+		return false;
+	cursor_t *c = &m->cur[m->heap[0]];
+	*ev = c->head;
+	if (!cursor_advance(m, c))
+		m->heap[0] = m->heap[--m->nheap];
+	sift_down(m, 0);
+	return true;
+}
+
+void ht_merge_free(ht_merge_t *m)
+{
+	if (!m)
+		return;
+	free(m->cur);
+	free(m->heap);
+	free(m);
+}

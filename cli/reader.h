@@ -1,0 +1,169 @@
+/* reader.h - load a heaptrail trace (common/trace_format.h) into memory and
+ * iterate its events merged by time.
+ *
+ * Loading decompresses the body, parses every record and validates every
+ * thread-block event once, collecting modules, stacks, threads and the
+ * position of each block. Events are not copied: ht_merge_* decodes them
+ * again from the validated body, merging the threads' blocks by time, so a
+ * 10M-event trace costs its decompressed size, not 10M structs.
+ *
+ * The reader never trusts its input. On truncation or corruption it stops at
+ * the first bad byte, records why and where (t->error, t->message), and keeps
+ * everything parsed before it usable.
+ */
+#ifndef HEAPTRAIL_READER_H
+#define HEAPTRAIL_READER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "symbolize.h" /* ht_segment_t */
+
+typedef struct ht_module {
+	uint64_t id;
+	uint64_t load_time;   /* ns since process start */
+	uint64_t unload_time; /* UINT64_MAX while still loaded at the end */
+	uint64_t bias;
+	char *path;	      /* never NULL; may be "" */
+	uint8_t *build_id;    /* raw bytes, may be NULL */
+	size_t build_id_len;
+	ht_segment_t *segs;
+	size_t nsegs;
+} ht_module_t;
+
+typedef struct ht_stack {
+	uint64_t id;
+	uint32_t depth;
+	size_t first; /* index of the leaf frame in ht_trace_t.ips */
+} ht_stack_t;
+
+typedef struct ht_thread {
+	uint64_t tid;
+	char *name;	       /* NULL when the trace did not name it */
+	uint32_t first_block;  /* UINT32_MAX when it has no events */
+	uint32_t last_block;
+	uint64_t nevents;
+} ht_thread_t;
+
+/* One thread block: its events span body[off, end) (validated). */
+typedef struct ht_block {
+	size_t off, end;
+	uint64_t base_time;
+	uint32_t thread;
+	uint32_t next; /* next block of the same thread, or UINT32_MAX */
+} ht_block_t;
+
+/* How the traced process ended. */
+typedef enum ht_ending {
+	HT_ENDING_EXIT,		  /* END: exit() or return from main */
+	HT_ENDING_UNDERSCORE_EXIT, /* END: _exit */
+	HT_ENDING_SIGNAL,	  /* END: killed by a signal */
+	HT_ENDING_DETACH,	  /* END: agent stopped recording */
+	HT_ENDING_EXEC,		  /* last record is EXEC: the image was replaced */
+	HT_ENDING_CUT_SHORT,	  /* no END record: killed (SIGKILL) or cut */
+} ht_ending_t;
+
+typedef struct ht_trace {
+	/* file header */
+	unsigned major, minor;
+	uint32_t file_flags;
+
+	/* PROCESS record */
+	bool have_process;
+	char *writer_version;
+	uint64_t pid, ppid, start_realtime_ns, start_mono_ns, page_size;
+	uint64_t proc_flags, max_depth;
+	char *exe_path;
+	char **argv;
+	size_t argc;
+
+	/* END / EXEC records */
+	ht_ending_t ending;
+	uint64_t end_time, end_status, end_peak_rss, agent_flags;
+	uint64_t end_how_raw; /* END.how as written (may be unknown) */
+	char *exec_path;      /* EXEC target, when the trace ends with one */
+	uint64_t exec_time;
+
+	/* everything the body defined */
+	ht_module_t *modules;
+	size_t nmodules, cap_modules;
+	ht_stack_t *stacks;
+	size_t nstacks, cap_stacks;
+	uint64_t *ips; /* frames of all stacks, leaf first per stack */
+	size_t nips, cap_ips;
+	ht_thread_t *threads;
+	size_t nthreads, cap_threads;
+	ht_block_t *blocks;
+	size_t nblocks, cap_blocks;
+
+	uint64_t nevents;     /* ALLOC/FREE/REALLOC/RSS events parsed */
+	uint64_t last_time;   /* latest time stamp seen anywhere */
+	uint64_t max_rss;     /* largest RSS event */
+	uint64_t skipped_records; /* unknown tags, skipped by length */
+
+	/* decompressed body */
+	uint8_t *body;
+	size_t body_len;
+
+	/* damage: error is 0, or negative (-HT_ETRUNC, -HT_ECORRUPT, ...) */
+	int error;
+	uint64_t error_offset;	  /* decompressed body offset of the bad byte */
+	int64_t error_file_offset; /* file offset, -1 when unknown */
+	bool error_file_offset_approx; /* compressed: nearest known input position */
+	char message[512];	  /* human readable, names the offsets */
+
+	/* internal lookup tables */
+	void *priv;
+} ht_trace_t;
+
+typedef struct ht_reader_opts {
+	size_t max_body; /* refuse to decompress past this many bytes; 0 = no limit */
+} ht_reader_opts_t;
+
+/* Load a trace from memory or from a file. opts may be NULL.
+ * Returns 0 when *out is usable (check (*out)->error for a partial trace:
+ * the message then says what was lost), or a negative code when nothing is
+ * usable; *out then still holds the message unless it is NULL (-ENOMEM, or
+ * the file could not be read: see errno). The caller frees *out. */
+int ht_reader_load_mem(const uint8_t *data, size_t len, const ht_reader_opts_t *opts,
+		       ht_trace_t **out);
+int ht_reader_load_file(const char *path, const ht_reader_opts_t *opts, ht_trace_t **out);
+void ht_trace_free(ht_trace_t *t);
+
+/* Stack by id, or NULL when the trace never defined it (id 0 never is). */
+const ht_stack_t *ht_trace_stack(const ht_trace_t *t, uint64_t id);
+
+/* Index of the module holding ip: among those with a PT_LOAD segment
+ * containing it, the latest loaded at or before `when` (address ranges get
+ * reused after dlclose), else the earliest loaded after it. -1 if none. */
+long ht_trace_module_for(const ht_trace_t *t, uint64_t ip, uint64_t when);
+
+/* ---- merged event iteration ------------------------------------------------ */
+
+typedef struct ht_merged_event {
+	uint8_t type;	 /* HT_EV_ALLOC, HT_EV_FREE, HT_EV_REALLOC or HT_EV_RSS */
+	uint8_t fn;	 /* HT_FN_* for ALLOC/REALLOC */
+	bool from_realloc; /* FREE: the free half of a REALLOC */
+	uint32_t thread; /* index into ht_trace_t.threads */
+	uint64_t time;
+	uint64_t addr;	   /* the block (new block for REALLOC) */
+	uint64_t size;	   /* requested size; RSS bytes for HT_EV_RSS */
+	uint64_t stack_id;
+	uint64_t old_addr; /* REALLOC: the block that was freed */
+	uint64_t free_time; /* REALLOC: when the old block was freed (t - lead) */
+} ht_event_t;
+
+typedef struct ht_merge ht_merge_t;
+
+/* Iterate all events in time order: per thread in recorded order, across
+ * threads by time stamp, frees before allocations on equal stamps, then file
+ * order. STACK events are not returned. A REALLOC comes out as two events:
+ * a FREE of old_addr (from_realloc set) at its free time, later the REALLOC
+ * itself, which then only allocates addr. Returns 0 or -ENOMEM. */
+int ht_merge_new(const ht_trace_t *t, ht_merge_t **out);
+/* Next event, or false at the end. */
+bool ht_merge_next(ht_merge_t *m, ht_event_t *ev);
+void ht_merge_free(ht_merge_t *m);
+
+#endif /* HEAPTRAIL_READER_H */

@@ -1,0 +1,333 @@
+/* run.c - `heaptrail run`: run a program with libheaptrail.so preloaded.
+ *
+ * The agent is found as $HEAPTRAIL_AGENT, else next to this binary (build
+ * tree), else in <bindir>/../lib/heaptrail (install tree). The agent appends
+ * one `pid<TAB>path` line per trace it opens to a private manifest file, so
+ * traces of forked children and exec'd images are found too. While the
+ * program runs we ignore SIGINT/SIGQUIT, as a shell does, so that Ctrl-C
+ * reaches only the program and we still print the summary afterwards.
+ */
+#include "run.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "model.h"
+#include "reader.h"
+#include "util.h"
+
+/* ---- finding the agent ----------------------------------------------------- */
+
+static bool is_file(const char *p)
+{
+	struct stat sb;
+	return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+/* Absolute path of the agent into buf, or -ENOENT. */
+static int find_agent(char *buf, size_t len)
+{
+	const char *env = getenv("HEAPTRAIL_AGENT");
+	if (env && *env) {
+		if (!realpath(env, buf) || !is_file(buf)) {
+			fprintf(stderr, "heaptrail: HEAPTRAIL_AGENT=%s: no such file\n", env);
+			return -ENOENT;
+		}
+		return 0;
+	}
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n < 0) {
+		fprintf(stderr, "heaptrail: cannot read /proc/self/exe: %s\n", strerror(errno));
+		return -errno;
+	}
+	exe[n] = '\0';
+	char *slash = strrchr(exe, '/');
+	if (slash)
+		*slash = '\0';
+	if (snprintf(buf, len, "%s/libheaptrail.so", exe) < (int)len && is_file(buf))
+		return 0;
+	char real[PATH_MAX];
+	if (snprintf(buf, len, "%s/../lib/heaptrail/libheaptrail.so", exe) < (int)len &&
+	    is_file(buf) && realpath(buf, real)) {
+		snprintf(buf, len, "%s", real);
+		return 0;
+	}
+	fprintf(stderr,
+		"heaptrail: cannot find libheaptrail.so (looked in %s and %s/../lib/heaptrail);"
+		" set HEAPTRAIL_AGENT\n",
+		exe, exe);
+	return -ENOENT;
+}
+
+/* ---- environment of the child -------------------------------------------------- */
+
+static int setup_env(const ht_run_opts_t *o, const char *agent, const char *manifest)
+{
+	/* LD_PRELOAD splits on spaces and colons: such a path cannot be preloaded */
+	if (strpbrk(agent, " :")) {
+		fprintf(stderr, "heaptrail: the agent path '%s' contains a space or colon\n", agent);
+		return -EINVAL;
+	}
+	const char *old = getenv("LD_PRELOAD");
+	size_t len = strlen(agent) + (old ? strlen(old) + 1 : 0) + 1;
+	char *pre = malloc(len);
+	if (!pre)
+		return -ENOMEM;
+	snprintf(pre, len, "%s%s%s", agent, old && *old ? ":" : "", old ? old : "");
+
+	/* The user's own HEAPTRAIL_OPTIONS come first: later keys win. */
+	char cwd[PATH_MAX];
+	const char *out = o->output ? o->output : "heaptrail.%n.%p.ht";
+	/* an absolute path survives a chdir in the program before it forks */
+	if (out[0] == '/' || !getcwd(cwd, sizeof(cwd)) || strchr(cwd, ','))
+		cwd[0] = '\0';
+	const char *uopt = getenv("HEAPTRAIL_OPTIONS");
+	size_t olen = strlen(out) + strlen(cwd) + strlen(manifest) + (uopt ? strlen(uopt) : 0) + 128;
+	char *opts = malloc(olen);
+	if (!opts) {
+		free(pre);
+		return -ENOMEM;
+	}
+	int n = snprintf(opts, olen, "%s%soutput=%s%s%s,manifest=%s", uopt ? uopt : "",
+			 uopt && *uopt ? "," : "", cwd, cwd[0] ? "/" : "", out, manifest);
+	if (o->depth)
+		n += snprintf(opts + n, olen - (size_t)n, ",depth=%u", o->depth);
+	if (o->unwind)
+		n += snprintf(opts + n, olen - (size_t)n, ",unwind=%s", o->unwind);
+	if (o->no_follow_fork)
+		snprintf(opts + n, olen - (size_t)n, ",follow_fork=0");
+	int r = 0;
+	if (setenv("LD_PRELOAD", pre, 1) || setenv("HEAPTRAIL_OPTIONS", opts, 1))
+		r = -errno;
+	free(pre);
+	free(opts);
+	return r;
+}
+
+/* ---- the summary ---------------------------------------------------------------- */
+
+typedef struct entry {
+	long pid;
+	char *path;
+} entry_t;
+
+/* Read the manifest: pid<TAB>path lines. Returns the count; *out is owned by
+ * the caller. */
+static size_t read_manifest(const char *path, entry_t **out)
+{
+	*out = NULL;
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return 0;
+	size_t n = 0, cap = 0;
+	char *line = NULL;
+	size_t lcap = 0;
+	ssize_t len;
+	while ((len = getline(&line, &lcap, f)) > 0) {
+		if (line[len - 1] == '\n')
+			line[--len] = '\0';
+		char *tab = strchr(line, '\t');
+		if (!tab || ht_util_grow((void **)out, &cap, n + 1, sizeof(**out)))
+			continue;
+		char *p = strdup(tab + 1);
+		if (!p)
+			continue;
+		(*out)[n++] = (entry_t){ strtol(line, NULL, 10), p };
+	}
+	free(line);
+	fclose(f);
+	return n;
+}
+
+/* A path as the user would type it: relative to the cwd when below it. */
+static const char *display_path(const char *p, const char *cwd)
+{
+	size_t n = strlen(cwd);
+	if (n > 1 && !strncmp(p, cwd, n) && p[n] == '/')
+		return p + n + 1;
+	return p;
+}
+
+static void print_summary(const char *path, const char *shown)
+{
+	ht_trace_t *t = NULL;
+	int r = ht_reader_load_file(path, NULL, &t);
+	if (r < 0) {
+		fprintf(stderr, "heaptrail: cannot read %s: %s\n", shown,
+			t && t->message[0] ? t->message : ht_strerror(r));
+		ht_trace_free(t);
+		return;
+	}
+	ht_model_t *m = NULL;
+	if (ht_model_build(t, &m)) {
+		fprintf(stderr, "heaptrail: out of memory summarizing %s\n", shown);
+		ht_trace_free(t);
+		return;
+	}
+	const ht_totals_t *tt = &m->totals;
+	char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN], d[HT_FMT_LEN], e[HT_FMT_LEN];
+	fprintf(stderr, "heaptrail: %s allocations, %s frees, %s allocated, peak heap %s, in %s\n",
+		ht_fmt_count(a, tt->allocations), ht_fmt_count(b, tt->frees),
+		ht_fmt_size(c, tt->bytes_allocated), ht_fmt_size(d, tt->peak_heap_bytes),
+		ht_fmt_duration(e, tt->duration_ns));
+	fprintf(stderr, "heaptrail: leaked %s in %s blocks; %s temporary allocations\n",
+		ht_fmt_size(a, tt->leaked_bytes), ht_fmt_count(b, tt->leaked_blocks),
+		ht_fmt_count(c, tt->temporary));
+	if (t->error)
+		fprintf(stderr, "heaptrail: warning: %s\n", t->message);
+	ht_model_free(m);
+	ht_trace_free(t);
+}
+
+/* Traces listed by name besides the main one. */
+#define MAX_LISTED 8
+
+static void report_traces(const char *manifest, pid_t child)
+{
+	entry_t *ent;
+	size_t n = read_manifest(manifest, &ent);
+	char cwd[PATH_MAX];
+	if (!getcwd(cwd, sizeof(cwd)))
+		cwd[0] = '\0';
+	if (n == 0) {
+		fputs("heaptrail: no trace was written (a statically linked program, or one that "
+		      "clears LD_PRELOAD, cannot be traced)\n",
+		      stderr);
+		return;
+	}
+	/* the main trace: the last image of the process we started (an exec
+	 * replaces the image and opens a new file under the same pid) */
+	size_t main_i = 0;
+	for (size_t i = 0; i < n; i++)
+		if (ent[i].pid == (long)child)
+			main_i = i;
+	print_summary(ent[main_i].path, display_path(ent[main_i].path, cwd));
+	if (n == 1) {
+		fprintf(stderr, "heaptrail: trace written to %s\n", display_path(ent[0].path, cwd));
+	} else {
+		/* a shell script can fork hundreds of processes: list a few */
+		fprintf(stderr, "heaptrail: %zu traces written (forked children and exec'd images):\n",
+			n);
+		size_t shown = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (i != main_i && shown >= MAX_LISTED)
+				continue;
+			shown += i != main_i;
+			fprintf(stderr, "heaptrail:   %s  (pid %ld%s)\n", display_path(ent[i].path, cwd),
+				ent[i].pid, i == main_i ? ", summarized above" : "");
+		}
+		if (n - 1 > MAX_LISTED)
+			fprintf(stderr, "heaptrail:   ... and %zu more, up to %s\n", n - 1 - MAX_LISTED,
+				display_path(ent[n - 1 == main_i ? n - 2 : n - 1].path, cwd));
+	}
+	fprintf(stderr, "heaptrail: heaptrail report %s\n", display_path(ent[main_i].path, cwd));
+	for (size_t i = 0; i < n; i++)
+		free(ent[i].path);
+	free(ent);
+}
+
+/* ---- running -------------------------------------------------------------------- */
+
+int ht_run(const ht_run_opts_t *o)
+{
+	char agent[PATH_MAX];
+	if (find_agent(agent, sizeof(agent)))
+		return 1;
+
+	const char *tmp = getenv("TMPDIR");
+	if (!tmp || !*tmp || strchr(tmp, ','))
+		tmp = "/tmp";
+	char manifest[PATH_MAX];
+	snprintf(manifest, sizeof(manifest), "%s/heaptrail-manifest-XXXXXX", tmp);
+	int mfd = mkstemp(manifest); /* mode 0600, O_EXCL */
+	if (mfd < 0) {
+		fprintf(stderr, "heaptrail: cannot create a temporary file in %s: %s\n", tmp,
+			strerror(errno));
+		return 1;
+	}
+	close(mfd);
+
+	/* exec errors come back through a close-on-exec pipe */
+	int pfd[2];
+	if (pipe2(pfd, O_CLOEXEC) < 0) {
+		fprintf(stderr, "heaptrail: pipe: %s\n", strerror(errno));
+		unlink(manifest);
+		return 1;
+	}
+	struct sigaction ign, old_int, old_quit;
+	memset(&ign, 0, sizeof(ign));
+	ign.sa_handler = SIG_IGN;
+	sigemptyset(&ign.sa_mask);
+	sigaction(SIGINT, &ign, &old_int);
+	sigaction(SIGQUIT, &ign, &old_quit);
+	fflush(NULL);
+
+	pid_t pid = fork();
+	if (pid == 0) {
+		sigaction(SIGINT, &old_int, NULL);
+		sigaction(SIGQUIT, &old_quit, NULL);
+		close(pfd[0]);
+		int err = setup_env(o, agent, manifest);
+		if (!err) {
+			execvp(o->argv[0], o->argv);
+			err = -errno;
+		}
+		ssize_t w = write(pfd[1], &err, sizeof(err));
+		(void)w;
+		_exit(127);
+	}
+	close(pfd[1]);
+	if (pid < 0) {
+		fprintf(stderr, "heaptrail: fork: %s\n", strerror(errno));
+		close(pfd[0]);
+		unlink(manifest);
+		return 1;
+	}
+	int err = 0;
+	ssize_t got;
+	do
+		got = read(pfd[0], &err, sizeof(err));
+	while (got < 0 && errno == EINTR);
+	close(pfd[0]);
+
+	int status = 0;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGQUIT, &old_quit, NULL);
+
+	int ret;
+	if (got == (ssize_t)sizeof(err) && err) {
+		if (err == -ENOENT)
+			fprintf(stderr, "heaptrail: %s: command not found\n", o->argv[0]);
+		else
+			fprintf(stderr, "heaptrail: cannot run %s: %s\n", o->argv[0], strerror(-err));
+		unlink(manifest);
+		return err == -ENOENT ? 127 : err == -EACCES || err == -ENOEXEC ? 126 : 127;
+	}
+	if (WIFEXITED(status)) {
+		ret = WEXITSTATUS(status);
+		fprintf(stderr, "heaptrail: %s exited with status %d\n", o->argv[0], ret);
+	} else if (WIFSIGNALED(status)) {
+		int sig = WTERMSIG(status);
+		const char *abbr = sigabbrev_np(sig);
+		fprintf(stderr, "heaptrail: %s was killed by signal %d%s%s%s\n", o->argv[0], sig,
+			abbr ? " (SIG" : "", abbr ? abbr : "", abbr ? ")" : "");
+		ret = 128 + sig;
+	} else {
+		ret = 1;
+	}
+	report_traces(manifest, pid);
+	unlink(manifest);
+	return ret;
+}

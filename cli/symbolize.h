@@ -1,0 +1,59 @@
+/* symbolize.h - turn raw return addresses into function, file, line.
+ *
+ * Runs only in the CLI, never inside the target. Backed by elfutils libdw
+ * (Dwfl offline session): each traced module is reported at its load bias,
+ * symbols come from .symtab/.dynsym or separate debuginfo (found by build-id
+ * under /usr/lib/debug), lines and inlined frames from DWARF. C++ names are
+ * demangled.
+ *
+ * Ownership: every string returned lives until ht_symbolizer_free().
+ */
+#ifndef HEAPTRAIL_SYMBOLIZE_H
+#define HEAPTRAIL_SYMBOLIZE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ht_symbolizer ht_symbolizer_t;
+
+/* One source-level frame. A return address expands to one or more of these:
+ * the inlined functions first (innermost first, inlined = true), then the
+ * real (out-of-line) function last (inlined = false). Unknown values are
+ * NULL / 0, never made up. */
+typedef struct ht_frame {
+	const char *function; /* demangled name, or NULL */
+	const char *file;     /* absolute source path when DWARF has it, or NULL */
+	int line;	      /* 0 when unknown */
+	const char *module;   /* path of the ELF object, or NULL */
+	uint64_t address;     /* the raw return address from the trace */
+	bool inlined;
+} ht_frame_t;
+
+/* One PT_LOAD segment of a module, as in HT_REC_MODULE. */
+typedef struct ht_segment {
+	uint64_t vaddr, memsz, flags;
+} ht_segment_t;
+
+ht_symbolizer_t *ht_symbolizer_new(void);
+void ht_symbolizer_free(ht_symbolizer_t *s);
+
+/* Declare a module (HT_REC_MODULE). module_id is the trace's id. The ELF file
+ * is opened lazily, on the first address that falls into it. If the file on
+ * disk has a different build-id than the trace recorded, its symbols are not
+ * used (frames get only module + address) and one warning is printed. */
+void ht_symbolizer_add_module(ht_symbolizer_t *s, uint64_t module_id,
+			      const char *path, const uint8_t *build_id,
+			      size_t build_id_len, uint64_t load_bias,
+			      const ht_segment_t *segs, size_t nsegs);
+
+/* Symbolize one return address of module module_id (the reader decides which
+ * module holds ip; pass UINT64_MAX when none does). The lookup uses ip - 1, so
+ * that a call at the end of a function is not attributed to the next line.
+ * Writes up to max frames to out and returns how many (>= 1: an address that
+ * cannot be resolved still gives one frame with function == NULL). Results
+ * are cached per address. */
+size_t ht_symbolize(ht_symbolizer_t *s, uint64_t module_id, uint64_t ip,
+		    ht_frame_t *out, size_t max);
+
+#endif /* HEAPTRAIL_SYMBOLIZE_H */

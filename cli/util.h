@@ -1,0 +1,73 @@
+/* util.h - small shared pieces of the CLI: error codes, growable arrays, a
+ * u64 -> u32 hash map, and number formatting for reports.
+ *
+ * Library code returns 0 or a negative code: -errno, or -HT_E* from the table
+ * below; ht_strerror() names either kind.
+ */
+#ifndef HEAPTRAIL_UTIL_H
+#define HEAPTRAIL_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* CLI error codes, above the errno range. */
+#define HT_ERRNO_MAP(X)                                        \
+	X(ECORRUPT, 4001, "corrupt trace")                     \
+	X(ETRUNC, 4002, "truncated trace")                     \
+	X(EMAGIC, 4003, "not a heaptrail trace")               \
+	X(EVERSION, 4004, "unsupported trace format version")  \
+	X(EZSTD, 4005, "zstd decompression failed")            \
+	X(ETOOBIG, 4006, "trace body exceeds the size limit")  \
+	X(EEMPTY, 4007, "trace holds no process record")
+
+enum ht_errno {
+#define HT_ERRNO_ENUM(name, val, msg) HT_##name = val,
+	HT_ERRNO_MAP(HT_ERRNO_ENUM)
+#undef HT_ERRNO_ENUM
+};
+
+/* Message for a negative error code (-errno or -HT_E*). Static storage. */
+const char *ht_strerror(int err);
+
+/* Make room for need elements of elsize bytes in *ptr (capacity *cap),
+ * growing geometrically. Returns 0 or -ENOMEM; *ptr is untouched on error. */
+int ht_util_grow(void **ptr, size_t *cap, size_t need, size_t elsize);
+
+/* Open-addressing map from any u64 key to a u32 value (UINT32_MAX is
+ * reserved as "empty"). No deletion: the CLI only ever adds. */
+typedef struct ht_map {
+	uint64_t *keys;
+	uint32_t *vals;
+	size_t cap; /* power of two, or 0 */
+	size_t len;
+} ht_map_t;
+
+#define HT_MAP_NONE UINT32_MAX
+
+uint32_t ht_map_get(const ht_map_t *m, uint64_t key);
+/* Insert or overwrite. Returns 0 or -ENOMEM. */
+int ht_map_put(ht_map_t *m, uint64_t key, uint32_t val);
+void ht_map_free(ht_map_t *m);
+
+/* A 64-bit mixer (murmur3 finalizer) for hash tables. */
+static inline uint64_t ht_util_hash64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+
+/* Formatting into caller buffers of at least HT_FMT_LEN bytes; each returns
+ * its buffer so calls can sit inside printf arguments. */
+#define HT_FMT_LEN 40
+/* 1234567 -> "1,234,567" */
+char *ht_fmt_count(char *buf, uint64_t v);
+/* 1234567 -> "1.18 MiB"; below 1 KiB "512 B" */
+char *ht_fmt_size(char *buf, uint64_t bytes);
+/* nanoseconds -> "1.234 s", "12.3 ms", "45 us" */
+char *ht_fmt_duration(char *buf, uint64_t ns);
+
+#endif /* HEAPTRAIL_UTIL_H */

@@ -1,0 +1,247 @@
+/* json.c - the JSON report: the contract of issue #2 ("heaptrail_report": 1).
+ *
+ * Fields of the contract never change meaning; later additions only add
+ * fields. Unknown values are null, never made up. Strings go through
+ * json_str, which emits valid JSON for any bytes: control characters are
+ * escaped and invalid UTF-8 becomes U+FFFD.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+#include "trace_format.h"
+#include "util.h"
+
+/* Length of the valid UTF-8 sequence at p (n bytes left), or 0 if invalid:
+ * rejects overlong forms, surrogates and code points above U+10FFFF. */
+static size_t utf8_len(const unsigned char *p, size_t n)
+{
+	unsigned c = p[0];
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		return n >= 2 && (p[1] & 0xc0) == 0x80 ? 2 : 0;
+	if (c >= 0xe0 && c <= 0xef) {
+		if (n < 3 || (p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80)
+			return 0;
+		if (c == 0xe0 && p[1] < 0xa0)
+			return 0; /* overlong */
+		if (c == 0xed && p[1] >= 0xa0)
+			return 0; /* UTF-16 surrogate */
+		return 3;
+	}
+	if (c >= 0xf0 && c <= 0xf4) {
+		if (n < 4 || (p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80 ||
+		    (p[3] & 0xc0) != 0x80)
+			return 0;
+		if (c == 0xf0 && p[1] < 0x90)
+			return 0; /* overlong */
+		if (c == 0xf4 && p[1] >= 0x90)
+			return 0; /* above U+10FFFF */
+		return 4;
+	}
+	return 0;
+}
+
+/* A JSON string, or null for NULL. */
+static void json_str(FILE *out, const char *s)
+{
+	if (!s) {
+		fputs("null", out);
+		return;
+	}
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = strlen(s);
+	fputc('"', out);
+	while (n > 0) {
+		unsigned c = *p;
+		if (c == '"' || c == '\\') {
+			fputc('\\', out);
+			fputc((int)c, out);
+		} else if (c == '\n') {
+			fputs("\\n", out);
+		} else if (c == '\t') {
+			fputs("\\t", out);
+		} else if (c == '\r') {
+			fputs("\\r", out);
+		} else if (c < 0x20) {
+			fprintf(out, "\\u%04x", c);
+		} else if (c < 0x80) {
+			fputc((int)c, out);
+		} else {
+			size_t l = utf8_len(p, n);
+			if (l == 0) {
+				fputs("\\ufffd", out);
+				l = 1;
+			} else {
+				fwrite(p, 1, l, out);
+			}
+			p += l;
+			n -= l;
+			continue;
+		}
+		p++;
+		n--;
+	}
+	fputc('"', out);
+}
+
+static void json_frames(FILE *out, const ht_frame_t *f, long n)
+{
+	fputc('[', out);
+	for (long i = 0; i < n; i++) {
+		fputs(i ? ",\n      {\"function\": " : "\n      {\"function\": ", out);
+		json_str(out, f[i].function);
+		fputs(", \"file\": ", out);
+		json_str(out, f[i].file);
+		if (f[i].line > 0)
+			fprintf(out, ", \"line\": %d", f[i].line);
+		else
+			fputs(", \"line\": null", out);
+		fputs(", \"module\": ", out);
+		json_str(out, f[i].module);
+		fprintf(out, ", \"address\": \"0x%" PRIx64 "\", \"inlined\": %s}", f[i].address,
+			f[i].inlined ? "true" : "false");
+	}
+	fputc(']', out);
+}
+
+static const char *ending_name(ht_ending_t e)
+{
+	switch (e) {
+	case HT_ENDING_EXIT: return "exit";
+	case HT_ENDING_UNDERSCORE_EXIT: return "_exit";
+	case HT_ENDING_SIGNAL: return "signal";
+	case HT_ENDING_DETACH: return "detach";
+	case HT_ENDING_EXEC: return "exec";
+	case HT_ENDING_CUT_SHORT: return "cut_short";
+	}
+	return "unknown";
+}
+
+int ht_report_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const ht_report_opts_t *o)
+{
+	const ht_trace_t *t = m->trace;
+	const ht_totals_t *tt = &m->totals;
+	size_t *idx = malloc((m->nsites ? m->nsites : 1) * sizeof(*idx));
+	ht_frame_t *frames = NULL;
+	size_t cap = 0;
+	int err = 0;
+	if (!idx)
+		return -ENOMEM;
+
+	/* program */
+	fputs("{\"heaptrail_report\": 1,\n \"program\": {\"command\": [", out);
+	for (size_t i = 0; i < t->argc; i++) {
+		if (i)
+			fputs(", ", out);
+		json_str(out, t->argv[i]);
+	}
+	if (t->argc == 0 && t->exe_path && t->exe_path[0]) /* argv unknown to the agent */
+		json_str(out, t->exe_path);
+	fputs("], \"executable\": ", out);
+	json_str(out, t->exe_path);
+	fprintf(out, ", \"pid\": %" PRIu64 ", \"ppid\": %" PRIu64, t->pid, t->ppid);
+	bool code_known = (t->ending == HT_ENDING_EXIT || t->ending == HT_ENDING_UNDERSCORE_EXIT) &&
+			  !(t->agent_flags & HT_AGENT_EXIT_CODE_UNKNOWN);
+	if (code_known)
+		fprintf(out, ", \"exit_code\": %" PRIu64, t->end_status & 0xff); /* as wait() sees it */
+	else
+		fputs(", \"exit_code\": null", out);
+	if (t->ending == HT_ENDING_SIGNAL)
+		fprintf(out, ", \"signal\": %" PRIu64, t->end_status);
+	else
+		fputs(", \"signal\": null", out);
+	fprintf(out, ", \"ending\": \"%s\", \"exec\": ", ending_name(t->ending));
+	json_str(out, t->ending == HT_ENDING_EXEC ? t->exec_path : NULL);
+	fprintf(out, ", \"forked\": %s},\n", t->proc_flags & HT_PROC_FORKED ? "true" : "false");
+
+	/* totals */
+	fprintf(out,
+		" \"totals\": {\"allocations\": %" PRIu64 ", \"frees\": %" PRIu64
+		", \"bytes_allocated\": %" PRIu64 ",\n            \"peak_heap_bytes\": %" PRIu64
+		", \"peak_time_seconds\": %.9f, \"peak_rss_bytes\": ",
+		tt->allocations, tt->frees, tt->bytes_allocated, tt->peak_heap_bytes,
+		(double)tt->peak_time_ns / 1e9);
+	if (tt->peak_rss_bytes)
+		fprintf(out, "%" PRIu64, tt->peak_rss_bytes);
+	else
+		fputs("null", out);
+	fprintf(out,
+		",\n            \"leaked_blocks\": %" PRIu64 ", \"leaked_bytes\": %" PRIu64
+		", \"temporary_allocations\": %" PRIu64 ",\n            \"duration_seconds\": %.9f"
+		", \"allocations_per_second\": %.1f, \"sites\": %zu,\n            \"reallocs\": %" PRIu64
+		", \"ignored_frees\": %" PRIu64 ", \"reused_addresses\": %" PRIu64 "},\n",
+		tt->leaked_blocks, tt->leaked_bytes, tt->temporary, (double)tt->duration_ns / 1e9,
+		tt->allocs_per_second, m->nsites, tt->reallocs, tt->ignored_frees, tt->reused_addresses);
+
+	/* trace health */
+	char w[8][HT_WARN_LEN];
+	size_t nw = ht_report_warnings(m, w, 8);
+	fprintf(out, " \"truncated\": %s, \"error\": ", t->error ? "true" : "false");
+	json_str(out, t->error ? t->message : NULL);
+	if (t->error)
+		fprintf(out, ", \"error_offset\": %" PRIu64, t->error_offset);
+	fputs(", \"warnings\": [", out);
+	for (size_t i = 0; i < nw; i++) {
+		if (i)
+			fputs(", ", out);
+		json_str(out, w[i]);
+	}
+	fputs("],\n", out);
+
+	/* sites: every stack unless --top */
+	size_t n = ht_model_sort(m, HT_BY_BYTES, idx);
+	/* sites with only zero-byte allocations still count as stacks */
+	for (size_t i = 0; i < m->nsites; i++)
+		if (!m->sites[i].bytes_allocated && m->sites[i].allocations)
+			idx[n++] = i;
+	if (o && o->top && o->top < n)
+		n = o->top;
+	fputs(" \"sites\": [", out);
+	for (size_t i = 0; i < n && !err; i++) {
+		const ht_site_t *s = &m->sites[idx[i]];
+		long nf = ht_model_frames(m, sym, s, &frames, &cap);
+		if (nf < 0) {
+			err = (int)nf;
+			break;
+		}
+		fprintf(out,
+			"%s\n  {\"allocations\": %" PRIu64 ", \"bytes_allocated\": %" PRIu64
+			", \"peak_bytes\": %" PRIu64 ", \"leaked_blocks\": %" PRIu64
+			", \"leaked_bytes\": %" PRIu64 ", \"temporary_allocations\": %" PRIu64
+			", \"frees\": %" PRIu64 ", \"largest\": %" PRIu64 ", \"stack_id\": %" PRIu64
+			",\n   \"stack\": ",
+			i ? "," : "", s->allocations, s->bytes_allocated, s->peak_bytes, s->leaked_blocks,
+			s->leaked_bytes, s->temporary, s->frees, s->largest, s->stack_id);
+		json_frames(out, frames, nf);
+		fputc('}', out);
+	}
+	fputs("],\n", out);
+
+	/* leaks: all of them, grouped by stack, largest first */
+	n = ht_model_sort(m, HT_BY_LEAKED, idx);
+	fputs(" \"leaks\": [", out);
+	for (size_t i = 0; i < n && !err; i++) {
+		const ht_site_t *s = &m->sites[idx[i]];
+		long nf = ht_model_frames(m, sym, s, &frames, &cap);
+		if (nf < 0) {
+			err = (int)nf;
+			break;
+		}
+		fprintf(out, "%s\n  {\"blocks\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"stack_id\": %" PRIu64
+			",\n   \"stack\": ",
+			i ? "," : "", s->leaked_blocks, s->leaked_bytes, s->stack_id);
+		json_frames(out, frames, nf);
+		fputc('}', out);
+	}
+	fputs("]}\n", out);
+
+	free(idx);
+	free(frames);
+	if (err)
+		return err;
+	return ferror(out) ? -EIO : 0;
+}

@@ -1,0 +1,34 @@
+/* report.h - report writers over the model (one file per format).
+ *
+ * Writers only read the model and the trace; symbolization goes through the
+ * symbolizer passed in (NULL: frames carry module + address only, as in the
+ * fuzz target). They return 0 or a negative error code; -EIO when the output
+ * stream failed.
+ */
+#ifndef HEAPTRAIL_REPORT_H
+#define HEAPTRAIL_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "model.h"
+#include "symbolize.h"
+
+typedef struct ht_report_opts {
+	const char *trace_path; /* shown in the text header; may be NULL */
+	size_t top;		/* entries per list; 0 = writer default (text 10, json all) */
+} ht_report_opts_t;
+
+int ht_report_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
+		   const ht_report_opts_t *o);
+int ht_report_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
+		   const ht_report_opts_t *o);
+
+/* Warnings about the trace as one line each (no newline), for both writers:
+ * damage, a missing END, agent trouble. Returns how many were written to
+ * lines (at most max); each is a static or buf-backed string. */
+#define HT_WARN_LEN 700
+size_t ht_report_warnings(const ht_model_t *m, char buf[][HT_WARN_LEN], size_t max);
+
+#endif /* HEAPTRAIL_REPORT_H */

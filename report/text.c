@@ -1,0 +1,430 @@
+/* text.c - the human-readable report, laid out for a ~100-column terminal.
+ *
+ * Sizes are shown human-readable with the exact byte count beside them;
+ * stacks are printed leaf first as `function  file:line`, with the location
+ * in one column per stack so a terminal or editor can jump there.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+#include "trace_format.h"
+#include "util.h"
+
+#define WIDTH 100
+#define DEFAULT_TOP 10
+#define MAX_TEXT_FRAMES 16 /* frames shown per stack; the JSON has them all */
+#define REPEAT_FRAMES 3	   /* frames shown when a stack was printed above */
+#define MAX_FUNC_COL 48	   /* function column width, longer names overflow */
+#define MAX_FUNC_LEN 120   /* longer (template) names are shortened */
+
+/* ---- warnings (shared with json.c) ---------------------------------------- */
+
+size_t ht_report_warnings(const ht_model_t *m, char buf[][HT_WARN_LEN], size_t max)
+{
+	const ht_trace_t *t = m->trace;
+	size_t n = 0;
+#define WARN(...)                                                   \
+	do {                                                        \
+		if (n < max && snprintf(buf[n], HT_WARN_LEN, __VA_ARGS__) >= 0) \
+			n++;                                        \
+	} while (0)
+	if (t->error)
+		WARN("%s; the report covers everything before it", t->message);
+	else if (t->ending == HT_ENDING_CUT_SHORT)
+		WARN("the trace has no END record: the program was killed (e.g. SIGKILL) or the "
+		     "trace was cut short; the report covers what was recorded");
+	if (t->agent_flags & HT_AGENT_OUT_OF_MEMORY)
+		WARN("the agent ran out of memory: some events were lost");
+	if (t->agent_flags & HT_AGENT_STACK_TABLE_FULL)
+		WARN("the agent's stack table filled up: some allocations have no stack");
+	if (t->skipped_records)
+		WARN("%" PRIu64 " records of a newer trace format (%u.%u) were skipped",
+		     t->skipped_records, t->major, t->minor);
+#undef WARN
+	return n;
+}
+
+/* ---- helpers ------------------------------------------------------------------ */
+
+static void rule(FILE *out, const char *title)
+{
+	size_t n = strlen(title);
+	fprintf(out, "\n%s ", title);
+	for (size_t i = n + 1; i < WIDTH; i++)
+		fputc('-', out);
+	fputc('\n', out);
+}
+
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+	return s ? s + 1 : p;
+}
+
+static void print_command(FILE *out, const ht_trace_t *t)
+{
+	if (t->argc == 0) {
+		fputs(t->exe_path && t->exe_path[0] ? t->exe_path : "(unknown)", out);
+		return;
+	}
+	size_t col = 14;
+	for (size_t i = 0; i < t->argc; i++) {
+		const char *a = t->argv[i];
+		bool quote = !a[0] || strpbrk(a, " \t\n'\"\\$`*?;&|<>()") != NULL;
+		size_t len = strlen(a) + (quote ? 2 : 0) + (i ? 1 : 0);
+		if (col + len > 300) { /* keep a giant command line from flooding */
+			fputs(" ...", out);
+			return;
+		}
+		if (i)
+			fputc(' ', out);
+		if (quote) {
+			fputc('\'', out);
+			for (const char *p = a; *p; p++) {
+				if (*p == '\'')
+					fputs("'\\''", out);
+				else
+					fputc((unsigned char)*p < 0x20 ? '?' : *p, out);
+			}
+			fputc('\'', out);
+		} else {
+			fputs(a, out);
+		}
+		col += len;
+	}
+}
+
+static void print_ending(FILE *out, const ht_trace_t *t)
+{
+	switch (t->ending) {
+	case HT_ENDING_EXIT:
+		if (t->agent_flags & HT_AGENT_EXIT_CODE_UNKNOWN)
+			fputs("exited (status unknown)", out);
+		else
+			fprintf(out, "exited with status %" PRIu64, t->end_status & 0xff);
+		break;
+	case HT_ENDING_UNDERSCORE_EXIT:
+		fprintf(out, "called _exit(%" PRIu64 ")", t->end_status & 0xff);
+		break;
+	case HT_ENDING_SIGNAL: {
+		const char *abbr = t->end_status < 65 ? sigabbrev_np((int)t->end_status) : NULL;
+		fprintf(out, "killed by signal %" PRIu64 "%s%s%s", t->end_status, abbr ? " (SIG" : "",
+			abbr ? abbr : "", abbr ? ")" : "");
+		break;
+	}
+	case HT_ENDING_DETACH:
+		fputs("the agent stopped recording before the end", out);
+		break;
+	case HT_ENDING_EXEC:
+		fprintf(out, "replaced itself by exec of %s", t->exec_path ? t->exec_path : "?");
+		break;
+	case HT_ENDING_CUT_SHORT:
+		fputs("unknown: the trace has no END record", out);
+		break;
+	}
+}
+
+/* ---- stacks ---------------------------------------------------------------------- */
+
+typedef struct textctx {
+	FILE *out;
+	const ht_model_t *m;
+	ht_symbolizer_t *sym;
+	ht_frame_t *frames;
+	size_t cap;
+	uint32_t *label; /* per site: its [site N] label once printed, else 0 */
+	uint32_t next_label;
+	int err;
+} textctx_t;
+
+/* Frames of the C runtime below main or a thread's start routine: noise in
+ * every stack, dropped from the end of text stacks (the JSON keeps them). */
+static bool is_runtime_frame(const ht_frame_t *f)
+{
+	static const char *const names[] = { "_start", "__libc_start_main", "__libc_start_main_impl",
+					     "__libc_start_call_main", "start_thread", "clone",
+					     "clone3", "__clone", "__clone3" };
+	if (!f->function)
+		return false;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(f->function, names[i]))
+			return true;
+	return false;
+}
+
+static void frame_function(const ht_frame_t *f, char *buf, size_t len)
+{
+	if (f->function) {
+		size_t n = strlen(f->function);
+		if (n > MAX_FUNC_LEN)
+			snprintf(buf, len, "%.*s...", MAX_FUNC_LEN - 3, f->function);
+		else
+			snprintf(buf, len, "%s", f->function);
+	} else if (f->module) {
+		snprintf(buf, len, "??"); /* the location names module+offset */
+	} else {
+		snprintf(buf, len, "0x%" PRIx64, f->address);
+	}
+}
+
+/* Location column of a frame: file:line, else module+offset, for addr2line */
+static void frame_location(textctx_t *c, const ht_site_t *s, const ht_frame_t *f, char *buf,
+			   size_t len)
+{
+	if (f->file && f->line > 0) {
+		snprintf(buf, len, "%s:%d", f->file, f->line);
+	} else if (f->file) {
+		snprintf(buf, len, "%s", f->file);
+	} else if (f->module) {
+		const ht_trace_t *t = c->m->trace;
+		long mi = ht_trace_module_for(t, f->address, s->first_time);
+		if (mi >= 0)
+			snprintf(buf, len, "in %s+0x%" PRIx64, base_name(f->module),
+				 f->address - t->modules[mi].bias);
+		else
+			snprintf(buf, len, "in %s", base_name(f->module));
+	} else {
+		snprintf(buf, len, "in an unknown module");
+	}
+}
+
+/* Print a site's stack leaf first: all of it (up to MAX_TEXT_FRAMES) the
+ * first time, its top frames when an earlier list already showed it. */
+static void print_stack(textctx_t *c, const ht_site_t *s, bool repeat)
+{
+	FILE *out = c->out;
+	if (!s->stack) {
+		fprintf(out, "     (stack unknown%s)\n",
+			s->stack_id ? ": its definition is missing from the trace" : "");
+		return;
+	}
+	long n = ht_model_frames(c->m, c->sym, s, &c->frames, &c->cap);
+	if (n < 0) {
+		c->err = (int)n;
+		return;
+	}
+	/* everything from the C runtime's entry into main (or a thread's start
+	 * routine) down is the same in every stack */
+	for (long i = 1; i < n; i++) {
+		const char *f = c->frames[i].function;
+		if (f && (!strncmp(f, "__libc_start_", 13) || !strcmp(f, "start_thread"))) {
+			n = i;
+			break;
+		}
+	}
+	while (n > 1 && is_runtime_frame(&c->frames[n - 1]))
+		n--;
+	if (n == 0) {
+		fputs("     (empty stack)\n", out);
+		return;
+	}
+	size_t max = repeat ? REPEAT_FRAMES : MAX_TEXT_FRAMES;
+	size_t shown = (size_t)n > max ? max : (size_t)n;
+	char fn[MAX_FUNC_LEN + 8], loc[4200];
+	size_t col = 0;
+	for (size_t i = 0; i < shown; i++) {
+		frame_function(&c->frames[i], fn, sizeof(fn));
+		size_t l = strlen(fn);
+		if (l > col && l <= MAX_FUNC_COL)
+			col = l;
+	}
+	for (size_t i = 0; i < shown; i++) {
+		const ht_frame_t *f = &c->frames[i];
+		frame_function(f, fn, sizeof(fn));
+		frame_location(c, s, f, loc, sizeof(loc));
+		fprintf(out, "     %-*s  %s%s\n", (int)col, fn, loc, f->inlined ? "  (inlined)" : "");
+	}
+	if ((size_t)n > shown && repeat)
+		fprintf(out, "     ... (the whole stack is listed above)\n");
+	else if ((size_t)n > shown)
+		fprintf(out, "     ... %zu more frames (--format json lists them all)\n",
+			(size_t)n - shown);
+}
+
+/* ---- sections ---------------------------------------------------------------------- */
+
+static void print_summary(FILE *out, const ht_model_t *m)
+{
+	const ht_totals_t *tt = &m->totals;
+	char a[HT_FMT_LEN], b[HT_FMT_LEN], cbuf[HT_FMT_LEN];
+	rule(out, "SUMMARY");
+	fprintf(out, "  %-18s %14s", "allocations", ht_fmt_count(a, tt->allocations));
+	if (tt->duration_ns)
+		fprintf(out, "   %s per second", ht_fmt_count(b, (uint64_t)(tt->allocs_per_second + 0.5)));
+	fputc('\n', out);
+	fprintf(out, "  %-18s %14s\n", "frees", ht_fmt_count(a, tt->frees));
+	fprintf(out, "  %-18s %14s   %s B\n", "bytes allocated", ht_fmt_size(a, tt->bytes_allocated),
+		ht_fmt_count(b, tt->bytes_allocated));
+	fprintf(out, "  %-18s %14s   %s B at %s\n", "peak heap", ht_fmt_size(a, tt->peak_heap_bytes),
+		ht_fmt_count(b, tt->peak_heap_bytes), ht_fmt_duration(cbuf, tt->peak_time_ns));
+	if (tt->peak_rss_bytes)
+		fprintf(out, "  %-18s %14s   %s B\n", "peak RSS", ht_fmt_size(a, tt->peak_rss_bytes),
+			ht_fmt_count(b, tt->peak_rss_bytes));
+	else
+		fprintf(out, "  %-18s %14s\n", "peak RSS", "unknown");
+	fprintf(out, "  %-18s %14s   %s B in %s blocks\n", "leaked", ht_fmt_size(a, tt->leaked_bytes),
+		ht_fmt_count(b, tt->leaked_bytes), ht_fmt_count(cbuf, tt->leaked_blocks));
+	fprintf(out, "  %-18s %14s", "temporary allocs", ht_fmt_count(a, tt->temporary));
+	if (tt->allocations)
+		fprintf(out, "   %.1f%% of allocations",
+			100.0 * (double)tt->temporary / (double)tt->allocations);
+	fputc('\n', out);
+	fprintf(out, "  %-18s %14s\n", "run time", ht_fmt_duration(a, tt->duration_ns));
+}
+
+typedef void (*headline_fn)(FILE *out, const ht_site_t *s, const ht_totals_t *tt);
+
+static void head_bytes(FILE *out, const ht_site_t *s, const ht_totals_t *tt)
+{
+	char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN];
+	(void)tt;
+	fprintf(out, "%10s  %s B in %s allocation%s", ht_fmt_size(a, s->bytes_allocated),
+		ht_fmt_count(b, s->bytes_allocated), ht_fmt_count(c, s->allocations),
+		s->allocations == 1 ? "" : "s");
+	if (s->peak_bytes)
+		fprintf(out, ", %s at peak", ht_fmt_size(a, s->peak_bytes));
+	if (s->leaked_bytes)
+		fprintf(out, ", %s leaked", ht_fmt_size(a, s->leaked_bytes));
+}
+
+static void head_count(FILE *out, const ht_site_t *s, const ht_totals_t *tt)
+{
+	char a[HT_FMT_LEN], b[HT_FMT_LEN];
+	fprintf(out, "%10s  allocation%s", ht_fmt_count(a, s->allocations),
+		s->allocations == 1 ? "" : "s");
+	if (tt->allocations)
+		fprintf(out, " (%.1f%%)", 100.0 * (double)s->allocations / (double)tt->allocations);
+	fprintf(out, ", %s total", ht_fmt_size(b, s->bytes_allocated));
+	if (s->temporary)
+		fprintf(out, ", %s temporary", ht_fmt_count(a, s->temporary));
+}
+
+static void head_peak(FILE *out, const ht_site_t *s, const ht_totals_t *tt)
+{
+	char a[HT_FMT_LEN], b[HT_FMT_LEN];
+	fprintf(out, "%10s  %s B live at the peak", ht_fmt_size(a, s->peak_bytes),
+		ht_fmt_count(b, s->peak_bytes));
+	if (tt->peak_heap_bytes)
+		fprintf(out, " (%.1f%%)", 100.0 * (double)s->peak_bytes / (double)tt->peak_heap_bytes);
+}
+
+static void head_leak(FILE *out, const ht_site_t *s, const ht_totals_t *tt)
+{
+	char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN];
+	(void)tt;
+	fprintf(out, "%10s  %s B in %s block%s", ht_fmt_size(a, s->leaked_bytes),
+		ht_fmt_count(b, s->leaked_bytes), ht_fmt_count(c, s->leaked_blocks),
+		s->leaked_blocks == 1 ? "" : "s");
+	fprintf(out, " (of %s allocated here)", ht_fmt_count(a, s->allocations));
+}
+
+static void head_temp(FILE *out, const ht_site_t *s, const ht_totals_t *tt)
+{
+	char a[HT_FMT_LEN], b[HT_FMT_LEN];
+	(void)tt;
+	fprintf(out, "%10s  temporary of %s allocations (%.0f%%)", ht_fmt_count(a, s->temporary),
+		ht_fmt_count(b, s->allocations),
+		s->allocations ? 100.0 * (double)s->temporary / (double)s->allocations : 0.0);
+}
+
+static void print_list(textctx_t *c, const char *title, ht_site_order_t order, headline_fn head,
+		       size_t top, size_t *idx, const char *none)
+{
+	FILE *out = c->out;
+	const ht_model_t *m = c->m;
+	size_t n = ht_model_sort(m, order, idx);
+	size_t shown = n < top ? n : top;
+	char t[128];
+	if (n > shown)
+		snprintf(t, sizeof(t), "%s (top %zu of %zu sites)", title, shown, n);
+	else
+		snprintf(t, sizeof(t), "%s (%zu site%s)", title, n, n == 1 ? "" : "s");
+	rule(out, t);
+	if (!n) {
+		fprintf(out, "  %s\n", none);
+		return;
+	}
+	for (size_t i = 0; i < shown && !c->err; i++) {
+		const ht_site_t *s = &m->sites[idx[i]];
+		bool repeat = c->label[idx[i]] != 0;
+		if (!repeat)
+			c->label[idx[i]] = ++c->next_label;
+		fprintf(out, "%s#%-3zu", i ? "\n" : "", i + 1);
+		head(out, s, &m->totals);
+		fprintf(out, "  [site %u]\n", c->label[idx[i]]);
+		print_stack(c, s, repeat);
+	}
+	if (n > shown && order == HT_BY_LEAKED) {
+		uint64_t bytes = 0, blocks = 0;
+		for (size_t i = shown; i < n; i++) {
+			bytes += m->sites[idx[i]].leaked_bytes;
+			blocks += m->sites[idx[i]].leaked_blocks;
+		}
+		char a[HT_FMT_LEN], b[HT_FMT_LEN];
+		fprintf(out, "\n... and %zu more leak sites: %s in %s blocks (--top 0 shows all)\n",
+			n - shown, ht_fmt_size(a, bytes), ht_fmt_count(b, blocks));
+	}
+}
+
+int ht_report_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const ht_report_opts_t *o)
+{
+	const ht_trace_t *t = m->trace;
+	size_t top = o && o->top ? o->top : DEFAULT_TOP;
+	textctx_t c = { out, m, sym, NULL, 0, NULL, 0, 0 };
+	size_t *idx = malloc((m->nsites ? m->nsites : 1) * sizeof(*idx));
+	c.label = calloc(m->nsites ? m->nsites : 1, sizeof(*c.label));
+	if (!idx || !c.label) {
+		free(idx);
+		free(c.label);
+		return -ENOMEM;
+	}
+
+	fprintf(out, "heaptrail report%s%s\n", o && o->trace_path ? ": " : "",
+		o && o->trace_path ? o->trace_path : "");
+	fputs("  program     ", out);
+	print_command(out, t);
+	fprintf(out, "\n  process     pid %" PRIu64, t->pid);
+	if (t->proc_flags & HT_PROC_FORKED)
+		fprintf(out, ", fork child of pid %" PRIu64, t->ppid);
+	if (t->proc_flags & HT_PROC_EXECED)
+		fputs(", exec'd by a traced process", out);
+	size_t nthreads = 0;
+	for (size_t i = 0; i < t->nthreads; i++)
+		nthreads += t->threads[i].nevents > 0;
+	if (nthreads > 1)
+		fprintf(out, ", %zu threads", nthreads);
+	fputs(", ", out);
+	print_ending(out, t);
+	fputc('\n', out);
+
+	char w[8][HT_WARN_LEN];
+	size_t nw = ht_report_warnings(m, w, 8);
+	if (nw)
+		fputc('\n', out);
+	for (size_t i = 0; i < nw; i++)
+		fprintf(out, "WARNING: %s\n", w[i]);
+
+	print_summary(out, m);
+	print_list(&c, "TOP SITES BY BYTES ALLOCATED", HT_BY_BYTES, head_bytes, top, idx,
+		   "no allocations");
+	print_list(&c, "TOP SITES BY NUMBER OF ALLOCATIONS", HT_BY_COUNT, head_count, top, idx,
+		   "no allocations");
+	print_list(&c, "TOP SITES BY CONTRIBUTION TO THE PEAK", HT_BY_PEAK, head_peak, top, idx,
+		   "nothing was live at the peak");
+	print_list(&c, "LEAKS, LARGEST FIRST", HT_BY_LEAKED, head_leak, top, idx,
+		   t->ending == HT_ENDING_EXEC ? "nothing was live at exec" : "no leaks");
+	print_list(&c, "TEMPORARY ALLOCATIONS", HT_BY_TEMPORARY, head_temp, top, idx,
+		   "no temporary allocations");
+	fputc('\n', out);
+
+	free(idx);
+	free(c.label);
+	free(c.frames);
+	if (c.err)
+		return c.err;
+	return ferror(out) ? -EIO : 0;
+}

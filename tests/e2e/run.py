@@ -1,0 +1,93 @@
+#!/usr/bin/python3
+"""run.py - heaptrail's end-to-end tests.
+
+Usage: run.py [-j N] [-k] [-v] [PATTERN...]
+  PATTERN   run only tests whose name contains one of the patterns
+  -j N      parallel tests (default: number of CPUs, at least 2)
+  -k        keep the scratch directory (traces, memcheck logs)
+  -v        print each test's time and extra detail
+
+Prints `PASS name` or `FAIL name: reason` (further mismatches indented
+below) per test, in a fixed order, then `e2e: N passed, N failed`.
+Exit status 1 if any test failed.
+"""
+
+import argparse
+import concurrent.futures
+import os
+import resource
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import harness  # noqa: E402
+import test_cli  # noqa: E402
+import test_programs  # noqa: E402
+import test_real  # noqa: E402
+
+
+def all_tests():
+    # Slow ones (memcheck of real programs) first, so they overlap the rest.
+    return test_real.TESTS + test_programs.TESTS + test_cli.TESTS
+
+
+def run_one(name, fn, verbose):
+    t = harness.T(name, harness.SCRATCH)
+    t0 = time.monotonic()
+    try:
+        fn(t)
+    except harness.Fatal:
+        pass
+    except Exception:  # a bug in the test or an unexpected report shape
+        t.errors.append("test raised: " + traceback.format_exc(limit=4).strip().replace("\n", "\n      "))
+    return name, t.errors, time.monotonic() - t0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("-j", type=int, default=max(2, os.cpu_count() or 2))
+    ap.add_argument("-k", action="store_true")
+    ap.add_argument("-v", action="store_true")
+    ap.add_argument("patterns", nargs="*")
+    args = ap.parse_args()
+
+    # No core files from the crash tests.
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    harness.SCRATCH = tempfile.mkdtemp(prefix="heaptrail-e2e.")
+    tests = [(n, f) for n, f in all_tests()
+             if not args.patterns or any(p in n for p in args.patterns)]
+    if not harness.HT_ASAN.exists():
+        print("note: %s missing; reports use %s" % (harness.HT_ASAN, harness.HT), flush=True)
+
+    passed = failed = 0
+    t0 = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.j) as pool:
+        futs = [pool.submit(run_one, n, f, args.v) for n, f in tests]
+        for fut in futs:
+            name, errors, secs = fut.result()
+            extra = " (%.1fs)" % secs if args.v else ""
+            if errors:
+                failed += 1
+                more = " (+%d more below)" % (len(errors) - 1) if len(errors) > 1 else ""
+                print("FAIL %s: %s%s%s" % (name, errors[0], more, extra), flush=True)
+                for e in errors[1:]:
+                    print("    %s" % e, flush=True)
+            else:
+                passed += 1
+                print("PASS %s%s" % (name, extra), flush=True)
+    if args.v:
+        print("e2e time: %.1fs" % (time.monotonic() - t0))
+    if args.k:
+        print("scratch kept in %s" % harness.SCRATCH)
+    else:
+        shutil.rmtree(harness.SCRATCH, ignore_errors=True)
+    print("e2e: %d passed, %d failed" % (passed, failed), flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

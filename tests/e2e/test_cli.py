@@ -1,0 +1,266 @@
+"""test_cli.py - the command line and the trace file's safety: bad options,
+truncated / garbage traces, file mode, no clobbering, no symlink following."""
+
+import os
+import random
+import re
+
+import contract
+from harness import (HT, PROGS, T, heaptrail_run, need_report, need_tools, report,
+                     report_cli, run, tail, text, traced_report)
+
+TOT = ("allocations", "frees", "bytes_allocated", "leaked_blocks", "leaked_bytes")
+EXIT3 = {"allocations": 3, "frees": 2, "bytes_allocated": 60, "leaked_blocks": 1, "leaked_bytes": 30}
+
+
+def prog(name):
+    return str(PROGS / name)
+
+
+def usage_case(t, argv, what, marker=None):
+    p = run([HT] + argv, 30)
+    t.eq("%s: exit status of `heaptrail %s`" % (what, " ".join(argv)), 2, p.rc)
+    t.check(re.search(r"usage", text(p.err) + text(p.out), re.I),
+            "%s: no usage message; stderr: %s" % (what, tail(p.err, 300)))
+    if marker is not None:
+        t.check(not os.path.exists(marker), "%s: the program ran anyway" % what)
+
+
+def t_bad_options(t):
+    need_tools(t)
+    ran = t.tmp / "ran"
+    usage_case(t, [], "no arguments")
+    usage_case(t, ["frobnicate"], "unknown command")
+    usage_case(t, ["run", "--no-such-option", "--", "/usr/bin/touch", str(ran)], "run, unknown option", ran)
+    usage_case(t, ["run", "--depth", "0", "--", "/usr/bin/touch", str(ran)], "run --depth 0", ran)
+    usage_case(t, ["run", "--depth", "many", "--", "/usr/bin/touch", str(ran)], "run --depth many", ran)
+    usage_case(t, ["run"], "run without a program")
+    usage_case(t, ["run", "-o"], "run -o without a value")
+    usage_case(t, ["report"], "report without a file")
+    usage_case(t, ["report", "--no-such-option", str(t.tmp / "x.ht")], "report, unknown option")
+    usage_case(t, ["report", "--format", "xml", str(t.tmp / "x.ht")], "report --format xml")
+    usage_case(t, ["report", "--top", "lots", str(t.tmp / "x.ht")], "report --top lots")
+
+
+def full_trace(t):
+    """The churn program's trace: 100,000 events, big enough that half of
+    it holds thousands of complete events."""
+    need_tools(t)
+    tr, rep, err = traced_report(("churn",), [prog("churn")])
+    if err:
+        t.fatal("cannot make the trace to cut: " + err)
+    return tr.out_path, rep.data
+
+
+OFFSET_RE = re.compile(r"(offset|byte)\D{0,24}\d+", re.I)
+
+
+def t_truncated(t):
+    path, full = full_trace(t)
+    data = path.read_bytes()
+    cut = t.tmp / "half.ht"
+    cut.write_bytes(data[:len(data) // 2])
+    r = report(cut)
+    if r.err:
+        t.fatal("half trace (%d of %d bytes): %s" % (len(data) // 2, len(data), r.err))
+    err = text(r.proc.err)
+    t.check(OFFSET_RE.search(err), "no warning naming an offset on stderr for a trace cut at %d bytes: %r"
+            % (len(data) // 2, tail(err, 300)))
+    tot = r.data.get("totals", {})
+    ft = full.get("totals", {})
+    t.check(isinstance(tot.get("allocations"), int) and tot["allocations"] < ft.get("allocations", 0),
+            "half trace: allocations %r, full trace %r: expected fewer" % (tot.get("allocations"), ft.get("allocations")))
+    t.check(isinstance(tot.get("allocations"), int) and tot["allocations"] > 0,
+            "half trace reports no allocations at all (%r): events before the cut are lost" % tot.get("allocations"))
+    for e in contract.check(r.data):
+        t.check(False, "half trace: " + e)
+    rt = report(cut, fmt="text")
+    t.check(not rt.err, "text report of the half trace: %s" % rt.err)
+    t.check(rt.proc.out.strip() != b"", "text report of the half trace prints nothing")
+    t.check(OFFSET_RE.search(text(rt.proc.err) + text(rt.proc.out)),
+            "text report of the half trace names no offset")
+
+
+def t_truncated_tiny(t):
+    """Cut right after the header and a little later: a report with a
+    warning or a clear error, never a crash."""
+    path, _ = full_trace(t)
+    data = path.read_bytes()
+    for n in (16, 17, 40, 100):
+        cut = t.tmp / ("cut%d.ht" % n)
+        cut.write_bytes(data[:n])
+        r = report(cut)
+        if r.err and r.proc.rc == 0:
+            t.check(False, "cut at %d: %s" % (n, r.err))
+            continue
+        if r.proc.rc >= 128 or "Sanitizer" in text(r.proc.err) or "runtime error" in text(r.proc.err):
+            t.check(False, "cut at %d: crash: %s: %s" % (n, r.proc.describe(), tail(r.proc.err, 800)))
+            continue
+        if n == 16:
+            # Exactly the header: indistinguishable from a program that ended
+            # before the agent wrote a record; a clear message is enough.
+            t.check(r.proc.err.strip() or r.data is not None,
+                    "cut at 16: neither a report nor a message (exit %s)" % r.proc.rc)
+            continue
+        t.check(OFFSET_RE.search(text(r.proc.err)),
+                "cut at %d: no message naming an offset (exit %s): %r" % (n, r.proc.rc, tail(r.proc.err, 300)))
+
+
+def t_garbage(t):
+    need_tools(t)
+    rnd = random.Random(1234)
+    cases = {
+        "random.ht": bytes(rnd.getrandbits(8) for _ in range(4096)),
+        "text.ht": b"hello, this is not a trace\n" * 10,
+        "empty.ht": b"",
+        "magic_then_junk.ht": b"HEAPTRL\x1a" + bytes(rnd.getrandbits(8) for _ in range(600)),
+        "future_major.ht": b"HEAPTRL\x1a" + bytes([99, 0, 0, 0, 0, 0, 0, 0]) + b"\x01\x00",
+    }
+    for name, data in cases.items():
+        p = t.tmp / name
+        p.write_bytes(data)
+        r = report(p)
+        err = text(r.proc.err)
+        if r.proc.rc >= 128 or "Sanitizer" in err or "runtime error" in err or r.proc.timed_out:
+            t.check(False, "%s: crash: %s: %s" % (name, r.proc.describe(), tail(err, 800)))
+            continue
+        if name in ("magic_then_junk.ht",):
+            # A valid header: a (nearly empty) report with a warning, or an error.
+            t.check(OFFSET_RE.search(err) or r.proc.rc != 0,
+                    "%s: neither an error nor a warning naming an offset: %r" % (name, tail(err, 300)))
+            continue
+        t.check(r.proc.rc != 0, "%s: exit status 0 for a file that is not a trace" % name)
+        t.check(err.strip() != "", "%s: no message on stderr" % name)
+        t.check(name in err or "trace" in err.lower(),
+                "%s: the message names neither the file nor a trace: %r" % (name, tail(err, 300)))
+        if name == "future_major.ht":
+            t.check(re.search(r"version|major|newer", err, re.I),
+                    "future_major.ht: the message does not mention the version: %r" % tail(err, 300))
+    r = report(t.tmp / "does-not-exist.ht")
+    t.check(r.proc.rc not in (0,) and r.proc.rc < 128, "missing file: exit %s" % r.proc.rc)
+    t.check("does-not-exist.ht" in text(r.proc.err), "missing file: message does not name it: %r" % tail(r.proc.err))
+
+
+def t_corrupt_middle(t):
+    """Flip bytes in the middle of a real trace: a report of what precedes,
+    with a warning, or a clear error; never a crash or a hang."""
+    path, full = full_trace(t)
+    data = bytearray(path.read_bytes())
+    mid = len(data) // 2
+    for i in range(mid, min(mid + 64, len(data))):
+        data[i] ^= 0x5A
+    p = t.tmp / "flipped.ht"
+    p.write_bytes(bytes(data))
+    r = report(p)
+    err = text(r.proc.err)
+    t.check(not (r.proc.rc >= 128 or "Sanitizer" in err or "runtime error" in err or r.proc.timed_out),
+            "crash: %s: %s" % (r.proc.describe(), tail(err, 800)))
+    t.check(OFFSET_RE.search(err), "no message naming an offset: %r" % tail(err, 300))
+    if r.data is not None:
+        for e in contract.check(r.data):
+            t.check(False, "flipped trace: " + e)
+
+
+def t_mode(t):
+    need_tools(t)
+    for um in ("000", "022"):
+        d = t.tmp / ("umask" + um)
+        d.mkdir()
+        out = d / "x.ht"
+        p = run(["/bin/sh", "-c", 'umask %s; exec "$@"' % um, "sh", HT, "run", "-o", out, "--",
+                 prog("exit3")], 60)
+        t.eq("umask %s: exit status" % um, 3, p.rc)
+        if t.check(out.exists(), "umask %s: no trace at %s: %s" % (um, out, tail(p.err))):
+            t.eq("umask %s: trace file mode" % um, "0o600", oct(os.stat(out).st_mode & 0o777))
+
+
+def new_traces(t, tr, exclude):
+    """Traces the run produced (listed on stderr or new in its directory)."""
+    found = [p for p in set(tr.listed()) | set(tr.files()) if p.resolve() not in exclude]
+    good = []
+    for p in found:
+        if p.is_symlink():
+            continue
+        try:
+            if p.read_bytes()[:8] == b"HEAPTRL\x1a":
+                good.append(p)
+        except OSError:
+            pass
+    return good
+
+
+def check_new_trace(t, tr, exclude, what):
+    """The run either wrote its trace to another file (listed on stderr) or
+    refused clearly; if it ran, the trace must be exit3's."""
+    traces = new_traces(t, tr, exclude)
+    if tr.proc.rc == 3:
+        t.eq("%s: traces written elsewhere" % what, 1, len(traces))
+        listed = [p for p in tr.listed() if p in traces]
+        t.check(listed, "%s: the trace's real path is not on stderr: %s" % (what, tail(tr.proc.err, 300)))
+        for p in traces:
+            r = need_report(t, p)
+            t.eq("%s: report of %s" % (what, p.name), EXIT3, {k: r.data["totals"].get(k) for k in TOT})
+            t.eq("%s: %s mode" % (what, p.name), "0o600", oct(os.stat(p).st_mode & 0o777))
+    else:
+        t.check(tr.proc.rc != 0 and tr.proc.err.strip(),
+                "%s: heaptrail run neither ran the program (exit 3) nor explained: %s" % (what, tr.proc.describe()))
+
+
+def t_no_clobber(t):
+    need_tools(t)
+    d = t.tmp / "d"
+    d.mkdir()
+    out = d / "x.ht"
+    out.write_bytes(b"precious\n")
+    os.chmod(out, 0o644)
+    tr = heaptrail_run([prog("exit3")], outdir=d)
+    t.eq("existing file's content", b"precious\n", out.read_bytes())
+    t.eq("existing file's mode", "0o644", oct(os.stat(out).st_mode & 0o777))
+    check_new_trace(t, tr, {out.resolve()}, "existing output")
+
+
+def t_no_symlink_dangling(t):
+    need_tools(t)
+    d = t.tmp / "d"
+    d.mkdir()
+    target = t.tmp / "target.ht"
+    out = d / "x.ht"
+    os.symlink(target, out)
+    tr = heaptrail_run([prog("exit3")], outdir=d)
+    t.check(not os.path.lexists(target), "the symlink was followed: %s was created" % target)
+    t.check(os.path.islink(out), "the symlink %s was replaced" % out)
+    check_new_trace(t, tr, {out.resolve(), target.resolve()}, "dangling symlink")
+
+
+def t_no_symlink_existing(t):
+    need_tools(t)
+    d = t.tmp / "d"
+    d.mkdir()
+    victim = t.tmp / "victim"
+    victim.write_bytes(b"do not touch\n")
+    out = d / "x.ht"
+    os.symlink(victim, out)
+    tr = heaptrail_run([prog("exit3")], outdir=d)
+    t.eq("symlink target's content", b"do not touch\n", victim.read_bytes())
+    t.check(os.path.islink(out), "the symlink %s was replaced" % out)
+    check_new_trace(t, tr, {out.resolve(), victim.resolve(), out.absolute()}, "symlink to a file")
+
+
+def t_report_cli(t):
+    """The report CLI in use is the ASan build (or says why not)."""
+    t.check(report_cli().name == "heaptrail" and "asan" in str(report_cli()),
+            "build/asan/heaptrail is missing: reports run without ASan/UBSan")
+
+
+TESTS = [
+    ("cli.asan_report_cli", t_report_cli),
+    ("cli.bad_options", t_bad_options),
+    ("trace.truncated_half", t_truncated),
+    ("trace.truncated_tiny", t_truncated_tiny),
+    ("trace.corrupt_middle", t_corrupt_middle),
+    ("trace.garbage", t_garbage),
+    ("trace.mode_0600", t_mode),
+    ("trace.no_clobber", t_no_clobber),
+    ("trace.no_symlink_dangling", t_no_symlink_dangling),
+    ("trace.no_symlink_existing", t_no_symlink_existing),
+]

@@ -1,0 +1,750 @@
+"""test_programs.py - tests on tests/programs/*, whose counts are known by
+construction (the numbers below repeat each program's header comment).
+
+For every program with a spec:
+  <prog>.memcheck_oracle  valgrind memcheck agrees with the construction
+                          (guards the truth itself: no hidden libc allocation)
+  <prog>.totals           heaptrail's totals == the construction
+  <prog>.memcheck         heaptrail's totals == memcheck's (C programs)
+  <prog>.sites            allocations/bytes/leaks/temporaries per leaf function
+  <prog>.contract         the JSON report contract
+plus dedicated tests for threads, fork, exec, dlopen, signals, recursion,
+exit status and the text report.
+"""
+
+import os
+import re
+from pathlib import Path
+
+import contract
+import tracefile
+from harness import (PROGS, SRC, AGENT, T, by_leaf, functions, heaptrail_run,
+                     leaks_by_leaf, marker_line, memcheck, memcheck_single,
+                     need_report, need_tools, report, run, tail, text,
+                     traced_report)
+
+TOT = ("allocations", "frees", "bytes_allocated", "leaked_blocks", "leaked_bytes")
+POOL = 72704  # libstdc++'s emergency exception pool (C++ programs only)
+
+
+def S(allocations, bytes_allocated, leaked_blocks=0, leaked_bytes=0, temporary=None,
+      peak=None):
+    """Expected figures of one leaf function."""
+    d = {"allocations": allocations, "bytes_allocated": bytes_allocated,
+         "leaked_blocks": leaked_blocks, "leaked_bytes": leaked_bytes}
+    if temporary is not None:
+        d["temporary_allocations"] = temporary
+    if peak is not None:
+        d["peak_bytes"] = peak
+    return d
+
+
+# name: totals (allocations, frees, bytes, leaked blocks, leaked bytes), exit
+# status (or signal), peak, temporaries, memcheck (can memcheck run it?),
+# sites by leaf function (exact: no other leaf may appear; a None key is the
+# libstdc++ pool, whose leaf lies in libstdc++), src (for markers).
+SPECS = {
+    "entry_points": dict(
+        totals=(14, 13, 3015, 1, 77), exit=0, peak=1000, memcheck=True,
+        sites={"use_malloc": S(1, 100), "use_calloc": S(1, 200),
+               "use_realloc": S(3, 570), "use_reallocarray": S(2, 300),
+               "use_posix_memalign": S(1, 256), "use_aligned_alloc": S(1, 384),
+               "use_memalign": S(1, 96), "use_valloc": S(1, 1000),
+               "use_usable_size": S(1, 24), "use_failures": S(1, 8),
+               "leak_one": S(1, 77, 1, 77)}),
+    "entry_points_extra": dict(
+        totals=(3, 2, 4040, 1, 3000), exit=0, peak=3000, memcheck=False,
+        sites={"use_pvalloc": S(1, 1000), "realloc_fails": S(1, 40),
+               "leak_pvalloc": S(1, 3000, 1, 3000)}),
+    "cxx_alloc": dict(
+        totals=(13, 11, 73584, 2, 72736), exit=0, peak=72992, memcheck=True, cxx=True,
+        sites={"make_widget(int)": S(2, 64, 1, 32), "make_array(int)": S(1, 40),
+               "make_nothrow()": S(2, 132), "make_aligned()": S(3, 584)},
+        # std::vector's storage comes from the allocator template the
+        # program instantiated; its leaf is that template, the call chain
+        # passes through grow_vector().
+        via={"grow_vector()": S(4, 60)}),
+    "cxx_extra": dict(
+        totals=(3, 1, 72856, 2, 72720), exit=0, peak=72840, memcheck=False, cxx=True,
+        sites={"extra_leak()": S(1, 16, 1, 16)},
+        via={"throw_bad_alloc()": S(1, 136)}),
+    "underscore_exit": dict(
+        totals=(53, 50, 5900, 3, 900), exit=4, memcheck=True,
+        sites={"churn": S(50, 5000), "leak_before": S(3, 900, 3, 900)}),
+    "crash_segv": dict(
+        totals=(21, 20, 3328, 1, 2048), signal=11, memcheck=True,
+        sites={"before_crash": S(21, 3328, 1, 2048)}),
+    "crash_abort": dict(
+        totals=(8, 7, 3000, 1, 900), signal=6, memcheck=True,
+        sites={"before_abort": S(8, 3000, 1, 900)}),
+    "recursion": dict(
+        totals=(1, 0, 4096, 1, 4096), exit=0, memcheck=True,
+        sites={"leaf_alloc": S(1, 4096, 1, 4096)}),
+    "ctor": dict(
+        totals=(4, 4, 1110, 0, 0), exit=0, memcheck=True,
+        sites={"early_alloc": S(3, 666), "main_alloc": S(1, 444)}),
+    "leaks": dict(
+        totals=(13, 6, 5022, 7, 4692), exit=0, memcheck=True,
+        sites={"leak_big": S(1, 4096, 1, 4096), "inner_leaker": S(2, 200, 2, 200),
+               "leak_small": S(3, 96, 3, 96), "leak_realloc": S(2, 310, 1, 300),
+               "no_leak": S(5, 320)}),
+    "temporaries": dict(
+        totals=(27, 26, 2050, 1, 10), exit=0, memcheck=True, temporary=15,
+        sites={"pairs": S(20, 960, temporary=10), "pure_temp": S(5, 80, temporary=5),
+               "keepers": S(2, 1010, 1, 10, temporary=0)}),
+    "exit3": dict(
+        totals=(3, 2, 60, 1, 30), exit=3, memcheck=True,
+        sites={"work": S(3, 60, 1, 30)}),
+    "exit_handlers": dict(
+        totals=(5, 3, 3050, 2, 1500), exit=0, memcheck=True,
+        sites={"main_work": S(1, 50), "atexit_alloc": S(2, 1300, 1, 600),
+               "dtor_alloc": S(2, 1700, 1, 900)}),
+    "churn": dict(
+        totals=(50010, 50000, 2001000, 10, 1000), exit=0, peak=1000, memcheck=True,
+        temporary=50000,
+        sites={"churn_alloc": S(50000, 2000000, temporary=50000),
+               "churn_keep": S(10, 1000, 10, 1000, temporary=0)}),
+    "peak": dict(
+        totals=(5, 4, 101010, 1, 10), exit=0, peak=71000, memcheck=True,
+        sites={"alloc_a": S(1, 1000, peak=1000), "alloc_b": S(1, 50000, peak=50000),
+               "alloc_c": S(1, 20000, peak=20000), "alloc_d": S(1, 30000, peak=0),
+               "alloc_e": S(1, 10, 1, 10, peak=0)}),
+}
+
+
+def prog(name):
+    return str(PROGS / name)
+
+
+def expected_totals(spec):
+    return dict(zip(TOT, spec["totals"]))
+
+
+def traced(t, name, opts=()):
+    """heaptrail run + JSON report of tests/programs/<name>, memoised."""
+    need_tools(t)
+    p = prog(name)
+    t.need(os.path.exists(p), "%s not built (make programs)" % p)
+    tr, rep, err = traced_report((name,) + tuple(opts), [p], opts)
+    if err:
+        t.fatal(err)
+    return tr, rep.data
+
+
+def status_of(spec):
+    return 128 + spec["signal"] if "signal" in spec else spec["exit"]
+
+
+def memcheck_prog(t, name):
+    vg = memcheck_single(t, (name,), [prog(name)])
+    t.need(vg.allocs is not None, "memcheck printed no heap summary for %s" % name)
+    return vg
+
+
+# ---- generic tests per spec -------------------------------------------------
+
+def make_oracle(name, spec):
+    def test(t):
+        vg = memcheck_prog(t, name)
+        t.eq("memcheck totals of %s vs construction" % name, expected_totals(spec), vg.totals())
+    return test
+
+
+def make_totals(name, spec):
+    def test(t):
+        tr, rep = traced(t, name)
+        t.eq("heaptrail run exit status (%s)" % tr.proc.describe(), status_of(spec), tr.proc.rc)
+        tot = rep.get("totals", {})
+        t.eq("totals", expected_totals(spec), {k: tot.get(k) for k in TOT})
+        if "peak" in spec:
+            t.eq("totals.peak_heap_bytes", spec["peak"], tot.get("peak_heap_bytes"))
+        if "temporary" in spec:
+            t.eq("totals.temporary_allocations", spec["temporary"], tot.get("temporary_allocations"))
+        pr = rep.get("program", {})
+        if "signal" in spec:
+            t.eq("program.signal", spec["signal"], pr.get("signal"))
+            t.eq("program.exit_code (no exit code when killed by a signal)", None, pr.get("exit_code"))
+        else:
+            t.eq("program.exit_code", spec["exit"], pr.get("exit_code"))
+            t.eq("program.signal", None, pr.get("signal"))
+        t.eq("program.command", [prog(name)], pr.get("command"))
+    return test
+
+
+def make_memcheck(name, spec):
+    def test(t):
+        vg = memcheck_prog(t, name)
+        _, rep = traced(t, name)
+        tot = rep.get("totals", {})
+        t.eq("heaptrail totals vs memcheck (allocs, frees, bytes, in use at exit)",
+             vg.totals(), {k: tot.get(k) for k in TOT})
+    return test
+
+
+def site_check(t, rep, spec, name):
+    agg = by_leaf(rep)
+    exp = spec["sites"]
+    for fn, want in exp.items():
+        got = agg.get(fn)
+        if got is None:
+            t.check(False, "no site with leaf function %r; leaves: %s" % (fn, sorted(map(str, agg))))
+            continue
+        t.eq("sites with leaf %s" % fn, want, {k: got.get(k) for k in want})
+    # Calls made through library code (std::vector, __cxa_allocate_exception):
+    # the sites whose stack passes through the function.
+    for fn, want in spec.get("via", {}).items():
+        sel = [s for s in rep.get("sites", []) if fn in functions(s.get("stack", []))]
+        got = {k: sum(s.get(k, 0) for s in sel) for k in want}
+        t.eq("sites whose stack passes through %s" % fn, want, got)
+    # Exactly the program's own sites (plus the libstdc++ pool for C++):
+    # nothing of the agent's, nothing made up.
+    allowed = set(exp)
+    others = []
+    for s in rep.get("sites", []):
+        fns = functions(s.get("stack", []))
+        if fns and fns[0] in allowed:
+            continue
+        if any(fn in fns for fn in spec.get("via", {})):
+            continue
+        if spec.get("cxx") and s.get("bytes_allocated") == POOL and s.get("allocations") == 1:
+            continue
+        others.append("%s x%s %sB" % (fns[:4], s.get("allocations"), s.get("bytes_allocated")))
+    t.check(not others, "%s: sites not made by the program: %s" % (name, "; ".join(others[:6])))
+    if spec.get("cxx"):
+        pool = [s for s in rep.get("sites", []) if s.get("bytes_allocated") == POOL]
+        t.eq("sites of libstdc++'s 72704-byte pool", 1, len(pool))
+
+
+def make_sites(name, spec):
+    def test(t):
+        _, rep = traced(t, name)
+        site_check(t, rep, spec, name)
+    return test
+
+
+def make_contract(name, spec):
+    def test(t):
+        _, rep = traced(t, name)
+        for e in contract.check(rep):
+            t.check(False, e)
+        # stack[0] of every site of the program's own functions is in the
+        # program's executable, with its source file and a line.
+        exe = prog(name)
+        src = str(SRC / (name + (".cc" if spec.get("cxx") else ".c")))
+        for s in rep.get("sites", []):
+            st = s.get("stack") or []
+            if st and st[0].get("function") in spec["sites"]:
+                f = st[0]
+                t.eq("stack[0].module of %s" % f.get("function"), exe, f.get("module"))
+                t.eq("stack[0].file of %s" % f.get("function"), src, f.get("file"))
+                t.check(isinstance(f.get("line"), int), "stack[0].line of %s is %r" % (
+                    f.get("function"), f.get("line")))
+                t.eq("stack[0].inlined of %s (-O0)" % f.get("function"), False, f.get("inlined"))
+    return test
+
+
+TESTS = []
+
+
+def add(name, fn):
+    TESTS.append((name, fn))
+
+
+# Order: memcheck oracles first (slowest), so they overlap the rest.
+for _n, _s in SPECS.items():
+    if _s["memcheck"]:
+        add("%s.memcheck_oracle" % _n, make_oracle(_n, _s))
+for _n, _s in SPECS.items():
+    add("%s.totals" % _n, make_totals(_n, _s))
+    if _s["memcheck"]:
+        add("%s.memcheck" % _n, make_memcheck(_n, _s))
+    add("%s.sites" % _n, make_sites(_n, _s))
+    add("%s.contract" % _n, make_contract(_n, _s))
+
+
+# ---- leaks: stacks, lines, order ---------------------------------------------
+
+def t_leak_stacks(t):
+    _, rep = traced(t, "leaks")
+    src = str(SRC / "leaks.c")
+    want = [  # bytes, blocks, leaf, marker, caller
+        (4096, 1, "leak_big", "LEAK_BIG", "main"),
+        (300, 1, "leak_realloc", "LEAK_REALLOC", "main"),
+        (200, 2, "inner_leaker", "LEAK_INNER", "leak_nested"),
+        (96, 3, "leak_small", "LEAK_SMALL", "main"),
+    ]
+    leaks = rep.get("leaks", [])
+    got = [(lk.get("bytes"), lk.get("blocks"), (lk.get("stack") or [{}])[0].get("function"))
+           for lk in leaks]
+    t.eq("leaks (bytes, blocks, leaf), largest first", [w[:3] for w in want], got)
+    for lk, (b, n, fn, marker, caller) in zip(leaks, want):
+        st = lk.get("stack") or []
+        if not st or st[0].get("function") != fn:
+            continue
+        t.eq("%s leak: stack[0].file" % fn, src, st[0].get("file"))
+        t.eq("%s leak: stack[0].line (the %s line)" % (fn, marker),
+             marker_line(src, marker), st[0].get("line"))
+        t.eq("%s leak: stack[1].function" % fn, caller, st[1].get("function") if len(st) > 1 else None)
+        fns = functions(st)
+        t.check("main" in fns, "%s leak: main not in its stack %s" % (fn, fns))
+    # The realloc'd block is attributed to the realloc, the malloc it grew
+    # from was freed by it.
+    sites = [s for s in rep.get("sites", []) if (s.get("stack") or [{}])[0].get("function") == "leak_realloc"]
+    lines = sorted(((s["stack"][0].get("line"), s.get("allocations"), s.get("leaked_blocks")) for s in sites),
+                   key=lambda x: (x[0] is None, x))
+    t.eq("leak_realloc sites (line, allocations, leaked blocks)",
+         sorted([(marker_line(src, "REALLOC_FIRST"), 1, 0), (marker_line(src, "LEAK_REALLOC"), 1, 1)]),
+         lines)
+
+
+add("leaks.stacks", t_leak_stacks)
+
+
+def t_leaks_text(t):
+    """The text report shows each leak's stack as `function  file:line`."""
+    tr, _ = traced(t, "leaks")
+    r = need_report(t, tr.out_path, fmt="text")
+    out = text(r.proc.out)
+    src = str(SRC / "leaks.c")
+    for fn, marker in (("leak_big", "LEAK_BIG"), ("inner_leaker", "LEAK_INNER"),
+                       ("leak_small", "LEAK_SMALL")):
+        line = marker_line(src, marker)
+        pat = re.compile(r"%s\b.*\s(/\S*/)?leaks\.c:%d\b" % (re.escape(fn), line))
+        t.check(any(pat.search(ln) for ln in out.splitlines()),
+                "text report has no line `%s ... leaks.c:%d`" % (fn, line))
+    t.check("4096" in out.replace(",", "") or "4 KiB" in out or "4.0 KiB" in out,
+            "text report does not show the 4096-byte leak")
+
+
+add("leaks.text_report", t_leaks_text)
+
+
+def t_top(t):
+    tr, rep = traced(t, "leaks")
+    r = need_report(t, tr.out_path, extra=["--top", "2"])
+    sites = r.data.get("sites", [])
+    t.eq("number of sites with --top 2", 2, len(sites))
+    t.eq("--top 2 sites are the two largest", [s.get("bytes_allocated") for s in rep["sites"][:2]],
+         [s.get("bytes_allocated") for s in sites])
+    t.eq("--top does not change the totals", rep.get("totals", {}).get("allocations"),
+         r.data.get("totals", {}).get("allocations"))
+    for e in contract.check(r.data, top=2):
+        t.check(False, "--top 2: " + e)
+
+
+add("report.top", t_top)
+
+
+# ---- peak ------------------------------------------------------------------------
+
+def t_peak_sites(t):
+    _, rep = traced(t, "peak")
+    agg = by_leaf(rep)
+    got = {fn: agg.get(fn, {}).get("peak_bytes") for fn in SPECS["peak"]["sites"]}
+    t.eq("sites' contribution to the peak (peak_bytes)",
+         {fn: v["peak_bytes"] for fn, v in SPECS["peak"]["sites"].items()}, got)
+    s = sum(x.get("peak_bytes", 0) for x in rep.get("sites", []))
+    t.eq("sum of sites' peak_bytes == totals.peak_heap_bytes", rep["totals"].get("peak_heap_bytes"), s)
+
+
+add("peak.contribution", t_peak_sites)
+
+
+# ---- C++ attribution ----------------------------------------------------------
+
+def t_cxx_attribution(t):
+    _, rep = traced(t, "cxx_alloc")
+    src = str(SRC / "cxx_alloc.cc")
+    leaks = [lk for lk in rep.get("leaks", []) if (lk.get("stack") or [{}])[0].get("function") == "make_widget(int)"]
+    t.eq("leaks with leaf make_widget(int)", 1, len(leaks))
+    if leaks:
+        f = leaks[0]["stack"][0]
+        t.eq("make_widget leak: blocks/bytes", (1, 32), (leaks[0].get("blocks"), leaks[0].get("bytes")))
+        t.eq("make_widget leak: file", src, f.get("file"))
+        t.eq("make_widget leak: line (`return new Widget(id);`)",
+             next(i for i, ln in enumerate(open(src).read().splitlines(), 1) if "return new Widget(id);" in ln),
+             f.get("line"))
+        t.eq("make_widget leak: stack[1]", "main", leaks[0]["stack"][1].get("function")
+             if len(leaks[0]["stack"]) > 1 else None)
+    # No C++ site may have its leaf in libstdc++'s operator new or in malloc
+    # called by it: the leaf is the C++ caller.
+    for s in rep.get("sites", []):
+        st = s.get("stack") or []
+        m = st[0].get("module") if st else None
+        if st and isinstance(m, str) and "libstdc++" in m and s.get("bytes_allocated") != POOL:
+            t.check(False, "site with leaf in libstdc++ (%s): %s" % (st[0].get("function"), functions(st)[:4]))
+
+
+add("cxx_alloc.attribution", t_cxx_attribution)
+
+
+# ---- exit status -------------------------------------------------------------------
+
+def t_exit3_direct(t):
+    """heaptrail run returns the program's exit status: checked against the
+    same program run plainly."""
+    need_tools(t)
+    plain = run([prog("exit3")], 30)
+    t.eq("plain run of exit3", 3, plain.rc)
+    tr = heaptrail_run([prog("exit3")])
+    t.eq("heaptrail run exit3 (%s)" % tr.proc.describe(), 3, tr.proc.rc)
+    t.check(str(tr.out_path) in text(tr.proc.err),
+            "heaptrail run's stderr does not name the trace %s: %s" % (tr.out_path, tail(tr.proc.err)))
+
+
+add("run.exit_status", t_exit3_direct)
+
+
+# ---- threads ------------------------------------------------------------------------
+
+THREAD_OWN = {"worker0_alloc": S(100, 1600, 1, 16), "worker1_alloc": S(200, 6400, 1, 32),
+              "worker2_alloc": S(300, 14400, 1, 48), "worker3_alloc": S(400, 25600, 1, 64)}
+
+
+def t_threads_memcheck(t):
+    vg = memcheck_prog(t, "threads")
+    # 1001 own + one DTV calloc per pthread_create (glibc).
+    t.eq("memcheck allocs/frees of threads (1001 own + 4 DTV; 997 frees)", (1005, 997),
+         (vg.allocs, vg.frees))
+    t.eq("memcheck in-use blocks (4 leaked + 4 DTVs)", 8, vg.inuse_blocks)
+
+
+add("threads.memcheck_oracle", t_threads_memcheck)
+
+
+def t_threads(t):
+    vg = memcheck_prog(t, "threads")
+    tr, rep = traced(t, "threads")
+    t.eq("heaptrail run exit status", 0, tr.proc.rc)
+    tot = rep.get("totals", {})
+    t.eq("allocations, frees, leaked blocks vs memcheck",
+         (vg.allocs, vg.frees, vg.inuse_blocks),
+         (tot.get("allocations"), tot.get("frees"), tot.get("leaked_blocks")))
+    agg = by_leaf(rep)
+    for fn, want in THREAD_OWN.items():
+        got = agg.get(fn, {})
+        t.eq("sites with leaf %s" % fn, want, {k: got.get(k) for k in want})
+    main1000 = [s for s in rep.get("sites", []) if (s.get("stack") or [{}])[0].get("function") == "main"]
+    t.eq("main's malloc(1000)", [(1, 1000, 0)],
+         [(s.get("allocations"), s.get("bytes_allocated"), s.get("leaked_blocks")) for s in main1000])
+    # Everything else is glibc's thread set-up, reached from pthread_create;
+    # its size depends on the TLS modules loaded, so only its count and its
+    # stack are checked. Own bytes + those == total bytes.
+    rest = [s for s in rep.get("sites", []) if (s.get("stack") or [{}])[0].get("function")
+            not in set(THREAD_OWN) | {"main"}]
+    bad = [functions(s.get("stack", []))[:6] for s in rest
+           if not any(isinstance(f, str) and "pthread_create" in f for f in functions(s.get("stack", [])))]
+    t.check(not bad, "sites neither the program's nor pthread_create's: %s" % bad[:4])
+    t.eq("allocations made inside pthread_create (one DTV per thread, as memcheck)",
+         vg.allocs - 1001, sum(s.get("allocations", 0) for s in rest))
+    own = sum(v["bytes_allocated"] for v in THREAD_OWN.values()) + 1000
+    t.eq("bytes_allocated == own 49000 + pthread_create's",
+         own + sum(s.get("bytes_allocated", 0) for s in rest), tot.get("bytes_allocated"))
+    for e in contract.check(rep):
+        t.check(False, e)
+    if "threads" in rep.get("totals", {}):
+        t.eq("totals.threads", 5, rep["totals"]["threads"])
+
+
+add("threads.counts", t_threads)
+
+
+def t_threads_tids(t):
+    """Each event carries its thread: read the trace itself and find one
+    thread per worker holding exactly that worker's events."""
+    tr, _ = traced(t, "threads")
+    try:
+        th = tracefile.thread_events(tr.out_path)
+    except tracefile.TraceError as e:
+        t.fatal("reading %s per trace_format.h: %s" % (tr.out_path, e))
+    t.eq("threads with events (main + 4 workers)", 5, len(th))
+    for i in range(4):
+        size, n = 16 * (i + 1), 100 * (i + 1)
+        mine = [tid for tid, v in th.items() if v["sizes"].get(size) == n and v["allocs"] == n]
+        t.eq("threads whose events are exactly worker%d's %d x malloc(%d)" % (i, n, size), 1, len(mine))
+        if len(mine) == 1:
+            t.eq("worker%d's frees on its own thread" % i, n - 1, th[mine[0]]["frees"])
+
+
+add("threads.per_thread_events", t_threads_tids)
+
+
+# ---- fork ---------------------------------------------------------------------------
+
+def classify_fork(t, paths):
+    """{"parent": report, "child": report} by content."""
+    out = {}
+    for p in paths:
+        r = need_report(t, p)
+        fns = set(by_leaf(r.data))
+        role = "child" if "child_work" in fns else "parent" if "parent_after" in fns else None
+        t.check(role is not None, "%s: neither the parent's nor the child's trace: leaves %s" % (p, sorted(map(str, fns))))
+        if role:
+            t.check(role not in out, "two %s traces" % role)
+            out[role] = (p, r.data)
+    return out
+
+
+def check_fork_reports(t, roles):
+    t.need("parent" in roles and "child" in roles, "found traces: %s" % sorted(roles))
+    _, par = roles["parent"]
+    _, chi = roles["child"]
+    tot = par.get("totals", {})
+    t.eq("parent totals", {"allocations": 5, "frees": 5, "bytes_allocated": 2433,
+                           "leaked_blocks": 0, "leaked_bytes": 0}, {k: tot.get(k) for k in TOT})
+    pa = by_leaf(par)
+    t.eq("parent: sites before_fork/parent_after (allocations, bytes)",
+         {"before_fork": (2, 333), "parent_after": (3, 2100)},
+         {k: (pa.get(k, {}).get("allocations"), pa.get(k, {}).get("bytes_allocated"))
+          for k in ("before_fork", "parent_after")})
+    t.check("child_work" not in pa, "parent's trace holds the child's child_work")
+    ca = by_leaf(chi)
+    t.eq("child: child_work site", S(10, 5000, 1, 500),
+         {k: ca.get("child_work", {}).get(k) for k in ("allocations", "bytes_allocated",
+                                                       "leaked_blocks", "leaked_bytes")})
+    t.check("parent_after" not in ca, "child's trace holds the parent's post-fork parent_after")
+    # The child's own events are exactly child_work's; if the child's trace
+    # also carries the inherited history, it carries it once (no events of
+    # the parent's buffer written twice).
+    bf = ca.get("before_fork", {"allocations": 0, "bytes_allocated": 0})
+    t.check((bf["allocations"], bf["bytes_allocated"]) in ((0, 0), (2, 333)),
+            "child's before_fork history: expected none or (2, 333), got %r" %
+            ((bf["allocations"], bf["bytes_allocated"]),))
+    ct = chi.get("totals", {})
+    t.eq("child allocations excluding inherited history", 10, ct.get("allocations", 0) - bf["allocations"])
+    t.eq("child frees excluding inherited history", 9, ct.get("frees", 0) - (1 if bf["allocations"] else 0))
+    t.eq("child exit_code", 0, chi.get("program", {}).get("exit_code"))
+    t.check(chi.get("program", {}).get("pid") != par.get("program", {}).get("pid"),
+            "parent and child report the same pid")
+    for who, r in (("parent", par), ("child", chi)):
+        for e in contract.check(r):
+            t.check(False, "%s: %s" % (who, e))
+
+
+def t_fork_pattern(t):
+    need_tools(t)
+    tr = heaptrail_run([prog("fork")], out_name="fork.%p.ht")
+    t.eq("heaptrail run exit status", 0, tr.proc.rc)
+    files = [p for p in tr.files() if re.match(r"fork\.\d+\.ht$", p.name)]
+    t.eq("trace files named fork.<pid>.ht", 2, len(files))
+    roles = classify_fork(t, files)
+    for role, (p, r) in roles.items():
+        t.eq("%s: pid in the file name == program.pid" % role,
+             int(re.match(r"fork\.(\d+)\.ht$", p.name).group(1)), r.get("program", {}).get("pid"))
+        t.eq("%s trace mode" % role, 0o600, os.stat(p).st_mode & 0o777)
+    check_fork_reports(t, roles)
+
+
+def t_fork_listing(t):
+    need_tools(t)
+    tr = heaptrail_run([prog("fork")], out_name="fork.ht")
+    t.eq("heaptrail run exit status", 0, tr.proc.rc)
+    listed = tr.listed()
+    t.check(tr.out_path in listed, "stderr does not list %s: %s" % (tr.out_path, tail(tr.proc.err)))
+    t.eq("traces listed on heaptrail run's stderr (parent, child): %s" % tail(tr.proc.err, 400),
+         2, len(listed))
+    check_fork_reports(t, classify_fork(t, listed))
+
+
+def t_fork_memcheck(t):
+    proc, res = memcheck(("fork",), [prog("fork")])
+    got = sorted((r.allocs, r.frees, r.bytes, r.inuse_blocks, r.inuse_bytes) for r in res.values())
+    # memcheck carries the parent's counters into the child.
+    t.eq("memcheck (child, parent)", [(5, 5, 2433, 0, 0), (12, 10, 5333, 2, 722)], got)
+
+
+def t_fork_no_follow(t):
+    """--no-follow-fork: one trace, the parent's; the child runs untraced."""
+    need_tools(t)
+    tr = heaptrail_run([prog("fork")], opts=["--no-follow-fork"], out_name="fork.%p.ht")
+    t.eq("heaptrail run exit status", 0, tr.proc.rc)
+    files = [p for p in tr.files()]
+    t.eq("trace files with --no-follow-fork", 1, len(files))
+    t.eq("traces listed on stderr", 1, len(tr.listed()))
+    if len(files) == 1:
+        r = need_report(t, files[0])
+        tot = r.data.get("totals", {})
+        t.eq("parent totals", {"allocations": 5, "frees": 5, "bytes_allocated": 2433,
+                               "leaked_blocks": 0, "leaked_bytes": 0}, {k: tot.get(k) for k in TOT})
+        t.check("child_work" not in by_leaf(r.data), "the child's events are in the parent's trace")
+
+
+def t_fork_cwd_relative(t):
+    """A relative -o in the current directory: the traces are still found
+    via the stderr listing."""
+    need_tools(t)
+    d = t.tmp / "cwd"
+    d.mkdir()
+    p = run([str(__import__("harness").HT), "run", "-o", "rel.ht", "--", prog("fork")], 60, cwd=str(d))
+    t.eq("heaptrail run exit status", 0, p.rc)
+    from harness import Traced
+    tr = Traced(p, d, d / "rel.ht", str(d))
+    t.eq("traces listed on stderr (relative -o)", 2, len(tr.listed()))
+    t.eq("trace files in the directory", 2, len(tr.files()))
+
+
+add("fork.memcheck_oracle", t_fork_memcheck)
+add("fork.no_follow_fork", t_fork_no_follow)
+add("fork.relative_output", t_fork_cwd_relative)
+add("fork.pattern_p", t_fork_pattern)
+add("fork.stderr_listing", t_fork_listing)
+
+
+# ---- exec ---------------------------------------------------------------------------
+
+def t_exec(t):
+    need_tools(t)
+    tr = heaptrail_run([prog("exec_parent")], out_name="exec.ht")
+    t.eq("heaptrail run exit status (exec_target's)", 0, tr.proc.rc)
+    paths = set(tr.listed()) | set(tr.files())
+    images = {}
+    for p in sorted(paths):
+        r = need_report(t, p)
+        cmd = r.data.get("program", {}).get("command") or ["?"]
+        images.setdefault(os.path.basename(cmd[0]), []).append((p, r.data))
+    t.eq("traced images", ["exec_parent", "exec_target"], sorted(images))
+    t.check(all(len(v) == 1 for v in images.values()), "an image traced twice: %s" %
+            {k: [str(p) for p, _ in v] for k, v in images.items()})
+    if "exec_parent" in images:
+        rep = images["exec_parent"][0][1]
+        tot = rep.get("totals", {})
+        t.eq("exec_parent image totals (live at exec = leaked)",
+             {"allocations": 2, "frees": 1, "bytes_allocated": 5555, "leaked_blocks": 1,
+              "leaked_bytes": 4321}, {k: tot.get(k) for k in TOT})
+        t.eq("exec_parent sites", {"before_exec": 2}, {k: v["allocations"] for k, v in by_leaf(rep).items()})
+    if "exec_target" in images:
+        rep = images["exec_target"][0][1]
+        vg = memcheck(("exec_parent",), [prog("exec_parent")], children=True)[1]
+        vgt = [r for r in vg.values() if r.command and "exec_target" in r.command and r.allocs is not None]
+        tot = rep.get("totals", {})
+        want = {"allocations": 3, "frees": 2, "bytes_allocated": 3000, "leaked_blocks": 1, "leaked_bytes": 1000}
+        t.eq("exec_target image totals", want, {k: tot.get(k) for k in TOT})
+        t.eq("memcheck of the exec'd image", [want], [r.totals() for r in vgt])
+        t.eq("exec_target command", [prog("exec_target"), "from-exec"], rep.get("program", {}).get("command"))
+        t.eq("exec_target exit_code", 0, rep.get("program", {}).get("exit_code"))
+        t.eq("exec_target sites", {"target_work": 3}, {k: v["allocations"] for k, v in by_leaf(rep).items()})
+        if "exec_parent" in images:
+            t.eq("both images have the same pid", images["exec_parent"][0][1].get("program", {}).get("pid"),
+                 rep.get("program", {}).get("pid"))
+    for k, v in images.items():
+        for p, r in v:
+            for e in contract.check(r):
+                t.check(False, "%s: %s" % (k, e))
+
+
+add("exec.both_images", t_exec)
+
+
+# ---- dlopen ---------------------------------------------------------------------------
+
+def t_dlopen(t):
+    vg = memcheck_prog(t, "dlopen")
+    tr, rep = traced(t, "dlopen")
+    t.eq("heaptrail run exit status", 0, tr.proc.rc)
+    tot = rep.get("totals", {})
+    t.eq("allocations, frees, leaked blocks vs memcheck", (vg.allocs, vg.frees, vg.inuse_blocks),
+         (tot.get("allocations"), tot.get("frees"), tot.get("leaked_blocks")))
+    src = str(SRC / "plugin" / "dlplugin.c")
+    lib = str(PROGS / "libdlplugin.so")
+    pl = [lk for lk in rep.get("leaks", []) if lk.get("bytes") == 3000]
+    t.eq("leaks of 3000 bytes (the plugin's)", 1, len(pl))
+    if pl:
+        st = pl[0].get("stack") or [{}]
+        f = st[0]
+        t.eq("plugin leak (after dlclose): stack[0].function", "plugin_leak", f.get("function"))
+        t.eq("plugin leak: stack[0].module", lib, f.get("module"))
+        t.eq("plugin leak: stack[0].file", src, f.get("file"))
+        t.eq("plugin leak: stack[0].line", marker_line(src, "PLUGIN_LEAK"), f.get("line"))
+        t.eq("plugin leak: stack[1].function", "main", st[1].get("function") if len(st) > 1 else None)
+    agg = by_leaf(rep)
+    t.eq("sites with leaf plugin_leak", S(2, 5000, 1, 3000),
+         {k: agg.get("plugin_leak", {}).get(k) for k in ("allocations", "bytes_allocated",
+                                                         "leaked_blocks", "leaked_bytes")})
+    # Everything else is the dynamic loader's, reached from dlopen/dlclose/dlsym.
+    other = [s for s in rep.get("sites", []) if leafname(s) != "plugin_leak"]
+    bad = [functions(s.get("stack", []))[:8] for s in other
+           if not any(isinstance(fn, str) and re.search(r"dl_?(open|close|sym)", fn)
+                      for fn in functions(s.get("stack", [])))]
+    t.check(not bad, "sites neither the plugin's nor the loader's: %s" % bad[:3])
+    for e in contract.check(rep):
+        t.check(False, e)
+
+
+def leafname(s):
+    st = s.get("stack") or [{}]
+    return st[0].get("function")
+
+
+add("dlopen.plugin_after_dlclose", t_dlopen)
+
+
+# ---- recursion / depth -------------------------------------------------------------------
+
+def recursion_stack(t, rep):
+    lk = [x for x in rep.get("leaks", []) if x.get("bytes") == 4096]
+    t.need(len(lk) == 1, "expected one 4096-byte leak, got %r" % [(x.get("bytes"), x.get("blocks")) for x in rep.get("leaks", [])])
+    return functions(lk[0].get("stack", []))
+
+
+def t_depth_default(t):
+    _, rep = traced(t, "recursion")
+    fns = recursion_stack(t, rep)
+    t.eq("stack depth with the default limit", 64, len(fns))
+    t.eq("innermost frames kept: leaf_alloc then 63 x recurse",
+         ["leaf_alloc"] + ["recurse"] * 63, fns)
+
+
+def t_depth_256(t):
+    tr, rep = traced(t, "recursion", opts=("--depth", "256"))
+    fns = recursion_stack(t, rep)
+    t.eq("leaf_alloc, then 200 x recurse, then main", ["leaf_alloc"] + ["recurse"] * 200 + ["main"], fns[:202])
+    t.check(len(fns) <= 256, "more frames than --depth 256: %d" % len(fns))
+    t.check(len(fns) >= 202, "only %d frames with --depth 256" % len(fns))
+
+
+def t_depth_fp(t):
+    """The frame-pointer walker, through the agent's documented options."""
+    need_tools(t)
+    out = t.tmp / "fp.ht"
+    env = dict(os.environ, LD_PRELOAD=str(AGENT),
+               HEAPTRAIL_OPTIONS="output=%s,unwind=fp,depth=256" % out)
+    p = run([prog("recursion")], 60, env=env)
+    t.eq("exit status of recursion with LD_PRELOAD", 0, p.rc)
+    t.need(out.exists(), "no trace at %s: %s" % (out, tail(p.err)))
+    r = need_report(t, out)
+    fns = recursion_stack(t, r.data)
+    t.eq("fp unwinder: leaf_alloc, then 200 x recurse, then main",
+         ["leaf_alloc"] + ["recurse"] * 200 + ["main"], fns[:202])
+    t.eq("fp unwinder totals", (1, 4096), (r.data["totals"].get("allocations"), r.data["totals"].get("bytes_allocated")))
+
+
+def t_depth_fp_cli(t):
+    tr, rep = traced(t, "recursion", opts=("--unwind", "fp", "--depth", "256"))
+    fns = recursion_stack(t, rep)
+    t.eq("run --unwind fp: leaf_alloc, then 200 x recurse, then main",
+         ["leaf_alloc"] + ["recurse"] * 200 + ["main"], fns[:202])
+    tr, rep = traced(t, "recursion", opts=("--unwind", "fp"))
+    fns = recursion_stack(t, rep)
+    t.eq("run --unwind fp, default depth: leaf_alloc then 63 x recurse",
+         ["leaf_alloc"] + ["recurse"] * 63, fns)
+
+
+add("recursion.depth_default_64", t_depth_default)
+add("recursion.unwind_fp_cli", t_depth_fp_cli)
+add("recursion.depth_256", t_depth_256)
+add("recursion.unwind_fp", t_depth_fp)
+
+
+# ---- constructor --------------------------------------------------------------------
+
+def t_ctor(t):
+    _, rep = traced(t, "ctor")
+    s = [x for x in rep.get("sites", []) if leafname(x) == "early_alloc"]
+    for x in s:
+        fns = functions(x.get("stack", []))
+        t.check("main" not in fns, "constructor allocation has main in its stack: %s" % fns)
+        t.check("before_main" in fns, "constructor allocation's stack lacks before_main: %s" % fns)
+    t.eq("constructor sites' sizes", [111, 222, 333], sorted(x.get("bytes_allocated") for x in s))
+
+
+add("ctor.before_main_stacks", t_ctor)

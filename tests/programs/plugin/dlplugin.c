@@ -1,0 +1,21 @@
+/* dlplugin.c - build/tests/libdlplugin.so, loaded and unloaded by dlopen.c.
+ *
+ *   plugin_leak(n)  malloc(n) freed, then malloc(n + 1000) returned to the
+ *                   caller, which never frees it: 2 allocs, 1 free, the leak's
+ *                   leaf frame is plugin_leak (in this library, which is
+ *                   unloaded by the time the program exits).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+void *plugin_leak(size_t n);
+
+void *plugin_leak(size_t n)
+{
+	void *tmp = malloc(n);
+	memset(tmp, 0, n);
+	free(tmp);
+	void *p = malloc(n + 1000); /* PLUGIN_LEAK */
+	memset(p, 0, n + 1000);
+	return p;
+}

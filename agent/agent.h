@@ -213,6 +213,11 @@ void ht_finish(unsigned how, unsigned status);
 /* Flush all and mark the trace with an EXEC record before exec. */
 void ht_before_exec(const char *path);
 void ht_after_failed_exec(void);
+/* Our handler for fatal signals; hooks.c hides it from the program. */
+void ht_fatal_signal_handler(int sig);
+bool ht_is_fatal_signal(int sig);
+struct sigaction;
+void ht_fatal_sigaction(struct sigaction *sa);
 extern _Atomic int ht_exit_code;	/* from main's return or exit() */
 extern _Atomic bool ht_exit_code_known;
 extern pid_t ht_pid;

@@ -89,6 +89,10 @@ static void *writer_main(void *arg)
 		}
 		ht_lock(&ht_writer_lock);
 		ht_blocks_drain_locked();
+		/* Nothing more to do now: make what was written decodable, so
+		 * a trace cut here (SIGKILL, a full disk) keeps all of it. */
+		if (atomic_load(&queued) == 0)
+			ht_writer_flush(false);
 		ht_unlock(&ht_writer_lock);
 	}
 	return NULL;

@@ -28,6 +28,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,8 @@ static int (*real_execv)(const char *, char *const[]);
 static int (*real_execvp)(const char *, char *const[]);
 static int (*real_execvpe)(const char *, char *const[], char *const[]);
 static int (*real_fexecve)(int, char *const[], char *const[]);
+static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
+static sighandler_t (*real_signal)(int, sighandler_t);
 
 /* Bootstrap allocations, made while dlsym runs (rule 7). Each block has a
  * 16-byte header with its size, for realloc and malloc_usable_size. */
@@ -116,6 +119,8 @@ HT_NOINLINE HT_COLD static void resolve_reals(void)
 	RESOLVE(execvp);
 	RESOLVE(execvpe);
 	RESOLVE(fexecve);
+	RESOLVE(sigaction);
+	RESOLVE(signal);
 	/* malloc last: a non-NULL real_malloc means everything is resolved. */
 	void *m = dlsym(RTLD_NEXT, "malloc");
 	ht_guard--;
@@ -147,6 +152,17 @@ static inline bool should_record(void)
 #define HT_EVENT_MAX (1 + 6 * HT_VARINT_MAX)
 #define HT_STACKDEF_MAX(depth) (1 + 2 * HT_VARINT_MAX + (size_t)(depth) * HT_VARINT_MAX)
 
+/* A block older than this ships even if not full, so that a trace on disk
+ * lags the program by at most about this much (a process killed with
+ * SIGKILL loses no more than that). */
+#define HT_SHIP_AFTER_NS 500000000ull
+
+static inline void ship_if_old(ht_thread_t *t, uint64_t now)
+{
+	if (HT_UNLIKELY(now - t->block_base > HT_SHIP_AFTER_NS))
+		ht_thread_flush(t);
+}
+
 static inline uint64_t monotonic_after(const ht_thread_t *t, uint64_t now)
 {
 	/* Clocks are monotonic; this only guards the varint against a reader
@@ -176,6 +192,7 @@ __attribute__((always_inline)) static inline void record_alloc(unsigned fn, void
 	t->last_time = now;
 	t->last_addr = (uintptr_t)p;
 	t->len += (uint32_t)k;
+	ship_if_old(t, now);
 	atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
 }
 
@@ -196,6 +213,7 @@ static void record_free(void *p)
 	t->last_time = now;
 	t->last_addr = (uintptr_t)p;
 	t->len += (uint32_t)k;
+	ship_if_old(t, now);
 	atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
 }
 
@@ -227,6 +245,7 @@ __attribute__((always_inline)) static inline void record_realloc(unsigned fn, vo
 	t->last_time = now;
 	t->last_addr = (uintptr_t)q;
 	t->len += (uint32_t)k;
+	ship_if_old(t, now);
 	atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
 }
 
@@ -677,6 +696,58 @@ HT_EXPORT int execle(const char *path, const char *arg, ...)
 	char *const *envp = va_arg(ap, char *const *);
 	va_end(ap);
 	EXEC_WRAP(path, real_execve(path, (char *const *)argv, envp));
+}
+
+/* ---- signal dispositions ----------------------------------------------------
+ * The agent catches fatal signals the program left at SIG_DFL (lifecycle.c).
+ * The program must not see that: Python, for one, installs its SIGINT
+ * handler only if it finds SIG_DFL. So a disposition that is our handler
+ * reads back as SIG_DFL; a handler the program installs replaces ours. */
+
+/* While recording, a program that sets SIG_DFL for a fatal signal gets our
+ * handler instead, which finishes the trace and then dies by SIG_DFL: the
+ * same end, with the trace complete (Python resets SIGINT to SIG_DFL and
+ * kills itself after an uncaught KeyboardInterrupt). */
+static bool keep_ours(int sig, sighandler_t handler, int flags)
+{
+	return handler == SIG_DFL && !(flags & SA_SIGINFO) && ht_is_fatal_signal(sig) &&
+	       atomic_load(&ht_state) == HT_STATE_RECORDING;
+}
+
+HT_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	if (HT_UNLIKELY(!real_sigaction))
+		resolve_reals();
+	struct sigaction ours;
+	if (act && keep_ours(sig, act->sa_handler, act->sa_flags)) {
+		ht_fatal_sigaction(&ours);
+		act = &ours;
+	}
+	int r = real_sigaction(sig, act, old);
+	if (r == 0 && old && !(old->sa_flags & SA_SIGINFO) &&
+	    old->sa_handler == ht_fatal_signal_handler) {
+		old->sa_handler = SIG_DFL;
+		old->sa_flags = 0;
+		sigemptyset(&old->sa_mask);
+	}
+	return r;
+}
+
+HT_EXPORT sighandler_t signal(int sig, sighandler_t handler)
+{
+	if (HT_UNLIKELY(!real_signal))
+		resolve_reals();
+	sighandler_t r;
+	if (keep_ours(sig, handler, 0)) {
+		struct sigaction ours, old;
+		ht_fatal_sigaction(&ours);
+		if (real_sigaction(sig, &ours, &old) != 0)
+			return SIG_ERR;
+		r = old.sa_handler;
+	} else {
+		r = real_signal(sig, handler);
+	}
+	return r == ht_fatal_signal_handler ? SIG_DFL : r;
 }
 
 /* ---- main's return value ----------------------------------------------------

@@ -61,20 +61,22 @@ void ht_clock_init(void)
 /* ---- fatal signals ---------------------------------------------------------- */
 
 /* Signals whose default action ends the process. We catch them only when the
- * program left them at SIG_DFL, finish the trace, and re-raise. SIGINT is
- * left alone: interpreters (Python) install their own handler only when they
- * find SIGINT at SIG_DFL, and ours would take Ctrl-C away from them. */
+ * program left them at SIG_DFL, finish the trace, and re-raise. The program
+ * still reads SIG_DFL back (the sigaction/signal hooks in hooks.c), so an
+ * interpreter that installs its handler only over SIG_DFL still does. */
 static const int fatal_signals[] = {SIGSEGV, SIGBUS,  SIGFPE,  SIGILL,
-				    SIGABRT, SIGSYS,  SIGTERM, SIGHUP,
-				    SIGQUIT, SIGPIPE, SIGXCPU, SIGXFSZ};
+				    SIGABRT, SIGSYS,  SIGTERM, SIGINT,
+				    SIGHUP,  SIGQUIT, SIGPIPE, SIGXCPU,
+				    SIGXFSZ};
 
-static void on_fatal_signal(int sig)
+void ht_fatal_signal_handler(int sig)
 {
 	int saved = ht_guard;
 	ht_guard = 1;
 	ht_finish(HT_END_SIGNAL, (unsigned)sig);
 	ht_guard = saved;
-	/* Die the way the program would have died without us. */
+	/* Die the way the program would have died without us. The state is
+	 * FINISHED now, so the sigaction hook lets SIG_DFL through. */
 	signal(sig, SIG_DFL);
 	sigset_t set;
 	sigemptyset(&set);
@@ -101,12 +103,25 @@ static void install_signal_handlers(void)
 		    old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO))
 			continue;
 		struct sigaction sa;
-		memset(&sa, 0, sizeof sa);
-		sa.sa_handler = on_fatal_signal;
-		sa.sa_flags = SA_ONSTACK | SA_RESETHAND | SA_NODEFER;
-		sigfillset(&sa.sa_mask);
+		ht_fatal_sigaction(&sa);
 		sigaction(fatal_signals[i], &sa, NULL);
 	}
+}
+
+bool ht_is_fatal_signal(int sig)
+{
+	for (size_t i = 0; i < sizeof fatal_signals / sizeof *fatal_signals; i++)
+		if (fatal_signals[i] == sig)
+			return true;
+	return false;
+}
+
+void ht_fatal_sigaction(struct sigaction *sa)
+{
+	memset(sa, 0, sizeof *sa);
+	sa->sa_handler = ht_fatal_signal_handler;
+	sa->sa_flags = SA_ONSTACK | SA_RESETHAND | SA_NODEFER;
+	sigfillset(&sa->sa_mask);
 }
 
 /* ---- fork --------------------------------------------------------------------- */

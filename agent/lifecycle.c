@@ -206,6 +206,7 @@ static void fork_child(void)
 			atomic_store(&ht_state, HT_STATE_DISABLED);
 		} else {
 			ht_modules_rewrite_all();
+			ht_writer_flush(false); /* single-threaded here: no lock needed */
 		}
 	}
 	ht_guard--;
@@ -240,6 +241,11 @@ void ht_init(void)
 		return;
 	}
 	ht_modules_refresh();
+	/* The header, PROCESS and module records reach the disk now: even a
+	 * program killed at once leaves a readable (empty) trace. */
+	ht_lock(&ht_writer_lock);
+	ht_writer_flush(false);
+	ht_unlock(&ht_writer_lock);
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	install_signal_handlers();
 	atomic_store(&ht_state, HT_STATE_RECORDING);

@@ -28,11 +28,12 @@ import harness  # noqa: E402
 import test_cli  # noqa: E402
 import test_programs  # noqa: E402
 import test_real  # noqa: E402
+import test_signals  # noqa: E402
 
 
 def all_tests():
     # Slow ones (memcheck of real programs) first, so they overlap the rest.
-    return test_real.TESTS + test_programs.TESTS + test_cli.TESTS
+    return test_real.TESTS + test_programs.TESTS + test_cli.TESTS + test_signals.TESTS
 
 
 def run_one(name, fn, verbose):

@@ -1,0 +1,115 @@
+"""test_signals.py - traces of programs ended by signals are complete, and
+the agent's signal handlers are invisible to the program."""
+
+import signal
+import subprocess
+import time
+
+from harness import HT, PROGS, need_tools, report, scratch_dir, text, tail
+
+
+def run_and_signal(t, args, sig, wait_for=b"ready\n", delay=0.0):
+    """Starts `heaptrail run -- args`, waits for the program to print
+    wait_for, sleeps delay seconds, sends sig to the program (not to
+    heaptrail), and returns (exit status of heaptrail, trace path)."""
+    out = scratch_dir("sig") / "x.ht"
+    p = subprocess.Popen([str(HT), "run", "-o", str(out), "--"] + args,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        line = p.stdout.readline()
+        if line != wait_for:
+            p.kill()
+            t.fatal("program printed %r, expected %r; stderr: %s" % (line, wait_for, tail(p.stderr.read())))
+        time.sleep(delay)
+        child = subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True, text=True).stdout.split()
+        if not child:
+            p.kill()
+            t.fatal("cannot find the traced program under heaptrail run")
+        subprocess.run(["kill", "-%d" % sig, child[0]])
+        rc = p.wait(30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    return rc, out
+
+
+def t_sigterm_complete(t):
+    need_tools(t)
+    rc, out = run_and_signal(t, [str(PROGS / "signals"), "wait"], signal.SIGTERM)
+    t.eq("heaptrail run's exit status after SIGTERM", 128 + signal.SIGTERM, rc)
+    r = report(out)
+    if r.err:
+        t.fatal(r.err)
+    t.eq("program.signal", int(signal.SIGTERM), r.data["program"]["signal"])
+    t.eq("program.exit_code", None, r.data["program"]["exit_code"])
+    t.eq("allocations", 11, r.data["totals"]["allocations"])
+    t.eq("leaked_bytes", 1100, r.data["totals"]["leaked_bytes"])
+    t.check(not r.data.get("truncated"), "trace of a SIGTERM'd program is marked truncated")
+
+
+def t_sigkill_keeps_shipped(t):
+    # SIGKILL cannot be caught: what matters is that blocks older than half
+    # a second are already on disk, so the allocations made before are there.
+    need_tools(t)
+    rc, out = run_and_signal(t, [str(PROGS / "signals"), "wait"], signal.SIGKILL, delay=0.3)
+    t.eq("heaptrail run's exit status after SIGKILL", 128 + signal.SIGKILL, rc)
+    r = report(out)
+    if r.data is None:
+        t.fatal("no report for a SIGKILL'd program's trace: %s" % r.err)
+    t.eq("allocations on disk (the 11th event shipped the block)", 11, r.data["totals"]["allocations"])
+    t.check(r.data.get("truncated") or "cut short" in text(r.proc.err).lower() or r.data.get("warnings"),
+            "a SIGKILL'd trace (no END record) is not reported as cut short")
+
+
+def t_handlers_invisible(t):
+    need_tools(t)
+    out = scratch_dir("sig") / "x.ht"
+    p = subprocess.run([str(HT), "run", "-o", str(out), "--", str(PROGS / "signals"), "dfl"],
+                       capture_output=True, timeout=60)
+    t.eq("signals dfl: exit status (0 = every fatal signal reads back SIG_DFL, else the signal)", 0, p.returncode)
+
+
+def t_program_sets_dfl_then_dies(t):
+    need_tools(t)
+    out = scratch_dir("sig") / "x.ht"
+    p = subprocess.run([str(HT), "run", "-o", str(out), "--", str(PROGS / "signals"), "reraise"],
+                       capture_output=True, timeout=60)
+    t.eq("exit status", 128 + signal.SIGTERM, p.returncode)
+    r = report(out)
+    if r.err:
+        t.fatal(r.err)
+    t.eq("program.signal", int(signal.SIGTERM), r.data["program"]["signal"])
+    t.eq("allocations", 3, r.data["totals"]["allocations"])
+    t.check(not r.data.get("truncated"), "trace marked truncated: %s" % tail(p.stderr))
+
+
+def t_python_keyboard_interrupt(t):
+    # Python installs its KeyboardInterrupt handler only over SIG_DFL; under
+    # heaptrail it must still do so, and its death by SIGINT after the
+    # uncaught exception must leave a complete trace.
+    need_tools(t)
+    out = scratch_dir("sig") / "x.ht"
+    code = ("import os, signal, sys\n"
+            "sys.stdout.write(repr(signal.getsignal(signal.SIGINT)) + '\\n'); sys.stdout.flush()\n"
+            "os.kill(os.getpid(), signal.SIGINT)\n"
+            "import time; time.sleep(5)\n")
+    p = subprocess.run([str(HT), "run", "-o", str(out), "--", "/usr/bin/python3", "-c", code],
+                       capture_output=True, timeout=120)
+    t.check("default_int_handler" in text(p.stdout),
+            "python does not see its own SIGINT handler: %r" % text(p.stdout))
+    t.check("KeyboardInterrupt" in text(p.stderr), "no KeyboardInterrupt: %s" % tail(p.stderr))
+    t.eq("exit status", 128 + signal.SIGINT, p.returncode)
+    r = report(out)
+    if r.err:
+        t.fatal(r.err)
+    t.eq("program.signal", int(signal.SIGINT), r.data["program"]["signal"])
+    t.check(not r.data.get("truncated"), "trace marked truncated")
+
+
+TESTS = [
+    ("signals.sigterm_complete", t_sigterm_complete),
+    ("signals.sigkill_keeps_shipped", t_sigkill_keeps_shipped),
+    ("signals.handlers_invisible", t_handlers_invisible),
+    ("signals.program_sets_dfl", t_program_sets_dfl_then_dies),
+    ("signals.python_keyboard_interrupt", t_python_keyboard_interrupt),
+]

@@ -42,20 +42,30 @@ static uint8_t *arena_pos, *arena_end;
 
 _Atomic unsigned ht_agent_flags;
 
+/* Runs on every allocation: a rotate-xor per frame (independent of the
+ * multiply latency chain), one multiply and a final mix at the end. Equal
+ * hashes are confirmed by comparing the frames, so the hash only needs to
+ * spread well. */
 static inline uint64_t hash_frames(void *const *f, unsigned n)
 {
 	uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
-	for (unsigned i = 0; i < n; i++) {
-		h ^= (uint64_t)(uintptr_t)f[i];
-		h *= 0xff51afd7ed558ccdull;
-		h ^= h >> 32;
-	}
+	for (unsigned i = 0; i < n; i++)
+		h = ((h << 17) | (h >> 47)) ^ (uint64_t)(uintptr_t)f[i];
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 33;
 	return h | 1; /* never 0, the empty mark */
 }
 
 static inline bool same(const slot_t *s, void *const *f, unsigned n)
 {
-	return s->depth == n && memcmp(s->frames, f, n * sizeof *f) == 0;
+	if (s->depth != n)
+		return false;
+	for (unsigned i = 0; i < n; i++) /* short arrays: no memcmp call */
+		if (s->frames[i] != (uintptr_t)f[i])
+			return false;
+	return true;
 }
 
 /* Returns the id of the stack in the published levels, or 0. */

@@ -15,6 +15,7 @@
 #include "trace_format.h"
 #include "model.h"
 #include "reader.h"
+#include "export.h"
 #include "report.h"
 #include "symbolize.h"
 #include "util.h"
@@ -23,6 +24,7 @@ static const char usage_text[] =
 	"usage: heaptrail run [-o FILE] [--depth N] [--unwind fp|libunwind] [--no-follow-fork]\n"
 	"                     [--] PROGRAM [ARGS...]\n"
 	"       heaptrail report [--format text|json] [--top N] FILE\n"
+	"       heaptrail convert --format FORMAT [-o OUT] [--cost COST] [--icicle] FILE\n"
 	"       heaptrail --help | --version\n";
 
 static const char help_text[] =
@@ -43,6 +45,13 @@ static const char help_text[] =
 	"    --format text|json      output format (default text)\n"
 	"    --top N                 entries per list (text default 10, json: all sites);\n"
 	"                            0 means all\n"
+	"\n"
+	"heaptrail convert --format FORMAT [options] FILE\n"
+	"  Write the trace in a format other tools read (heaptrail convert --help lists them).\n"
+	"    -o OUT                  output file (default: standard output)\n"
+	"    --cost bytes|allocations|peak|leaked|temporary\n"
+	"                            what a stack weighs, where the format has one cost\n"
+	"    --icicle                flamegraph with the root at the top\n"
 	"\n"
 	"Environment: HEAPTRAIL_AGENT overrides the path of libheaptrail.so.\n";
 
@@ -85,6 +94,34 @@ static bool parse_uint(const char *s, unsigned long long max, unsigned long long
 		return false;
 	*out = v;
 	return true;
+}
+
+/* Loads and replays a trace, printing why when it cannot. Returns 0 (a
+ * damaged trace gives a warning and what was read before the damage). */
+static int load_model(const char *path, ht_trace_t **tp, ht_model_t **mp)
+{
+	ht_trace_t *t = NULL;
+	int r = ht_reader_load_file(path, NULL, &t);
+	if (r < 0) {
+		if (t && t->message[0])
+			fprintf(stderr, "heaptrail: %s: %s\n", path, t->message);
+		else
+			fprintf(stderr, "heaptrail: %s: %s\n", path, ht_strerror(r));
+		ht_trace_free(t);
+		return 1;
+	}
+	ht_model_t *m = NULL;
+	if ((r = ht_model_build(t, &m))) {
+		fprintf(stderr, "heaptrail: %s: %s\n", path, ht_strerror(r));
+		ht_trace_free(t);
+		return 1;
+	}
+	if (t->error)
+		fprintf(stderr, "heaptrail: warning: %s: %s; reporting what was read before it\n", path,
+			t->message);
+	*tp = t;
+	*mp = m;
+	return 0;
 }
 
 static int cmd_report(int argc, char **argv)
@@ -132,24 +169,10 @@ static int cmd_report(int argc, char **argv)
 	ro.trace_path = path;
 
 	ht_trace_t *t = NULL;
-	int r = ht_reader_load_file(path, NULL, &t);
-	if (r < 0) {
-		if (t && t->message[0])
-			fprintf(stderr, "heaptrail: %s: %s\n", path, t->message);
-		else
-			fprintf(stderr, "heaptrail: %s: %s\n", path, ht_strerror(r));
-		ht_trace_free(t);
-		return 1;
-	}
 	ht_model_t *m = NULL;
-	if ((r = ht_model_build(t, &m))) {
-		fprintf(stderr, "heaptrail: %s: %s\n", path, ht_strerror(r));
-		ht_trace_free(t);
+	if (load_model(path, &t, &m))
 		return 1;
-	}
-	if (t->error)
-		fprintf(stderr, "heaptrail: warning: %s: %s; reporting what was read before it\n", path,
-			t->message);
+	int r;
 
 	ht_symbolizer_t *sym = ht_symbolizer_new();
 	if (sym)
@@ -164,6 +187,94 @@ static int cmd_report(int argc, char **argv)
 	ht_trace_free(t);
 	if (r) {
 		fprintf(stderr, "heaptrail: writing the report: %s\n", ht_strerror(r));
+		return 1;
+	}
+	return 0;
+}
+
+static void list_formats(FILE *out)
+{
+	fputs("formats:\n", out);
+	for (const ht_exporter_t *e = ht_exporters; e->name; e++)
+		fprintf(out, "  %-12s %s\n", e->name, e->what);
+}
+
+static int cmd_convert(int argc, char **argv)
+{
+	const ht_exporter_t *fmt = NULL;
+	ht_export_opts_t eo = { NULL, HT_COST_BYTES, false };
+	const char *path = NULL, *out_path = NULL;
+	bool only_args = false;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v;
+		bool missing = false;
+		if (only_args || a[0] != '-' || !a[1]) {
+			if (path)
+				return usage_error("convert: more than one trace file ('%s')", a);
+			path = a;
+		} else if (!strcmp(a, "--")) {
+			only_args = true;
+		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			fputs(help_text, stdout);
+			list_formats(stdout);
+			return 0;
+		} else if (!strcmp(a, "-o")) {
+			if (i + 1 >= argc)
+				return usage_error("convert: %s needs a value", "-o");
+			out_path = argv[++i];
+		} else if ((v = opt_value(argc, argv, &i, "--format", &missing)) || missing) {
+			if (missing)
+				return usage_error("convert: %s needs a value", "--format");
+			for (fmt = ht_exporters; fmt->name && strcmp(fmt->name, v); fmt++)
+				;
+			if (!fmt->name) {
+				list_formats(stderr);
+				return usage_error("convert: unknown format '%s'", v);
+			}
+		} else if ((v = opt_value(argc, argv, &i, "--cost", &missing)) || missing) {
+			if (missing)
+				return usage_error("convert: %s needs a value", "--cost");
+			if (!ht_cost_parse(v, &eo.cost))
+				return usage_error("convert: unknown cost '%s' "
+						   "(bytes, allocations, peak, leaked, temporary)", v);
+		} else if (!strcmp(a, "--icicle")) {
+			eo.icicle = true;
+		} else {
+			return usage_error("convert: unknown option '%s'", a);
+		}
+	}
+	if (!fmt)
+		return usage_error("convert: --format is required%s", "");
+	if (!path)
+		return usage_error("convert: no trace file given%s", "");
+	eo.trace_path = path;
+
+	ht_trace_t *t = NULL;
+	ht_model_t *m = NULL;
+	if (load_model(path, &t, &m))
+		return 1;
+	FILE *out = stdout;
+	if (out_path && !(out = fopen(out_path, "wb"))) {
+		fprintf(stderr, "heaptrail: cannot write %s: %s\n", out_path, strerror(errno));
+		ht_model_free(m);
+		ht_trace_free(t);
+		return 1;
+	}
+	ht_symbolizer_t *sym = ht_symbolizer_new();
+	if (sym)
+		ht_model_add_modules(m, sym);
+	int r = fmt->write(out, m, sym, &eo);
+	if (fflush(out) && !r)
+		r = -errno;
+	if (out != stdout && fclose(out) && !r)
+		r = -errno;
+	ht_symbolizer_free(sym);
+	ht_model_free(m);
+	ht_trace_free(t);
+	if (r) {
+		fprintf(stderr, "heaptrail: writing %s: %s\n", fmt->name, ht_strerror(r));
 		return 1;
 	}
 	return 0;
@@ -250,5 +361,7 @@ int main(int argc, char **argv)
 		return cmd_report(argc - 1, argv + 1);
 	if (!strcmp(cmd, "run"))
 		return cmd_run(argc - 1, argv + 1);
+	if (!strcmp(cmd, "convert"))
+		return cmd_convert(argc - 1, argv + 1);
 	return usage_error("unknown command '%s'", cmd);
 }

@@ -4,9 +4,15 @@
 # with sudo available). Debian 12 (bookworm).
 set -eu
 
+# Build: compiler, libdw, libunwind, zstd, zlib, protobuf-c. Tests: clang
+# (libFuzzer), valgrind and heaptrack (oracles, comparison), and the real
+# clients of the export formats: go tool pprof, protoc, ms_print (valgrind),
+# heaptrack_print, Chromium; npm for the JavaScript clients.
 PKGS="build-essential pkg-config libdw-dev libelf-dev libunwind-dev \
-libzstd-dev zlib1g-dev clang libclang-rt-14-dev python3 valgrind heaptrack \
-gdb file"
+libzstd-dev zlib1g-dev libprotobuf-c-dev protobuf-c-compiler clang \
+libclang-rt-14-dev python3 valgrind heaptrack gdb file golang-go \
+protobuf-compiler chromium"
+command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
 
 missing=""
 for p in $PKGS; do

@@ -1,0 +1,49 @@
+/* exporters.c - the table of `heaptrail convert` formats, and the cost
+ * helpers they share. Add a format: write report/<name>.c with its
+ * ht_export_<name>() and add one line here. */
+#include <string.h>
+
+#include "export.h"
+
+const ht_exporter_t ht_exporters[] = {
+	{ NULL, NULL, NULL },
+};
+
+uint64_t ht_site_cost(const ht_site_t *s, ht_cost_t c)
+{
+	switch (c) {
+	case HT_COST_ALLOCATIONS:
+		return s->allocations;
+	case HT_COST_PEAK:
+		return s->peak_bytes;
+	case HT_COST_LEAKED:
+		return s->leaked_bytes;
+	case HT_COST_TEMPORARY:
+		return s->temporary;
+	case HT_COST_BYTES:
+	default:
+		return s->bytes_allocated;
+	}
+}
+
+static const char *const cost_names[] = {
+	[HT_COST_BYTES] = "bytes",	   [HT_COST_ALLOCATIONS] = "allocations",
+	[HT_COST_PEAK] = "peak",	   [HT_COST_LEAKED] = "leaked",
+	[HT_COST_TEMPORARY] = "temporary",
+};
+
+bool ht_cost_parse(const char *name, ht_cost_t *out)
+{
+	for (size_t i = 0; i < sizeof cost_names / sizeof *cost_names; i++) {
+		if (!strcmp(name, cost_names[i])) {
+			*out = (ht_cost_t)i;
+			return true;
+		}
+	}
+	return false;
+}
+
+const char *ht_cost_name(ht_cost_t c)
+{
+	return (size_t)c < sizeof cost_names / sizeof *cost_names ? cost_names[c] : "bytes";
+}

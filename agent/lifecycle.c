@@ -254,11 +254,13 @@ void ht_init(void)
 
 void ht_finish(unsigned how, unsigned status)
 {
+	/* A vfork child shares our memory: it must not touch the parent's
+	 * state or trace (its _exit comes through here). */
+	if (getpid() != ht_pid)
+		return;
 	int expected = HT_STATE_RECORDING;
 	if (!atomic_compare_exchange_strong(&ht_state, &expected, HT_STATE_FINISHED))
 		return;
-	if (getpid() != ht_pid)
-		return; /* a vfork child: the trace is the parent's */
 	ht_guard++;
 	/* Exit and _exit wait as long as it takes; a signal handler must not
 	 * hang if the crashing thread holds the lock itself. */

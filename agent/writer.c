@@ -50,6 +50,12 @@ static void write_all(const uint8_t *p, size_t n)
 		write_failed = true;
 		ht_log("the program closed the trace file; recording stops", NULL);
 	}
+	/* A child made by a raw clone() (no fork handlers ran) shares our
+	 * descriptor and offset: it must not write into the parent's file. */
+	if (n && !write_failed && getpid() != ht_pid) {
+		write_failed = true;
+		return;
+	}
 	while (n && !write_failed) {
 		ssize_t w = write(out_fd, p, n);
 		if (w < 0 && errno == EINTR)

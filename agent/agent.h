@@ -125,6 +125,9 @@ typedef struct ht_thread {
 	uint64_t last_addr;   /* address of the last event in buf */
 	uint64_t block_base;  /* base_time of the block in buf */
 	_Atomic int in_event; /* set while this thread encodes an event */
+	/* memcheck-convention counts, summed into END and the manifest, so
+	 * that `heaptrail run` can summarize a huge trace without reading it */
+	uint64_t n_allocs, n_frees, n_bytes;
 	/* cold */
 	bool in_use;
 	struct ht_thread *next; /* registry link */
@@ -153,6 +156,8 @@ void ht_thread_flush_all(void);
 void ht_thread_fork_prepare(void);
 void ht_thread_fork_parent(void);
 void ht_thread_fork_child(void);
+/* Sums of every thread's counts (exit, no lock: threads may still run). */
+void ht_thread_totals(uint64_t *allocs, uint64_t *frees, uint64_t *bytes);
 
 /* Per-thread reentrancy guard (agent/hooks.c). Set while the agent works. */
 extern __thread int ht_guard;

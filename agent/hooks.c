@@ -192,6 +192,8 @@ __attribute__((always_inline)) static inline void record_alloc(unsigned fn, void
 	t->last_time = now;
 	t->last_addr = (uintptr_t)p;
 	t->len += (uint32_t)k;
+	t->n_allocs++;
+	t->n_bytes += size;
 	ship_if_old(t, now);
 	atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
 }
@@ -213,6 +215,7 @@ static void record_free(void *p)
 	t->last_time = now;
 	t->last_addr = (uintptr_t)p;
 	t->len += (uint32_t)k;
+	t->n_frees++;
 	ship_if_old(t, now);
 	atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
 }
@@ -245,6 +248,9 @@ __attribute__((always_inline)) static inline void record_realloc(unsigned fn, vo
 	t->last_time = now;
 	t->last_addr = (uintptr_t)q;
 	t->len += (uint32_t)k;
+	t->n_allocs++;
+	t->n_frees++;
+	t->n_bytes += size;
 	ship_if_old(t, now);
 	atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
 }

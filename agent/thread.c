@@ -200,6 +200,16 @@ void ht_thread_flush_all(void)
 	}
 }
 
+void ht_thread_totals(uint64_t *allocs, uint64_t *frees, uint64_t *bytes)
+{
+	*allocs = *frees = *bytes = 0;
+	for (ht_thread_t *t = registry; t; t = t->next) {
+		*allocs += t->n_allocs;
+		*frees += t->n_frees;
+		*bytes += t->n_bytes;
+	}
+}
+
 void ht_thread_init_process(void)
 {
 	thread_key_ok = pthread_key_create(&thread_key, thread_exit) == 0;
@@ -223,6 +233,7 @@ void ht_thread_fork_child(void)
 	ht_lock_reset(&registry_lock);
 	ht_thread_t *self = tls_thread;
 	for (ht_thread_t *t = registry; t; t = t->next) {
+		t->n_allocs = t->n_frees = t->n_bytes = 0; /* the child counts its own */
 		if (t != self) {
 			t->in_use = false;
 			t->len = 0;

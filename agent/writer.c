@@ -252,7 +252,12 @@ static int create_exclusive(char *path, size_t cap)
 	return -1;
 }
 
-static void append_manifest(const char *path)
+/* The path of the open trace, for the manifest's END line. */
+static char out_path[4096 + 16];
+
+/* Appends "pid<TAB>path[<TAB>tail]" to the manifest (heaptrail run's side
+ * channel: which traces exist, and the totals of each at its end). */
+static void append_manifest(const char *path, const char *tail)
 {
 	if (!ht_opt_manifest[0])
 		return;
@@ -270,6 +275,10 @@ static void append_manifest(const char *path)
 		}
 	}
 	n = ht_append_str(line, n, sizeof line, path);
+	if (tail) {
+		n = ht_append_str(line, n, sizeof line, "\t");
+		n = ht_append_str(line, n, sizeof line, tail);
+	}
 	n = ht_append_str(line, n, sizeof line, "\n");
 	ssize_t w = write(fd, line, n);
 	(void)w;
@@ -364,7 +373,8 @@ int ht_writer_open(bool forked)
 	hdr[12] = zcs ? HT_FILE_ZSTD : 0;
 	write_all(hdr, sizeof hdr);
 	write_process_record(forked);
-	append_manifest(path);
+	ht_strlcpy(out_path, path, sizeof out_path);
+	append_manifest(path, NULL);
 	return 0;
 }
 
@@ -372,18 +382,34 @@ void ht_writer_finish(unsigned how, unsigned status)
 {
 	if (out_fd < 0)
 		return;
-	uint8_t rec[5 * HT_VARINT_MAX];
+	uint8_t rec[8 * HT_VARINT_MAX];
 	size_t n = 0;
 	unsigned flags = atomic_load(&ht_agent_flags);
-	n += ht_varint_put(rec + n, ht_now());
+	uint64_t now = ht_now(), allocs, frees, bytes;
+	ht_thread_totals(&allocs, &frees, &bytes);
+	n += ht_varint_put(rec + n, now);
 	n += ht_varint_put(rec + n, how);
 	n += ht_varint_put(rec + n, status);
 	n += ht_varint_put(rec + n, read_peak_rss());
 	n += ht_varint_put(rec + n, flags);
+	n += ht_varint_put(rec + n, allocs);
+	n += ht_varint_put(rec + n, frees);
+	n += ht_varint_put(rec + n, bytes);
 	ht_writer_record(HT_REC_END, rec, n);
 	ht_writer_flush(true);
 	close(out_fd);
 	out_fd = -1;
+	/* "end <allocs> <frees> <bytes> <ns>" for heaptrail run's summary */
+	char tail[128];
+	size_t k = ht_append_str(tail, 0, sizeof tail, "end\t");
+	k = ht_append_u64(tail, k, sizeof tail, allocs);
+	k = ht_append_str(tail, k, sizeof tail, "\t");
+	k = ht_append_u64(tail, k, sizeof tail, frees);
+	k = ht_append_str(tail, k, sizeof tail, "\t");
+	k = ht_append_u64(tail, k, sizeof tail, bytes);
+	k = ht_append_str(tail, k, sizeof tail, "\t");
+	ht_append_u64(tail, k, sizeof tail, now);
+	append_manifest(out_path, tail);
 }
 
 /* In a fork child the inherited descriptor and compressor state belong to

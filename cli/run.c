@@ -119,10 +119,14 @@ static int setup_env(const ht_run_opts_t *o, const char *agent, const char *mani
 typedef struct entry {
 	long pid;
 	char *path;
+	/* from the agent's "end" line, when the trace was finished */
+	bool ended;
+	unsigned long long allocs, frees, bytes, duration_ns;
 } entry_t;
 
-/* Read the manifest: pid<TAB>path lines. Returns the count; *out is owned by
- * the caller. */
+/* Read the manifest: a "pid<TAB>path" line when a trace is opened, and a
+ * "pid<TAB>path<TAB>end<TAB>allocs<TAB>frees<TAB>bytes<TAB>ns" line when it is
+ * finished. Returns the number of traces; *out is owned by the caller. */
 static size_t read_manifest(const char *path, entry_t **out)
 {
 	*out = NULL;
@@ -137,12 +141,27 @@ static size_t read_manifest(const char *path, entry_t **out)
 		if (line[len - 1] == '\n')
 			line[--len] = '\0';
 		char *tab = strchr(line, '\t');
-		if (!tab || ht_util_grow((void **)out, &cap, n + 1, sizeof(**out)))
+		if (!tab)
+			continue;
+		char *end = strstr(tab + 1, "\tend\t");
+		if (end) {
+			*end = '\0';
+			for (size_t i = n; i-- > 0;) {
+				entry_t *e = &(*out)[i];
+				if (!strcmp(e->path, tab + 1)) {
+					e->ended = sscanf(end + 5, "%llu\t%llu\t%llu\t%llu", &e->allocs,
+							  &e->frees, &e->bytes, &e->duration_ns) == 4;
+					break;
+				}
+			}
+			continue;
+		}
+		if (ht_util_grow((void **)out, &cap, n + 1, sizeof(**out)))
 			continue;
 		char *p = strdup(tab + 1);
 		if (!p)
 			continue;
-		(*out)[n++] = (entry_t){ strtol(line, NULL, 10), p };
+		(*out)[n++] = (entry_t){ .pid = strtol(line, NULL, 10), .path = p };
 	}
 	free(line);
 	fclose(f);
@@ -158,8 +177,24 @@ static const char *display_path(const char *p, const char *cwd)
 	return p;
 }
 
-static void print_summary(const char *path, const char *shown)
+/* Above this size the summary comes from the agent's own counts: replaying
+ * a trace of hundreds of megabytes would take longer than many programs. */
+#define FULL_SUMMARY_MAX_BYTES (32ull << 20)
+
+static void print_summary(const entry_t *ent, const char *shown)
 {
+	const char *path = ent->path;
+	struct stat st;
+	if (ent->ended && stat(path, &st) == 0 &&
+	    (unsigned long long)st.st_size > FULL_SUMMARY_MAX_BYTES) {
+		char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN], d[HT_FMT_LEN];
+		fprintf(stderr, "heaptrail: %s allocations, %s frees, %s allocated, in %s\n",
+			ht_fmt_count(a, ent->allocs), ht_fmt_count(b, ent->frees),
+			ht_fmt_size(c, ent->bytes), ht_fmt_duration(d, ent->duration_ns));
+		fprintf(stderr, "heaptrail: a large trace (%s): peak heap, leaks and sites are in "
+				"its report\n", ht_fmt_size(a, (uint64_t)st.st_size));
+		return;
+	}
 	ht_trace_t *t = NULL;
 	int r = ht_reader_load_file(path, NULL, &t);
 	if (r < 0) {
@@ -211,7 +246,7 @@ static void report_traces(const char *manifest, pid_t child)
 	for (size_t i = 0; i < n; i++)
 		if (ent[i].pid == (long)child)
 			main_i = i;
-	print_summary(ent[main_i].path, display_path(ent[main_i].path, cwd));
+	print_summary(&ent[main_i], display_path(ent[main_i].path, cwd));
 	if (n == 1) {
 		fprintf(stderr, "heaptrail: trace written to %s\n", display_path(ent[0].path, cwd));
 	} else {

@@ -72,8 +72,11 @@ enum ht_record_tag {
 
 	/* Last record of a complete trace. varint time, varint how (HT_END_*),
 	 * varint status (exit code or signal number), varint peak_rss_bytes,
-	 * varint agent_flags (HT_AGENT_*). A trace without it was cut short
-	 * (SIGKILL, power loss): the reader reports what it has. */
+	 * varint agent_flags (HT_AGENT_*), then the agent's own counts:
+	 * varint allocations, varint frees (free calls of non-NULL pointers,
+	 * including blocks it never saw allocated), varint bytes_allocated.
+	 * A trace without it was cut short (SIGKILL, power loss): the reader
+	 * reports what it has. */
 	HT_REC_END = 0x06,
 
 	/* Thread name, when known. varint tid, string name. */

@@ -134,6 +134,8 @@ typedef struct ht_thread {
 	uintptr_t stack_lo, stack_hi; /* bounds for the frame-pointer walker */
 	ht_block_t *blk; /* the block being filled; buf == blk->data */
 	uint8_t *buf;
+	struct ht_scache *scache; /* validated stack cache (agent/scache.c) */
+	uint64_t scache_hits, scache_misses, scache_walks;
 	void *frames[HT_MAX_DEPTH + 16];
 } ht_thread_t;
 
@@ -163,8 +165,10 @@ void ht_thread_totals(uint64_t *allocs, uint64_t *frees, uint64_t *bytes);
 extern __thread int ht_guard;
 
 /* ---- stacks (agent/stacks.c, agent/unwind.c) ------------------------------ */
-/* Stack capture: ht_unwind in agent/unwind.h (inline, for the hooks). */
+/* Stack capture: ht_unwind and ht_capture in agent/unwind.h (inline, for
+ * the hooks); the cache behind ht_capture in agent/scache.c. */
 void ht_unwind_init(void);
+void ht_scache_forget(ht_thread_t *t);
 /* Id of the stack t->frames[0..n), defining it in t's buffer the first time
  * it is seen. Returns 0 if the table is full. */
 uint32_t ht_stack_intern(ht_thread_t *t, unsigned n);

@@ -178,8 +178,7 @@ __attribute__((always_inline)) static inline void record_alloc(unsigned fn, void
 	if (HT_UNLIKELY(!t))
 		return;
 	atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
-	unsigned depth = ht_unwind(t);
-	uint32_t sid = ht_stack_intern(t, depth);
+	uint32_t sid = ht_capture(t);
 	ht_thread_reserve(t, HT_EVENT_MAX);
 	uint64_t now = monotonic_after(t, ht_now());
 	uint8_t *b = t->buf + t->len;
@@ -228,8 +227,7 @@ __attribute__((always_inline)) static inline void record_realloc(unsigned fn, vo
 	ht_thread_t *t = ht_thread_get();
 	if (HT_UNLIKELY(!t))
 		return;
-	unsigned depth = ht_unwind(t);
-	uint32_t sid = ht_stack_intern(t, depth);
+	uint32_t sid = ht_capture(t);
 	ht_thread_reserve(t, HT_EVENT_MAX); /* no-op: reserved up front */
 	uint64_t now = monotonic_after(t, ht_now());
 	if (free_time < t->last_time)

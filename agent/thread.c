@@ -104,6 +104,7 @@ HT_NOINLINE HT_COLD static ht_thread_t *thread_create(void)
 
 	t->last_time = ht_now();
 	t->block_base = t->last_time;
+	ht_scache_forget(t); /* a reused state: the old thread's chains */
 	t->stack_lo = t->stack_hi = 0;
 	stack_bounds(t);
 	tls_thread = t;
@@ -241,6 +242,7 @@ void ht_thread_fork_child(void)
 		}
 	}
 	if (self) {
+		ht_scache_forget(self); /* cached stack ids belong to the parent's trace */
 		self->tid = (uint32_t)syscall(SYS_gettid);
 		self->len = 0;
 		self->last_addr = 0;

@@ -65,4 +65,80 @@ __attribute__((always_inline)) static inline unsigned ht_unwind(ht_thread_t *t)
 	return out;
 }
 
+/* ---- the validated stack cache ---------------------------------------------
+ * Unwinding dominates the cost of an event (libunwind: ~47 ns per call plus
+ * ~4.5 ns per frame), and programs allocate again and again from the same
+ * call chains. A thread's cache maps (return address into the program, the
+ * stack address just above it) to a stack already captured, together with
+ * the stack address of every return address in it. A hit re-reads those
+ * slots: if each still holds the same return address, the chain is the same
+ * one (each function's frame size at a given return address is fixed, so
+ * equal return addresses put the next slot at the same place), and the
+ * stack id is reused without unwinding or hashing. Anything else unwinds.
+ * Slot positions come from a slow libunwind walk (unw_step), made only for
+ * chains seen twice and within a budget (agent/scache.c). */
+
+#define HT_SCACHE_SETS 128
+#define HT_SCACHE_WAYS 8 /* chains that share a key (same call, same depth) */
+#define HT_SCACHE_FRAMES 64
+
+typedef struct ht_scache_entry {
+	uintptr_t ret0, cfa0; /* key; ret0 == 0: empty */
+	uint32_t sid;
+	uint16_t n;	   /* frames, ret0 included */
+	uint8_t has_slots; /* slot[] known: the entry can hit */
+	uintptr_t frames[HT_SCACHE_FRAMES];
+	uint32_t slot[HT_SCACHE_FRAMES]; /* slot address - cfa0 */
+} ht_scache_entry_t;
+
+typedef struct ht_scache {
+	ht_scache_entry_t e[HT_SCACHE_SETS][HT_SCACHE_WAYS];
+	uint8_t next_victim[HT_SCACHE_SETS];
+} ht_scache_t;
+
+/* The miss path: unwinds, interns, and maybe learns the slots. */
+uint32_t ht_capture_slow(ht_thread_t *t, uintptr_t ret0, uintptr_t cfa0);
+
+static inline unsigned ht_scache_index(uintptr_t ret0, uintptr_t cfa0)
+{
+	uint64_t h = (ret0 ^ (cfa0 << 7)) * 0x9e3779b97f4a7c15ull;
+	return (unsigned)(h >> 57) & (HT_SCACHE_SETS - 1);
+}
+
+/* The id of the current stack (leaf first, agent frames dropped), defined
+ * in t's buffer when new. Must be inlined into the hook: it starts from the
+ * hook's own frame. */
+__attribute__((always_inline)) static inline uint32_t ht_capture(ht_thread_t *t)
+{
+	/* Climb our own frames (the agent keeps frame pointers) to the first
+	 * return address into the program. */
+	uintptr_t *fp = __builtin_frame_address(0);
+	for (int i = 0; i < 4 && ht_addr_in_agent(fp[1]); i++) {
+		uintptr_t *next = (uintptr_t *)fp[0];
+		if (next <= fp)
+			return ht_capture_slow(t, 0, 0);
+		fp = next;
+	}
+	uintptr_t ret0 = fp[1], cfa0 = (uintptr_t)(fp + 2);
+	if (ht_addr_in_agent(ret0) || cfa0 < t->stack_lo || cfa0 >= t->stack_hi)
+		return ht_capture_slow(t, 0, 0); /* another stack (coroutine...) */
+	ht_scache_t *c = t->scache;
+	if (HT_LIKELY(c != NULL)) {
+		const ht_scache_entry_t *set = c->e[ht_scache_index(ret0, cfa0)];
+		for (unsigned w = 0; w < HT_SCACHE_WAYS; w++) {
+			const ht_scache_entry_t *e = &set[w];
+			if (e->ret0 != ret0 || e->cfa0 != cfa0 || !e->has_slots)
+				continue;
+			unsigned i = 1;
+			while (i < e->n && *(const uintptr_t *)(cfa0 + e->slot[i]) == e->frames[i])
+				i++;
+			if (HT_LIKELY(i == e->n)) {
+				t->scache_hits++;
+				return e->sid;
+			}
+		}
+	}
+	return ht_capture_slow(t, ret0, cfa0);
+}
+
 #endif /* HEAPTRAIL_UNWIND_H */

@@ -104,6 +104,11 @@ SPECS = {
         temporary=50000,
         sites={"churn_alloc": S(50000, 2000000, temporary=50000),
                "churn_keep": S(10, 1000, 10, 1000, temporary=0)}),
+    # leaf's callers alternate under the same stack address: the agent's
+    # stack cache must tell them apart (sites checked below by caller).
+    "stack_cache": dict(
+        totals=(6500, 6500, 64000, 0, 0), exit=0, memcheck=True,
+        sites={"leaf": S(5000, 40000), "leaf_vla": S(1500, 24000)}),
     # memcheck prints the vfork child's summary too; counts by construction.
     "vfork": dict(
         totals=(5, 3, 800, 2, 200), exit=0, memcheck=False,
@@ -380,6 +385,27 @@ def t_cxx_attribution(t):
 
 
 add("cxx_alloc.attribution", t_cxx_attribution)
+
+
+def t_stack_cache_callers(t):
+    """leaf() is called from via_a and via_b, whose frames have the same
+    size, so leaf's malloc runs at the same stack address with a different
+    caller: the agent's stack cache must notice (by construction: via_a
+    3000, via_b 2000; leaf_vla under via_vla 1500, with a frame of changing
+    size in between)."""
+    _, rep = traced(t, "stack_cache")
+    by_caller = {}
+    for s in rep.get("sites", []):
+        st = s.get("stack") or []
+        if len(st) >= 2:
+            key = (st[0].get("function"), st[1].get("function"))
+            by_caller[key] = by_caller.get(key, 0) + s.get("allocations", 0)
+    t.eq("leaf <- via_a allocations", 3000, by_caller.get(("leaf", "via_a")))
+    t.eq("leaf <- via_b allocations", 2000, by_caller.get(("leaf", "via_b")))
+    t.eq("leaf_vla <- via_vla allocations", 1500, by_caller.get(("leaf_vla", "via_vla")))
+
+
+add("stack_cache.callers", t_stack_cache_callers)
 
 
 # ---- exit status -------------------------------------------------------------------

@@ -80,6 +80,12 @@ $(B)/tests/%: tests/programs/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O0 -g -fno-omit-frame-pointer -fno-builtin -D_GNU_SOURCE -Iinclude -o $@ $< -ldl -lpthread -rdynamic
 
+# Programs of the function profiler's tests (fn_*.c): built with
+# -finstrument-functions, so the agent sees every function's entry and exit.
+$(B)/tests/fn_%: tests/programs/fn_%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O0 -g -fno-omit-frame-pointer -fno-builtin -finstrument-functions -D_GNU_SOURCE -Iinclude -o $@ $< -ldl -lpthread -rdynamic
+
 $(B)/tests/%: tests/programs/%.cc
 	@mkdir -p $(dir $@)
 	$(CXX) -std=gnu++17 -O0 -g -fno-omit-frame-pointer -fno-builtin -Iinclude -o $@ $< -ldl -lpthread -rdynamic

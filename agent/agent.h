@@ -44,7 +44,14 @@ extern bool ht_opt_unwind_fp;
 extern bool ht_opt_follow_fork;
 extern bool ht_opt_compress;
 extern bool ht_opt_enabled;
+extern bool ht_opt_functions;	/* record function entry/exit */
+extern bool ht_opt_stacks_shadow; /* allocation stacks from the shadow stack */
+extern bool ht_opt_start_off;	/* recording starts switched off */
 void ht_options_parse(void);
+
+/* Recording switched on/off by the program (heaptrail_set_recording).
+ * While off, allocations and function entries are not recorded. */
+extern _Atomic bool ht_recording_on;
 
 /* Start of time: CLOCK_MONOTONIC at init. Event times are relative to it. */
 extern uint64_t ht_start_mono_ns;
@@ -136,6 +143,11 @@ typedef struct ht_thread {
 	uint8_t *buf;
 	struct ht_scache *scache; /* validated stack cache (agent/scache.c) */
 	uint64_t scache_hits, scache_misses, scache_walks;
+	/* function profiler (agent/functions.c): the shadow stack */
+	uint64_t last_fn;	     /* previous ENTER's function in this block */
+	struct ht_shadow_frame *shadow; /* mmap'd on the first function entry */
+	uint32_t shadow_depth;	     /* frames in shadow[] */
+	uint32_t shadow_overflow;    /* entries beyond HT_SHADOW_MAX */
 	void *frames[HT_MAX_DEPTH + 16];
 } ht_thread_t;
 
@@ -160,6 +172,15 @@ void ht_thread_fork_parent(void);
 void ht_thread_fork_child(void);
 /* Sums of every thread's counts (exit, no lock: threads may still run). */
 void ht_thread_totals(uint64_t *allocs, uint64_t *frees, uint64_t *bytes);
+
+/* One frame of the function profiler's shadow stack. */
+#define HT_SHADOW_MAX 4096
+typedef struct ht_shadow_frame {
+	uintptr_t fn, call_site;
+	bool recorded; /* its ENTER was written: its EXIT must be too */
+} ht_shadow_frame_t;
+
+void ht_functions_fork_child(ht_thread_t *self);
 
 /* Per-thread reentrancy guard (agent/hooks.c). Set while the agent works. */
 extern __thread int ht_guard;

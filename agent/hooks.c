@@ -174,6 +174,8 @@ static inline uint64_t monotonic_after(const ht_thread_t *t, uint64_t now)
  * Inline, so that the unwinder starts in the hook's frame. */
 __attribute__((always_inline)) static inline void record_alloc(unsigned fn, void *p, size_t size)
 {
+	if (HT_UNLIKELY(!atomic_load_explicit(&ht_recording_on, memory_order_relaxed)))
+		return; /* switched off by the program: frees are still recorded */
 	ht_thread_t *t = ht_thread_get();
 	if (HT_UNLIKELY(!t))
 		return;
@@ -227,6 +229,22 @@ __attribute__((always_inline)) static inline void record_realloc(unsigned fn, vo
 	ht_thread_t *t = ht_thread_get();
 	if (HT_UNLIKELY(!t))
 		return;
+	if (HT_UNLIKELY(!atomic_load_explicit(&ht_recording_on, memory_order_relaxed))) {
+		/* Switched off: only the free half, stamped before the call. */
+		if (free_time < t->last_time)
+			free_time = t->last_time;
+		uint8_t *b = t->buf + t->len;
+		size_t k = 0;
+		b[k++] = HT_EV_FREE;
+		k += ht_varint_put(b + k, free_time - t->last_time);
+		k += ht_varint_put(b + k, ht_zigzag((int64_t)((uintptr_t)old - t->last_addr)));
+		t->last_time = free_time;
+		t->last_addr = (uintptr_t)old;
+		t->len += (uint32_t)k;
+		t->n_frees++;
+		atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
+		return;
+	}
 	uint32_t sid = ht_capture(t);
 	ht_thread_reserve(t, HT_EVENT_MAX); /* no-op: reserved up front */
 	uint64_t now = monotonic_after(t, ht_now());

@@ -16,6 +16,9 @@ bool ht_opt_unwind_fp;
 bool ht_opt_follow_fork = true;
 bool ht_opt_compress = true;
 bool ht_opt_enabled = true;
+bool ht_opt_functions;
+bool ht_opt_stacks_shadow = true; /* used only with functions=1 */
+bool ht_opt_start_off;
 
 extern char **environ;
 
@@ -86,6 +89,24 @@ static bool set_option(const char *k, size_t klen, const char *v, size_t vlen)
 		if (!parse_uint(v, vlen, &u) || u > 1)
 			return false;
 		ht_opt_compress = u;
+	} else if (key_is(k, klen, "functions")) {
+		if (!parse_uint(v, vlen, &u) || u > 1)
+			return false;
+		ht_opt_functions = u;
+	} else if (key_is(k, klen, "stacks")) {
+		if (vlen == 6 && !ht_strncmp(v, "shadow", 6))
+			ht_opt_stacks_shadow = true;
+		else if (vlen == 6 && !ht_strncmp(v, "unwind", 6))
+			ht_opt_stacks_shadow = false;
+		else
+			return false;
+	} else if (key_is(k, klen, "start")) {
+		if (vlen == 3 && !ht_strncmp(v, "off", 3))
+			ht_opt_start_off = true;
+		else if (vlen == 2 && !ht_strncmp(v, "on", 2))
+			ht_opt_start_off = false;
+		else
+			return false;
 	} else if (key_is(k, klen, "enabled")) {
 		if (!parse_uint(v, vlen, &u) || u > 1)
 			return false;

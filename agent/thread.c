@@ -90,6 +90,7 @@ HT_NOINLINE HT_COLD static ht_thread_t *thread_create(void)
 	t->in_use = true;
 	t->len = 0;
 	t->last_addr = 0;
+	t->last_fn = 0;
 	t->tid = (uint32_t)syscall(SYS_gettid);
 	ht_unlock(&registry_lock);
 	if (!t->blk) {
@@ -152,6 +153,7 @@ static void ship_locked(ht_thread_t *t)
 	ht_block_write_locked(t->blk);
 	t->len = 0;
 	t->last_addr = 0;
+	t->last_fn = 0;
 	t->block_base = t->last_time;
 }
 
@@ -176,6 +178,7 @@ void ht_thread_flush(ht_thread_t *t)
 	t->buf = fresh->data;
 	t->len = 0;
 	t->last_addr = 0;
+	t->last_fn = 0;
 	t->block_base = t->last_time;
 	ht_block_submit(full);
 }
@@ -243,9 +246,11 @@ void ht_thread_fork_child(void)
 	}
 	if (self) {
 		ht_scache_forget(self); /* cached stack ids belong to the parent's trace */
+		ht_functions_fork_child(self);
 		self->tid = (uint32_t)syscall(SYS_gettid);
 		self->len = 0;
 		self->last_addr = 0;
+		self->last_fn = 0;
 		self->last_time = ht_now();
 		self->block_base = self->last_time;
 	}

@@ -105,22 +105,48 @@ static inline unsigned ht_scache_index(uintptr_t ret0, uintptr_t cfa0)
 	return (unsigned)(h >> 57) & (HT_SCACHE_SETS - 1);
 }
 
+/* The frame of the hook the program called: climbs our own frames (the
+ * agent keeps frame pointers) to the first return address into the
+ * program. NULL if the chain looks wrong. Inline: starts in the caller. */
+__attribute__((always_inline)) static inline uintptr_t *ht_hook_frame(void)
+{
+	uintptr_t *fp = __builtin_frame_address(0);
+	for (int i = 0; i < 4 && ht_addr_in_agent(fp[1]); i++) {
+		uintptr_t *next = (uintptr_t *)fp[0];
+		if (next <= fp)
+			return NULL;
+		fp = next;
+	}
+	return ht_addr_in_agent(fp[1]) ? NULL : fp;
+}
+
+/* The id of the current stack taken from the function profiler's shadow
+ * stack (functions=1, stacks=shadow): the return address into the caller
+ * of malloc, then the call sites of the open instrumented functions,
+ * innermost first. No unwinding at all. */
+__attribute__((always_inline)) static inline uint32_t ht_capture_shadow(ht_thread_t *t)
+{
+	uintptr_t *fp = ht_hook_frame();
+	unsigned n = 0;
+	if (fp)
+		t->frames[n++] = (void *)fp[1];
+	for (uint32_t i = t->shadow_depth; i-- > 0 && n < ht_opt_depth;)
+		t->frames[n++] = (void *)t->shadow[i].call_site;
+	return ht_stack_intern(t, n);
+}
+
 /* The id of the current stack (leaf first, agent frames dropped), defined
  * in t's buffer when new. Must be inlined into the hook: it starts from the
  * hook's own frame. */
 __attribute__((always_inline)) static inline uint32_t ht_capture(ht_thread_t *t)
 {
-	/* Climb our own frames (the agent keeps frame pointers) to the first
-	 * return address into the program. */
-	uintptr_t *fp = __builtin_frame_address(0);
-	for (int i = 0; i < 4 && ht_addr_in_agent(fp[1]); i++) {
-		uintptr_t *next = (uintptr_t *)fp[0];
-		if (next <= fp)
-			return ht_capture_slow(t, 0, 0);
-		fp = next;
-	}
+	if (ht_opt_functions && ht_opt_stacks_shadow && t->shadow_depth && !t->shadow_overflow)
+		return ht_capture_shadow(t);
+	uintptr_t *fp = ht_hook_frame();
+	if (!fp)
+		return ht_capture_slow(t, 0, 0);
 	uintptr_t ret0 = fp[1], cfa0 = (uintptr_t)(fp + 2);
-	if (ht_addr_in_agent(ret0) || cfa0 < t->stack_lo || cfa0 >= t->stack_hi)
+	if (cfa0 < t->stack_lo || cfa0 >= t->stack_hi)
 		return ht_capture_slow(t, 0, 0); /* another stack (coroutine...) */
 	ht_scache_t *c = t->scache;
 	if (HT_LIKELY(c != NULL)) {

@@ -38,7 +38,7 @@
 #define HT_FILE_MAGIC_LEN 8
 #define HT_FILE_HEADER_LEN 16
 #define HT_FORMAT_MAJOR 1
-#define HT_FORMAT_MINOR 0
+#define HT_FORMAT_MINOR 1
 #define HT_FILE_ZSTD 0x1u /* body is one or more zstd frames */
 
 /* ---- top-level records ---------------------------------------------------- */
@@ -87,6 +87,9 @@ enum ht_record_tag {
 #define HT_PROC_FORKED 0x1u /* this process is a fork child of ppid */
 #define HT_PROC_EXECED 0x2u /* the image was exec'd by a traced process */
 #define HT_PROC_UNWIND_FP 0x4u /* stacks come from the frame-pointer walker */
+#define HT_PROC_FUNCTIONS 0x8u /* function entry/exit recorded (functions=1) */
+#define HT_PROC_STACKS_SHADOW 0x10u /* allocation stacks come from the function shadow stack */
+#define HT_PROC_START_OFF 0x20u /* recording started switched off (start=off) */
 
 /* END.how */
 enum ht_end_how {
@@ -121,6 +124,17 @@ enum ht_end_how {
  *         the whole trace; a stack is defined once, in the block of the thread
  *         that first used it, not necessarily before other threads use it.
  * RSS     varint dtime, varint rss_bytes (resident set, sampled on flushes).
+ * ENTER   varint dtime, svarint dfn (function address minus the previous
+ *         ENTER's function address in this block, the first from 0),
+ *         svarint call_site - fn. A function compiled with
+ *         -finstrument-functions was entered (option functions=1).
+ * EXIT    varint dtime. The innermost function entered (and not yet
+ *         exited) on this thread returned. An EXIT with no open ENTER is
+ *         ignored (recording was switched on inside the function).
+ * ENABLE  varint dtime, varint on (1/0): recording switched on or off from
+ *         the program (heaptrail.h); while off, ALLOC, REALLOC and ENTER
+ *         are not written (FREE and EXIT still are, for blocks and calls
+ *         that began while on).
  * Stack id 0 means "unknown stack" (never defined).
  */
 enum ht_event {
@@ -129,6 +143,9 @@ enum ht_event {
 	HT_EV_REALLOC = 0x3,
 	HT_EV_STACK = 0x4,
 	HT_EV_RSS = 0x5,
+	HT_EV_ENTER = 0x6,
+	HT_EV_EXIT = 0x7,
+	HT_EV_ENABLE = 0x8,
 };
 
 /* Which function made an allocation (high nibble of ALLOC/REALLOC). */

@@ -1,0 +1,157 @@
+/* functions.c - the function profiler's agent side, and recording on/off.
+ *
+ * A program built with -finstrument-functions calls __cyg_profile_func_enter
+ * and __cyg_profile_func_exit around every function. With functions=1 the
+ * agent keeps a per-thread shadow stack of (function, call site) and writes
+ * an ENTER and an EXIT event per call into the thread's block. Without the
+ * option the two hooks return at once (one load and a branch per call).
+ *
+ * The shadow stack also gives allocation stacks for free (stacks=shadow, the
+ * default with functions=1): the call sites are the return addresses an
+ * unwinder would find, for the instrumented frames; frames of code built
+ * without the flag (libc, libstdc++) between them are not on it.
+ *
+ * Recording on/off (heaptrail_set_recording, start=off): while off, ENTER is
+ * not written, and a frame remembers whether its ENTER was, so every EXIT
+ * written has its ENTER. The hooks of this file run outside the malloc
+ * hooks' guard rules only in one way: they never allocate, and they skip
+ * when the guard is set (an instrumented signal handler inside a hook), in
+ * both enter and exit, so the shadow stack stays balanced.
+ */
+#include <string.h>
+
+#include "agent.h"
+
+_Atomic bool ht_recording_on = true;
+
+#define HT_FN_EVENT_MAX (1 + 3 * HT_VARINT_MAX)
+
+/* The thread's state and its shadow stack, or NULL if we cannot record. */
+static inline ht_thread_t *shadow_thread(void)
+{
+	ht_thread_t *t = ht_thread_get();
+	if (HT_UNLIKELY(!t))
+		return NULL;
+	if (HT_UNLIKELY(!t->shadow)) {
+		t->shadow = ht_mmap(HT_SHADOW_MAX * sizeof(ht_shadow_frame_t));
+		if (!t->shadow)
+			return NULL;
+	}
+	return t;
+}
+
+static inline uint64_t event_time(ht_thread_t *t)
+{
+	uint64_t now = ht_now();
+	return now < t->last_time ? t->last_time : now;
+}
+
+HT_EXPORT void __cyg_profile_func_enter(void *fn, void *call_site);
+void __cyg_profile_func_enter(void *fn, void *call_site)
+{
+	if (HT_LIKELY(!ht_opt_functions) || ht_guard ||
+	    atomic_load_explicit(&ht_state, memory_order_relaxed) != HT_STATE_RECORDING)
+		return;
+	ht_guard = 1;
+	ht_thread_t *t = shadow_thread();
+	if (!t) {
+		ht_guard = 0;
+		return;
+	}
+	if (t->shadow_depth >= HT_SHADOW_MAX) {
+		t->shadow_overflow++;
+		ht_guard = 0;
+		return;
+	}
+	ht_shadow_frame_t *f = &t->shadow[t->shadow_depth++];
+	f->fn = (uintptr_t)fn;
+	f->call_site = (uintptr_t)call_site;
+	f->recorded = atomic_load_explicit(&ht_recording_on, memory_order_relaxed);
+	if (f->recorded) {
+		atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
+		ht_thread_reserve(t, HT_FN_EVENT_MAX);
+		uint64_t now = event_time(t);
+		uint8_t *b = t->buf + t->len;
+		size_t k = 0;
+		b[k++] = HT_EV_ENTER;
+		k += ht_varint_put(b + k, now - t->last_time);
+		k += ht_varint_put(b + k, ht_zigzag((int64_t)(f->fn - t->last_fn)));
+		k += ht_varint_put(b + k, ht_zigzag((int64_t)(f->call_site - f->fn)));
+		t->last_time = now;
+		t->last_fn = f->fn;
+		t->len += (uint32_t)k;
+		atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
+	}
+	ht_guard = 0;
+}
+
+HT_EXPORT void __cyg_profile_func_exit(void *fn, void *call_site);
+void __cyg_profile_func_exit(void *fn, void *call_site)
+{
+	(void)fn;
+	(void)call_site;
+	if (HT_LIKELY(!ht_opt_functions) || ht_guard ||
+	    atomic_load_explicit(&ht_state, memory_order_relaxed) != HT_STATE_RECORDING)
+		return;
+	ht_guard = 1;
+	ht_thread_t *t = ht_thread_get();
+	if (!t || !t->shadow) {
+		ht_guard = 0;
+		return;
+	}
+	if (t->shadow_overflow) {
+		t->shadow_overflow--;
+	} else if (t->shadow_depth) {
+		ht_shadow_frame_t *f = &t->shadow[--t->shadow_depth];
+		if (f->recorded) {
+			atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
+			ht_thread_reserve(t, HT_FN_EVENT_MAX);
+			uint64_t now = event_time(t);
+			uint8_t *b = t->buf + t->len;
+			size_t k = 0;
+			b[k++] = HT_EV_EXIT;
+			k += ht_varint_put(b + k, now - t->last_time);
+			t->last_time = now;
+			t->len += (uint32_t)k;
+			atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
+		}
+	}
+	ht_guard = 0;
+}
+
+/* heaptrail_set_recording() in heaptrail.h. Async-signal-safe: inside a
+ * hook (guard set) it only flips the switch, without an event. */
+HT_EXPORT int heaptrail_agent_set_recording(int on);
+int heaptrail_agent_set_recording(int on)
+{
+	bool want = on != 0;
+	atomic_store(&ht_recording_on, want);
+	if (ht_guard || atomic_load(&ht_state) != HT_STATE_RECORDING)
+		return 0;
+	ht_guard = 1;
+	ht_thread_t *t = ht_thread_get();
+	if (t) {
+		atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
+		ht_thread_reserve(t, 1 + 2 * HT_VARINT_MAX);
+		uint64_t now = event_time(t);
+		uint8_t *b = t->buf + t->len;
+		size_t k = 0;
+		b[k++] = HT_EV_ENABLE;
+		k += ht_varint_put(b + k, now - t->last_time);
+		k += ht_varint_put(b + k, want);
+		t->last_time = now;
+		t->len += (uint32_t)k;
+		atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
+	}
+	ht_guard = 0;
+	return 0;
+}
+
+void ht_functions_fork_child(ht_thread_t *self)
+{
+	/* The open calls were entered in the parent's trace: their EXITs do
+	 * not belong in the child's. */
+	if (self && self->shadow)
+		for (uint32_t i = 0; i < self->shadow_depth; i++)
+			self->shadow[i].recorded = false;
+}

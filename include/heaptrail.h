@@ -1,0 +1,82 @@
+/* heaptrail.h - talk to the heaptrail agent from the program it profiles.
+ *
+ * Every function here is a static inline wrapper over a symbol that the
+ * agent (libheaptrail.so, preloaded by `heaptrail run`) defines. Without the
+ * agent the symbol is absent and the wrapper does nothing and returns -1:
+ * a program built with this header runs unchanged, and pays one test of a
+ * function pointer per call.
+ *
+ * Linking: nothing to link. By default the agent's symbols are weak
+ * references, resolved when the program starts; that works in shared
+ * libraries and position-independent executables (Debian's default). For a
+ * non-PIE executable or a static link, define HEAPTRAIL_API_DLSYM before
+ * including this header: the symbols are then looked up once with dlsym
+ * (glibc 2.34 and later need no -ldl).
+ *
+ * Thread safety: every function may be called from any thread.
+ * Signal handlers: heaptrail_set_recording() is async-signal-safe.
+ */
+#ifndef HEAPTRAIL_H
+#define HEAPTRAIL_H
+
+#define HEAPTRAIL_VERSION_MAJOR 0
+#define HEAPTRAIL_VERSION_MINOR 1
+#define HEAPTRAIL_VERSION_PATCH 0
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- the agent's side (do not call these directly) ------------------------- */
+
+/* Plumbing, not the program's code: kept out of -finstrument-functions. */
+#define HEAPTRAIL__INLINE static inline __attribute__((no_instrument_function))
+
+/* HEAPTRAIL__SYM(ret, name, params) declares heaptrail__name(), which returns
+ * the agent's heaptrail_agent_<name> function, or NULL without the agent. */
+#ifdef HEAPTRAIL_API_DLSYM
+#include <dlfcn.h>
+#define HEAPTRAIL__SYM(ret, name, params)                                      \
+	typedef ret(*heaptrail__##name##_fn) params;                           \
+	HEAPTRAIL__INLINE heaptrail__##name##_fn heaptrail__##name(void)       \
+	{                                                                      \
+		static heaptrail__##name##_fn f;                               \
+		static int looked;                                             \
+		if (!looked) {                                                 \
+			*(void **)&f = dlsym(RTLD_DEFAULT, "heaptrail_agent_" #name); \
+			looked = 1;                                            \
+		}                                                              \
+		return f;                                                      \
+	}
+#else
+#define HEAPTRAIL__SYM(ret, name, params)                                      \
+	typedef ret(*heaptrail__##name##_fn) params;                           \
+	extern ret heaptrail_agent_##name params __attribute__((weak));        \
+	HEAPTRAIL__INLINE heaptrail__##name##_fn heaptrail__##name(void)       \
+	{                                                                      \
+		return heaptrail_agent_##name;                                 \
+	}
+#endif
+
+HEAPTRAIL__SYM(int, set_recording, (int on))
+
+/* ---- recording on and off ------------------------------------------------------
+ * Switch recording off and on around regions of the program. While off, new
+ * allocations and function entries are not recorded; frees of blocks that
+ * were recorded still are, so the report never shows them as leaked. Start
+ * a program with recording off with `heaptrail run --start-off` (agent
+ * option start=off) and switch it on around the region to study.
+ *
+ * on: 1 to record, 0 to stop.
+ * @return 0 on success, -1 when the agent is not loaded. */
+HEAPTRAIL__INLINE int heaptrail_set_recording(int on)
+{
+	heaptrail__set_recording_fn f = heaptrail__set_recording();
+	return f ? f(on) : -1;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HEAPTRAIL_H */

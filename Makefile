@@ -31,14 +31,18 @@ CFLAGS ?=
 AGENT_CFLAGS := -fPIC -fvisibility=hidden -ftls-model=initial-exec -fno-builtin-malloc -fno-omit-frame-pointer -fexceptions
 AGENT_LIBS := $(shell $(PKG_CONFIG) --libs libunwind libzstd) -ldl -lpthread
 
-CLI_LIBS := $(shell $(PKG_CONFIG) --libs libdw libzstd) -lstdc++ -lm
+CLI_LIBS := $(shell $(PKG_CONFIG) --libs libdw libzstd libprotobuf-c zlib) -lstdc++ -lm
 
 AGENT_SRC := $(wildcard agent/*.c)
 CLI_SRC := $(wildcard cli/*.c) $(wildcard report/*.c)
 AGENT_OBJ := $(AGENT_SRC:%.c=$(B)/%.o)
-CLI_OBJ := $(CLI_SRC:%.c=$(B)/%.o)
+# pprof's schema, compiled by protoc-c at build time (generated code is not
+# committed): third_party/pprof/profile.proto -> build/gen/profile.pb-c.{c,h}.
+PB_PROTO := third_party/pprof/profile.proto
+PB_GEN := $(B)/gen/profile.pb-c.c
+CLI_OBJ := $(CLI_SRC:%.c=$(B)/%.o) $(B)/gen/profile.pb-c.o
 CLI_LIB_OBJ := $(filter-out $(B)/cli/main.o,$(CLI_OBJ))
-ASAN_CLI_OBJ := $(CLI_SRC:%.c=$(B)/asan/%.o)
+ASAN_CLI_OBJ := $(CLI_SRC:%.c=$(B)/asan/%.o) $(B)/asan/gen/profile.pb-c.o
 
 PROG_C := $(wildcard tests/programs/*.c)
 PROG_CXX := $(wildcard tests/programs/*.cc)
@@ -62,6 +66,17 @@ $(B)/%.o: %.c $(wildcard cli/*.h) $(wildcard report/*.h) common/trace_format.h
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) -Icli -Ireport $(CFLAGS) -c $< -o $@
 
+$(B)/gen/profile.pb-c.c $(B)/gen/profile.pb-c.h &: $(PB_PROTO)
+	@mkdir -p $(B)/gen
+	protoc-c --proto_path=$(dir $(PB_PROTO)) --c_out=$(B)/gen $(notdir $(PB_PROTO))
+
+$(B)/gen/profile.pb-c.o: $(PB_GEN) $(B)/gen/profile.pb-c.h
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) -c $< -o $@
+
+# report/pprof.c includes the generated header.
+$(B)/report/pprof.o $(B)/asan/report/pprof.o: $(B)/gen/profile.pb-c.h
+$(B)/report/pprof.o $(B)/asan/report/pprof.o $(B)/fuzz/fuzz_reader: BASE_CFLAGS += -I$(B)/gen
+
 $(B)/heaptrail: $(CLI_OBJ)
 	$(CC) -o $@ $^ $(LDFLAGS) $(CLI_LIBS)
 
@@ -70,6 +85,10 @@ SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-fr
 $(B)/asan/%.o: %.c $(wildcard cli/*.h) $(wildcard report/*.h) common/trace_format.h
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) -Icli -Ireport -O1 -g $(SAN) -c $< -o $@
+
+$(B)/asan/gen/profile.pb-c.o: $(PB_GEN) $(B)/gen/profile.pb-c.h
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) -O1 -g $(SAN) -c $< -o $@
 
 $(B)/asan/heaptrail: $(ASAN_CLI_OBJ)
 	$(CC) $(SAN) -o $@ $^ $(CLI_LIBS)
@@ -99,6 +118,11 @@ $(B)/unit/%: tests/unit/%.c $(CLI_LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) -Icli -Ireport -Itests/include -o $@ $< $(CLI_LIB_OBJ) $(CLI_LIBS)
 
+# The function profiler's benchmark: instrumented like its users' programs.
+$(B)/bench/fn_%: bench/workloads/fn_%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -g -D_GNU_SOURCE -finstrument-functions -o $@ $< -lpthread
+
 $(B)/bench/%: bench/workloads/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O2 -g -D_GNU_SOURCE -o $@ $< -lpthread
@@ -110,9 +134,9 @@ $(B)/bench/%: bench/workloads/%.cc
 # The reader's fuzz target: libFuzzer binary (make fuzz) and a plain replay
 # driver that runs the corpus in make check.
 FUZZ_OBJ := $(filter-out $(B)/asan/cli/main.o,$(ASAN_CLI_OBJ))
-$(B)/fuzz/fuzz_reader: tests/fuzz/fuzz_reader.c $(CLI_SRC)
+$(B)/fuzz/fuzz_reader: tests/fuzz/fuzz_reader.c $(CLI_SRC) $(PB_GEN)
 	@mkdir -p $(dir $@)
-	clang $(filter-out -Werror,$(BASE_CFLAGS)) -Icli -Ireport -g -O1 -fsanitize=fuzzer,address,undefined -o $@ tests/fuzz/fuzz_reader.c $(filter-out cli/main.c,$(CLI_SRC)) $(CLI_LIBS)
+	clang $(filter-out -Werror,$(BASE_CFLAGS)) -Icli -Ireport -g -O1 -fsanitize=fuzzer,address,undefined -o $@ tests/fuzz/fuzz_reader.c $(filter-out cli/main.c,$(CLI_SRC)) $(PB_GEN) $(CLI_LIBS)
 
 $(B)/fuzz/replay_reader: tests/fuzz/fuzz_reader.c tests/fuzz/replay_driver.c $(FUZZ_OBJ)
 	@mkdir -p $(dir $@)

@@ -12,18 +12,21 @@
 #include <string.h>
 
 #include "run.h"
+#include "functions.h"
 #include "trace_format.h"
 #include "model.h"
 #include "reader.h"
 #include "export.h"
 #include "report.h"
+#include "../report/functions.h" /* by path: cli/functions.h has the same name */
 #include "symbolize.h"
 #include "util.h"
 
 static const char usage_text[] =
 	"usage: heaptrail run [-o FILE] [--depth N] [--unwind fp|libunwind] [--no-follow-fork]\n"
-	"                     [--] PROGRAM [ARGS...]\n"
-	"       heaptrail report [--format text|json] [--top N] FILE\n"
+	"                     [--functions] [--start-off] [--] PROGRAM [ARGS...]\n"
+	"       heaptrail report [--format text|json] [--top N]\n"
+	"                        [--functions [--memory] [--time-unit ns|us|ms|s]] FILE\n"
 	"       heaptrail convert --format FORMAT [-o OUT] [--cost COST] [--icicle] FILE\n"
 	"       heaptrail --help | --version\n";
 
@@ -38,6 +41,10 @@ static const char help_text[] =
 	"    --depth N               frames per stack, 1..1024 (default 64)\n"
 	"    --unwind fp|libunwind   stack walker (default libunwind; fp needs frame pointers)\n"
 	"    --no-follow-fork        do not trace forked children\n"
+	"    --functions             record function entry and exit (programs built with\n"
+	"                            -finstrument-functions; docs/FUNCTIONS.md)\n"
+	"    --start-off             start with recording switched off: the program switches\n"
+	"                            it on with heaptrail_set_recording(1) (heaptrail.h)\n"
 	"\n"
 	"heaptrail report [options] FILE\n"
 	"  Symbolize a trace and print its summary, top sites, leaks and temporary\n"
@@ -45,6 +52,13 @@ static const char help_text[] =
 	"    --format text|json      output format (default text)\n"
 	"    --top N                 entries per list (text default 10, json: all sites);\n"
 	"                            0 means all\n"
+	"    --functions             the function profile instead: per-thread call trees with\n"
+	"                            calls, total and self time (json: a \"functions\" section\n"
+	"                            added to the report)\n"
+	"    --memory                with --functions: each function's heap, inclusive and own,\n"
+	"                            and the top functions by own bytes and allocations\n"
+	"    --time-unit ns|us|ms|s  with --functions: unit of the times (default: picked from\n"
+	"                            the longest thread)\n"
 	"\n"
 	"heaptrail convert --format FORMAT [options] FILE\n"
 	"  Write the trace in a format other tools read (heaptrail convert --help lists them).\n"
@@ -124,9 +138,43 @@ static int load_model(const char *path, ht_trace_t **tp, ht_model_t **mp)
 	return 0;
 }
 
+/* The JSON report with the function profile as one more member: the
+ * report's object is written to memory, its closing brace replaced by the
+ * "functions" member. Existing fields stay exactly as they are. */
+static int report_json_functions(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
+				 const ht_report_opts_t *ro, const ht_fn_profile_t *fp)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&buf, &len);
+	if (!mem)
+		return -errno;
+	int r = ht_report_json(mem, m, sym, ro);
+	if (fclose(mem) && !r)
+		r = -ENOMEM;
+	if (!r) {
+		/* the object ends with '}' and a newline */
+		while (len && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
+			len--;
+		if (!len || buf[len - 1] != '}')
+			r = -EINVAL; /* cannot happen: ht_report_json writes one object */
+	}
+	if (!r) {
+		fwrite(buf, 1, len - 1, out);
+		fputs(",\n \"functions\": ", out);
+		r = ht_report_functions_json(out, fp, sym);
+		fputs("}\n", out);
+	}
+	free(buf);
+	return r;
+}
+
 static int cmd_report(int argc, char **argv)
 {
 	bool json = false;
+	bool functions = false;
+	ht_fn_report_opts_t fo = { NULL, HT_TIME_AUTO, false, 0 };
+	bool unit_given = false;
 	ht_report_opts_t ro = { NULL, 0 };
 	const char *path = NULL;
 	bool only_args = false;
@@ -160,13 +208,28 @@ static int cmd_report(int argc, char **argv)
 			if (!parse_uint(v, SIZE_MAX, &n))
 				return usage_error("report: --top needs a number, not '%s'", v);
 			ro.top = n ? (size_t)n : SIZE_MAX;
+		} else if (!strcmp(a, "--functions")) {
+			functions = true;
+		} else if (!strcmp(a, "--memory")) {
+			fo.memory = true;
+		} else if ((v = opt_value(argc, argv, &i, "--time-unit", &missing)) || missing) {
+			if (missing)
+				return usage_error("report: %s needs a value", "--time-unit");
+			if (!ht_time_unit_parse(v, &fo.unit))
+				return usage_error("report: --time-unit is ns, us, ms or s, not '%s'", v);
+			unit_given = true;
 		} else {
 			return usage_error("report: unknown option '%s'", a);
 		}
 	}
 	if (!path)
 		return usage_error("report: no trace file given%s", "");
+	if (!functions && (fo.memory || unit_given))
+		return usage_error("report: %s goes with --functions",
+				   fo.memory ? "--memory" : "--time-unit");
 	ro.trace_path = path;
+	fo.trace_path = path;
+	fo.top = ro.top; /* 0: the default 10, SIZE_MAX (--top 0): all */
 
 	ht_trace_t *t = NULL;
 	ht_model_t *m = NULL;
@@ -174,14 +237,31 @@ static int cmd_report(int argc, char **argv)
 		return 1;
 	int r;
 
+	ht_fn_profile_t *fp = NULL;
+	if (functions && (r = ht_fn_build(t, &fp))) {
+		fprintf(stderr, "heaptrail: %s: %s\n", path, ht_strerror(r));
+		ht_model_free(m);
+		ht_trace_free(t);
+		return 1;
+	}
 	ht_symbolizer_t *sym = ht_symbolizer_new();
 	if (sym)
 		ht_model_add_modules(m, sym);
 	else
 		fprintf(stderr, "heaptrail: warning: no symbolizer, frames show addresses only\n");
-	r = json ? ht_report_json(stdout, m, sym, &ro) : ht_report_text(stdout, m, sym, &ro);
+	if (functions && json)
+		r = report_json_functions(stdout, m, sym, &ro, fp);
+	else if (functions)
+		r = ht_report_functions_text(stdout, fp, sym, &fo);
+	else
+		r = json ? ht_report_json(stdout, m, sym, &ro) : ht_report_text(stdout, m, sym, &ro);
 	if (fflush(stdout) && !r)
 		r = -errno;
+	/* the message on stderr too: a script reading stdout for numbers
+	 * should not have to parse the report to learn it got none */
+	if (functions && !r && fp->nthreads == 0)
+		fprintf(stderr, "heaptrail: %s: %s\n", path, ht_fn_no_events_msg);
+	ht_fn_free(fp);
 	ht_symbolizer_free(sym);
 	ht_model_free(m);
 	ht_trace_free(t);
@@ -334,6 +414,10 @@ static int cmd_run(int argc, char **argv)
 			o.unwind = v;
 		} else if (!strcmp(a, "--no-follow-fork")) {
 			o.no_follow_fork = true;
+		} else if (!strcmp(a, "--functions")) {
+			o.functions = true;
+		} else if (!strcmp(a, "--start-off")) {
+			o.start_off = true;
 		} else {
 			return usage_error("run: unknown option '%s'", a);
 		}

@@ -502,3 +502,192 @@ long ht_model_frames(const ht_model_t *m, ht_symbolizer_t *sym, const ht_site_t 
 	}
 	return (long)n;
 }
+
+/* ---- time series ------------------------------------------------------------------ */
+
+/* A replay that only follows the heap: the same live-block rules as
+ * do_free/do_alloc above (unknown frees ignored, an allocation over a block
+ * whose free went unrecorded drops that block), without sites. */
+int ht_model_replay(const ht_model_t *m, ht_replay_fn fn, void *ctx)
+{
+	live_table_t lt;
+	ht_merge_t *mg = NULL;
+	int e = live_init(&lt, 1024);
+	if (e)
+		return e;
+	if ((e = ht_merge_new(m->trace, &mg))) {
+		free(lt.slot);
+		return e;
+	}
+	ht_replay_step_t st = { 0, 0, 0, false };
+	ht_event_t ev;
+	while (!e && ht_merge_next(mg, &ev)) {
+		live_t *b;
+		st.freed_bytes = 0;
+		st.ignored = false;
+		switch (ev.type) {
+		case HT_EV_FREE:
+			if ((b = live_find(&lt, ev.addr))) {
+				st.freed_bytes = b->size;
+				st.heap_bytes -= b->size;
+				st.heap_blocks--;
+				live_remove(&lt, b);
+			} else {
+				st.ignored = true;
+			}
+			break;
+		case HT_EV_ALLOC:
+		case HT_EV_REALLOC: {
+			if ((b = live_find(&lt, ev.addr))) {
+				st.heap_bytes -= b->size;
+				st.heap_blocks--;
+				live_remove(&lt, b);
+			}
+			live_t v = { ev.addr, ev.size, 0, 0, ev.thread };
+			if ((e = live_insert(&lt, &v)))
+				break;
+			st.heap_bytes += ev.size;
+			st.heap_blocks++;
+			break;
+		}
+		default:
+			break;
+		}
+		if (!e)
+			e = fn(ctx, &ev, &st);
+	}
+	ht_merge_free(mg);
+	free(lt.slot);
+	return e;
+}
+
+typedef struct tl_ctx {
+	ht_timeline_t *tl;
+	size_t cur;	      /* bucket of the last event */
+	uint64_t rss;	      /* latest RSS sample */
+	uint64_t max_so_far;  /* highest heap so far (global) */
+	bool moved;	      /* the current bucket saw a heap event */
+	ht_replay_fn fn;      /* the caller's own step, or NULL */
+	void *fn_ctx;
+} tl_ctx_t;
+
+/* Bucket of time t: floor(t * n / span), the last one closed at span. */
+static size_t tl_index(const ht_timeline_t *tl, uint64_t t)
+{
+	unsigned __int128 i = (unsigned __int128)t * tl->n / tl->span_ns;
+	return i >= tl->n ? tl->n - 1 : (size_t)i;
+}
+
+/* Carry the state at the end of bucket `from` into every bucket up to `to`. */
+static void tl_carry(tl_ctx_t *c, size_t to)
+{
+	ht_timeline_t *tl = c->tl;
+	for (; c->cur < to; c->cur++) {
+		const ht_tl_bucket_t *p = &tl->b[c->cur];
+		ht_tl_bucket_t *q = &tl->b[c->cur + 1];
+		q->heap_bytes = q->max_bytes = p->heap_bytes;
+		q->heap_blocks = q->max_blocks = p->heap_blocks;
+		q->max_time_ns = q->start_ns;
+		q->rss_bytes = q->rss_at_max = p->rss_bytes;
+	}
+}
+
+static void tl_update(tl_ctx_t *c, const ht_event_t *ev, const ht_replay_step_t *st)
+{
+	ht_timeline_t *tl = c->tl;
+	size_t i = tl_index(tl, ev->time);
+	if (i > c->cur) { /* times never go backwards in the merge */
+		tl_carry(c, i);
+		c->moved = false;
+	}
+	ht_tl_bucket_t *b = &tl->b[c->cur];
+	switch (ev->type) {
+	case HT_EV_RSS:
+		c->rss = b->rss_bytes = ev->size;
+		tl->rss_samples++;
+		if (ev->size > tl->rss_max)
+			tl->rss_max = ev->size;
+		return;
+	case HT_EV_FREE:
+		if (!st->ignored)
+			b->frees++;
+		break;
+	case HT_EV_ALLOC:
+	case HT_EV_REALLOC:
+		b->allocations++;
+		b->bytes_allocated += ev->size;
+		break;
+	default:
+		return;
+	}
+	b->heap_bytes = st->heap_bytes;
+	b->heap_blocks = st->heap_blocks;
+	/* the bucket's first heap event replaces the carried-in state: a later
+	 * lower spike still shows when the slice starts higher */
+	if (!c->moved || st->heap_bytes > b->max_bytes) { /* strictly: the first moment */
+		c->moved = true;
+		b->max_bytes = st->heap_bytes;
+		b->max_blocks = st->heap_blocks;
+		b->max_time_ns = ev->time;
+		b->rss_at_max = c->rss;
+	}
+	/* the same rule as replay_run: only allocations raise the peak */
+	if (ev->type != HT_EV_FREE && st->heap_bytes > c->max_so_far) {
+		c->max_so_far = st->heap_bytes;
+		tl->peak = c->cur;
+		tl->peak_bytes = st->heap_bytes;
+		tl->peak_blocks = st->heap_blocks;
+		tl->peak_time_ns = ev->time;
+	}
+}
+
+static int tl_step(void *ctx, const ht_event_t *ev, const ht_replay_step_t *st)
+{
+	tl_ctx_t *c = ctx;
+	tl_update(c, ev, st);
+	return c->fn ? c->fn(c->fn_ctx, ev, st) : 0;
+}
+
+int ht_model_timeline(const ht_model_t *m, size_t nbuckets, ht_timeline_t *out)
+{
+	return ht_model_timeline_replay(m, nbuckets, NULL, NULL, out);
+}
+
+int ht_model_timeline_replay(const ht_model_t *m, size_t nbuckets, ht_replay_fn fn, void *ctx,
+			     ht_timeline_t *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (nbuckets == 0)
+		nbuckets = 1;
+	ht_timeline_t tl = { 0 };
+	tl.n = nbuckets;
+	tl.span_ns = m->totals.duration_ns ? m->totals.duration_ns : 1;
+	if (nbuckets > SIZE_MAX / sizeof(*tl.b) || !(tl.b = calloc(nbuckets, sizeof(*tl.b))))
+		return -ENOMEM;
+	/* bucket i starts at the first integer time t with tl_index(t) == i */
+	for (size_t i = 0; i < nbuckets; i++) {
+		unsigned __int128 num = (unsigned __int128)i * tl.span_ns;
+		tl.b[i].start_ns = (uint64_t)((num + nbuckets - 1) / nbuckets);
+		if (i)
+			tl.b[i - 1].end_ns = tl.b[i].start_ns;
+	}
+	tl.b[nbuckets - 1].end_ns = tl.span_ns;
+	tl_ctx_t c = { &tl, 0, 0, 0, false, fn, ctx };
+	int e = ht_model_replay(m, tl_step, &c);
+	if (e) {
+		free(tl.b);
+		return e;
+	}
+	tl_carry(&c, nbuckets - 1); /* quiet time after the last event */
+	*out = tl;
+	return 0;
+}
+
+void ht_timeline_free(ht_timeline_t *tl)
+{
+	if (!tl)
+		return;
+	free(tl->b);
+	tl->b = NULL;
+	tl->n = 0;
+}

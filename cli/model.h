@@ -79,4 +79,62 @@ long ht_model_frames(const ht_model_t *m, ht_symbolizer_t *sym, const ht_site_t 
 /* Declare every module of the trace to the symbolizer. */
 void ht_model_add_modules(const ht_model_t *m, ht_symbolizer_t *sym);
 
+/* ---- time series ------------------------------------------------------------
+ * The model keeps no per-event data, so anything over time (the report's
+ * memory-over-time section, the chrome and massif exports) replays the
+ * events again, through the same live-block rules as ht_model_build: a
+ * callback sees the heap after every event, and ht_model_timeline folds
+ * that into a bounded number of buckets. */
+
+/* The heap right after one event. */
+typedef struct ht_replay_step {
+	uint64_t heap_bytes, heap_blocks; /* live after the event */
+	uint64_t freed_bytes; /* FREE: size of the block freed; 0 if ignored */
+	bool ignored;	      /* FREE of a block never seen allocated: no effect */
+} ht_replay_step_t;
+
+/* Return non-zero to stop the replay; ht_model_replay then returns it. */
+typedef int (*ht_replay_fn)(void *ctx, const ht_event_t *ev, const ht_replay_step_t *st);
+
+/* Call fn for every merged event (ht_merge_next order, RSS included) with
+ * the heap after it. The heap follows ht_model_build exactly, so its highest
+ * value is totals.peak_heap_bytes, first reached at totals.peak_time_ns.
+ * Returns 0, -ENOMEM, or fn's non-zero value. */
+int ht_model_replay(const ht_model_t *m, ht_replay_fn fn, void *ctx);
+
+/* One slice of time: [start_ns, end_ns), the last one closed at its end. */
+typedef struct ht_tl_bucket {
+	uint64_t start_ns, end_ns;
+	uint64_t heap_bytes, heap_blocks; /* live at the end of the slice */
+	/* the highest heap after a heap event of the slice, first reached at
+	 * max_time_ns, with max_blocks blocks and RSS rss_at_max; a slice
+	 * without heap events holds the state carried in (at start_ns). The
+	 * highest heap during the slice is max(this, previous heap_bytes). */
+	uint64_t max_bytes, max_blocks, max_time_ns, rss_at_max;
+	uint64_t rss_bytes; /* latest RSS sample at the end; 0 = none yet */
+	uint64_t allocations, frees, bytes_allocated; /* events in the slice */
+} ht_tl_bucket_t;
+
+typedef struct ht_timeline {
+	ht_tl_bucket_t *b; /* n buckets of equal width covering [0, span_ns] */
+	size_t n;
+	uint64_t span_ns;     /* max(duration, 1) */
+	size_t peak;	      /* bucket holding the global peak */
+	uint64_t peak_bytes, peak_blocks, peak_time_ns; /* = totals' peak */
+	uint64_t rss_samples, rss_max; /* RSS events in the trace; largest */
+} ht_timeline_t;
+
+/* Sample the heap and RSS over time into nbuckets (>= 1) slices: memory is
+ * O(nbuckets) whatever the trace size, and the exact peak is kept (bucket
+ * `peak` has max_bytes == peak_bytes at max_time_ns == peak_time_ns).
+ * Returns 0 or -ENOMEM (*out then holds nothing). Free with
+ * ht_timeline_free. */
+int ht_model_timeline(const ht_model_t *m, size_t nbuckets, ht_timeline_t *out);
+/* The same, also calling fn (may be NULL) for every event of its replay, so
+ * that a writer needing its own per-event figures pays for one replay, not
+ * two. fn's non-zero return stops it and is returned. */
+int ht_model_timeline_replay(const ht_model_t *m, size_t nbuckets, ht_replay_fn fn, void *ctx,
+			     ht_timeline_t *out);
+void ht_timeline_free(ht_timeline_t *tl);
+
 #endif /* HEAPTRAIL_MODEL_H */

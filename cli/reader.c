@@ -196,9 +196,10 @@ static char *f_str(fields_t *f, size_t *len_out)
 
 /* ---- events ---------------------------------------------------------------- */
 
-/* Decoder state of one thread block. */
+/* Decoder state of one thread block. ENTER's function addresses are deltas
+ * on their own chain (fn), apart from the heap addresses' (addr). */
 typedef struct evstate {
-	uint64_t time, addr;
+	uint64_t time, addr, fn;
 } evstate_t;
 
 /* A STACK definition as decoded; ips point into caller scratch. */
@@ -224,6 +225,7 @@ static int decode_event(const uint8_t *p, size_t end, size_t *pos, evstate_t *st
 
 	ev->type = type;
 	ev->fn = b >> 4;
+	ev->call_site = 0;
 	switch (type) {
 	case HT_EV_ALLOC:
 	case HT_EV_REALLOC:
@@ -256,6 +258,33 @@ static int decode_event(const uint8_t *p, size_t end, size_t *pos, evstate_t *st
 			return r;
 		ev->time = st->time + dtime;
 		ev->size = v;
+		st->time = ev->time;
+		break;
+	case HT_EV_ENTER:
+		if ((r = get_u(p, end, &q, &dtime)) || (r = get_s(p, end, &q, &d)))
+			return r;
+		ev->time = st->time + dtime;
+		ev->addr = st->fn + (uint64_t)d;
+		if ((r = get_s(p, end, &q, &d)))
+			return r;
+		ev->call_site = ev->addr + (uint64_t)d;
+		ev->size = 0;
+		ev->stack_id = 0;
+		st->time = ev->time;
+		st->fn = ev->addr;
+		break;
+	case HT_EV_EXIT:
+		if ((r = get_u(p, end, &q, &dtime)))
+			return r;
+		ev->time = st->time + dtime;
+		ev->size = 0;
+		st->time = ev->time;
+		break;
+	case HT_EV_ENABLE:
+		if ((r = get_u(p, end, &q, &dtime)) || (r = get_u(p, end, &q, &v)))
+			return r;
+		ev->time = st->time + dtime;
+		ev->size = v != 0; /* any non-zero switches on: 1 is all the writer uses */
 		st->time = ev->time;
 		break;
 	case HT_EV_STACK: {
@@ -313,6 +342,9 @@ static const char *event_name(uint8_t type)
 	case HT_EV_REALLOC: return "REALLOC";
 	case HT_EV_STACK: return "STACK";
 	case HT_EV_RSS: return "RSS";
+	case HT_EV_ENTER: return "ENTER";
+	case HT_EV_EXIT: return "EXIT";
+	case HT_EV_ENABLE: return "ENABLE";
 	default: return "unknown";
 	}
 }
@@ -334,9 +366,9 @@ static int parse_thread_block(ht_trace_t *t, size_t pos, size_t end, bool cut, u
 	if (thread_index(t, tid, &th))
 		return -ENOMEM;
 
-	evstate_t st = { base, 0 };
+	evstate_t st = { base, 0, 0 };
 	size_t evstart = pos;
-	uint64_t n = 0;
+	uint64_t n = 0, nfn = 0;
 	int stop = 0;
 	while (pos < end) {
 		ht_event_t ev;
@@ -377,7 +409,10 @@ static int parse_thread_block(ht_trace_t *t, size_t pos, size_t end, bool cut, u
 			t->nips += sd.depth;
 			continue;
 		}
-		n++;
+		if (ev.type == HT_EV_ENTER || ev.type == HT_EV_EXIT || ev.type == HT_EV_ENABLE)
+			nfn++; /* kept apart: nevents stays the heap events' count */
+		else
+			n++;
 		if (ev.time > t->last_time)
 			t->last_time = ev.time;
 		if (ev.type == HT_EV_RSS && ev.size > t->max_rss)
@@ -389,7 +424,7 @@ static int parse_thread_block(ht_trace_t *t, size_t pos, size_t end, bool cut, u
 	}
 
 	/* Index the block (its valid prefix) even when empty of events: cheap. */
-	if (n > 0) {
+	if (n + nfn > 0) {
 		if (t->nblocks >= UINT32_MAX - 1 ||
 		    ht_util_grow((void **)&t->blocks, &t->cap_blocks, t->nblocks + 1,
 				 sizeof(*t->blocks)))
@@ -404,6 +439,8 @@ static int parse_thread_block(ht_trace_t *t, size_t pos, size_t end, bool cut, u
 		thr->last_block = bi;
 		thr->nevents += n;
 		t->nevents += n;
+		thr->nfn_events += nfn;
+		t->nfn_events += nfn;
 	}
 	return stop;
 }
@@ -987,6 +1024,7 @@ typedef struct cursor {
 
 struct ht_merge {
 	const ht_trace_t *t;
+	unsigned flags; /* HT_MERGE_* */
 	cursor_t *cur;
 	uint32_t *heap; /* cursor indices, min-heap by (time, kind, block) */
 	size_t nheap;
@@ -1027,6 +1065,12 @@ static bool cursor_advance(ht_merge_t *m, cursor_t *c)
 				break; /* cannot happen: validated; end the block */
 			if (c->head.type == HT_EV_STACK)
 				continue;
+			/* function events only for callers that asked: the others
+			 * count and index the heap events they get (2 * nevents) */
+			if (!(m->flags & HT_MERGE_FUNCTIONS) &&
+			    (c->head.type == HT_EV_ENTER || c->head.type == HT_EV_EXIT ||
+			     c->head.type == HT_EV_ENABLE))
+				continue;
 			c->head.thread = c->thread;
 			c->head.from_realloc = false;
 			if (c->head.type == HT_EV_REALLOC) {
@@ -1045,7 +1089,7 @@ static bool cursor_advance(ht_merge_t *m, cursor_t *c)
 			return false;
 		c->block = b->next;
 		c->pos = t->blocks[c->block].off;
-		c->st = (evstate_t){ t->blocks[c->block].base_time, 0 };
+		c->st = (evstate_t){ t->blocks[c->block].base_time, 0, 0 };
 	}
 }
 
@@ -1068,10 +1112,16 @@ static void sift_down(ht_merge_t *m, size_t i)
 
 int ht_merge_new(const ht_trace_t *t, ht_merge_t **out)
 {
+	return ht_merge_new_ex(t, 0, UINT32_MAX, out);
+}
+
+int ht_merge_new_ex(const ht_trace_t *t, unsigned flags, uint32_t thread, ht_merge_t **out)
+{
 	ht_merge_t *m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
 	m->t = t;
+	m->flags = flags;
 	size_t n = t->nthreads ? t->nthreads : 1;
 	m->cur = calloc(n, sizeof(*m->cur));
 	m->heap = calloc(n, sizeof(*m->heap));
@@ -1081,13 +1131,13 @@ int ht_merge_new(const ht_trace_t *t, ht_merge_t **out)
 	}
 	for (size_t i = 0; i < t->nthreads; i++) {
 		const ht_thread_t *th = &t->threads[i];
-		if (th->first_block == UINT32_MAX)
+		if (th->first_block == UINT32_MAX || (thread != UINT32_MAX && thread != i))
 			continue;
 		cursor_t *c = &m->cur[m->nheap];
 		c->thread = (uint32_t)i;
 		c->block = th->first_block;
 		c->pos = t->blocks[c->block].off;
-		c->st = (evstate_t){ t->blocks[c->block].base_time, 0 };
+		c->st = (evstate_t){ t->blocks[c->block].base_time, 0, 0 };
 		if (cursor_advance(m, c)) {
 			m->heap[m->nheap] = (uint32_t)m->nheap;
 			m->nheap++;

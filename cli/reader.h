@@ -43,7 +43,8 @@ typedef struct ht_thread {
 	char *name;	       /* NULL when the trace did not name it */
 	uint32_t first_block;  /* UINT32_MAX when it has no events */
 	uint32_t last_block;
-	uint64_t nevents;
+	uint64_t nevents;      /* heap events: ALLOC, FREE, REALLOC, RSS */
+	uint64_t nfn_events;   /* ENTER, EXIT, ENABLE (functions=1, start=off) */
 } ht_thread_t;
 
 /* One thread block: its events span body[off, end) (validated). */
@@ -98,6 +99,7 @@ typedef struct ht_trace {
 	size_t nblocks, cap_blocks;
 
 	uint64_t nevents;     /* ALLOC/FREE/REALLOC/RSS events parsed */
+	uint64_t nfn_events;  /* ENTER/EXIT/ENABLE events parsed (not in nevents) */
 	uint64_t last_time;   /* latest time stamp seen anywhere */
 	uint64_t max_rss;     /* largest RSS event */
 	uint64_t skipped_records; /* unknown tags, skipped by length */
@@ -142,16 +144,20 @@ long ht_trace_module_for(const ht_trace_t *t, uint64_t ip, uint64_t when);
 /* ---- merged event iteration ------------------------------------------------ */
 
 typedef struct ht_merged_event {
-	uint8_t type;	 /* HT_EV_ALLOC, HT_EV_FREE, HT_EV_REALLOC or HT_EV_RSS */
+	/* HT_EV_ALLOC, HT_EV_FREE, HT_EV_REALLOC or HT_EV_RSS; with
+	 * HT_MERGE_FUNCTIONS also HT_EV_ENTER, HT_EV_EXIT and HT_EV_ENABLE */
+	uint8_t type;
 	uint8_t fn;	 /* HT_FN_* for ALLOC/REALLOC */
 	bool from_realloc; /* FREE: the free half of a REALLOC */
 	uint32_t thread; /* index into ht_trace_t.threads */
 	uint64_t time;
-	uint64_t addr;	   /* the block (new block for REALLOC) */
-	uint64_t size;	   /* requested size; RSS bytes for HT_EV_RSS */
+	uint64_t addr;	   /* the block (new block for REALLOC); ENTER: the function's
+			    * entry address (look it up as is, not minus 1) */
+	uint64_t size;	   /* requested size; RSS bytes for HT_EV_RSS; ENABLE: 1 on, 0 off */
 	uint64_t stack_id;
 	uint64_t old_addr; /* REALLOC: the block that was freed */
 	uint64_t free_time; /* REALLOC: when the old block was freed (t - lead) */
+	uint64_t call_site; /* ENTER: the return address in the caller; else 0 */
 } ht_event_t;
 
 typedef struct ht_merge ht_merge_t;
@@ -162,6 +168,14 @@ typedef struct ht_merge ht_merge_t;
  * a FREE of old_addr (from_realloc set) at its free time, later the REALLOC
  * itself, which then only allocates addr. Returns 0 or -ENOMEM. */
 int ht_merge_new(const ht_trace_t *t, ht_merge_t **out);
+
+/* The same with options. flags: HT_MERGE_FUNCTIONS also returns ENTER,
+ * EXIT and ENABLE events (in their thread's recorded order; they sort like
+ * frees on equal stamps); without it they are skipped, so the heap events
+ * and their count (t->nevents) are what ht_merge_new gives. thread: an index
+ * into t->threads to walk that thread alone, or UINT32_MAX for all. */
+#define HT_MERGE_FUNCTIONS 0x1u
+int ht_merge_new_ex(const ht_trace_t *t, unsigned flags, uint32_t thread, ht_merge_t **out);
 /* Next event, or false at the end. */
 bool ht_merge_next(ht_merge_t *m, ht_event_t *ev);
 void ht_merge_free(ht_merge_t *m);

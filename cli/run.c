@@ -92,7 +92,7 @@ static int setup_env(const ht_run_opts_t *o, const char *agent, const char *mani
 	if (out[0] == '/' || !getcwd(cwd, sizeof(cwd)) || strchr(cwd, ','))
 		cwd[0] = '\0';
 	const char *uopt = getenv("HEAPTRAIL_OPTIONS");
-	size_t olen = strlen(out) + strlen(cwd) + strlen(manifest) + (uopt ? strlen(uopt) : 0) + 128;
+	size_t olen = strlen(out) + strlen(cwd) + strlen(manifest) + (uopt ? strlen(uopt) : 0) + 160;
 	char *opts = malloc(olen);
 	if (!opts) {
 		free(pre);
@@ -105,7 +105,11 @@ static int setup_env(const ht_run_opts_t *o, const char *agent, const char *mani
 	if (o->unwind)
 		n += snprintf(opts + n, olen - (size_t)n, ",unwind=%s", o->unwind);
 	if (o->no_follow_fork)
-		snprintf(opts + n, olen - (size_t)n, ",follow_fork=0");
+		n += snprintf(opts + n, olen - (size_t)n, ",follow_fork=0");
+	if (o->functions)
+		n += snprintf(opts + n, olen - (size_t)n, ",functions=1");
+	if (o->start_off)
+		snprintf(opts + n, olen - (size_t)n, ",start=off");
 	int r = 0;
 	if (setenv("LD_PRELOAD", pre, 1) || setenv("HEAPTRAIL_OPTIONS", opts, 1))
 		r = -errno;

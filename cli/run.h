@@ -9,6 +9,8 @@ typedef struct ht_run_opts {
 	unsigned depth;	    /* 0 = agent default */
 	const char *unwind; /* "fp", "libunwind" or NULL */
 	bool no_follow_fork;
+	bool functions; /* agent option functions=1: ENTER/EXIT events */
+	bool start_off; /* agent option start=off: recording starts switched off */
 	char **argv; /* PROGRAM ARGS..., NULL-terminated */
 } ht_run_opts_t;
 

@@ -1096,3 +1096,14 @@ size_t ht_symbolize(ht_symbolizer_t *s, uint64_t module_id, uint64_t ip,
 	memcpy(out, tmp, n * sizeof(*out));
 	return n;
 }
+
+size_t ht_symbolize_exact(ht_symbolizer_t *s, uint64_t module_id, uint64_t addr,
+			  ht_frame_t *out, size_t max)
+{
+	/* resolve() subtracts 1 from what it is given: hand it addr + 1 (no
+	 * module holds UINT64_MAX, so not wrapping there loses nothing) */
+	size_t n = ht_symbolize(s, module_id, addr == UINT64_MAX ? addr : addr + 1, out, max);
+	for (size_t i = 0; i < n; i++)
+		out[i].address = addr;
+	return n;
+}

@@ -56,4 +56,12 @@ void ht_symbolizer_add_module(ht_symbolizer_t *s, uint64_t module_id,
 size_t ht_symbolize(ht_symbolizer_t *s, uint64_t module_id, uint64_t ip,
 		    ht_frame_t *out, size_t max);
 
+/* The same for an address that is not a return address: a function's entry
+ * address (ENTER events, -finstrument-functions) is looked up as is, since
+ * entry - 1 belongs to the function before it. The frames' address is addr.
+ * Shares ht_symbolize's cache (an exact lookup of addr is the return-address
+ * lookup of addr + 1). */
+size_t ht_symbolize_exact(ht_symbolizer_t *s, uint64_t module_id, uint64_t addr,
+			  ht_frame_t *out, size_t max);
+
 #endif /* HEAPTRAIL_SYMBOLIZE_H */

@@ -42,6 +42,11 @@ typedef struct ht_exporter {
 /* The table, ended by an entry with name == NULL. */
 extern const ht_exporter_t ht_exporters[];
 
+/* The writers (one per report/<name>.c), as listed in the table. */
+int ht_export_pprof(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const ht_export_opts_t *o);
+int ht_export_folded(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const ht_export_opts_t *o);
+int ht_export_events(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const ht_export_opts_t *o);
+
 /* Cost of a site under c. */
 uint64_t ht_site_cost(const ht_site_t *s, ht_cost_t c);
 /* Parses a --cost value; false if unknown. */

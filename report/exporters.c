@@ -4,8 +4,19 @@
 #include <string.h>
 
 #include "export.h"
+#include "timeline.h" /* ht_export_chrome, ht_export_massif */
+
+int ht_export_flamegraph(FILE *, const ht_model_t *, ht_symbolizer_t *, const ht_export_opts_t *);
+int ht_export_heaptrack(FILE *, const ht_model_t *, ht_symbolizer_t *, const ht_export_opts_t *);
 
 const ht_exporter_t ht_exporters[] = {
+	{ "flamegraph", ht_export_flamegraph, "flame graph SVG (inline JS: tooltips, zoom, search; --cost, --icicle)" },
+	{ "heaptrack", ht_export_heaptrack, "heaptrack's format, for heaptrack_print and heaptrack_gui" },
+	{ "pprof", ht_export_pprof, "gzipped pprof profile (go tool pprof, speedscope); all costs as sample types" },
+	{ "folded", ht_export_folded, "folded stacks 'root;...;leaf COST' (flamegraph.pl, speedscope); --cost" },
+	{ "events", ht_export_events, "every allocation, free and realloc as JSON lines, in time order" },
+	{ "chrome", ht_export_chrome, "Chrome Trace Event JSON: heap/RSS counters, a track per thread, the peak (Perfetto, DevTools, speedscope)" },
+	{ "massif", ht_export_massif, "valgrind massif.out: snapshots over time, detailed tree at the peak (ms_print, massif-visualizer)" },
 	{ NULL, NULL, NULL },
 };
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "report.h"
+#include "timeline.h"
 #include "trace_format.h"
 #include "util.h"
 
@@ -237,7 +238,11 @@ int ht_report_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const h
 		json_frames(out, frames, nf);
 		fputc('}', out);
 	}
-	fputs("]}\n", out);
+	/* memory over time: a bounded series, the exact peak marked */
+	fputs("],\n ", out);
+	if (!err)
+		err = ht_report_timeline_json(out, m);
+	fputs("}\n", out);
 
 	free(idx);
 	free(frames);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "report.h"
+#include "timeline.h"
 #include "trace_format.h"
 #include "util.h"
 
@@ -409,6 +410,7 @@ int ht_report_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const h
 		fprintf(out, "WARNING: %s\n", w[i]);
 
 	print_summary(out, m);
+	c.err = ht_report_timeline_text(out, m); /* memory over time, peak marked */
 	print_list(&c, "TOP SITES BY BYTES ALLOCATED", HT_BY_BYTES, head_bytes, top, idx,
 		   "no allocations");
 	print_list(&c, "TOP SITES BY NUMBER OF ALLOCATIONS", HT_BY_COUNT, head_count, top, idx,

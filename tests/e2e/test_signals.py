@@ -51,7 +51,7 @@ def t_sigkill_keeps_shipped(t):
     # SIGKILL cannot be caught: what matters is that blocks older than half
     # a second are already on disk, so the allocations made before are there.
     need_tools(t)
-    rc, out = run_and_signal(t, [str(PROGS / "signals"), "wait"], signal.SIGKILL, delay=0.3)
+    rc, out = run_and_signal(t, [str(PROGS / "signals"), "wait"], signal.SIGKILL, delay=1.5)
     t.eq("heaptrail run's exit status after SIGKILL", 128 + signal.SIGKILL, rc)
     r = report(out)
     if r.data is None:

@@ -1,5 +1,6 @@
 /* fuzz_reader.c - libFuzzer target: any bytes through the trace reader, the
- * model and both report writers (without symbolization).
+ * model and both report writers, and the function profile with its writers
+ * (text, JSON, Chrome spans), all without symbolization.
  *
  * The reader must never crash, hang or leak on any input; the decompressed
  * body is capped so that a zstd bomb cannot exhaust the fuzzer's memory.
@@ -8,9 +9,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "functions.h"
 #include "model.h"
 #include "reader.h"
 #include "report.h"
+#include "../../report/functions.h" /* by path: cli/functions.h has the same name */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -29,6 +32,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			ht_report_json(null_out, m, NULL, NULL);
 		}
 		ht_model_free(m);
+		ht_fn_profile_t *fp = NULL;
+		if (ht_fn_build(t, &fp) == 0 && null_out) {
+			ht_fn_report_opts_t fo = { "fuzz", HT_TIME_AUTO, true, 3 };
+			ht_report_functions_text(null_out, fp, NULL, &fo);
+			ht_report_functions_json(null_out, fp, NULL);
+			/* a clip window inside the trace, and none */
+			size_t nev = 0;
+			for (uint32_t i = 0; i < t->nthreads && i < 4; i++) {
+				ht_functions_chrome_spans(null_out, t, NULL, i, t->pid, t->threads[i].tid,
+							  0, UINT64_MAX, 50, &nev, NULL);
+				ht_functions_chrome_spans(null_out, t, NULL, i, t->pid, t->threads[i].tid,
+							  t->last_time / 3, t->last_time / 2, 0, &nev, NULL);
+			}
+		}
+		ht_fn_free(fp);
 	}
 	ht_trace_free(t);
 	return 0;

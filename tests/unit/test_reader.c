@@ -9,6 +9,7 @@
 #include <string.h>
 #include <zstd.h>
 
+#include "functions.h"
 #include "model.h"
 #include "reader.h"
 #include "report.h"
@@ -116,10 +117,11 @@ static void rec_end(buf_t *body, uint64_t time, uint64_t how, uint64_t status, u
 	free(pl.p);
 }
 
-/* A thread block under construction. */
+/* A thread block under construction. fn: the previous ENTER's function
+ * (ENTER addresses are deltas on their own chain). */
 typedef struct blk {
 	buf_t pl;
-	uint64_t time, addr;
+	uint64_t time, addr, fn;
 } blk_t;
 
 static void blk_begin(blk_t *k, uint64_t tid, uint64_t base)
@@ -181,6 +183,31 @@ static void ev_rss(blk_t *k, uint64_t time, uint64_t rss)
 	put_u8(&k->pl, HT_EV_RSS);
 	put_u(&k->pl, time - k->time);
 	put_u(&k->pl, rss);
+	k->time = time;
+}
+
+static void ev_enter(blk_t *k, uint64_t time, uint64_t fn, uint64_t call_site)
+{
+	put_u8(&k->pl, HT_EV_ENTER);
+	put_u(&k->pl, time - k->time);
+	put_s(&k->pl, (int64_t)(fn - k->fn));
+	put_s(&k->pl, (int64_t)(call_site - fn));
+	k->time = time;
+	k->fn = fn;
+}
+
+static void ev_exit(blk_t *k, uint64_t time)
+{
+	put_u8(&k->pl, HT_EV_EXIT);
+	put_u(&k->pl, time - k->time);
+	k->time = time;
+}
+
+static void ev_enable(blk_t *k, uint64_t time, int on)
+{
+	put_u8(&k->pl, HT_EV_ENABLE);
+	put_u(&k->pl, time - k->time);
+	put_u(&k->pl, (uint64_t)on);
 	k->time = time;
 }
 
@@ -647,6 +674,282 @@ static void test_json(void)
 	free(body.p);
 }
 
+/* ---- test 6: function events (issue 6) ------------------------------------------- */
+
+#define FN_A 0x401000
+#define FN_B 0x402000
+#define FN_C 0x403000
+
+/* One thread: A calls B twice (B allocates), an EXIT with nothing open,
+ * recording off and on, then C calls A and neither returns. Times in ns:
+ *   0 ENTER A, 10 ALLOC 100, 20 ENTER B, 30 ALLOC 50, 40 EXIT B,
+ *   50 ENTER B, 60 REALLOC ->70, 80 EXIT B, 100 EXIT A, 110 EXIT (unmatched),
+ *   120 ENABLE 0, 130 ENABLE 1, 140 ENTER C, 150 ALLOC 8, 160 ENTER A,
+ *   200 RSS (the thread's last event), END at 300. */
+static buf_t fn_body(void)
+{
+	buf_t body = { 0 };
+	const char *argv[] = { "prog" };
+	rec_process(&body, 1, argv);
+	rec_module(&body, 1, 0, 0, "/usr/bin/prog", 0x400000, 0x10000);
+	blk_t k;
+	blk_begin(&k, 4242, 0);
+	ev_enter(&k, 0, FN_A, 0x400500);
+	ev_alloc(&k, 10, 0x10000, 100, 0);
+	ev_enter(&k, 20, FN_B, FN_A + 0x20);
+	ev_alloc(&k, 30, 0x20000, 50, 0);
+	ev_exit(&k, 40);
+	blk_end(&body, &k);
+	/* a second block of the same thread: every chain restarts from 0 */
+	blk_begin(&k, 4242, 50);
+	ev_enter(&k, 50, FN_B, FN_A + 0x30);
+	ev_realloc(&k, 60, 5, 0x20000, 0x30000, 70, 0);
+	ev_exit(&k, 80);
+	ev_exit(&k, 100);
+	ev_exit(&k, 110);
+	ev_enable(&k, 120, 0);
+	ev_enable(&k, 130, 1);
+	ev_enter(&k, 140, FN_C, 0x400600);
+	ev_alloc(&k, 150, 0x40000, 8, 0);
+	ev_enter(&k, 160, FN_A, FN_C + 0x10);
+	ev_rss(&k, 200, 1 << 20);
+	blk_end(&body, &k);
+	rec_end(&body, 300, HT_END_EXIT, 0, 0);
+	return body;
+}
+
+static const ht_fn_node_t *fn_child(const ht_fn_profile_t *p, uint32_t parent, uint64_t addr)
+{
+	for (uint32_t c = p->nodes[parent].first_child; c != HT_FN_NONE; c = p->nodes[c].next_sibling)
+		if (p->funcs[p->nodes[c].func].addr == addr)
+			return &p->nodes[c];
+	return NULL;
+}
+
+static void test_function_events(void)
+{
+	buf_t body = fn_body();
+	buf_t file = make_file(&body, true, HT_FORMAT_MAJOR);
+	ht_trace_t *t;
+	int rc;
+	ht_model_t *m = load(&file, &t, &rc);
+	CHECK_EQ(rc, 0);
+	CHECK_EQ(t->error, 0);
+	CHECK_EQ(t->nevents, 5);     /* heap events only: 3 ALLOC, 1 REALLOC, 1 RSS */
+	CHECK_EQ(t->nfn_events, 11); /* 5 ENTER, 4 EXIT, 2 ENABLE */
+	CHECK_EQ(t->threads[0].nfn_events, 11);
+	CHECK_EQ(t->last_time, 300);
+	if (m) {
+		/* the heap model does not see function events */
+		CHECK_EQ(m->totals.allocations, 4);
+		CHECK_EQ(m->totals.bytes_allocated, 228);
+	}
+
+	/* the default merge skips them; HT_MERGE_FUNCTIONS returns them decoded */
+	ht_merge_t *mg;
+	ht_event_t ev;
+	CHECK_EQ(ht_merge_new(t, &mg), 0);
+	int n = 0, bad = 0;
+	while (ht_merge_next(mg, &ev)) {
+		n++;
+		bad += ev.type >= HT_EV_ENTER;
+	}
+	ht_merge_free(mg);
+	CHECK_EQ(n, 6); /* the REALLOC splits in two */
+	CHECK_EQ(bad, 0);
+	CHECK_EQ(ht_merge_new_ex(t, HT_MERGE_FUNCTIONS, 0, &mg), 0);
+	int enters = 0, exits = 0, on = 0, off = 0;
+	uint64_t prev = 0, fns[5] = { 0 }, sites[5] = { 0 };
+	n = 0;
+	while (ht_merge_next(mg, &ev)) {
+		n++;
+		bad += ev.time < prev;
+		prev = ev.time;
+		if (ev.type == HT_EV_ENTER && enters < 5) {
+			fns[enters] = ev.addr;
+			sites[enters++] = ev.call_site;
+		}
+		exits += ev.type == HT_EV_EXIT;
+		on += ev.type == HT_EV_ENABLE && ev.size == 1;
+		off += ev.type == HT_EV_ENABLE && ev.size == 0;
+	}
+	ht_merge_free(mg);
+	CHECK_EQ(n, 17);
+	CHECK_EQ(bad, 0);
+	CHECK_EQ(enters, 5);
+	CHECK_EQ(exits, 4);
+	CHECK_EQ(on, 1);
+	CHECK_EQ(off, 1);
+	CHECK_EQ(fns[0], FN_A);
+	CHECK_EQ(fns[1], FN_B);
+	CHECK_EQ(fns[2], FN_B); /* second block: delta from 0 again */
+	CHECK_EQ(fns[3], FN_C);
+	CHECK_EQ(fns[4], FN_A);
+	CHECK_EQ(sites[1], FN_A + 0x20);
+	CHECK_EQ(sites[4], FN_C + 0x10);
+	/* a thread index that does not exist walks nothing */
+	CHECK_EQ(ht_merge_new_ex(t, HT_MERGE_FUNCTIONS, 7, &mg), 0);
+	CHECK(!ht_merge_next(mg, &ev));
+	ht_merge_free(mg);
+
+	/* the function model */
+	ht_fn_profile_t *p = NULL;
+	CHECK_EQ(ht_fn_build(t, &p), 0);
+	if (p && p->nthreads == 1) {
+		const ht_fn_thread_t *th = &p->threads[0];
+		CHECK_EQ(p->nfuncs, 3);
+		CHECK_EQ(p->enters, 5);
+		CHECK_EQ(th->enters, 5);
+		CHECK_EQ(th->unmatched_exits, 1);
+		CHECK_EQ(th->closed_at_end, 2);
+		CHECK_EQ(th->switches_on, 1);
+		CHECK_EQ(th->switches_off, 1);
+		CHECK_EQ(th->last_time, 200);
+		const ht_fn_node_t *a = fn_child(p, th->root, FN_A);
+		const ht_fn_node_t *c = fn_child(p, th->root, FN_C);
+		CHECK(a && c);
+		if (a && c) {
+			const ht_fn_node_t *b = fn_child(p, (uint32_t)(a - p->nodes), FN_B);
+			const ht_fn_node_t *ca = fn_child(p, (uint32_t)(c - p->nodes), FN_A);
+			CHECK(b && ca);
+			CHECK_EQ(a->calls, 1);
+			CHECK_EQ(a->total_ns, 100);
+			CHECK_EQ(a->self_ns, 50);
+			CHECK_EQ(a->own_bytes, 100);
+			CHECK_EQ(a->own_allocs, 1);
+			CHECK_EQ(a->heap_bytes, 220);
+			CHECK_EQ(a->heap_allocs, 3);
+			CHECK_EQ(a->closed_at_end, 0);
+			if (b) {
+				CHECK_EQ(b->calls, 2);
+				CHECK_EQ(b->total_ns, 50);
+				CHECK_EQ(b->self_ns, 50);
+				CHECK_EQ(b->own_bytes, 120);
+				CHECK_EQ(b->own_allocs, 2);
+				CHECK_EQ(b->depth, 2);
+			}
+			CHECK_EQ(c->calls, 1);
+			CHECK_EQ(c->total_ns, 60); /* closed at the thread's last event */
+			CHECK_EQ(c->self_ns, 20);
+			CHECK_EQ(c->own_bytes, 8);
+			CHECK_EQ(c->closed_at_end, 1);
+			if (ca) {
+				CHECK_EQ(ca->total_ns, 40);
+				CHECK_EQ(ca->self_ns, 40);
+				CHECK_EQ(ca->closed_at_end, 1);
+			}
+		}
+		/* by function, across the tree: A twice */
+		size_t idx[3];
+		size_t k = ht_fn_sort_funcs(p, false, idx);
+		CHECK_EQ(k, 3);
+		if (k == 3) {
+			CHECK_EQ(p->funcs[idx[0]].addr, FN_B);
+			CHECK_EQ(p->funcs[idx[1]].addr, FN_A);
+			CHECK_EQ(p->funcs[idx[1]].calls, 2);
+			CHECK_EQ(p->funcs[idx[1]].self_ns, 90);
+			CHECK_EQ(p->funcs[idx[2]].own_bytes, 8);
+		}
+	}
+	ht_fn_free(p);
+	ht_model_free(m);
+	ht_trace_free(t);
+	free(file.p);
+
+	/* an ENTER cut short inside a block: truncated, what came before kept */
+	{
+		buf_t b2 = { 0 };
+		const char *argv[] = { "prog" };
+		rec_process(&b2, 1, argv);
+		blk_t k;
+		blk_begin(&k, 1, 0);
+		ev_enter(&k, 5, FN_A, FN_A);
+		ev_enter(&k, 6, FN_A + 0x123456, FN_A);
+		record(&b2, HT_REC_THREAD_BLOCK, &k.pl);
+		free(k.pl.p);
+		buf_t f2 = make_file(&b2, false, HT_FORMAT_MAJOR);
+		f2.len -= 2; /* the file ends inside the second ENTER */
+		int r2 = ht_reader_load_mem(f2.p, f2.len, NULL, &t);
+		CHECK_EQ(r2, 0);
+		CHECK_EQ(t->error, -HT_ETRUNC);
+		CHECK_EQ(t->nfn_events, 1);
+		p = NULL;
+		CHECK_EQ(ht_fn_build(t, &p), 0);
+		if (p) {
+			CHECK_EQ(p->nthreads, 1);
+			CHECK_EQ(p->enters, 1);
+			CHECK_EQ(p->threads[0].closed_at_end, 1);
+		}
+		ht_fn_free(p);
+		ht_trace_free(t);
+		free(f2.p);
+		free(b2.p);
+	}
+
+	/* a trace without function events: an empty profile, not an error */
+	{
+		buf_t b3 = basic_body(NULL, true);
+		buf_t f3 = make_file(&b3, false, HT_FORMAT_MAJOR);
+		CHECK_EQ(ht_reader_load_mem(f3.p, f3.len, NULL, &t), 0);
+		p = NULL;
+		CHECK_EQ(ht_fn_build(t, &p), 0);
+		if (p)
+			CHECK_EQ(p->nthreads, 0);
+		ht_fn_free(p);
+		ht_trace_free(t);
+		free(f3.p);
+		free(b3.p);
+	}
+	free(body.p);
+}
+
+/* A recursion 300 deep: the tree stops at HT_FN_MAX_DEPTH levels and folds
+ * the rest into its deepest node, keeping every invariant. */
+static void test_function_depth_cap(void)
+{
+	enum { DEEP = 300 };
+	buf_t body = { 0 };
+	const char *argv[] = { "prog" };
+	rec_process(&body, 1, argv);
+	blk_t k;
+	blk_begin(&k, 9, 0);
+	for (int i = 0; i < DEEP; i++)
+		ev_enter(&k, (uint64_t)i * 10, FN_A, FN_A + 0x10);
+	for (int i = 0; i < DEEP; i++)
+		ev_exit(&k, (uint64_t)(DEEP + i) * 10);
+	blk_end(&body, &k);
+	buf_t file = make_file(&body, true, HT_FORMAT_MAJOR);
+	ht_trace_t *t;
+	CHECK_EQ(ht_reader_load_mem(file.p, file.len, NULL, &t), 0);
+	ht_fn_profile_t *p = NULL;
+	CHECK_EQ(ht_fn_build(t, &p), 0);
+	if (p && p->nthreads == 1) {
+		CHECK_EQ(p->nnodes, 1 + HT_FN_MAX_DEPTH); /* root + one node per level */
+		CHECK(p->depth_capped);
+		CHECK_EQ(p->threads[0].folded_calls, DEEP - HT_FN_MAX_DEPTH);
+		CHECK_EQ(p->threads[0].max_depth, DEEP);
+		CHECK_EQ(p->funcs[0].calls, DEEP);
+		uint64_t calls = 0, folded = 0;
+		int broken = 0;
+		for (size_t i = 1; i < p->nnodes; i++) {
+			const ht_fn_node_t *n = &p->nodes[i];
+			calls += n->calls;
+			folded += n->folded_calls;
+			broken += n->self_ns > n->total_ns;
+			if (n->parent != p->threads[0].root)
+				broken += n->total_ns > p->nodes[n->parent].total_ns;
+		}
+		CHECK_EQ(calls + folded, DEEP);
+		CHECK_EQ(broken, 0);
+		/* the outermost call: from 0 to the last EXIT */
+		CHECK_EQ(p->nodes[1].total_ns, (2 * DEEP - 1) * 10);
+	}
+	ht_fn_free(p);
+	ht_trace_free(t);
+	free(file.p);
+	free(body.p);
+}
+
 int main(void)
 {
 	test_basic();
@@ -655,5 +958,7 @@ int main(void)
 	test_damage();
 	test_modules();
 	test_json();
+	test_function_events();
+	test_function_depth_cap();
 	return TEST_DONE();
 }

@@ -1,0 +1,454 @@
+/* functions.c - replay ENTER/EXIT/ALLOC events into per-thread call trees
+ * (see functions.h for what the figures mean).
+ *
+ * Each thread is walked alone (ht_merge_new_ex with HT_MERGE_FUNCTIONS and
+ * one thread): its events come in recorded order, which is time order on
+ * that thread, so ENTER/EXIT nest as the program ran and each allocation
+ * falls between the calls that surrounded it.
+ *
+ * Time attribution: at every ENTER and EXIT the time since the previous one
+ * goes to the self time of the node on top of the stack; at an EXIT the
+ * call's whole duration goes to its node's total. Nodes are keyed by path,
+ * so one node is never active twice at once (a recursion is one node per
+ * depth), except through folding, whose calls add no total of their own:
+ * hence self <= total and children's totals <= their parent's.
+ *
+ * Inclusive heap is not counted per event (that would cost the stack depth
+ * per allocation): each allocation goes to the top node's own figures, and
+ * heap_* = own + the children's heap_*, summed bottom-up at the end.
+ *
+ * Memory: nodes (bounded by HT_FN_MAX_NODES), functions, and a replay stack
+ * of at most HT_FN_MAX_DEPTH frames per thread, whatever the trace says.
+ */
+#include "functions.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace_format.h"
+#include "util.h"
+
+/* ---- lookup tables -------------------------------------------------------------
+ * Open addressing over indices (HT_FN_NONE = empty); the key lives in the
+ * element itself, so a table is one u32 per slot. Load kept under 1/2. */
+
+static uint64_t node_key_hash(uint32_t parent, uint32_t func)
+{
+	return ht_util_hash64(((uint64_t)parent << 32 | func) + 0x9e3779b97f4a7c15ULL);
+}
+
+/* A table of cap (a power of two) empty slots. */
+static int tab_alloc(uint32_t **tab, size_t cap)
+{
+	*tab = malloc(cap * sizeof(**tab));
+	if (!*tab)
+		return -ENOMEM;
+	for (size_t i = 0; i < cap; i++)
+		(*tab)[i] = HT_FN_NONE;
+	return 0;
+}
+
+/* Double the (parent, func) -> node table and re-insert every non-root
+ * node: rehashing from the nodes themselves needs no second key array. */
+static int node_tab_grow(ht_fn_profile_t *p)
+{
+	size_t cap = p->node_tab_cap ? p->node_tab_cap * 2 : 1024;
+	uint32_t *tab;
+	if (tab_alloc(&tab, cap))
+		return -ENOMEM;
+	for (size_t i = 0; i < p->nnodes; i++) {
+		const ht_fn_node_t *n = &p->nodes[i];
+		if (n->parent == HT_FN_NONE)
+			continue; /* roots are found through their thread */
+		size_t s = node_key_hash(n->parent, n->func) & (cap - 1);
+		while (tab[s] != HT_FN_NONE)
+			s = (s + 1) & (cap - 1);
+		tab[s] = (uint32_t)i;
+	}
+	free(p->node_tab);
+	p->node_tab = tab;
+	p->node_tab_cap = cap;
+	return 0;
+}
+
+/* Double the addr -> func table, re-inserting from funcs[]. */
+static int func_tab_grow(ht_fn_profile_t *p)
+{
+	size_t cap = p->func_tab_cap ? p->func_tab_cap * 2 : 1024;
+	uint32_t *tab;
+	if (tab_alloc(&tab, cap))
+		return -ENOMEM;
+	for (size_t i = 0; i < p->nfuncs; i++) {
+		size_t s = ht_util_hash64(p->funcs[i].addr) & (cap - 1);
+		while (tab[s] != HT_FN_NONE)
+			s = (s + 1) & (cap - 1);
+		tab[s] = (uint32_t)i;
+	}
+	free(p->func_tab);
+	p->func_tab = tab;
+	p->func_tab_cap = cap;
+	return 0;
+}
+
+/* Index of the function at addr, added on first sight. */
+static int func_get(ht_fn_profile_t *p, uint64_t addr, uint64_t when, uint32_t *out)
+{
+	if ((p->nfuncs + 1) * 2 > p->func_tab_cap && func_tab_grow(p))
+		return -ENOMEM;
+	size_t mask = p->func_tab_cap - 1, s = ht_util_hash64(addr) & mask;
+	for (; p->func_tab[s] != HT_FN_NONE; s = (s + 1) & mask) {
+		if (p->funcs[p->func_tab[s]].addr == addr) {
+			*out = p->func_tab[s];
+			return 0;
+		}
+	}
+	if (p->nfuncs >= HT_FN_NONE - 1 ||
+	    ht_util_grow((void **)&p->funcs, &p->cap_funcs, p->nfuncs + 1, sizeof(*p->funcs)))
+		return -ENOMEM;
+	p->funcs[p->nfuncs] = (ht_fn_func_t){ .addr = addr, .first_time = when };
+	p->func_tab[s] = (uint32_t)p->nfuncs;
+	*out = (uint32_t)p->nfuncs++;
+	return 0;
+}
+
+/* Append a node (parent HT_FN_NONE: a thread's root) and link it under its
+ * parent. Indices stay valid as nodes[] grows; pointers into it do not. */
+static int node_new(ht_fn_profile_t *p, uint32_t parent, uint32_t func, uint32_t thread,
+		    uint32_t depth, uint64_t when, uint32_t *out)
+{
+	if (ht_util_grow((void **)&p->nodes, &p->cap_nodes, p->nnodes + 1, sizeof(*p->nodes)))
+		return -ENOMEM;
+	uint32_t i = (uint32_t)p->nnodes++;
+	p->nodes[i] = (ht_fn_node_t){
+		.func = func,
+		.parent = parent,
+		.first_child = HT_FN_NONE,
+		.next_sibling = HT_FN_NONE,
+		.thread = thread,
+		.depth = depth,
+		.first_time = when,
+	};
+	if (parent != HT_FN_NONE) {
+		/* prepend: ht_fn_children sorts anyway */
+		p->nodes[i].next_sibling = p->nodes[parent].first_child;
+		p->nodes[parent].first_child = i;
+	}
+	*out = i;
+	return 0;
+}
+
+/* The child of parent for func: found, created, or (past HT_FN_MAX_NODES)
+ * HT_FN_NONE, meaning "fold into the parent". */
+static int child_get(ht_fn_profile_t *p, uint32_t parent, uint32_t func, uint64_t when,
+		     uint32_t *out)
+{
+	if ((p->nnodes + 1) * 2 > p->node_tab_cap && node_tab_grow(p))
+		return -ENOMEM;
+	size_t mask = p->node_tab_cap - 1, s = node_key_hash(parent, func) & mask;
+	for (; p->node_tab[s] != HT_FN_NONE; s = (s + 1) & mask) {
+		const ht_fn_node_t *n = &p->nodes[p->node_tab[s]];
+		if (n->parent == parent && n->func == func) {
+			*out = p->node_tab[s];
+			return 0;
+		}
+	}
+	if (p->nnodes >= HT_FN_MAX_NODES) {
+		p->nodes_capped = true;
+		*out = HT_FN_NONE;
+		return 0;
+	}
+	const ht_fn_node_t *par = &p->nodes[parent];
+	int e = node_new(p, parent, func, par->thread, par->depth + 1, when, out);
+	if (!e)
+		p->node_tab[s] = *out;
+	return e;
+}
+
+/* ---- the replay of one thread ----------------------------------------------------- */
+
+typedef struct frame {
+	uint32_t node;
+	uint64_t enter; /* time of its ENTER */
+} frame_t;
+
+typedef struct replay {
+	ht_fn_profile_t *p;
+	ht_fn_thread_t *th;
+	uint32_t ti;		      /* index of th in p->threads */
+	frame_t stack[HT_FN_MAX_DEPTH]; /* the open calls that have a node */
+	uint32_t depth;		      /* frames in stack */
+	uint64_t folded;	      /* open calls above stack[depth-1], folded into it */
+	uint64_t last;		      /* time of the previous ENTER/EXIT */
+} replay_t;
+
+/* The node the thread is in now: its innermost call with a node, or its
+ * root outside any instrumented function. Folded calls are inside it. */
+static uint32_t top_node(const replay_t *r)
+{
+	return r->depth ? r->stack[r->depth - 1].node : r->th->root;
+}
+
+/* The time since the previous stack change is the top's self time. */
+static void attribute(replay_t *r, uint64_t now)
+{
+	if (now <= r->last)
+		return; /* equal stamps; never earlier within a thread */
+	ht_fn_node_t *n = &r->p->nodes[top_node(r)];
+	n->self_ns += now - r->last;
+	if (n->func != HT_FN_NONE)
+		r->p->funcs[n->func].self_ns += now - r->last;
+	r->last = now;
+}
+
+/* An ENTER: find or make the child node of the current top for this
+ * function and push it, or fold the call past a cap. */
+static int on_enter(replay_t *r, const ht_event_t *ev)
+{
+	ht_fn_profile_t *p = r->p;
+	attribute(r, ev->time);
+	r->th->enters++;
+	p->enters++;
+	uint64_t open = r->depth + r->folded + 1;
+	if (open > r->th->max_depth)
+		r->th->max_depth = open;
+	uint32_t fi, ni = HT_FN_NONE;
+	int e = func_get(p, ev->addr, ev->time, &fi);
+	if (e)
+		return e;
+	p->funcs[fi].calls++;
+	if (!r->folded && r->depth < HT_FN_MAX_DEPTH) {
+		if ((e = child_get(p, top_node(r), fi, ev->time, &ni)))
+			return e;
+	} else {
+		p->depth_capped = true;
+	}
+	if (ni == HT_FN_NONE) {
+		/* past a cap: the call counts in the node it folds into */
+		p->nodes[top_node(r)].folded_calls++;
+		r->th->folded_calls++;
+		r->folded++;
+		return 0;
+	}
+	p->nodes[ni].calls++;
+	r->stack[r->depth++] = (frame_t){ ni, ev->time };
+	return 0;
+}
+
+/* Close the top call at time now (an EXIT, or the end of the thread). */
+static void close_top(replay_t *r, uint64_t now, bool at_end)
+{
+	attribute(r, now);
+	if (r->folded) {
+		r->folded--;
+		return;
+	}
+	frame_t *f = &r->stack[--r->depth];
+	ht_fn_node_t *n = &r->p->nodes[f->node];
+	n->total_ns += now > f->enter ? now - f->enter : 0;
+	if (at_end) {
+		n->closed_at_end++;
+		r->th->closed_at_end++;
+	}
+}
+
+/* An allocation belongs to the top node (own); inclusive figures come
+ * from sum_inclusive at the end. */
+static void on_alloc(replay_t *r, const ht_event_t *ev)
+{
+	ht_fn_node_t *n = &r->p->nodes[top_node(r)];
+	n->own_bytes += ev->size;
+	n->own_allocs++;
+	if (n->func != HT_FN_NONE) {
+		r->p->funcs[n->func].own_bytes += ev->size;
+		r->p->funcs[n->func].own_allocs++;
+	}
+}
+
+/* Replay trace thread `thread` into a new tree (p->threads has room for
+ * it). Returns 0 or -ENOMEM. */
+static int replay_thread(ht_fn_profile_t *p, uint32_t thread)
+{
+	ht_fn_thread_t *th = &p->threads[p->nthreads];
+	memset(th, 0, sizeof(*th));
+	th->thread = thread;
+	int e = node_new(p, HT_FN_NONE, HT_FN_NONE, (uint32_t)p->nthreads, 0, 0, &th->root);
+	if (e)
+		return e;
+	p->nthreads++;
+
+	replay_t *r = calloc(1, sizeof(*r));
+	ht_merge_t *mg = NULL;
+	if (!r || (e = ht_merge_new_ex(p->trace, HT_MERGE_FUNCTIONS, thread, &mg))) {
+		free(r);
+		return -ENOMEM;
+	}
+	r->p = p;
+	r->th = th;
+	bool first = true;
+	ht_event_t ev;
+	while (!e && ht_merge_next(mg, &ev)) {
+		if (first) {
+			th->first_time = r->last = ev.time;
+			p->nodes[th->root].first_time = ev.time;
+			first = false;
+		}
+		if (ev.time > th->last_time)
+			th->last_time = ev.time;
+		switch (ev.type) {
+		case HT_EV_ENTER:
+			e = on_enter(r, &ev);
+			break;
+		case HT_EV_EXIT:
+			th->exits++;
+			if (r->depth || r->folded)
+				close_top(r, ev.time, false);
+			else
+				th->unmatched_exits++; /* entered while recording was off */
+			break;
+		case HT_EV_ALLOC:
+		case HT_EV_REALLOC: /* its free half came first, as a FREE */
+			on_alloc(r, &ev);
+			break;
+		case HT_EV_ENABLE:
+			if (ev.size)
+				th->switches_on++;
+			else
+				th->switches_off++;
+			p->switches++;
+			break;
+		default:
+			break;
+		}
+	}
+	/* calls still open: closed at the thread's last event */
+	while (!e && (r->depth || r->folded))
+		close_top(r, th->last_time, true);
+	ht_merge_free(mg);
+	free(r);
+	return e;
+}
+
+/* heap_* = own + children's heap_*: children always come after their
+ * parent in nodes[], so one backward pass sums every subtree. */
+static void sum_inclusive(ht_fn_profile_t *p)
+{
+	for (size_t i = 0; i < p->nnodes; i++) {
+		p->nodes[i].heap_bytes = p->nodes[i].own_bytes;
+		p->nodes[i].heap_allocs = p->nodes[i].own_allocs;
+	}
+	for (size_t i = p->nnodes; i-- > 0;) {
+		const ht_fn_node_t *n = &p->nodes[i];
+		if (n->parent == HT_FN_NONE)
+			continue;
+		p->nodes[n->parent].heap_bytes += n->heap_bytes;
+		p->nodes[n->parent].heap_allocs += n->heap_allocs;
+	}
+	/* a root spans its thread: its total is the thread's recorded time */
+	for (size_t i = 0; i < p->nthreads; i++) {
+		ht_fn_node_t *root = &p->nodes[p->threads[i].root];
+		root->total_ns = p->threads[i].last_time - p->threads[i].first_time;
+	}
+}
+
+int ht_fn_build(const ht_trace_t *t, ht_fn_profile_t **out)
+{
+	*out = NULL;
+	ht_fn_profile_t *p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->trace = t;
+	size_t want = 0;
+	for (size_t i = 0; i < t->nthreads; i++)
+		want += t->threads[i].nfn_events > 0;
+	p->threads = calloc(want ? want : 1, sizeof(*p->threads));
+	if (!p->threads) {
+		ht_fn_free(p);
+		return -ENOMEM;
+	}
+	/* the main thread (tid == pid) first, then the others as they came */
+	int e = 0;
+	for (int pass = 0; pass < 2 && !e; pass++)
+		for (size_t i = 0; i < t->nthreads && !e; i++)
+			if (t->threads[i].nfn_events > 0 && (t->threads[i].tid == t->pid) == !pass)
+				e = replay_thread(p, (uint32_t)i);
+	if (e) {
+		ht_fn_free(p);
+		return e;
+	}
+	sum_inclusive(p);
+	*out = p;
+	return 0;
+}
+
+void ht_fn_free(ht_fn_profile_t *p)
+{
+	if (!p)
+		return;
+	free(p->nodes);
+	free(p->funcs);
+	free(p->threads);
+	free(p->node_tab);
+	free(p->func_tab);
+	free(p);
+}
+
+/* ---- orderings -------------------------------------------------------------------- */
+
+/* qsort has no context argument: the comparators read these (the CLI is
+ * single-threaded). */
+static const ht_fn_profile_t *sort_p;
+static bool sort_by_count;
+
+static int func_cmp(const void *a, const void *b)
+{
+	const ht_fn_func_t *x = &sort_p->funcs[*(const size_t *)a];
+	const ht_fn_func_t *y = &sort_p->funcs[*(const size_t *)b];
+	uint64_t kx = sort_by_count ? x->own_allocs : x->own_bytes;
+	uint64_t ky = sort_by_count ? y->own_allocs : y->own_bytes;
+	uint64_t ox = sort_by_count ? x->own_bytes : x->own_allocs;
+	uint64_t oy = sort_by_count ? y->own_bytes : y->own_allocs;
+	if (kx != ky)
+		return kx > ky ? -1 : 1;
+	if (ox != oy)
+		return ox > oy ? -1 : 1;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+size_t ht_fn_sort_funcs(const ht_fn_profile_t *p, bool by_count, size_t *idx)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < p->nfuncs; i++)
+		if (by_count ? p->funcs[i].own_allocs : p->funcs[i].own_bytes)
+			idx[n++] = i;
+	sort_p = p;
+	sort_by_count = by_count;
+	qsort(idx, n, sizeof(*idx), func_cmp);
+	return n;
+}
+
+static int node_cmp(const void *a, const void *b)
+{
+	const ht_fn_node_t *x = &sort_p->nodes[*(const uint32_t *)a];
+	const ht_fn_node_t *y = &sort_p->nodes[*(const uint32_t *)b];
+	if (x->total_ns != y->total_ns)
+		return x->total_ns > y->total_ns ? -1 : 1;
+	if (x->first_time != y->first_time)
+		return x->first_time < y->first_time ? -1 : 1;
+	uint32_t ia = *(const uint32_t *)a, ib = *(const uint32_t *)b;
+	return (ia > ib) - (ia < ib);
+}
+
+long ht_fn_children(const ht_fn_profile_t *p, uint32_t n, uint32_t **kids, size_t *cap)
+{
+	size_t k = 0;
+	for (uint32_t c = p->nodes[n].first_child; c != HT_FN_NONE; c = p->nodes[c].next_sibling) {
+		if (ht_util_grow((void **)kids, cap, k + 1, sizeof(**kids)))
+			return -ENOMEM;
+		(*kids)[k++] = c;
+	}
+	sort_p = p;
+	if (k > 1)
+		qsort(*kids, k, sizeof(**kids), node_cmp);
+	return (long)k;
+}

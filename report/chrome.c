@@ -1,0 +1,433 @@
+/* chrome.c - heaptrail convert --format chrome: Chrome Trace Event Format,
+ * JSON object form, for Perfetto, Chrome DevTools and speedscope.
+ *
+ * What a viewer shows (one process, the traced pid):
+ *   - counter tracks ("C"): "heap" {bytes}, "live blocks" {count} and "RSS"
+ *     {bytes}, sampled from ht_model_timeline (bounded size; each bucket
+ *     contributes the moment of its highest heap and its end state, so the
+ *     counter's maximum is exactly the report's peak_heap_bytes);
+ *   - one track per thread (tid = the kernel's thread id) named by a
+ *     "thread_name" metadata event, holding one "X" slice from the thread's
+ *     first to its last heap event and "i" instants (scope t) that sum its
+ *     allocation activity per time slice;
+ *   - the global peak as an instant of scope "g" on the thread that reached
+ *     it, with the sites that held the most at that moment in its args.
+ *
+ * Invariants the viewers rely on (checked by the test suite): ts and dur are
+ * microseconds (decimals carry the nanoseconds) and never negative; events of
+ * one thread are written in time order; slices nest: each thread's activity
+ * lives inside its thread slice. Issue 6 adds function spans: write them in
+ * emit_thread_spans(), inside the thread slice, with ev_begin()/ev_end().
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "functions.h" /* report/functions.h: the function spans (issue 6) */
+#include "timeline.h"
+#include "trace_format.h"
+#include "util.h"
+
+#define COUNTER_BUCKETS 500 /* heap/RSS counters: at most 1001 points each */
+#define ACTIVITY_BUCKETS 100 /* per-thread activity instants: at most 100 a thread */
+#define PEAK_SITES 5	     /* sites listed in the peak marker's args */
+
+typedef struct cw {
+	FILE *out;
+	const ht_model_t *m;
+	ht_symbolizer_t *sym;
+	uint64_t pid;
+	size_t nevents; /* written so far: the first one gets no comma */
+} cw_t;
+
+/* ---- JSON output ---------------------------------------------------------------- */
+
+/* A JSON string for any bytes: control characters escaped, bytes that are
+ * not valid UTF-8 replaced by U+FFFD (thread names and paths are raw bytes). */
+static void json_str(FILE *out, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+	fputc('"', out);
+	while (*p) {
+		unsigned c = *p;
+		size_t l = 1;
+		if (c == '"' || c == '\\') {
+			fputc('\\', out);
+			fputc((int)c, out);
+		} else if (c < 0x20) {
+			fprintf(out, "\\u%04x", c);
+		} else if (c < 0x80) {
+			fputc((int)c, out);
+		} else {
+			/* lead byte: expected length and the first continuation's range */
+			unsigned lo = 0x80, hi = 0xbf;
+			if (c >= 0xc2 && c <= 0xdf) {
+				l = 2;
+			} else if (c >= 0xe0 && c <= 0xef) {
+				l = 3;
+				lo = c == 0xe0 ? 0xa0 : 0x80; /* overlong */
+				hi = c == 0xed ? 0x9f : 0xbf; /* surrogates */
+			} else if (c >= 0xf0 && c <= 0xf4) {
+				l = 4;
+				lo = c == 0xf0 ? 0x90 : 0x80; /* overlong */
+				hi = c == 0xf4 ? 0x8f : 0xbf; /* above U+10FFFF */
+			} else {
+				l = 0;
+			}
+			for (size_t i = 1; i < l; i++) {
+				unsigned d = p[i]; /* a NUL ends the check: never read past it */
+				if (d < (i == 1 ? lo : 0x80) || d > (i == 1 ? hi : 0xbf)) {
+					l = 0;
+					break;
+				}
+			}
+			if (l) {
+				fwrite(p, 1, l, out);
+			} else {
+				fputs("\\ufffd", out);
+				l = 1;
+			}
+		}
+		p += l;
+	}
+	fputc('"', out);
+}
+
+/* Microseconds with the nanoseconds as decimals: exact, never a float. */
+static void put_us(FILE *out, uint64_t ns)
+{
+	fprintf(out, "%" PRIu64 ".%03u", ns / 1000, (unsigned)(ns % 1000));
+}
+
+/* Open one event: {"ph":..,"name":..,"pid":..,"tid":..[,"ts":..]. The caller
+ * adds its fields and closes it with ev_end(). */
+static void ev_begin(cw_t *w, char ph, const char *name, const char *cat, uint64_t tid,
+		     const uint64_t *ts_ns)
+{
+	FILE *out = w->out;
+	fprintf(out, "%s\n{\"ph\":\"%c\",\"name\":", w->nevents++ ? "," : "", ph);
+	json_str(out, name);
+	if (cat) {
+		fputs(",\"cat\":", out);
+		json_str(out, cat);
+	}
+	fprintf(out, ",\"pid\":%" PRIu64 ",\"tid\":%" PRIu64, w->pid, tid);
+	if (ts_ns) {
+		fputs(",\"ts\":", out);
+		put_us(out, *ts_ns);
+	}
+}
+
+static void ev_end(cw_t *w)
+{
+	fputc('}', w->out);
+}
+
+/* ---- process and threads --------------------------------------------------------- */
+
+static const char *base_name(const char *p)
+{
+	const char *s = p ? strrchr(p, '/') : NULL;
+	return s ? s + 1 : p;
+}
+
+/* Per-thread figures, from one replay. */
+typedef struct thread_acc {
+	uint64_t first, last; /* times of its first and last heap events */
+	uint64_t allocations, frees, bytes_allocated, bytes_freed;
+	/* the open activity slice */
+	size_t slot;	      /* its bucket, SIZE_MAX when empty */
+	uint64_t s_first, s_last, s_allocs, s_frees, s_bytes, s_freed;
+} thread_acc_t;
+
+typedef struct pass {
+	cw_t *w;
+	thread_acc_t *th;
+	uint64_t span;
+	uint64_t max_so_far;
+	uint32_t peak_thread;
+	bool have_peak;
+} pass_t;
+
+static uint64_t thread_tid(const ht_trace_t *t, uint32_t i)
+{
+	return t->threads[i].tid;
+}
+
+/* Write a thread's open activity slice as one instant at its first event. */
+static void flush_activity(pass_t *p, uint32_t i)
+{
+	thread_acc_t *a = &p->th[i];
+	if (a->slot == SIZE_MAX)
+		return;
+	cw_t *w = p->w;
+	char name[96], s1[HT_FMT_LEN];
+	int l = 0;
+	if (a->s_allocs)
+		l = snprintf(name, sizeof(name), "%" PRIu64 " alloc%s (%s)%s", a->s_allocs,
+			     a->s_allocs == 1 ? "" : "s", ht_fmt_size(s1, a->s_bytes),
+			     a->s_frees ? ", " : "");
+	if (l < 0 || (size_t)l >= sizeof(name))
+		l = 0; /* cannot happen with these figures; never write past name */
+	if (a->s_frees)
+		snprintf(name + l, sizeof(name) - (size_t)l, "%" PRIu64 " free%s", a->s_frees,
+			 a->s_frees == 1 ? "" : "s");
+	ev_begin(w, 'i', name, "heap.activity", thread_tid(w->m->trace, i), &a->s_first);
+	fprintf(w->out,
+		",\"s\":\"t\",\"args\":{\"allocations\":%" PRIu64 ",\"bytes_allocated\":%" PRIu64
+		",\"frees\":%" PRIu64 ",\"bytes_freed\":%" PRIu64 ",\"until_us\":",
+		a->s_allocs, a->s_bytes, a->s_frees, a->s_freed);
+	put_us(w->out, a->s_last);
+	fputc('}', w->out);
+	ev_end(w);
+	a->slot = SIZE_MAX;
+	a->s_allocs = a->s_frees = a->s_bytes = a->s_freed = 0;
+}
+
+static int activity_step(void *ctx, const ht_event_t *ev, const ht_replay_step_t *st)
+{
+	pass_t *p = ctx;
+	if (ev->type == HT_EV_RSS || (ev->type == HT_EV_FREE && st->ignored))
+		return 0;
+	if (ev->thread >= p->w->m->trace->nthreads)
+		return 0; /* the reader validates this; never index past it */
+	thread_acc_t *a = &p->th[ev->thread];
+	unsigned __int128 b = (unsigned __int128)ev->time * ACTIVITY_BUCKETS / p->span;
+	size_t slot = b >= ACTIVITY_BUCKETS ? ACTIVITY_BUCKETS - 1 : (size_t)b;
+	if (a->slot != slot) {
+		flush_activity(p, ev->thread);
+		a->slot = slot;
+		a->s_first = ev->time;
+	}
+	if (!a->allocations && !a->frees)
+		a->first = ev->time;
+	a->last = a->s_last = ev->time;
+	if (ev->type == HT_EV_FREE) {
+		a->frees++;
+		a->s_frees++;
+		a->bytes_freed += st->freed_bytes;
+		a->s_freed += st->freed_bytes;
+		return 0;
+	}
+	a->allocations++;
+	a->s_allocs++;
+	a->bytes_allocated += ev->size;
+	a->s_bytes += ev->size;
+	/* the first allocation that reaches the model's peak made it */
+	if (!p->have_peak && st->heap_bytes == p->w->m->totals.peak_heap_bytes &&
+	    st->heap_bytes > p->max_so_far) {
+		p->have_peak = true;
+		p->peak_thread = ev->thread;
+	}
+	if (st->heap_bytes > p->max_so_far)
+		p->max_so_far = st->heap_bytes;
+	return 0;
+}
+
+/* Issue 6: function spans of thread i go here, as B/E (ev_begin 'B' / 'E')
+ * or X events between a->first and a->last, so that they nest inside the
+ * thread slice written by emit_threads. */
+static void emit_thread_spans(cw_t *w, uint32_t i, const thread_acc_t *a)
+{
+	/* B/E pairs clipped to [first, last]; a failed write shows in ferror(out) */
+	(void)ht_functions_chrome_spans(w->out, w->m->trace, w->sym, i, w->pid,
+					thread_tid(w->m->trace, i), a->first, a->last, 0,
+					&w->nevents, NULL);
+}
+
+/* Threads in order of their first heap event (ties: lower tid). */
+static int by_first(const void *x, const void *y, void *arg)
+{
+	const thread_acc_t *th = ((const pass_t *)arg)->th;
+	const ht_trace_t *t = ((const pass_t *)arg)->w->m->trace;
+	uint32_t i = *(const uint32_t *)x, j = *(const uint32_t *)y;
+	if (th[i].first != th[j].first)
+		return th[i].first < th[j].first ? -1 : 1;
+	return t->threads[i].tid < t->threads[j].tid ? -1 : t->threads[i].tid > t->threads[j].tid;
+}
+
+static int emit_threads(pass_t *p)
+{
+	cw_t *w = p->w;
+	const ht_trace_t *t = w->m->trace;
+	uint32_t *order = malloc((t->nthreads ? t->nthreads : 1) * sizeof(*order));
+	if (!order)
+		return -ENOMEM;
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < t->nthreads; i++)
+		if (p->th[i].allocations || p->th[i].frees) /* no heap activity: no track */
+			order[n++] = i;
+	qsort_r(order, n, sizeof(*order), by_first, p);
+	unsigned others = 0;
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t i = order[k];
+		const thread_acc_t *a = &p->th[i];
+		uint64_t tid = thread_tid(t, i);
+		char name[128];
+		/* the viewers show the tid beside the name: no need to repeat it */
+		if (t->threads[i].name && t->threads[i].name[0])
+			snprintf(name, sizeof(name), "%s", t->threads[i].name);
+		else if (tid == w->pid)
+			snprintf(name, sizeof(name), "main");
+		else
+			snprintf(name, sizeof(name), "thread #%u", ++others);
+		ev_begin(w, 'M', "thread_name", NULL, tid, NULL);
+		fputs(",\"args\":{\"name\":", w->out);
+		json_str(w->out, name);
+		fputs("}", w->out);
+		ev_end(w);
+		/* the main thread first, the others in order of their first event */
+		ev_begin(w, 'M', "thread_sort_index", NULL, tid, NULL);
+		fprintf(w->out, ",\"args\":{\"sort_index\":%u}", tid == w->pid ? 0 : k + 1);
+		ev_end(w);
+		/* the thread's heap life as one slice: viewers that only draw
+		 * slices (speedscope, DevTools' flame chart) show every thread */
+		char slice[160];
+		snprintf(slice, sizeof(slice), "%s: heap activity", name);
+		ev_begin(w, 'X', slice, "heap.thread", tid, &a->first);
+		fputs(",\"dur\":", w->out);
+		put_us(w->out, a->last - a->first);
+		fprintf(w->out,
+			",\"args\":{\"allocations\":%" PRIu64 ",\"bytes_allocated\":%" PRIu64
+			",\"frees\":%" PRIu64 ",\"bytes_freed\":%" PRIu64 "}",
+			a->allocations, a->bytes_allocated, a->frees, a->bytes_freed);
+		ev_end(w);
+		emit_thread_spans(w, i, a);
+	}
+	free(order);
+	return 0;
+}
+
+/* ---- counters and the peak ----------------------------------------------------------- */
+
+static void counter(cw_t *w, const char *name, const char *key, uint64_t ts, uint64_t v)
+{
+	ev_begin(w, 'C', name, "heap", w->pid, &ts);
+	fprintf(w->out, ",\"args\":{\"%s\":%" PRIu64 "}", key, v);
+	ev_end(w);
+}
+
+static int emit_counters(cw_t *w, const ht_timeline_t *tl)
+{
+	ht_tl_point_t *p;
+	size_t n;
+	int e = ht_timeline_points(tl, &p, &n);
+	if (e)
+		return e;
+	/* one track at a time: each stays in time order on its own */
+	for (size_t i = 0; i < n; i++)
+		if (!i || p[i].heap_bytes != p[i - 1].heap_bytes || i + 1 == n)
+			counter(w, "heap", "bytes", p[i].time_ns, p[i].heap_bytes);
+	for (size_t i = 0; i < n; i++)
+		if (!i || p[i].heap_blocks != p[i - 1].heap_blocks || i + 1 == n)
+			counter(w, "live blocks", "count", p[i].time_ns, p[i].heap_blocks);
+	/* RSS only from its first sample on: before it, it is unknown, not 0 */
+	uint64_t last = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (p[i].rss_bytes && (p[i].rss_bytes != last || i + 1 == n))
+			counter(w, "RSS", "bytes", p[i].time_ns, p[i].rss_bytes);
+		if (p[i].rss_bytes)
+			last = p[i].rss_bytes;
+	}
+	free(p);
+	return 0;
+}
+
+/* The peak marker, with the sites that held the most at that moment. */
+static int emit_peak(cw_t *w, uint64_t tid)
+{
+	const ht_model_t *m = w->m;
+	const ht_totals_t *tt = &m->totals;
+	char name[96], s1[HT_FMT_LEN];
+	snprintf(name, sizeof(name), "peak heap %s", ht_fmt_size(s1, tt->peak_heap_bytes));
+	ev_begin(w, 'i', name, "heap.peak", tid, &tt->peak_time_ns);
+	fprintf(w->out, ",\"s\":\"g\",\"args\":{\"heap_bytes\":%" PRIu64 ",\"top_sites\":[",
+		tt->peak_heap_bytes);
+	size_t *idx = malloc((m->nsites ? m->nsites : 1) * sizeof(*idx));
+	ht_frame_t *frames = NULL;
+	size_t cap = 0;
+	int e = 0;
+	if (!idx)
+		e = -ENOMEM;
+	size_t n = idx ? ht_model_sort(m, HT_BY_PEAK, idx) : 0;
+	for (size_t i = 0; i < n && i < PEAK_SITES && !e; i++) {
+		const ht_site_t *s = &m->sites[idx[i]];
+		long nf = ht_model_frames(m, w->sym, s, &frames, &cap);
+		if (nf < 0) {
+			e = (int)nf;
+			break;
+		}
+		fprintf(w->out, "%s{\"bytes\":%" PRIu64 ",\"function\":", i ? "," : "", s->peak_bytes);
+		json_str(w->out, nf > 0 && frames[0].function ? frames[0].function : "(unknown)");
+		if (nf > 0 && frames[0].file) {
+			fputs(",\"file\":", w->out);
+			json_str(w->out, frames[0].file);
+			if (frames[0].line > 0)
+				fprintf(w->out, ",\"line\":%d", frames[0].line);
+		}
+		fputc('}', w->out);
+	}
+	fputs("]}", w->out);
+	ev_end(w);
+	free(idx);
+	free(frames);
+	return e;
+}
+
+/* ---- the file -------------------------------------------------------------------------- */
+
+int ht_export_chrome(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
+		     const ht_export_opts_t *o)
+{
+	const ht_trace_t *t = m->trace;
+	const ht_totals_t *tt = &m->totals;
+	cw_t w = { out, m, sym, t->pid, 0 };
+	(void)o;
+
+	/* totals in otherData: what the viewers show as trace metadata */
+	fputs("{\"displayTimeUnit\":\"ms\",\"otherData\":{\"tool\":\"heaptrail\",\"version\":\"" HT_VERSION
+	      "\",\"command\":",
+	      out);
+	json_str(out, t->argc ? t->argv[0] : t->exe_path);
+	fprintf(out,
+		",\"allocations\":%" PRIu64 ",\"frees\":%" PRIu64 ",\"bytes_allocated\":%" PRIu64
+		",\"peak_heap_bytes\":%" PRIu64 ",\"peak_rss_bytes\":%" PRIu64
+		",\"leaked_bytes\":%" PRIu64 "},\n\"traceEvents\":[",
+		tt->allocations, tt->frees, tt->bytes_allocated, tt->peak_heap_bytes,
+		tt->peak_rss_bytes, tt->leaked_bytes);
+
+	const char *prog = base_name(t->argc ? t->argv[0] : t->exe_path);
+	ev_begin(&w, 'M', "process_name", NULL, w.pid, NULL);
+	fputs(",\"args\":{\"name\":", out);
+	json_str(out, prog && prog[0] ? prog : "(unknown program)");
+	fputs("}", out);
+	ev_end(&w);
+
+	thread_acc_t *th = calloc(t->nthreads ? t->nthreads : 1, sizeof(*th));
+	if (!th)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->nthreads; i++)
+		th[i].slot = SIZE_MAX;
+	/* one replay: the counters' time series and each thread's activity */
+	pass_t p = { &w, th, tt->duration_ns ? tt->duration_ns : 1, 0, 0, false };
+	ht_timeline_t tl;
+	int e = ht_model_timeline_replay(m, COUNTER_BUCKETS, activity_step, &p, &tl);
+	if (e) {
+		free(th);
+		return e;
+	}
+	for (uint32_t i = 0; i < t->nthreads; i++)
+		flush_activity(&p, i);
+	e = emit_threads(&p);
+	if (!e)
+		e = emit_counters(&w, &tl);
+	ht_timeline_free(&tl);
+	if (!e && tt->peak_heap_bytes)
+		e = emit_peak(&w, p.have_peak ? thread_tid(t, p.peak_thread) : w.pid);
+	free(th);
+	fputs("\n]}\n", out);
+	if (e)
+		return e;
+	return ferror(out) ? -EIO : 0;
+}

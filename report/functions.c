@@ -1,0 +1,744 @@
+/* functions.c (report/) - the function profile's writers: the text call
+ * trees of `heaptrail report --functions`, the JSON report's "functions"
+ * section, and the function spans of the Chrome trace export.
+ *
+ * Function names: an ENTER carries the function's entry address, which is
+ * looked up as is (ht_symbolize_exact), not minus 1 as a return address
+ * would be. The outermost (non-inlined) frame names the function; an address
+ * no symbol covers shows as hex, never as a made-up name.
+ *
+ * Times in the text report use one unit throughout (--time-unit, or picked
+ * from the longest thread) so that columns compare at a glance; the JSON has
+ * integer nanoseconds.
+ */
+#include "functions.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace_format.h"
+#include "util.h"
+
+#define DEFAULT_TOP 10
+#define MAX_NAME_COL 64	 /* the name column's width; longer rows overflow it */
+#define MAX_INDENT_DEPTH 16 /* deeper rows stop indenting and show [depth] */
+
+const char ht_fn_no_events_msg[] =
+	"no function events: build the program with -finstrument-functions and run with --functions";
+
+/* ---- names ------------------------------------------------------------------------ */
+
+/* Resolved names of function addresses, each looked up once. */
+typedef struct names {
+	ht_map_t map; /* addr -> index */
+	char **name;  /* owned copies: outlive nothing but this table */
+	const char **file;
+	int *line;
+	size_t n, cap, cap_file, cap_line;
+} names_t;
+
+/* Frees the copies; the file strings belong to the symbolizer. */
+static void names_free(names_t *nm)
+{
+	for (size_t i = 0; i < nm->n; i++)
+		free(nm->name[i]);
+	free(nm->name);
+	free(nm->file);
+	free(nm->line);
+	ht_map_free(&nm->map);
+}
+
+/* Index of addr's entry, resolving it on first sight; HT_MAP_NONE on
+ * -ENOMEM. when: a time the function was running (picks the module when
+ * address ranges were reused after a dlclose). */
+static uint32_t name_of(names_t *nm, const ht_trace_t *t, ht_symbolizer_t *sym, uint64_t addr,
+			uint64_t when)
+{
+	uint32_t i = ht_map_get(&nm->map, addr);
+	if (i != HT_MAP_NONE)
+		return i;
+	if (nm->n >= HT_MAP_NONE - 1 ||
+	    ht_util_grow((void **)&nm->name, &nm->cap, nm->n + 1, sizeof(*nm->name)) ||
+	    ht_util_grow((void **)&nm->file, &nm->cap_file, nm->n + 1, sizeof(*nm->file)) ||
+	    ht_util_grow((void **)&nm->line, &nm->cap_line, nm->n + 1, sizeof(*nm->line)))
+		return HT_MAP_NONE;
+	const char *fn = NULL, *file = NULL, *mod = NULL;
+	int line = 0;
+	if (sym) {
+		long mi = ht_trace_module_for(t, addr, when);
+		ht_frame_t fr[16];
+		/* modules are declared by index (ht_model_add_modules), not by id */
+		size_t nf = ht_symbolize_exact(sym, mi >= 0 ? (uint64_t)mi : UINT64_MAX, addr, fr, 16);
+		/* the out-of-line function is the last frame: an entry address
+		 * is not inside an inlined call, but a clipped chain may be */
+		if (nf) {
+			const ht_frame_t *f = &fr[nf - 1];
+			fn = f->function;
+			file = f->file;
+			line = f->line;
+			mod = f->module;
+		}
+	} else {
+		long mi = ht_trace_module_for(t, addr, when);
+		mod = mi >= 0 ? t->modules[mi].path : NULL;
+	}
+	char buf[512];
+	if (fn) {
+		snprintf(buf, sizeof(buf), "%s", fn);
+	} else {
+		const char *base = mod ? strrchr(mod, '/') : NULL;
+		base = base ? base + 1 : mod;
+		if (base && *base)
+			snprintf(buf, sizeof(buf), "0x%" PRIx64 " (%s)", addr, base);
+		else
+			snprintf(buf, sizeof(buf), "0x%" PRIx64, addr);
+	}
+	char *copy = strdup(buf);
+	if (!copy || ht_map_put(&nm->map, addr, (uint32_t)nm->n)) {
+		free(copy);
+		return HT_MAP_NONE;
+	}
+	nm->name[nm->n] = copy;
+	nm->file[nm->n] = file; /* the symbolizer's string: lives while sym does */
+	nm->line[nm->n] = line;
+	return (uint32_t)nm->n++;
+}
+
+/* ---- JSON strings --------------------------------------------------------------------- */
+
+/* A JSON string for any bytes: control characters escaped, invalid UTF-8
+ * replaced by U+FFFD (names come from the ELF files of the traced program);
+ * null for NULL. */
+static void json_str(FILE *out, const char *s)
+{
+	if (!s) {
+		fputs("null", out);
+		return;
+	}
+	const unsigned char *p = (const unsigned char *)s;
+	fputc('"', out);
+	while (*p) {
+		unsigned c = *p;
+		size_t l = 1;
+		if (c == '"' || c == '\\') {
+			fputc('\\', out);
+			fputc((int)c, out);
+		} else if (c < 0x20) {
+			fprintf(out, "\\u%04x", c);
+		} else if (c < 0x80) {
+			fputc((int)c, out);
+		} else {
+			/* lead byte: sequence length and the first continuation's range */
+			unsigned lo = 0x80, hi = 0xbf;
+			if (c >= 0xc2 && c <= 0xdf) {
+				l = 2;
+			} else if (c >= 0xe0 && c <= 0xef) {
+				l = 3;
+				lo = c == 0xe0 ? 0xa0 : 0x80; /* overlong */
+				hi = c == 0xed ? 0x9f : 0xbf; /* surrogates */
+			} else if (c >= 0xf0 && c <= 0xf4) {
+				l = 4;
+				lo = c == 0xf0 ? 0x90 : 0x80; /* overlong */
+				hi = c == 0xf4 ? 0x8f : 0xbf; /* above U+10FFFF */
+			} else {
+				l = 0;
+			}
+			for (size_t i = 1; i < l; i++) {
+				unsigned d = p[i]; /* a NUL fails the check: never read past it */
+				if (d < (i == 1 ? lo : 0x80) || d > (i == 1 ? hi : 0xbf)) {
+					l = 0;
+					break;
+				}
+			}
+			if (l) {
+				fwrite(p, 1, l, out);
+			} else {
+				fputs("\\ufffd", out);
+				l = 1;
+			}
+		}
+		p += l;
+	}
+	fputc('"', out);
+}
+
+/* ---- time units -------------------------------------------------------------------------- */
+
+bool ht_time_unit_parse(const char *s, ht_time_unit_t *out)
+{
+	static const struct {
+		const char *name;
+		ht_time_unit_t unit;
+	} units[] = { { "ns", HT_TIME_NS }, { "us", HT_TIME_US }, { "ms", HT_TIME_MS },
+		      { "s", HT_TIME_S } };
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (!strcmp(s, units[i].name)) {
+			*out = units[i].unit;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The unit as --time-unit spells it (the header states it once). */
+static const char *unit_name(ht_time_unit_t u)
+{
+	switch (u) {
+	case HT_TIME_US: return "us";
+	case HT_TIME_MS: return "ms";
+	case HT_TIME_S: return "s";
+	default: return "ns";
+	}
+}
+
+/* A time in unit u: integer nanoseconds, else three decimals (exact: the
+ * decimals are the remainder, not a float). */
+static char *fmt_time(char *buf, uint64_t ns, ht_time_unit_t u)
+{
+	uint64_t div = u == HT_TIME_S ? 1000000000ULL : u == HT_TIME_MS ? 1000000ULL :
+		       u == HT_TIME_US ? 1000ULL : 1;
+	if (div == 1) {
+		snprintf(buf, HT_FMT_LEN, "%" PRIu64, ns);
+		return buf;
+	}
+	/* round to the nearest thousandth of the unit */
+	uint64_t milli = div / 1000;
+	uint64_t v = (ns + milli / 2) / milli;
+	snprintf(buf, HT_FMT_LEN, "%" PRIu64 ".%03u", v / 1000, (unsigned)(v % 1000));
+	return buf;
+}
+
+/* AUTO: the unit in which the longest thread takes 10 to 10,000 units. */
+static ht_time_unit_t pick_unit(const ht_fn_profile_t *p, ht_time_unit_t u)
+{
+	if (u != HT_TIME_AUTO)
+		return u;
+	uint64_t mx = 0;
+	for (size_t i = 0; i < p->nthreads; i++)
+		if (p->nodes[p->threads[i].root].total_ns > mx)
+			mx = p->nodes[p->threads[i].root].total_ns;
+	if (mx >= 10000000000ULL)
+		return HT_TIME_S;
+	if (mx >= 10000000ULL)
+		return HT_TIME_MS;
+	if (mx >= 10000ULL)
+		return HT_TIME_US;
+	return HT_TIME_NS;
+}
+
+/* ---- the text report ---------------------------------------------------------------------- */
+
+/* State of one text or JSON writer: names are resolved once per function
+ * and freed with the writer; the first error sticks and ends the output. */
+typedef struct tw {
+	FILE *out;
+	const ht_fn_profile_t *p;
+	ht_symbolizer_t *sym;
+	const ht_fn_report_opts_t *o;
+	ht_time_unit_t unit;
+	names_t names;
+	int col; /* width of the name column */
+	int err;
+} tw_t;
+
+/* A node's function name; "?" (and w->err set) when out of memory. */
+static const char *node_name(tw_t *w, const ht_fn_node_t *n)
+{
+	const ht_fn_func_t *f = &w->p->funcs[n->func];
+	uint32_t i = name_of(&w->names, w->p->trace, w->sym, f->addr, f->first_time);
+	if (i == HT_MAP_NONE) {
+		w->err = -ENOMEM;
+		return "?";
+	}
+	return w->names.name[i];
+}
+
+/* Characters the node's name cell takes: indentation, depth marker, name. */
+static int cell_width(tw_t *w, const ht_fn_node_t *n)
+{
+	uint32_t d = n->depth - 1;
+	int ind = 2 * (int)(d < MAX_INDENT_DEPTH ? d : MAX_INDENT_DEPTH);
+	int mark = d >= MAX_INDENT_DEPTH ? snprintf(NULL, 0, "[%u] ", n->depth) : 0;
+	return ind + mark + (int)strlen(node_name(w, n));
+}
+
+/* Widen the name column to the widest row below node ni (capped, so one
+ * long C++ name cannot push every number off the screen). Recursion depth
+ * is bounded by HT_FN_MAX_DEPTH. */
+static void measure(tw_t *w, uint32_t ni)
+{
+	const ht_fn_profile_t *p = w->p;
+	for (uint32_t c = p->nodes[ni].first_child; c != HT_FN_NONE; c = p->nodes[c].next_sibling) {
+		int cw = cell_width(w, &p->nodes[c]);
+		if (cw > w->col)
+			w->col = cw < MAX_NAME_COL ? cw : MAX_NAME_COL;
+		measure(w, c);
+	}
+}
+
+/* One heap column pair: readable size, then the allocation count. */
+static void heap_cells(tw_t *w, uint64_t bytes, uint64_t allocs)
+{
+	char a[HT_FMT_LEN], b[HT_FMT_LEN];
+	fprintf(w->out, "  %10s %8s", ht_fmt_size(a, bytes), ht_fmt_count(b, allocs));
+}
+
+/* Row of node ni, then its subtree, children longest first. */
+static void print_node(tw_t *w, uint32_t ni)
+{
+	const ht_fn_profile_t *p = w->p;
+	const ht_fn_node_t *n = &p->nodes[ni];
+	FILE *out = w->out;
+	char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN];
+	uint32_t d = n->depth - 1;
+	int ind = 2 * (int)(d < MAX_INDENT_DEPTH ? d : MAX_INDENT_DEPTH);
+	int used = fprintf(out, "  %*s", ind, "") - 2;
+	if (d >= MAX_INDENT_DEPTH)
+		used += fprintf(out, "[%u] ", n->depth);
+	used += fprintf(out, "%s", node_name(w, n));
+	fprintf(out, "%*s  %10s %14s %14s", used < w->col ? w->col - used : 0, "",
+		ht_fmt_count(a, n->calls), fmt_time(b, n->total_ns, w->unit),
+		fmt_time(c, n->self_ns, w->unit));
+	if (w->o->memory) {
+		heap_cells(w, n->heap_bytes, n->heap_allocs);
+		heap_cells(w, n->own_bytes, n->own_allocs);
+	}
+	/* what the figures do not show plainly */
+	if (n->folded_calls)
+		fprintf(out, "  [+%s deeper calls folded in]", ht_fmt_count(a, n->folded_calls));
+	if (n->closed_at_end)
+		fprintf(out, "  [%s still open at the end]", ht_fmt_count(a, n->closed_at_end));
+	fputc('\n', out);
+
+	uint32_t *kids = NULL;
+	size_t cap = 0;
+	long k = ht_fn_children(p, ni, &kids, &cap);
+	if (k < 0)
+		w->err = (int)k;
+	for (long i = 0; i < k && !w->err; i++)
+		print_node(w, kids[i]);
+	free(kids);
+}
+
+/* Column titles, repeated per thread so each tree reads on its own. */
+static void print_header_row(tw_t *w)
+{
+	fprintf(w->out, "  %-*s  %10s %14s %14s", w->col, "function", "calls", "total", "self");
+	if (w->o->memory)
+		fprintf(w->out, "  %10s %8s  %10s %8s", "heap", "allocs", "own heap", "allocs");
+	fputc('\n', w->out);
+}
+
+/* One thread: a title line, its tree, then a note for each figure that
+ * needed an assumption (open calls, ignored returns, folding). */
+static void print_thread(tw_t *w, const ht_fn_thread_t *th)
+{
+	const ht_fn_profile_t *p = w->p;
+	const ht_trace_t *t = p->trace;
+	const ht_thread_t *tt = &t->threads[th->thread];
+	const ht_fn_node_t *root = &p->nodes[th->root];
+	char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN];
+	FILE *out = w->out;
+
+	fprintf(out, "\nthread %" PRIu64, tt->tid);
+	if (tt->name && tt->name[0])
+		fprintf(out, " (%s)", tt->name);
+	else if (tt->tid == t->pid)
+		fputs(" (main)", out);
+	fprintf(out, ": %s call%s, %s %s recorded\n", ht_fmt_count(a, th->enters),
+		th->enters == 1 ? "" : "s",
+		fmt_time(b, root->total_ns, w->unit), unit_name(w->unit));
+	if (w->o->memory && root->own_allocs)
+		fprintf(out, "  outside instrumented functions: %s allocations, %s\n",
+			ht_fmt_count(a, root->own_allocs), ht_fmt_size(c, root->own_bytes));
+	print_header_row(w);
+
+	uint32_t *kids = NULL;
+	size_t cap = 0;
+	long k = ht_fn_children(p, th->root, &kids, &cap);
+	if (k < 0)
+		w->err = (int)k;
+	for (long i = 0; i < k && !w->err; i++)
+		print_node(w, kids[i]);
+	free(kids);
+
+	if (th->closed_at_end)
+		fprintf(out, "  note: %s calls were still open when the thread's events ended; "
+			     "they are closed at its last event\n",
+			ht_fmt_count(a, th->closed_at_end));
+	if (th->unmatched_exits)
+		fprintf(out, "  note: %s returns from calls entered while recording was off "
+			     "were ignored\n",
+			ht_fmt_count(a, th->unmatched_exits));
+	if (th->folded_calls)
+		fprintf(out, "  note: %s calls deeper than %d levels (deepest stack: %" PRIu64
+			     ") are folded into the deepest node shown\n",
+			ht_fmt_count(a, th->folded_calls), HT_FN_MAX_DEPTH, th->max_depth);
+}
+
+/* One of the two top tables: functions across threads by own bytes or own
+ * allocation count. */
+static void print_top(tw_t *w, bool by_count, size_t *idx)
+{
+	const ht_fn_profile_t *p = w->p;
+	FILE *out = w->out;
+	size_t top = w->o->top ? w->o->top : DEFAULT_TOP;
+	size_t n = ht_fn_sort_funcs(p, by_count, idx);
+	fprintf(out, "\nTop functions by own %s (allocations made while the function was on "
+		     "top; all threads)\n",
+		by_count ? "allocation count" : "bytes allocated");
+	if (!n) {
+		fputs("  (none: no allocation was made inside an instrumented function)\n", out);
+		return;
+	}
+	fprintf(out, "  %4s  %12s %10s %12s  %s\n", "#", "own bytes", "allocs", "calls", "function");
+	for (size_t i = 0; i < n && i < top && !w->err; i++) {
+		const ht_fn_func_t *f = &p->funcs[idx[i]];
+		char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN];
+		uint32_t ni = name_of(&w->names, p->trace, w->sym, f->addr, f->first_time);
+		if (ni == HT_MAP_NONE) {
+			w->err = -ENOMEM;
+			break;
+		}
+		fprintf(out, "  %4zu  %12s %10s %12s  %s", i + 1, ht_fmt_size(a, f->own_bytes),
+			ht_fmt_count(b, f->own_allocs), ht_fmt_count(c, f->calls),
+			w->names.name[ni]);
+		if (w->names.file[ni])
+			fprintf(out, "  %s:%d", w->names.file[ni], w->names.line[ni]);
+		fputc('\n', out);
+	}
+}
+
+int ht_report_functions_text(FILE *out, const ht_fn_profile_t *p, ht_symbolizer_t *sym,
+			     const ht_fn_report_opts_t *o)
+{
+	static const ht_fn_report_opts_t defaults = { NULL, HT_TIME_AUTO, false, 0 };
+	if (!o)
+		o = &defaults;
+	const ht_trace_t *t = p->trace;
+	tw_t w = { .out = out, .p = p, .sym = sym, .o = o, .unit = pick_unit(p, o->unit) };
+	w.col = (int)strlen("function");
+	char a[HT_FMT_LEN], b[HT_FMT_LEN];
+
+	fputs("heaptrail function profile", out);
+	if (o->trace_path)
+		fprintf(out, " of %s", o->trace_path);
+	fprintf(out, " (pid %" PRIu64 ")\n", t->pid);
+	if (!p->nthreads) {
+		fprintf(out, "%s\n", ht_fn_no_events_msg);
+		return ferror(out) ? -EIO : 0;
+	}
+	fprintf(out, "%s call%s of %s function%s on %zu thread%s; times in %s\n",
+		ht_fmt_count(a, p->enters), p->enters == 1 ? "" : "s", ht_fmt_count(b, p->nfuncs),
+		p->nfuncs == 1 ? "" : "s", p->nthreads, p->nthreads == 1 ? "" : "s",
+		unit_name(w.unit));
+	fputs("total: the calls' time including what they called; self: time in the "
+	      "function's own code\n",
+	      out);
+	if (o->memory)
+		fputs("heap: bytes and allocations made inside the call (its callees included); "
+		      "own heap: made while the function itself was on top\n",
+		      out);
+	if (t->proc_flags & HT_PROC_START_OFF)
+		fputs("recording started switched off (--start-off): only the regions switched on "
+		      "with heaptrail_set_recording(1) are recorded\n",
+		      out);
+	if (o->memory && (t->proc_flags & HT_PROC_STACKS_SHADOW))
+		fputs("allocation stacks (in the memory report) come from the function shadow stack: "
+		      "instrumented frames only\n",
+		      out);
+	if (p->switches)
+		fprintf(out, "recording was switched on or off %s times; a call that began while "
+			     "on is timed to its return\n",
+			ht_fmt_count(a, p->switches));
+	if (p->nodes_capped)
+		fprintf(out, "note: more than %u distinct call paths; new ones are folded into their "
+			     "caller\n",
+			HT_FN_MAX_NODES);
+
+	for (size_t i = 0; i < p->nthreads; i++)
+		measure(&w, p->threads[i].root);
+	for (size_t i = 0; i < p->nthreads && !w.err; i++)
+		print_thread(&w, &p->threads[i]);
+
+	if (o->memory && !w.err) {
+		size_t *idx = malloc((p->nfuncs ? p->nfuncs : 1) * sizeof(*idx));
+		if (!idx) {
+			w.err = -ENOMEM;
+		} else {
+			print_top(&w, false, idx);
+			print_top(&w, true, idx);
+			free(idx);
+		}
+	}
+	names_free(&w.names);
+	if (w.err)
+		return w.err;
+	return ferror(out) ? -EIO : 0;
+}
+
+/* ---- the JSON section --------------------------------------------------------------------- */
+
+/* "function", "file", "line", "address" of one function (null when
+ * unknown, never made up). */
+static void json_fn_fields(tw_t *w, uint64_t addr, uint64_t when)
+{
+	uint32_t ni = name_of(&w->names, w->p->trace, w->sym, addr, when);
+	if (ni == HT_MAP_NONE) {
+		w->err = -ENOMEM;
+		return;
+	}
+	fputs("\"function\": ", w->out);
+	json_str(w->out, w->names.name[ni]);
+	fputs(", \"file\": ", w->out);
+	json_str(w->out, w->names.file[ni]);
+	fputs(", \"line\": ", w->out);
+	if (w->names.line[ni] > 0)
+		fprintf(w->out, "%d", w->names.line[ni]);
+	else
+		fputs("null", w->out);
+	fprintf(w->out, ", \"address\": \"0x%" PRIx64 "\"", addr);
+}
+
+/* Node ni and its subtree as nested objects (depth bounded by
+ * HT_FN_MAX_DEPTH, so the recursion is too). */
+static void json_node(tw_t *w, uint32_t ni, int indent)
+{
+	const ht_fn_profile_t *p = w->p;
+	const ht_fn_node_t *n = &p->nodes[ni];
+	FILE *out = w->out;
+	fputc('{', out);
+	if (n->func != HT_FN_NONE) {
+		json_fn_fields(w, p->funcs[n->func].addr, p->funcs[n->func].first_time);
+		fputs(", ", out);
+	} else {
+		/* the thread itself: its total is the thread's recorded time, its
+		 * own heap what was allocated outside instrumented functions */
+		fputs("\"function\": null, \"root\": true, ", out);
+	}
+	fprintf(out,
+		"\"calls\": %" PRIu64 ", \"total_ns\": %" PRIu64 ", \"self_ns\": %" PRIu64
+		", \"heap_bytes\": %" PRIu64 ", \"heap_allocations\": %" PRIu64
+		", \"own_bytes\": %" PRIu64 ", \"own_allocations\": %" PRIu64
+		", \"closed_at_end\": %" PRIu64 ", \"folded_calls\": %" PRIu64 ", \"children\": [",
+		n->calls, n->total_ns, n->self_ns, n->heap_bytes, n->heap_allocs, n->own_bytes,
+		n->own_allocs, n->closed_at_end, n->folded_calls);
+	uint32_t *kids = NULL;
+	size_t cap = 0;
+	long k = ht_fn_children(p, ni, &kids, &cap);
+	if (k < 0)
+		w->err = (int)k;
+	/* indentation stops growing at some depth: a recursion 256 deep
+	 * would otherwise spend most of the output on spaces */
+	int ind = indent < 40 ? indent + 1 : indent;
+	for (long i = 0; i < k && !w->err; i++) {
+		fprintf(out, "%s\n%*s", i ? "," : "", ind, "");
+		json_node(w, kids[i], ind);
+	}
+	free(kids);
+	fputs("]}", out);
+}
+
+int ht_report_functions_json(FILE *out, const ht_fn_profile_t *p, ht_symbolizer_t *sym)
+{
+	static const ht_fn_report_opts_t defaults = { NULL, HT_TIME_NS, false, 0 };
+	const ht_trace_t *t = p->trace;
+	tw_t w = { .out = out, .p = p, .sym = sym, .o = &defaults, .unit = HT_TIME_NS };
+	fprintf(out,
+		"{\"recorded\": %s, \"message\": ",
+		p->nthreads ? "true" : "false");
+	json_str(out, p->nthreads ? NULL : ht_fn_no_events_msg);
+	fprintf(out,
+		", \"calls\": %" PRIu64 ", \"started_off\": %s, \"switches\": %" PRIu64
+		", \"depth_cap\": %d, \"depth_capped\": %s, \"nodes_capped\": %s,\n  \"threads\": [",
+		p->enters, t->proc_flags & HT_PROC_START_OFF ? "true" : "false", p->switches,
+		HT_FN_MAX_DEPTH, p->depth_capped ? "true" : "false",
+		p->nodes_capped ? "true" : "false");
+	for (size_t i = 0; i < p->nthreads && !w.err; i++) {
+		const ht_fn_thread_t *th = &p->threads[i];
+		const ht_thread_t *tt = &t->threads[th->thread];
+		fprintf(out, "%s\n   {\"tid\": %" PRIu64 ", \"name\": ", i ? "," : "", tt->tid);
+		json_str(out, tt->name);
+		fprintf(out,
+			", \"calls\": %" PRIu64 ", \"exits\": %" PRIu64
+			", \"unmatched_exits\": %" PRIu64 ", \"closed_at_end\": %" PRIu64
+			", \"folded_calls\": %" PRIu64 ", \"max_depth\": %" PRIu64
+			", \"switches_on\": %" PRIu64 ", \"switches_off\": %" PRIu64
+			", \"first_ns\": %" PRIu64 ", \"last_ns\": %" PRIu64 ",\n    \"tree\": ",
+			th->enters, th->exits, th->unmatched_exits, th->closed_at_end,
+			th->folded_calls, th->max_depth, th->switches_on, th->switches_off,
+			th->first_time, th->last_time);
+		json_node(&w, th->root, 4);
+		fputc('}', out);
+	}
+	fputs("],\n  \"by_function\": [", out);
+	/* every function, by own bytes then own allocations: the top tables
+	 * are a prefix of this list */
+	size_t *idx = malloc((p->nfuncs ? p->nfuncs : 1) * sizeof(*idx));
+	if (!idx && !w.err)
+		w.err = -ENOMEM;
+	size_t n = 0;
+	if (idx) {
+		n = ht_fn_sort_funcs(p, false, idx);
+		/* then the functions that allocated nothing, in address order */
+		for (size_t i = 0; i < p->nfuncs; i++)
+			if (!p->funcs[i].own_bytes)
+				idx[n++] = i;
+	}
+	for (size_t i = 0; i < n && !w.err; i++) {
+		const ht_fn_func_t *f = &p->funcs[idx[i]];
+		fprintf(out, "%s\n   {", i ? "," : "");
+		json_fn_fields(&w, f->addr, f->first_time);
+		fprintf(out,
+			", \"calls\": %" PRIu64 ", \"self_ns\": %" PRIu64 ", \"own_bytes\": %" PRIu64
+			", \"own_allocations\": %" PRIu64 "}",
+			f->calls, f->self_ns, f->own_bytes, f->own_allocs);
+	}
+	free(idx);
+	fputs("]}", out);
+	names_free(&w.names);
+	if (w.err)
+		return w.err;
+	return ferror(out) ? -EIO : 0;
+}
+
+/* ---- Chrome trace spans ----------------------------------------------------------------------- */
+
+/* An open call of the spans writer. Names are resolved when the first
+ * event of the call is written: calls outside the window cost no lookup. */
+typedef struct span {
+	uint64_t addr, enter;
+	uint32_t name; /* index into names, HT_MAP_NONE until needed */
+	bool open;     /* its B was written and its E not yet */
+} span_t;
+
+typedef struct sw {
+	FILE *out;
+	const ht_trace_t *t;
+	ht_symbolizer_t *sym;
+	uint64_t pid, tid, lo, hi;
+	size_t *nevents;
+	size_t budget;	/* spans that may still be written */
+	uint64_t dropped;
+	names_t names;
+	span_t *stack;	/* HT_FN_MAX_DEPTH frames */
+	uint32_t depth;
+	uint64_t over;	/* open calls above the stack, never written */
+	bool closed;	/* time passed hi: everything open was ended there */
+	bool lo_reached; /* calls open at lo were begun there */
+	int err;
+} sw_t;
+
+/* One B or E event at ns, in chrome.c's layout (a comma before all but
+ * the first event of the file: *nevents is shared with the caller). */
+static void span_event(sw_t *w, char ph, span_t *s, uint64_t ns)
+{
+	if (s->name == HT_MAP_NONE) {
+		s->name = name_of(&w->names, w->t, w->sym, s->addr, s->enter);
+		if (s->name == HT_MAP_NONE) {
+			w->err = -ENOMEM;
+			return;
+		}
+	}
+	fprintf(w->out, "%s\n{\"ph\":\"%c\",\"name\":", (*w->nevents)++ ? "," : "", ph);
+	json_str(w->out, w->names.name[s->name]);
+	fprintf(w->out,
+		",\"cat\":\"function\",\"pid\":%" PRIu64 ",\"tid\":%" PRIu64 ",\"ts\":%" PRIu64
+		".%03u}",
+		w->pid, w->tid, ns / 1000, (unsigned)(ns % 1000));
+}
+
+/* B for a call, if the budget allows. */
+static void span_begin(sw_t *w, span_t *s, uint64_t ns)
+{
+	if (!w->budget) {
+		w->dropped++;
+		return;
+	}
+	w->budget--;
+	span_event(w, 'B', s, ns);
+	s->open = true;
+}
+
+/* Time reached now: begin at lo the calls that were open there, and past hi
+ * end everything at hi. */
+static void advance(sw_t *w, uint64_t now)
+{
+	if (!w->lo_reached && now >= w->lo) {
+		w->lo_reached = true;
+		for (uint32_t i = 0; i < w->depth && !w->err; i++)
+			span_begin(w, &w->stack[i], w->lo);
+	}
+	if (!w->closed && now > w->hi) {
+		w->closed = true;
+		for (uint32_t i = w->depth; i-- > 0 && !w->err;) {
+			if (w->stack[i].open)
+				span_event(w, 'E', &w->stack[i], w->hi);
+			w->stack[i].open = false;
+		}
+	}
+}
+
+int ht_functions_chrome_spans(FILE *out, const ht_trace_t *t, ht_symbolizer_t *sym,
+			      uint32_t thread, uint64_t pid, uint64_t tid, uint64_t lo,
+			      uint64_t hi, size_t max_spans, size_t *nevents, uint64_t *dropped)
+{
+	if (dropped)
+		*dropped = 0;
+	if (thread >= t->nthreads || !t->threads[thread].nfn_events || lo > hi)
+		return 0;
+	sw_t w = { .out = out, .t = t, .sym = sym, .pid = pid, .tid = tid, .lo = lo, .hi = hi,
+		   .nevents = nevents, .budget = max_spans ? max_spans : HT_FN_CHROME_MAX_SPANS };
+	w.stack = malloc(HT_FN_MAX_DEPTH * sizeof(*w.stack));
+	ht_merge_t *mg = NULL;
+	if (!w.stack || ht_merge_new_ex(t, HT_MERGE_FUNCTIONS, thread, &mg)) {
+		free(w.stack);
+		return -ENOMEM;
+	}
+	ht_event_t ev;
+	uint64_t last = 0;
+	while (!w.err && ht_merge_next(mg, &ev)) {
+		last = ev.time;
+		advance(&w, ev.time);
+		if (ev.type == HT_EV_ENTER) {
+			if (w.over || w.depth >= HT_FN_MAX_DEPTH) {
+				w.over++;
+				w.dropped++;
+				continue;
+			}
+			span_t *s = &w.stack[w.depth++];
+			*s = (span_t){ ev.addr, ev.time, HT_MAP_NONE, false };
+			if (w.lo_reached && !w.closed)
+				span_begin(&w, s, ev.time);
+			/* before lo: begun there by advance(), if still open */
+		} else if (ev.type == HT_EV_EXIT) {
+			if (w.over) {
+				w.over--;
+			} else if (w.depth) {
+				span_t *s = &w.stack[--w.depth];
+				/* not open: ended before lo, or its B was over budget */
+				if (s->open)
+					span_event(&w, 'E', s, ev.time);
+			}
+			/* an EXIT with nothing open: entered while recording was off */
+		}
+	}
+	/* calls still open: ended at the thread's last event (or hi) */
+	if (!w.err && !w.closed) {
+		advance(&w, last);
+		uint64_t end = last < hi ? last : hi;
+		for (uint32_t i = w.depth; i-- > 0 && !w.err;)
+			if (w.stack[i].open)
+				span_event(&w, 'E', &w.stack[i], end);
+	}
+	ht_merge_free(mg);
+	free(w.stack);
+	names_free(&w.names);
+	if (dropped)
+		*dropped = w.dropped;
+	if (w.err)
+		return w.err;
+	return ferror(out) ? -EIO : 0;
+}

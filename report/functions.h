@@ -1,0 +1,77 @@
+/* functions.h (report/) - writers of the function profile (issue 6):
+ * `heaptrail report --functions` (text), the "functions" section of the JSON
+ * report, and the function spans of the Chrome trace export.
+ *
+ * The model they read is cli/functions.h (ht_fn_profile_t). Both headers are
+ * named functions.h: from cli/ and report/ sources a quoted
+ * #include "functions.h" finds the one in the including file's directory, so
+ * the other one is included by relative path.
+ */
+#ifndef HEAPTRAIL_REPORT_FUNCTIONS_H
+#define HEAPTRAIL_REPORT_FUNCTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../cli/functions.h"
+#include "reader.h"
+#include "symbolize.h"
+
+/* Unit of the text report's times (--time-unit). */
+typedef enum ht_time_unit {
+	HT_TIME_AUTO, /* one unit for the whole report, picked from the longest thread */
+	HT_TIME_NS,
+	HT_TIME_US,
+	HT_TIME_MS,
+	HT_TIME_S,
+} ht_time_unit_t;
+
+/* Parses "ns", "us", "ms" or "s"; false if unknown. */
+bool ht_time_unit_parse(const char *s, ht_time_unit_t *out);
+
+typedef struct ht_fn_report_opts {
+	const char *trace_path; /* shown in the header; may be NULL */
+	ht_time_unit_t unit;
+	bool memory; /* --memory: heap columns and the two top-10 tables */
+	size_t top;  /* rows of the top tables; 0 = 10 */
+} ht_fn_report_opts_t;
+
+/* The text report: one indented call tree per thread, `name calls total
+ * self` (plus `heap own` with memory), and with memory the functions ranked
+ * by own bytes and by own allocations. A profile without threads prints the
+ * "no function events" message. sym may be NULL (names become addresses).
+ * Returns 0, -ENOMEM, or -EIO when out failed. */
+int ht_report_functions_text(FILE *out, const ht_fn_profile_t *p, ht_symbolizer_t *sym,
+			     const ht_fn_report_opts_t *o);
+
+/* The value of the JSON report's "functions" member (an object: the caller
+ * writes the key). Times are integer nanoseconds. Returns 0, -ENOMEM or
+ * -EIO. */
+int ht_report_functions_json(FILE *out, const ht_fn_profile_t *p, ht_symbolizer_t *sym);
+
+/* The line a report prints when a trace has no function events. */
+extern const char ht_fn_no_events_msg[];
+
+/* ---- Chrome trace spans ----------------------------------------------------------
+ * Write the function calls of one thread (index `thread` into t->threads) as
+ * Chrome Trace Event "B"/"E" pairs, {"ph":"B","name":..,"cat":"function",
+ * "pid":pid,"tid":tid,"ts":us} ... {"ph":"E",..}, in time order, each event
+ * preceded by "," unless *nevents is 0 (the caller's count of events written
+ * so far; incremented per event). Times are microseconds with 3 decimals.
+ *
+ * Spans are clipped to [lo, hi] (ns since the process start; 0 and
+ * UINT64_MAX for none) so they nest inside a slice the caller drew there:
+ * calls entirely outside are dropped, crossing ones are cut at the edge.
+ * Every B written gets its E, also for calls still open at the end (closed
+ * at the thread's last event, or hi). At most max_spans spans are written
+ * (0 = HT_FN_CHROME_MAX_SPANS) and none deeper than HT_FN_MAX_DEPTH; the
+ * number left out goes to *dropped (may be NULL).
+ * Returns 0, -ENOMEM or -EIO. */
+#define HT_FN_CHROME_MAX_SPANS 200000u
+int ht_functions_chrome_spans(FILE *out, const ht_trace_t *t, ht_symbolizer_t *sym,
+			      uint32_t thread, uint64_t pid, uint64_t tid, uint64_t lo,
+			      uint64_t hi, size_t max_spans, size_t *nevents, uint64_t *dropped);
+
+#endif /* HEAPTRAIL_REPORT_FUNCTIONS_H */

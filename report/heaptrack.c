@@ -1,0 +1,781 @@
+/* heaptrack.c - write a trace in heaptrack's interpreted format (file
+ * version 3, plain text), so that heaptrack_print and heaptrack_gui open it.
+ *
+ * The format (what heaptrack_interpret writes; all numbers hex):
+ *   v 10400 3              heaptrack version, file version
+ *   X cmd args             the debuggee
+ *   I pagesize pages       system info
+ *   s LEN string           string table, 1-based, LEN = byte length (v3)
+ *   i ip module [fn file line]...   instruction pointers, 1-based; the
+ *                          first frame is the innermost (inlined) one
+ *   t ip parent            trace nodes, 1-based; parent 0 is the root
+ *   a size trace           allocation infos, 0-based
+ *   + info / - info        an allocation / a free of a block of that info
+ *   c ms                   time stamp; R pages: RSS
+ *
+ * heaptrack's analyzer has no addresses: it keeps counts per allocation
+ * info and decides "temporary" by adjacency. Making its figures equal ours
+ * therefore rests on how the lines are ordered and indexed. The invariants:
+ *
+ *  1. Every `a` line is written right before the first `+` that uses it.
+ *     heaptrack_gui's size histogram appends an entry when a `+` uses the
+ *     next unseen index and indexes the vector otherwise, so an index used
+ *     out of order writes past its end (the 1.4 crash of issue #4).
+ *  2. heaptrack counts a `-` as temporary iff the previous +/- line was a
+ *     `+` of the same info index, or a `-` when the index is 0 (its
+ *     "last allocation" variable is reset to 0 by every free). Ours: a block
+ *     freed before its thread allocated again (cli/model.c). So:
+ *     - a temporary block is written as the pair `+ k` `- k` at its
+ *       allocation, and its later free is dropped ("pulled" free);
+ *     - a `+` line is held back until the next +/- line is known and then
+ *       given an info index that differs from that line's (a second `a` line
+ *       of the same size and trace when needed), so that no free follows an
+ *       allocation of the same index by accident;
+ *     - index 0 is used by the first `+` only; when its free would follow
+ *       a `-`, it goes out under another index of the same size and trace;
+ *       when there is none, it moves earlier, past frees and pairs, to
+ *       right after the last plain `+` (the lines since are held in memory
+ *       while that block lives); failing that (no such `+`, or the peak's
+ *       pair in between), later, past frees only, to right after the next
+ *       plain `+` whose heap stays below the peak.
+ *  3. Heap at every `+` line is what it was at that event, except where a
+ *     pulled free lowers it, which is harmless everywhere but at the event
+ *     that first reached the global peak. A temporary whose lifetime spans
+ *     that event (another thread allocated meanwhile) cannot be pulled to
+ *     its allocation: the first such block is instead written as a pair
+ *     right after the peak's `+` (the heap then reaches the peak at its
+ *     `+`, with the same blocks live); any further ones stay a plain `+`
+ *     ... `-`, and heaptrack counts them as not temporary. The peak and
+ *     what each site held at it stay exact. With one thread this never
+ *     happens: no allocation lies between a temporary's malloc and free.
+ *  4. A block we drop because its address was allocated again without a
+ *     recorded free (cli/model.c: neither a free nor a leak) gets a `-`, so
+ *     heaptrack's leaked bytes equal ours.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export.h"
+#include "trace_format.h"
+#include "util.h"
+
+int ht_export_heaptrack(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
+			const ht_export_opts_t *o);
+
+#define NONE UINT32_MAX
+
+/* ---- interned strings (string table and `i` lines) ------------------------ */
+
+typedef struct strtab {
+	char **s; /* s[k] has index k + 1 */
+	size_t n, cap;
+	ht_map_t map; /* hash (probed on collision) -> k */
+} strtab_t;
+
+static uint64_t str_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a, then mixed */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+	return ht_util_hash64(h);
+}
+
+/* Index (1-based) of s in t, adding it if new (*added set). 0 on -ENOMEM. */
+static uint32_t strtab_get(strtab_t *t, const char *s, bool *added)
+{
+	uint64_t h = str_hash(s);
+	uint32_t k;
+	*added = false;
+	while ((k = ht_map_get(&t->map, h)) != HT_MAP_NONE) {
+		if (!strcmp(t->s[k], s))
+			return k + 1;
+		h++;
+	}
+	char *copy = strdup(s);
+	if (!copy || t->n >= NONE - 1 ||
+	    ht_util_grow((void **)&t->s, &t->cap, t->n + 1, sizeof(*t->s)) ||
+	    ht_map_put(&t->map, h, (uint32_t)t->n)) {
+		free(copy);
+		return 0;
+	}
+	t->s[t->n++] = copy;
+	*added = true;
+	return (uint32_t)t->n;
+}
+
+static void strtab_free(strtab_t *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		free(t->s[i]);
+	free(t->s);
+	ht_map_free(&t->map);
+}
+
+/* ---- live blocks -------------------------------------------------------------- */
+
+typedef struct blk {
+	uint64_t addr, size;
+	uint64_t ord;	/* pre-pass: ordinal of the allocating event */
+	uint64_t seq;	/* pre-pass: the thread's allocation number */
+	uint32_t thread;
+	uint32_t info;	/* writer: info index, NONE while the `+` is held */
+	uint32_t trace;
+	uint8_t used;
+	uint8_t pulled; /* writer: its `-` was written with its `+` */
+} blk_t;
+
+typedef struct blocks {
+	blk_t *slot;
+	size_t cap, len;
+} blocks_t;
+
+static int blocks_init(blocks_t *b, size_t cap)
+{
+	b->slot = calloc(cap, sizeof(*b->slot));
+	b->cap = cap;
+	b->len = 0;
+	return b->slot ? 0 : -ENOMEM;
+}
+
+static blk_t *blocks_find(blocks_t *b, uint64_t addr)
+{
+	size_t mask = b->cap - 1;
+	for (size_t i = ht_util_hash64(addr) & mask;; i = (i + 1) & mask) {
+		if (!b->slot[i].used)
+			return NULL;
+		if (b->slot[i].addr == addr)
+			return &b->slot[i];
+	}
+}
+
+/* Backward-shift deletion: no tombstones. */
+static void blocks_remove(blocks_t *b, blk_t *e)
+{
+	size_t mask = b->cap - 1, i = (size_t)(e - b->slot);
+	for (size_t j = (i + 1) & mask; b->slot[j].used; j = (j + 1) & mask) {
+		size_t h = ht_util_hash64(b->slot[j].addr) & mask;
+		if (((j - h) & mask) >= ((j - i) & mask)) {
+			b->slot[i] = b->slot[j];
+			i = j;
+		}
+	}
+	b->slot[i].used = 0;
+	b->len--;
+}
+
+/* Insert v (its address must not be present). Returns the entry or NULL. */
+static blk_t *blocks_add(blocks_t *b, const blk_t *v)
+{
+	if ((b->len + 1) * 4 > b->cap * 3) {
+		blocks_t n;
+		if (b->cap > SIZE_MAX / 2 / sizeof(blk_t) || blocks_init(&n, b->cap * 2))
+			return NULL;
+		for (size_t i = 0; i < b->cap; i++) {
+			if (!b->slot[i].used)
+				continue;
+			size_t j = ht_util_hash64(b->slot[i].addr) & (n.cap - 1);
+			while (n.slot[j].used)
+				j = (j + 1) & (n.cap - 1);
+			n.slot[j] = b->slot[i];
+		}
+		n.len = b->len;
+		free(b->slot);
+		*b = n;
+	}
+	size_t mask = b->cap - 1, i = ht_util_hash64(v->addr) & mask;
+	while (b->slot[i].used)
+		i = (i + 1) & mask;
+	b->slot[i] = *v;
+	b->slot[i].used = 1;
+	b->len++;
+	return &b->slot[i];
+}
+
+/* ---- pre-pass: which allocations become a `+ k` `- k` pair ------------------ */
+
+/* Replays the events as cli/model.c does and sets bit `ordinal` in *pull for
+ * each block that is temporary by our definition and whose lifetime does not
+ * span the first event that reached the global peak (invariant 3). */
+static int find_pulled(const ht_model_t *m, uint8_t **pull, uint64_t *nevents,
+		       uint64_t *peak_out, uint64_t *rescue_out)
+{
+	const ht_trace_t *t = m->trace;
+	uint64_t peak = m->totals.peak_heap_bytes, cur = 0, peak_ord = UINT64_MAX, ord = 0;
+	uint64_t rescue = UINT64_MAX;
+	/* a REALLOC comes out of the merge as two events */
+	uint64_t max_ord = 2 * t->nevents + 1;
+	uint64_t *seq = calloc(t->nthreads ? t->nthreads : 1, sizeof(*seq));
+	blocks_t live = { 0 };
+	ht_merge_t *mg = NULL;
+	int e = -ENOMEM;
+	*pull = calloc(max_ord / 8 + 1, 1);
+	if (!*pull || !seq || blocks_init(&live, 1024) || (e = ht_merge_new(t, &mg)))
+		goto out;
+	ht_event_t ev;
+	for (; ord < max_ord && ht_merge_next(mg, &ev); ord++) {
+		uint32_t th = ev.thread < t->nthreads ? ev.thread : 0;
+		if (ev.type == HT_EV_FREE) {
+			blk_t *b = blocks_find(&live, ev.addr);
+			if (!b)
+				continue;
+			if (seq[b->thread] == b->seq) {
+				if (peak_ord == UINT64_MAX || peak_ord <= b->ord)
+					(*pull)[b->ord / 8] |= (uint8_t)(1u << (b->ord % 8));
+				else if (rescue == UINT64_MAX)
+					rescue = b->ord; /* spans the peak: see invariant 3 */
+			}
+			cur -= b->size;
+			blocks_remove(&live, b);
+		} else if (ev.type == HT_EV_ALLOC || ev.type == HT_EV_REALLOC) {
+			blk_t *old = blocks_find(&live, ev.addr);
+			if (old) { /* its free went unrecorded: dropped, as the model does */
+				cur -= old->size;
+				blocks_remove(&live, old);
+			}
+			blk_t v = { .addr = ev.addr, .size = ev.size, .ord = ord, .seq = ++seq[th],
+				    .thread = th };
+			if (!blocks_add(&live, &v)) {
+				e = -ENOMEM;
+				goto out;
+			}
+			cur += ev.size;
+			if (peak_ord == UINT64_MAX && peak && cur >= peak)
+				peak_ord = ord;
+		}
+	}
+	*nevents = ord;
+	/* the rescued pair must be the only `+ k` `- k` at the peak: if the
+	 * peak's own block is a pair, that one wins */
+	if (peak_ord != UINT64_MAX && ((*pull)[peak_ord / 8] & (1u << (peak_ord % 8))))
+		rescue = UINT64_MAX;
+	*peak_out = peak_ord;
+	*rescue_out = rescue;
+	e = 0;
+out:
+	ht_merge_free(mg);
+	free(live.slot);
+	free(seq);
+	if (e) {
+		free(*pull);
+		*pull = NULL;
+	}
+	return e;
+}
+
+/* ---- the writer ------------------------------------------------------------------ */
+
+typedef struct infokey {
+	uint64_t size;
+	uint32_t trace;
+	uint32_t primary, secondary; /* info indices of this key, or NONE */
+} infokey_t;
+
+typedef struct hk {
+	FILE *out;
+	const ht_model_t *m;
+	ht_symbolizer_t *sym;
+	strtab_t strings, iplines;
+	ht_map_t nodes;	     /* (parent << 32 | ip) -> trace index */
+	uint32_t ntraces;
+	ht_map_t stack_trace; /* stack id -> trace index */
+	ht_map_t site_of;     /* stack id -> model site index */
+	infokey_t *keys;      /* distinct (size, trace) */
+	size_t nkeys, cap_keys;
+	ht_map_t key_map;     /* hash(size, trace) probed -> keys index */
+	uint32_t *info_key;   /* info index -> keys index */
+	size_t ninfos, cap_infos;
+	ht_frame_t *frames;
+	size_t cap_frames;
+	char *line;	      /* `i` line scratch */
+	size_t cap_line;
+	blocks_t live;
+	/* the held `+` line (invariant 2) */
+	bool held;
+	uint64_t held_addr;
+	uint32_t held_key;
+	/* what heaptrack will remember as the last allocation: the index of
+	 * the last `+`, or NONE after a `-` (heaptrack's 0) */
+	uint32_t last_plus;
+	uint64_t last_ms, pending_ms;
+	uint64_t page;
+	uint64_t max_rss_pages, pending_rss;
+	uint64_t peak_ord, rescue_ord; /* from the pre-pass, or UINT64_MAX */
+	uint64_t rescue_addr;
+	uint32_t rescue_key;
+	bool rescue_live;
+	uint64_t heap;	   /* heap as heaptrack sees it after the lines so far */
+	bool b0_deferred; /* the `- 0` waits (invariant 2) */
+	/* while the block of info 0 is live, the lines since the last plain
+	 * `+` are held in memory, so that its `- 0` can go in right after it */
+	FILE *real;	  /* the output; out is real or seg */
+	FILE *seg;
+	char *seg_buf;
+	size_t seg_len;
+	bool seg_on, seg_peak, last_plain_is_b0;
+	int err;
+} hk_t;
+
+/* A string's index, writing its `s` line when new; 0 for NULL or "". */
+static uint32_t str_index(hk_t *h, const char *s)
+{
+	if (!s || !*s)
+		return 0;
+	/* one line per string: no newlines inside (heaptrack reads lines) */
+	char buf[4096];
+	size_t n = strlen(s);
+	const char *use = s;
+	if (strpbrk(s, "\n\r")) {
+		if (n >= sizeof(buf))
+			n = sizeof(buf) - 1;
+		for (size_t i = 0; i < n; i++)
+			buf[i] = (s[i] == '\n' || s[i] == '\r') ? ' ' : s[i];
+		buf[n] = 0;
+		use = buf;
+	}
+	bool added;
+	uint32_t k = strtab_get(&h->strings, use, &added);
+	if (!k)
+		h->err = -ENOMEM;
+	else if (added)
+		fprintf(h->out, "s %zx %s\n", strlen(use), use);
+	return k;
+}
+
+/* Append three hex numbers to the `i` line being built. */
+static int line_add(hk_t *h, size_t *len, uint64_t a, uint64_t b, uint64_t c)
+{
+	if (ht_util_grow((void **)&h->line, &h->cap_line, *len + 64, 1))
+		return -ENOMEM;
+	*len += (size_t)snprintf(h->line + *len, 64, " %" PRIx64 " %" PRIx64 " %" PRIx64, a, b, c);
+	return 0;
+}
+
+/* Trace index of a stack: its `s`, `i` and `t` lines are written on first
+ * use. 0 (no trace) on error, with h->err set. */
+static uint32_t trace_for(hk_t *h, uint64_t stack_id, uint64_t when)
+{
+	uint32_t ti = ht_map_get(&h->stack_trace, stack_id);
+	if (ti != HT_MAP_NONE)
+		return ti;
+	const ht_model_t *m = h->m;
+	/* frames as the JSON report shows them: the model's site when there is
+	 * one (its first allocation picks the modules), else this stack */
+	ht_site_t tmp = { 0 };
+	uint32_t si = ht_map_get(&h->site_of, stack_id);
+	if (si != HT_MAP_NONE) {
+		tmp = m->sites[si];
+	} else {
+		tmp.stack_id = stack_id;
+		tmp.stack = stack_id ? ht_trace_stack(m->trace, stack_id) : NULL;
+		tmp.first_time = when;
+	}
+	long nf = ht_model_frames(m, h->sym, &tmp, &h->frames, &h->cap_frames);
+	if (nf < 0) {
+		h->err = (int)nf;
+		return 0;
+	}
+	/* group the frames into return addresses: inlined frames then the
+	 * real one; one `i` line each, leaf first in ips[] */
+	uint32_t *ips = malloc(((size_t)nf + 1) * sizeof(*ips));
+	size_t nips = 0;
+	if (!ips) {
+		h->err = -ENOMEM;
+		return 0;
+	}
+	for (long f = 0; f < nf;) {
+		long g = f;
+		while (g < nf - 1 && h->frames[g].inlined && h->frames[g + 1].address == h->frames[f].address)
+			g++;
+		uint32_t mod = str_index(h, h->frames[f].module);
+		if (ht_util_grow((void **)&h->line, &h->cap_line, 64, 1)) {
+			h->err = -ENOMEM;
+			break;
+		}
+		size_t len = (size_t)snprintf(h->line, 64, "i %" PRIx64 " %" PRIx32, h->frames[f].address, mod);
+		for (long k = f; k <= g; k++) {
+			uint32_t fn = str_index(h, h->frames[k].function);
+			uint32_t file = str_index(h, h->frames[k].file);
+			if (line_add(h, &len, fn, file, (uint64_t)(h->frames[k].line > 0 ? h->frames[k].line : 0))) {
+				h->err = -ENOMEM;
+				break;
+			}
+		}
+		if (h->err)
+			break;
+		bool added;
+		uint32_t ipi = strtab_get(&h->iplines, h->line, &added);
+		if (!ipi) {
+			h->err = -ENOMEM;
+			break;
+		}
+		if (added)
+			fprintf(h->out, "%s\n", h->line);
+		ips[nips++] = ipi;
+		f = g + 1;
+	}
+	if (!h->err && nips == 0) {
+		/* no frames known: one unresolved frame, so the allocation still
+		 * has a trace of its own */
+		bool added;
+		uint32_t ipi = strtab_get(&h->iplines, "i 0 0", &added);
+		if (!ipi)
+			h->err = -ENOMEM;
+		else if (added)
+			fputs("i 0 0\n", h->out);
+		ips[nips++] = ipi;
+	}
+	uint32_t parent = 0;
+	for (size_t k = nips; k-- > 0 && !h->err;) {
+		uint64_t key = (uint64_t)parent << 32 | ips[k];
+		uint32_t node = ht_map_get(&h->nodes, key);
+		if (node == HT_MAP_NONE) {
+			node = ++h->ntraces;
+			if (ht_map_put(&h->nodes, key, node)) {
+				h->err = -ENOMEM;
+				break;
+			}
+			fprintf(h->out, "t %" PRIx32 " %" PRIx32 "\n", ips[k], parent);
+		}
+		parent = node;
+	}
+	free(ips);
+	if (h->err)
+		return 0;
+	if (ht_map_put(&h->stack_trace, stack_id, parent))
+		h->err = -ENOMEM;
+	return parent;
+}
+
+/* keys index of (size, trace), adding it; NONE on -ENOMEM. */
+static uint32_t key_for(hk_t *h, uint64_t size, uint32_t trace)
+{
+	uint64_t hh = ht_util_hash64(size ^ ht_util_hash64(trace));
+	uint32_t k;
+	while ((k = ht_map_get(&h->key_map, hh)) != HT_MAP_NONE) {
+		if (h->keys[k].size == size && h->keys[k].trace == trace)
+			return k;
+		hh++;
+	}
+	if (h->nkeys >= NONE - 1 ||
+	    ht_util_grow((void **)&h->keys, &h->cap_keys, h->nkeys + 1, sizeof(*h->keys)) ||
+	    ht_map_put(&h->key_map, hh, (uint32_t)h->nkeys)) {
+		h->err = -ENOMEM;
+		return NONE;
+	}
+	h->keys[h->nkeys] = (infokey_t){ size, trace, NONE, NONE };
+	return (uint32_t)h->nkeys++;
+}
+
+/* Timestamp and RSS lines wait for the next +/- line, so that they never
+ * separate a held `+` from the line that decides its index. */
+static void write_pending(hk_t *h)
+{
+	if (h->pending_ms > h->last_ms) {
+		fprintf(h->out, "c %" PRIx64 "\n", h->pending_ms);
+		h->last_ms = h->pending_ms;
+	}
+	if (h->pending_rss) {
+		fprintf(h->out, "R %" PRIx64 "\n", h->pending_rss);
+		h->pending_rss = 0;
+	}
+}
+
+/* Move the held segment to the output and, while seg_on, start a new one. */
+static void seg_restart(hk_t *h)
+{
+	if (h->seg) {
+		if (fclose(h->seg) == 0 && h->seg_len)
+			fwrite(h->seg_buf, 1, h->seg_len, h->real);
+		free(h->seg_buf);
+		h->seg = NULL;
+		h->seg_buf = NULL;
+		h->seg_len = 0;
+	}
+	h->out = h->real;
+	h->seg_peak = false;
+	if (!h->seg_on || h->err)
+		return;
+	h->seg = open_memstream(&h->seg_buf, &h->seg_len);
+	if (!h->seg) {
+		h->err = -ENOMEM;
+		return;
+	}
+	h->out = h->seg;
+}
+
+/* Write `- idx` (the only place a `-` line is written). */
+static void put_minus(hk_t *h, uint32_t idx)
+{
+	fprintf(h->out, "- %" PRIx32 "\n", idx);
+	h->last_plus = NONE;
+	h->heap -= h->keys[h->info_key[idx]].size;
+}
+
+/* Write `+` for key k, avoiding info index `avoid` (the index of the `-`
+ * that follows, or NONE). Returns the info index used. */
+static uint32_t write_plus(hk_t *h, uint32_t k, uint32_t avoid)
+{
+	infokey_t *key = &h->keys[k];
+	uint32_t idx = key->primary != avoid ? key->primary : key->secondary;
+	if (idx == NONE || idx == avoid) {
+		/* a new info for this key: `a` line right before its first use */
+		if (h->ninfos >= NONE - 1 ||
+		    ht_util_grow((void **)&h->info_key, &h->cap_infos, h->ninfos + 1, sizeof(*h->info_key))) {
+			h->err = -ENOMEM;
+			return 0;
+		}
+		idx = (uint32_t)h->ninfos;
+		h->info_key[h->ninfos++] = k;
+		fprintf(h->out, "a %" PRIx64 " %" PRIx32 "\n", key->size, key->trace);
+		/* index 0 serves one block only (invariant 2) */
+		if (idx != 0) {
+			if (key->primary == NONE)
+				key->primary = idx;
+			else if (key->secondary == NONE)
+				key->secondary = idx;
+		}
+	}
+	fprintf(h->out, "+ %" PRIx32 "\n", idx);
+	h->last_plus = idx;
+	h->heap += key->size;
+	return idx;
+}
+
+/* Resolve and write the held `+`, knowing the next line frees `next_info`
+ * (NONE: the next line is a `+`). */
+static void flush_held(hk_t *h, uint32_t next_info)
+{
+	if (!h->held)
+		return;
+	h->held = false;
+	uint32_t idx = write_plus(h, h->held_key, next_info);
+	blk_t *b = blocks_find(&h->live, h->held_addr);
+	if (b)
+		b->info = idx;
+	if (idx == 0 && b) {
+		/* the block of info 0: hold what follows (invariant 2) */
+		h->seg_on = true;
+		h->last_plain_is_b0 = true;
+		seg_restart(h);
+	} else if (h->seg_on) {
+		h->last_plain_is_b0 = false;
+		seg_restart(h);
+	}
+	/* a deferred `- 0` goes right after this `+` if the heap there stays
+	 * below the peak (then neither the peak nor any temporary changes) */
+	if (h->b0_deferred && h->heap < h->m->totals.peak_heap_bytes) {
+		put_minus(h, 0);
+		h->b0_deferred = false;
+	}
+}
+
+/* Write the `-` of a block that is not a pulled temporary. */
+static void write_minus(hk_t *h, blk_t *b)
+{
+	flush_held(h, b->info == NONE ? NONE : b->info);
+	if (b->info == NONE) /* impossible: a held block is resolved above */
+		b->info = 0;
+	uint32_t idx = b->info;
+	if (idx == 0 && h->last_plus == NONE) {
+		/* heaptrack would take `- 0` after a free for a temporary: use
+		 * another index of the same size and trace if one exists */
+		infokey_t *key = &h->keys[h->info_key[0]];
+		if (key->primary != NONE) {
+			idx = key->primary;
+		} else if (key->secondary != NONE) {
+			idx = key->secondary;
+		} else if (h->seg_on && !h->last_plain_is_b0 && !h->seg_peak) {
+			/* no alias: move the free earlier, past frees and pairs
+			 * (neither at the peak), to right after the last plain `+` */
+			h->out = h->real;
+			put_minus(h, 0);
+			h->seg_on = false;
+			seg_restart(h);
+			return;
+		} else {
+			/* else later, past frees only, to just after the next
+			 * plain `+` (flush_held) */
+			h->b0_deferred = true;
+			h->seg_on = false;
+			seg_restart(h);
+			return;
+		}
+	} else if (h->last_plus == idx) {
+		/* cannot happen after flush_held; kept as a guard */
+		infokey_t *key = &h->keys[h->info_key[idx]];
+		uint32_t alt = key->primary != idx ? key->primary : key->secondary;
+		if (alt != NONE && alt != idx)
+			idx = alt;
+	}
+	write_pending(h);
+	put_minus(h, idx);
+}
+
+static void write_header(hk_t *h)
+{
+	const ht_trace_t *t = h->m->trace;
+	fputs("v 10400 3\nX ", h->out);
+	/* the debuggee's command line, on one line */
+	size_t n = t->argc;
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			fputc(' ', h->out);
+		for (const char *p = t->argv[i]; *p; p++)
+			fputc(*p == '\n' || *p == '\r' ? ' ' : *p, h->out);
+	}
+	if (!n)
+		fputs(t->exe_path && t->exe_path[0] ? t->exe_path : "?", h->out);
+	/* heaptrail does not record the machine's memory size: 0 pages */
+	fprintf(h->out, "\nI %" PRIx64 " 0\n", h->page);
+}
+
+static void note_time(hk_t *h, uint64_t ns)
+{
+	uint64_t ms = ns / 1000000;
+	if (ms > h->pending_ms)
+		h->pending_ms = ms;
+}
+
+static void note_rss(hk_t *h, uint64_t bytes)
+{
+	uint64_t pages = (bytes + h->page - 1) / h->page;
+	if (pages > h->max_rss_pages) {
+		h->max_rss_pages = pages;
+		h->pending_rss = pages;
+	}
+}
+
+static int write_events(hk_t *h, const uint8_t *pull, uint64_t nevents)
+{
+	ht_merge_t *mg;
+	int e = ht_merge_new(h->m->trace, &mg);
+	if (e)
+		return e;
+	ht_event_t ev;
+	for (uint64_t ord = 0; !h->err && ord < nevents && ht_merge_next(mg, &ev); ord++) {
+		note_time(h, ev.time);
+		if (ev.type == HT_EV_RSS) {
+			note_rss(h, ev.size);
+			continue;
+		}
+		if (ev.type == HT_EV_FREE) {
+			blk_t *b = blocks_find(&h->live, ev.addr);
+			if (!b) /* never seen allocated: ignored, as the model does */
+				continue;
+			if (!b->pulled)
+				write_minus(h, b);
+			blocks_remove(&h->live, b);
+			continue;
+		}
+		if (ev.type != HT_EV_ALLOC && ev.type != HT_EV_REALLOC)
+			continue;
+		blk_t *old = blocks_find(&h->live, ev.addr);
+		if (old) { /* invariant 4 */
+			if (!old->pulled)
+				write_minus(h, old);
+			blocks_remove(&h->live, old);
+		}
+		uint32_t trace = trace_for(h, ev.stack_id, ev.time);
+		uint32_t k = h->err ? NONE : key_for(h, ev.size, trace);
+		if (h->err)
+			break;
+		blk_t v = { .addr = ev.addr, .size = ev.size, .trace = trace, .info = NONE };
+		flush_held(h, NONE);
+		write_pending(h);
+		if (ord == h->rescue_ord) {
+			/* written at the peak (invariant 3) */
+			v.pulled = 1;
+			h->rescue_live = true;
+			h->rescue_addr = ev.addr;
+			h->rescue_key = k;
+		} else if (pull[ord / 8] & (1u << (ord % 8))) {
+			v.info = write_plus(h, k, NONE);
+			put_minus(h, v.info);
+			v.pulled = 1;
+			if (ord == h->peak_ord)
+				h->seg_peak = true;
+		} else {
+			h->held = true;
+			h->held_addr = ev.addr;
+			h->held_key = k;
+		}
+		if (!blocks_add(&h->live, &v))
+			h->err = -ENOMEM;
+		if (ord == h->peak_ord && h->rescue_live) {
+			flush_held(h, NONE);
+			uint32_t idx = write_plus(h, h->rescue_key, NONE);
+			put_minus(h, idx);
+			h->seg_peak = true;
+			blk_t *r = blocks_find(&h->live, h->rescue_addr);
+			if (r)
+				r->info = idx;
+			h->rescue_live = false;
+		}
+	}
+	ht_merge_free(mg);
+	return h->err;
+}
+
+int ht_export_heaptrack(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
+			const ht_export_opts_t *o)
+{
+	(void)o;
+	const ht_trace_t *t = m->trace;
+	hk_t h;
+	memset(&h, 0, sizeof(h));
+	h.out = h.real = out;
+	h.m = m;
+	h.sym = sym;
+	h.last_plus = NONE;
+	h.page = t->page_size ? t->page_size : 4096;
+
+	uint8_t *pull = NULL;
+	uint64_t nevents = 0;
+	int e = find_pulled(m, &pull, &nevents, &h.peak_ord, &h.rescue_ord);
+	if (e)
+		return e;
+	if (blocks_init(&h.live, 1024)) {
+		free(pull);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < m->nsites && !h.err; i++)
+		if (ht_map_put(&h.site_of, m->sites[i].stack_id, (uint32_t)i))
+			h.err = -ENOMEM;
+
+	write_header(&h);
+	if (!h.err)
+		write_events(&h, pull, nevents);
+	if (!h.err) {
+		flush_held(&h, NONE);
+		h.seg_on = false;
+		seg_restart(&h);
+		if (h.b0_deferred) /* no room before the end: heaptrack may count it */
+			put_minus(&h, 0);
+		/* the run's end and the kernel's high-water mark, as the model has them */
+		note_time(&h, m->totals.duration_ns);
+		note_rss(&h, m->totals.peak_rss_bytes);
+		write_pending(&h);
+		fprintf(out, "# strings: %zu\n# ips: %zu\n", h.strings.n, h.iplines.n);
+	}
+
+	h.seg_on = false;
+	seg_restart(&h); /* on error: release the segment */
+	e = h.err;
+	free(pull);
+	free(h.live.slot);
+	free(h.frames);
+	free(h.line);
+	free(h.keys);
+	free(h.info_key);
+	strtab_free(&h.strings);
+	strtab_free(&h.iplines);
+	ht_map_free(&h.nodes);
+	ht_map_free(&h.stack_trace);
+	ht_map_free(&h.site_of);
+	ht_map_free(&h.key_map);
+	if (e)
+		return e;
+	return ferror(out) ? -EIO : 0;
+}

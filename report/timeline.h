@@ -1,0 +1,51 @@
+/* timeline.h - memory over time: the report's section (text chart, JSON
+ * series) and the two exports built on the same time series, Chrome Trace
+ * Event JSON (report/chrome.c) and valgrind massif (report/massif.c).
+ *
+ * All of them sample ht_model_timeline (cli/model.h), so their figures agree
+ * with each other and with the report: the highest heap is exactly
+ * totals.peak_heap_bytes at totals.peak_time_ns.
+ */
+#ifndef HEAPTRAIL_TIMELINE_H
+#define HEAPTRAIL_TIMELINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "export.h"
+#include "model.h"
+
+/* One moment of the series: the heap (and the latest RSS sample) right
+ * after the last event at or before time_ns. */
+typedef struct ht_tl_point {
+	uint64_t time_ns;
+	uint64_t heap_bytes, heap_blocks;
+	uint64_t rss_bytes; /* 0: no RSS sample yet */
+	bool peak;	    /* the global peak (exactly one point, if any allocation) */
+} ht_tl_point_t;
+
+/* The series as points in time order: time 0, then per bucket the moment of
+ * its highest heap and its end, dropping points that repeat the previous
+ * values (a step function: each value holds until the next point). At most
+ * 2 * tl->n + 1 points. *out belongs to the caller (free()). Returns 0 or
+ * -ENOMEM. */
+int ht_timeline_points(const ht_timeline_t *tl, ht_tl_point_t **out, size_t *n);
+
+/* The report's "MEMORY OVER TIME" section: an ASCII chart of the heap (left
+ * axis) and the sampled RSS (right axis), ~100 columns by 12 rows, with the
+ * peak marked. Returns 0, -ENOMEM or -EIO. */
+int ht_report_timeline_text(FILE *out, const ht_model_t *m);
+
+/* The JSON report's "timeline" member: `"timeline": [POINT, ...]` (no
+ * leading comma), POINT = {"time_seconds", "heap_bytes", "heap_blocks",
+ * "rss_bytes" (null before the first sample), "peak": true on the peak}. */
+int ht_report_timeline_json(FILE *out, const ht_model_t *m);
+
+/* heaptrail convert --format chrome / massif. */
+int ht_export_chrome(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
+		     const ht_export_opts_t *o);
+int ht_export_massif(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
+		     const ht_export_opts_t *o);
+
+#endif /* HEAPTRAIL_TIMELINE_H */

@@ -225,14 +225,14 @@ static int activity_step(void *ctx, const ht_event_t *ev, const ht_replay_step_t
 	return 0;
 }
 
-/* Issue 6: function spans of thread i go here, as B/E (ev_begin 'B' / 'E')
- * or X events between a->first and a->last, so that they nest inside the
- * thread slice written by emit_threads. */
-static void emit_thread_spans(cw_t *w, uint32_t i, const thread_acc_t *a)
+/* The function spans of thread i (functions=1), as B/E pairs over the
+ * whole run: a thread with function events gets them instead of its heap
+ * activity slice, so a thread that calls but never allocates has a track
+ * too. A failed write shows in ferror(out). */
+static void emit_thread_spans(cw_t *w, uint32_t i)
 {
-	/* B/E pairs clipped to [first, last]; a failed write shows in ferror(out) */
 	(void)ht_functions_chrome_spans(w->out, w->m->trace, w->sym, i, w->pid,
-					thread_tid(w->m->trace, i), a->first, a->last, 0,
+					thread_tid(w->m->trace, i), 0, UINT64_MAX, 0,
 					&w->nevents, NULL);
 }
 
@@ -256,8 +256,8 @@ static int emit_threads(pass_t *p)
 		return -ENOMEM;
 	uint32_t n = 0;
 	for (uint32_t i = 0; i < t->nthreads; i++)
-		if (p->th[i].allocations || p->th[i].frees) /* no heap activity: no track */
-			order[n++] = i;
+		if (p->th[i].allocations || p->th[i].frees || t->threads[i].nfn_events)
+			order[n++] = i; /* nothing recorded: no track */
 	qsort_r(order, n, sizeof(*order), by_first, p);
 	unsigned others = 0;
 	for (uint32_t k = 0; k < n; k++) {
@@ -281,6 +281,10 @@ static int emit_threads(pass_t *p)
 		ev_begin(w, 'M', "thread_sort_index", NULL, tid, NULL);
 		fprintf(w->out, ",\"args\":{\"sort_index\":%u}", tid == w->pid ? 0 : k + 1);
 		ev_end(w);
+		if (t->threads[i].nfn_events) {
+			emit_thread_spans(w, i);
+			continue;
+		}
 		/* the thread's heap life as one slice: viewers that only draw
 		 * slices (speedscope, DevTools' flame chart) show every thread */
 		char slice[160];
@@ -293,7 +297,6 @@ static int emit_threads(pass_t *p)
 			",\"frees\":%" PRIu64 ",\"bytes_freed\":%" PRIu64 "}",
 			a->allocations, a->bytes_allocated, a->frees, a->bytes_freed);
 		ev_end(w);
-		emit_thread_spans(w, i, a);
 	}
 	free(order);
 	return 0;

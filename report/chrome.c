@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "functions.h" /* report/functions.h: the function spans (issue 6) */
+#include "report.h"
 #include "timeline.h"
 #include "trace_format.h"
 #include "util.h"
@@ -43,55 +44,10 @@ typedef struct cw {
 
 /* ---- JSON output ---------------------------------------------------------------- */
 
-/* A JSON string for any bytes: control characters escaped, bytes that are
- * not valid UTF-8 replaced by U+FFFD (thread names and paths are raw bytes). */
+/* Strings never come out as null here: the viewers want text. */
 static void json_str(FILE *out, const char *s)
 {
-	const unsigned char *p = (const unsigned char *)(s ? s : "");
-	fputc('"', out);
-	while (*p) {
-		unsigned c = *p;
-		size_t l = 1;
-		if (c == '"' || c == '\\') {
-			fputc('\\', out);
-			fputc((int)c, out);
-		} else if (c < 0x20) {
-			fprintf(out, "\\u%04x", c);
-		} else if (c < 0x80) {
-			fputc((int)c, out);
-		} else {
-			/* lead byte: expected length and the first continuation's range */
-			unsigned lo = 0x80, hi = 0xbf;
-			if (c >= 0xc2 && c <= 0xdf) {
-				l = 2;
-			} else if (c >= 0xe0 && c <= 0xef) {
-				l = 3;
-				lo = c == 0xe0 ? 0xa0 : 0x80; /* overlong */
-				hi = c == 0xed ? 0x9f : 0xbf; /* surrogates */
-			} else if (c >= 0xf0 && c <= 0xf4) {
-				l = 4;
-				lo = c == 0xf0 ? 0x90 : 0x80; /* overlong */
-				hi = c == 0xf4 ? 0x8f : 0xbf; /* above U+10FFFF */
-			} else {
-				l = 0;
-			}
-			for (size_t i = 1; i < l; i++) {
-				unsigned d = p[i]; /* a NUL ends the check: never read past it */
-				if (d < (i == 1 ? lo : 0x80) || d > (i == 1 ? hi : 0xbf)) {
-					l = 0;
-					break;
-				}
-			}
-			if (l) {
-				fwrite(p, 1, l, out);
-			} else {
-				fputs("\\ufffd", out);
-				l = 1;
-			}
-		}
-		p += l;
-	}
-	fputc('"', out);
+	ht_json_str(out, s ? s : "");
 }
 
 /* Microseconds with the nanoseconds as decimals: exact, never a float. */

@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "export.h"
+#include "report.h"
 #include "trace_format.h"
 #include "util.h"
 
@@ -120,66 +121,6 @@ static int live_put(live_t *l, uint64_t addr, uint64_t size)
 }
 
 /* ---- JSON output ---------------------------------------------------------------- */
-
-/* Length of the valid UTF-8 sequence at p (n bytes left), or 0 if invalid
- * (overlong forms, surrogates, above U+10FFFF): same rules as json.c, so
- * any bytes a symbol name holds still make valid JSON. */
-static size_t utf8_len(const unsigned char *p, size_t n)
-{
-	unsigned c = p[0];
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		return n >= 2 && (p[1] & 0xc0) == 0x80 ? 2 : 0;
-	if (c >= 0xe0 && c <= 0xef) {
-		if (n < 3 || (p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80)
-			return 0;
-		if ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] >= 0xa0))
-			return 0;
-		return 3;
-	}
-	if (c >= 0xf0 && c <= 0xf4) {
-		if (n < 4 || (p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80 ||
-		    (p[3] & 0xc0) != 0x80)
-			return 0;
-		if ((c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] >= 0x90))
-			return 0;
-		return 4;
-	}
-	return 0;
-}
-
-/* A JSON string, or null for NULL. */
-static void put_str(FILE *out, const char *s)
-{
-	if (!s) {
-		fputs("null", out);
-		return;
-	}
-	const unsigned char *p = (const unsigned char *)s;
-	size_t n = strlen(s);
-	fputc('"', out);
-	while (n > 0) {
-		unsigned c = *p;
-		size_t l = 1;
-		if (c == '"' || c == '\\') {
-			fputc('\\', out);
-			fputc((int)c, out);
-		} else if (c < 0x20) {
-			fprintf(out, "\\u%04x", c);
-		} else if (c < 0x80) {
-			fputc((int)c, out);
-		} else if ((l = utf8_len(p, n)) == 0) {
-			fputs("\\ufffd", out);
-			l = 1;
-		} else {
-			fwrite(p, 1, l, out);
-		}
-		p += l;
-		n -= l;
-	}
-	fputc('"', out);
-}
 
 /* Event lines are the bulk of the output (10M events = 10M lines): each is
  * assembled in a small buffer with these, then written with one fwrite. */
@@ -277,15 +218,15 @@ static int define_stack(writer_t *w, uint64_t id, uint64_t time, bool *known)
 	for (long k = 0; k < n; k++) {
 		const ht_frame_t *f = &w->frames[k];
 		fprintf(w->out, "%s{\"ip\": \"0x%" PRIx64 "\", \"name\": ", k ? ", " : "", f->address);
-		put_str(w->out, f->function);
+		ht_json_str(w->out, f->function);
 		fputs(", \"file\": ", w->out);
-		put_str(w->out, f->file);
+		ht_json_str(w->out, f->file);
 		if (f->line > 0)
 			fprintf(w->out, ", \"line\": %d", f->line);
 		else
 			fputs(", \"line\": null", w->out);
 		fputs(", \"module\": ", w->out);
-		put_str(w->out, f->module);
+		ht_json_str(w->out, f->module);
 		fprintf(w->out, ", \"inlined\": %s}", f->inlined ? "true" : "false");
 	}
 	fputs("]}\n", w->out);
@@ -301,14 +242,14 @@ static void write_header(FILE *out, const ht_trace_t *t)
 	for (size_t i = 0; i < t->argc; i++) {
 		if (i)
 			fputs(", ", out);
-		put_str(out, t->argv[i]);
+		ht_json_str(out, t->argv[i]);
 	}
 	fputs("], \"executable\": ", out);
-	put_str(out, t->exe_path);
+	ht_json_str(out, t->exe_path);
 	fputs(", \"threads\": [", out);
 	for (size_t i = 0; i < t->nthreads; i++) {
 		fprintf(out, "%s{\"thread\": %" PRIu64 ", \"name\": ", i ? ", " : "", t->threads[i].tid);
-		put_str(out, t->threads[i].name);
+		ht_json_str(out, t->threads[i].name);
 		fputc('}', out);
 	}
 	fputs("]}\n", out);

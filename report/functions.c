@@ -12,6 +12,7 @@
  * integer nanoseconds.
  */
 #include "functions.h"
+#include "report.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -106,63 +107,6 @@ static uint32_t name_of(names_t *nm, const ht_trace_t *t, ht_symbolizer_t *sym, 
 	return (uint32_t)nm->n++;
 }
 
-/* ---- JSON strings --------------------------------------------------------------------- */
-
-/* A JSON string for any bytes: control characters escaped, invalid UTF-8
- * replaced by U+FFFD (names come from the ELF files of the traced program);
- * null for NULL. */
-static void json_str(FILE *out, const char *s)
-{
-	if (!s) {
-		fputs("null", out);
-		return;
-	}
-	const unsigned char *p = (const unsigned char *)s;
-	fputc('"', out);
-	while (*p) {
-		unsigned c = *p;
-		size_t l = 1;
-		if (c == '"' || c == '\\') {
-			fputc('\\', out);
-			fputc((int)c, out);
-		} else if (c < 0x20) {
-			fprintf(out, "\\u%04x", c);
-		} else if (c < 0x80) {
-			fputc((int)c, out);
-		} else {
-			/* lead byte: sequence length and the first continuation's range */
-			unsigned lo = 0x80, hi = 0xbf;
-			if (c >= 0xc2 && c <= 0xdf) {
-				l = 2;
-			} else if (c >= 0xe0 && c <= 0xef) {
-				l = 3;
-				lo = c == 0xe0 ? 0xa0 : 0x80; /* overlong */
-				hi = c == 0xed ? 0x9f : 0xbf; /* surrogates */
-			} else if (c >= 0xf0 && c <= 0xf4) {
-				l = 4;
-				lo = c == 0xf0 ? 0x90 : 0x80; /* overlong */
-				hi = c == 0xf4 ? 0x8f : 0xbf; /* above U+10FFFF */
-			} else {
-				l = 0;
-			}
-			for (size_t i = 1; i < l; i++) {
-				unsigned d = p[i]; /* a NUL fails the check: never read past it */
-				if (d < (i == 1 ? lo : 0x80) || d > (i == 1 ? hi : 0xbf)) {
-					l = 0;
-					break;
-				}
-			}
-			if (l) {
-				fwrite(p, 1, l, out);
-			} else {
-				fputs("\\ufffd", out);
-				l = 1;
-			}
-		}
-		p += l;
-	}
-	fputc('"', out);
-}
 
 /* ---- time units -------------------------------------------------------------------------- */
 
@@ -491,9 +435,9 @@ static void json_fn_fields(tw_t *w, uint64_t addr, uint64_t when)
 		return;
 	}
 	fputs("\"function\": ", w->out);
-	json_str(w->out, w->names.name[ni]);
+	ht_json_str(w->out, w->names.name[ni]);
 	fputs(", \"file\": ", w->out);
-	json_str(w->out, w->names.file[ni]);
+	ht_json_str(w->out, w->names.file[ni]);
 	fputs(", \"line\": ", w->out);
 	if (w->names.line[ni] > 0)
 		fprintf(w->out, "%d", w->names.line[ni]);
@@ -549,7 +493,7 @@ int ht_report_functions_json(FILE *out, const ht_fn_profile_t *p, ht_symbolizer_
 	fprintf(out,
 		"{\"recorded\": %s, \"message\": ",
 		p->nthreads ? "true" : "false");
-	json_str(out, p->nthreads ? NULL : ht_fn_no_events_msg);
+	ht_json_str(out, p->nthreads ? NULL : ht_fn_no_events_msg);
 	fprintf(out,
 		", \"calls\": %" PRIu64 ", \"started_off\": %s, \"switches\": %" PRIu64
 		", \"depth_cap\": %d, \"depth_capped\": %s, \"nodes_capped\": %s,\n  \"threads\": [",
@@ -560,7 +504,7 @@ int ht_report_functions_json(FILE *out, const ht_fn_profile_t *p, ht_symbolizer_
 		const ht_fn_thread_t *th = &p->threads[i];
 		const ht_thread_t *tt = &t->threads[th->thread];
 		fprintf(out, "%s\n   {\"tid\": %" PRIu64 ", \"name\": ", i ? "," : "", tt->tid);
-		json_str(out, tt->name);
+		ht_json_str(out, tt->name);
 		fprintf(out,
 			", \"calls\": %" PRIu64 ", \"exits\": %" PRIu64
 			", \"unmatched_exits\": %" PRIu64 ", \"closed_at_end\": %" PRIu64
@@ -643,7 +587,7 @@ static void span_event(sw_t *w, char ph, span_t *s, uint64_t ns)
 		}
 	}
 	fprintf(w->out, "%s\n{\"ph\":\"%c\",\"name\":", (*w->nevents)++ ? "," : "", ph);
-	json_str(w->out, w->names.name[s->name]);
+	ht_json_str(w->out, w->names.name[s->name]);
 	fprintf(w->out,
 		",\"cat\":\"function\",\"pid\":%" PRIu64 ",\"tid\":%" PRIu64 ",\"ts\":%" PRIu64
 		".%03u}",

@@ -46,8 +46,8 @@ static size_t utf8_len(const unsigned char *p, size_t n)
 	return 0;
 }
 
-/* A JSON string, or null for NULL. */
-static void json_str(FILE *out, const char *s)
+/* A JSON string, or null for NULL (report.h). */
+void ht_json_str(FILE *out, const char *s)
 {
 	if (!s) {
 		fputs("null", out);
@@ -94,15 +94,15 @@ static void json_frames(FILE *out, const ht_frame_t *f, long n)
 	fputc('[', out);
 	for (long i = 0; i < n; i++) {
 		fputs(i ? ",\n      {\"function\": " : "\n      {\"function\": ", out);
-		json_str(out, f[i].function);
+		ht_json_str(out, f[i].function);
 		fputs(", \"file\": ", out);
-		json_str(out, f[i].file);
+		ht_json_str(out, f[i].file);
 		if (f[i].line > 0)
 			fprintf(out, ", \"line\": %d", f[i].line);
 		else
 			fputs(", \"line\": null", out);
 		fputs(", \"module\": ", out);
-		json_str(out, f[i].module);
+		ht_json_str(out, f[i].module);
 		fprintf(out, ", \"address\": \"0x%" PRIx64 "\", \"inlined\": %s}", f[i].address,
 			f[i].inlined ? "true" : "false");
 	}
@@ -138,12 +138,12 @@ int ht_report_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const h
 	for (size_t i = 0; i < t->argc; i++) {
 		if (i)
 			fputs(", ", out);
-		json_str(out, t->argv[i]);
+		ht_json_str(out, t->argv[i]);
 	}
 	if (t->argc == 0 && t->exe_path && t->exe_path[0]) /* argv unknown to the agent */
-		json_str(out, t->exe_path);
+		ht_json_str(out, t->exe_path);
 	fputs("], \"executable\": ", out);
-	json_str(out, t->exe_path);
+	ht_json_str(out, t->exe_path);
 	fprintf(out, ", \"pid\": %" PRIu64 ", \"ppid\": %" PRIu64, t->pid, t->ppid);
 	bool code_known = (t->ending == HT_ENDING_EXIT || t->ending == HT_ENDING_UNDERSCORE_EXIT) &&
 			  !(t->agent_flags & HT_AGENT_EXIT_CODE_UNKNOWN);
@@ -156,7 +156,7 @@ int ht_report_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const h
 	else
 		fputs(", \"signal\": null", out);
 	fprintf(out, ", \"ending\": \"%s\", \"exec\": ", ending_name(t->ending));
-	json_str(out, t->ending == HT_ENDING_EXEC ? t->exec_path : NULL);
+	ht_json_str(out, t->ending == HT_ENDING_EXEC ? t->exec_path : NULL);
 	fprintf(out, ", \"forked\": %s},\n", t->proc_flags & HT_PROC_FORKED ? "true" : "false");
 
 	/* totals */
@@ -182,14 +182,14 @@ int ht_report_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const h
 	char w[8][HT_WARN_LEN];
 	size_t nw = ht_report_warnings(m, w, 8);
 	fprintf(out, " \"truncated\": %s, \"error\": ", t->error ? "true" : "false");
-	json_str(out, t->error ? t->message : NULL);
+	ht_json_str(out, t->error ? t->message : NULL);
 	if (t->error)
 		fprintf(out, ", \"error_offset\": %" PRIu64, t->error_offset);
 	fputs(", \"warnings\": [", out);
 	for (size_t i = 0; i < nw; i++) {
 		if (i)
 			fputs(", ", out);
-		json_str(out, w[i]);
+		ht_json_str(out, w[i]);
 	}
 	fputs("],\n", out);
 

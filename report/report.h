@@ -31,4 +31,9 @@ int ht_report_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 #define HT_WARN_LEN 700
 size_t ht_report_warnings(const ht_model_t *m, char buf[][HT_WARN_LEN], size_t max);
 
+/* Writes s as a JSON string: control characters escaped, bytes that are not
+ * valid UTF-8 (names and paths from ELF files are raw bytes) replaced by
+ * U+FFFD; null for NULL. Shared by every JSON-producing writer. */
+void ht_json_str(FILE *out, const char *s);
+
 #endif /* HEAPTRAIL_REPORT_H */

@@ -76,7 +76,7 @@ uint32_t ht_capture_slow(ht_thread_t *t, uintptr_t ret0, uintptr_t cfa0)
 	unsigned n = ht_unwind(t);
 	uint32_t sid = ht_stack_intern(t, n);
 	t->scache_misses++;
-	if (!ret0 || ht_opt_unwind_fp || n == 0 || n > HT_SCACHE_FRAMES ||
+	if (!ret0 || !sid || ht_opt_unwind_fp || n == 0 || n > HT_SCACHE_FRAMES ||
 	    (uintptr_t)t->frames[0] != ret0)
 		return sid;
 	if (!t->scache) {
@@ -88,8 +88,9 @@ uint32_t ht_capture_slow(ht_thread_t *t, uintptr_t ret0, uintptr_t cfa0)
 	ht_scache_entry_t *ways = t->scache->e[set];
 	for (unsigned w = 0; w < HT_SCACHE_WAYS; w++) {
 		ht_scache_entry_t *e = &ways[w];
-		if (e->ret0 != ret0 || e->cfa0 != cfa0 || e->sid != sid || e->n != n ||
-		    memcmp(e->frames, t->frames, n * sizeof(uintptr_t)))
+		/* Interned ids name the frames: equal ids, equal chains (id 0,
+		 * "table full", is never cached). */
+		if (e->ret0 != ret0 || e->cfa0 != cfa0 || e->sid != sid)
 			continue;
 		/* This chain is known. Seen again without slots: worth learning
 		 * where its return addresses live, if the budget allows. (With

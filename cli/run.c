@@ -183,7 +183,7 @@ static const char *display_path(const char *p, const char *cwd)
 
 /* Above this size the summary comes from the agent's own counts: replaying
  * a trace of hundreds of megabytes would take longer than many programs. */
-#define FULL_SUMMARY_MAX_BYTES (32ull << 20)
+#define FULL_SUMMARY_MAX_BYTES (8ull << 20)
 
 static void print_summary(const entry_t *ent, const char *shown)
 {

@@ -102,8 +102,17 @@ uint32_t ht_capture_slow(ht_thread_t *t, uintptr_t ret0, uintptr_t cfa0)
 		}
 		return sid;
 	}
-	/* A new chain: take a way, round robin. */
-	ht_scache_entry_t *e = &ways[t->scache->next_victim[set]++ % HT_SCACHE_WAYS];
+	/* A new chain: an empty way, else one not learned yet (a chain seen
+	 * once must not push out one that hits), else round robin. */
+	ht_scache_entry_t *e = NULL;
+	for (unsigned w = 0; w < HT_SCACHE_WAYS && !e; w++)
+		if (!ways[w].ret0)
+			e = &ways[w];
+	for (unsigned w = 0; w < HT_SCACHE_WAYS && !e; w++)
+		if (!ways[w].has_slots)
+			e = &ways[w];
+	if (!e)
+		e = &ways[t->scache->next_victim[set]++ % HT_SCACHE_WAYS];
 	e->ret0 = ret0;
 	e->cfa0 = cfa0;
 	e->sid = sid;

@@ -78,7 +78,7 @@ __attribute__((always_inline)) static inline unsigned ht_unwind(ht_thread_t *t)
  * Slot positions come from a slow libunwind walk (unw_step), made only for
  * chains seen twice and within a budget (agent/scache.c). */
 
-#define HT_SCACHE_SETS 128
+#define HT_SCACHE_SETS 256
 #define HT_SCACHE_WAYS 8 /* chains that share a key (same call, same depth) */
 #define HT_SCACHE_FRAMES 64
 
@@ -102,7 +102,7 @@ uint32_t ht_capture_slow(ht_thread_t *t, uintptr_t ret0, uintptr_t cfa0);
 static inline unsigned ht_scache_index(uintptr_t ret0, uintptr_t cfa0)
 {
 	uint64_t h = (ret0 ^ (cfa0 << 7)) * 0x9e3779b97f4a7c15ull;
-	return (unsigned)(h >> 57) & (HT_SCACHE_SETS - 1);
+	return (unsigned)(h >> 56) & (HT_SCACHE_SETS - 1);
 }
 
 /* The frame of the hook the program called: climbs our own frames (the

@@ -164,4 +164,4 @@ clean:
 # The README's example program.
 $(B)/examples/%: examples/%.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -O0 -g -D_GNU_SOURCE -o $@ $<
+	$(CC) -std=gnu11 -O0 -g -D_GNU_SOURCE -Iinclude -o $@ $<

@@ -599,6 +599,58 @@ DELETE_HOOK(_ZdaPvSt11align_val_tRKSt9nothrow_t,
 	    (void *p, size_t a, const nothrow_t *t), p)
 #pragma GCC diagnostic pop
 
+/* ---- the program's own allocators (heaptrail.h) -------------------------------
+ * A program that manages memory itself (arenas, pools, mmap'd chunks, GC
+ * heaps) reports its blocks here; they become ordinary ALLOC/FREE/REALLOC
+ * events (function HT_FN_CUSTOM) and appear in every report and export, as
+ * valgrind's MALLOCLIKE_BLOCK requests do in memcheck's. The stack is the
+ * program's call of the heaptrail.h wrapper (always inlined into it). */
+
+HT_EXPORT int heaptrail_agent_alloc(void *p, size_t size);
+int heaptrail_agent_alloc(void *p, size_t size)
+{
+	if (!p || !should_record())
+		return 0;
+	ht_guard = 1;
+	int e = errno;
+	record_alloc(HT_FN_CUSTOM, p, size);
+	errno = e;
+	ht_guard = 0;
+	return 0;
+}
+
+HT_EXPORT int heaptrail_agent_free(void *p);
+int heaptrail_agent_free(void *p)
+{
+	if (!p || !should_record())
+		return 0;
+	ht_guard = 1;
+	int e = errno;
+	record_free(p);
+	errno = e;
+	ht_guard = 0;
+	return 0;
+}
+
+HT_EXPORT int heaptrail_agent_realloc(void *old, void *p, size_t size);
+int heaptrail_agent_realloc(void *old, void *p, size_t size)
+{
+	if (!old)
+		return heaptrail_agent_alloc(p, size);
+	if (!p)
+		return heaptrail_agent_free(old);
+	if (!should_record())
+		return 0;
+	ht_guard = 1;
+	int e = errno;
+	/* The program moved the block already: both halves happen now. */
+	uint64_t free_time = realloc_begin();
+	record_realloc(HT_FN_CUSTOM, old, p, size, free_time);
+	errno = e;
+	ht_guard = 0;
+	return 0;
+}
+
 /* ---- process events: exit, _exit, exec, dlclose ----------------------------
  * dlopen is not interposed: glibc resolves a dlopen'ed name against the
  * caller's RUNPATH, and a wrapper would become the caller. New objects are

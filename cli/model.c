@@ -439,7 +439,8 @@ void ht_model_add_modules(const ht_model_t *m, ht_symbolizer_t *sym)
 }
 
 /* Allocator entry points that can still show up as the leaf: inline
- * wrappers (ld.so's rtld-malloc.h defines malloc/calloc inline) and a
+ * wrappers (ld.so's rtld-malloc.h defines malloc/calloc inline; heaptrail.h's
+ * custom-allocator calls are inlined into the program's allocator) and a
  * statically linked operator new (cc1 links libstdc++ statically), which the
  * agent cannot interpose. The user's stack starts at their caller. */
 static bool is_allocator(const char *fn)
@@ -449,6 +450,8 @@ static bool is_allocator(const char *fn)
 		"memalign", "valloc", "pvalloc", "__libc_malloc", "__libc_calloc", "__libc_realloc",
 		"__libc_memalign", "__libc_valloc", "__libc_pvalloc", "__posix_memalign",
 		"__rtld_malloc", "__rtld_calloc", "__rtld_realloc",
+		/* heaptrail.h's inline wrappers: the program's allocator called them */
+		"heaptrail_alloc", "heaptrail_realloc",
 	};
 	if (!fn)
 		return false;

@@ -161,6 +161,7 @@ enum ht_alloc_fn {
 	HT_FN_PVALLOC = 8,
 	HT_FN_NEW = 9,
 	HT_FN_NEW_ARRAY = 10,
+	HT_FN_CUSTOM = 11, /* the program's own allocator, via heaptrail.h */
 	HT_FN_COUNT
 };
 

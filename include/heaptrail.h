@@ -23,6 +23,8 @@
 #define HEAPTRAIL_VERSION_MINOR 1
 #define HEAPTRAIL_VERSION_PATCH 0
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -30,7 +32,8 @@ extern "C" {
 /* ---- the agent's side (do not call these directly) ------------------------- */
 
 /* Plumbing, not the program's code: kept out of -finstrument-functions. */
-#define HEAPTRAIL__INLINE static inline __attribute__((no_instrument_function))
+#define HEAPTRAIL__INLINE                                                      \
+	static inline __attribute__((no_instrument_function, always_inline, unused))
 
 /* HEAPTRAIL__SYM(ret, name, params) declares heaptrail__name(), which returns
  * the agent's heaptrail_agent_<name> function, or NULL without the agent. */
@@ -59,6 +62,9 @@ extern "C" {
 #endif
 
 HEAPTRAIL__SYM(int, set_recording, (int on))
+HEAPTRAIL__SYM(int, alloc, (void *p, size_t size))
+HEAPTRAIL__SYM(int, free, (void *p))
+HEAPTRAIL__SYM(int, realloc, (void *old_p, void *new_p, size_t size))
 
 /* ---- recording on and off ------------------------------------------------------
  * Switch recording off and on around regions of the program. While off, new
@@ -73,6 +79,41 @@ HEAPTRAIL__INLINE int heaptrail_set_recording(int on)
 {
 	heaptrail__set_recording_fn f = heaptrail__set_recording();
 	return f ? f(on) : -1;
+}
+
+/* ---- the program's own allocators ------------------------------------------
+ * A program with its own allocator (an arena, a pool, blocks carved out of
+ * mmap'd chunks, a GC heap) reports its blocks, so that they appear in every
+ * report, leak list and export like malloc's, with the stack of the call.
+ * Counting is memcheck's: one allocation per heaptrail_alloc, one free per
+ * heaptrail_free, a realloc of a block is one free plus one allocation.
+ * Report a block after it exists and its free before it is reused.
+ * Blocks must not overlap blocks from malloc that are still live.
+ * Not async-signal-safe (they may write the trace); thread-safe. */
+
+/* p: start of a block of size bytes that the program just handed out.
+ * @return 0, or -1 when the agent is not loaded. */
+HEAPTRAIL__INLINE int heaptrail_alloc(void *p, size_t size)
+{
+	heaptrail__alloc_fn f = heaptrail__alloc();
+	return f ? f(p, size) : -1;
+}
+
+/* p: a block reported with heaptrail_alloc that the program takes back.
+ * @return 0, or -1 when the agent is not loaded. */
+HEAPTRAIL__INLINE int heaptrail_free(void *p)
+{
+	heaptrail__free_fn f = heaptrail__free();
+	return f ? f(p) : -1;
+}
+
+/* The block old_p became new_p (perhaps the same address) of size bytes.
+ * old_p NULL: an allocation; new_p NULL: a free.
+ * @return 0, or -1 when the agent is not loaded. */
+HEAPTRAIL__INLINE int heaptrail_realloc(void *old_p, void *new_p, size_t size)
+{
+	heaptrail__realloc_fn f = heaptrail__realloc();
+	return f ? f(old_p, new_p, size) : -1;
 }
 
 #ifdef __cplusplus

@@ -170,6 +170,7 @@ static const char *const fn_names[HT_FN_COUNT] = {
 	[HT_FN_MEMALIGN] = "memalign",
 	[HT_FN_VALLOC] = "valloc",
 	[HT_FN_PVALLOC] = "pvalloc",
+	[HT_FN_CUSTOM] = "custom",
 	[HT_FN_NEW] = "operator new",
 	[HT_FN_NEW_ARRAY] = "operator new[]",
 };

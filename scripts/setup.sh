@@ -11,7 +11,7 @@ set -eu
 PKGS="build-essential pkg-config libdw-dev libelf-dev libunwind-dev \
 libzstd-dev zlib1g-dev libprotobuf-c-dev protobuf-c-compiler clang \
 libclang-rt-14-dev python3 valgrind heaptrack gdb file golang-go \
-protobuf-compiler chromium"
+protobuf-compiler chromium sqlite3 time zstd"
 command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
 
 missing=""

@@ -109,6 +109,10 @@ SPECS = {
     "stack_cache": dict(
         totals=(6500, 6500, 64000, 0, 0), exit=0, memcheck=True,
         sites={"leaf": S(5000, 40000), "leaf_vla": S(1500, 24000)}),
+    # the program's own allocator, reported through heaptrail.h (no malloc)
+    "custom_alloc": dict(
+        totals=(51, 21, 2200, 30, 1360), exit=0, memcheck=False,
+        sites={"carve": S(50, 2000, 29, 1160), "grow": S(1, 200, 1, 200)}),
     # memcheck prints the vfork child's summary too; counts by construction.
     "vfork": dict(
         totals=(5, 3, 800, 2, 200), exit=0, memcheck=False,

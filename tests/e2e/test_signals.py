@@ -8,13 +8,21 @@ import time
 from harness import HT, PROGS, need_tools, report, scratch_dir, text, tail
 
 
+def default_signals():
+    """Child set-up: the dispositions a program started from a terminal
+    has. A suite run in the background inherits SIGINT ignored (the shell
+    does that for `&`), which the programs here would rightly report."""
+    for s in (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, signal.SIG_DFL)
+
+
 def run_and_signal(t, args, sig, wait_for=b"ready\n", delay=0.0):
     """Starts `heaptrail run -- args`, waits for the program to print
     wait_for, sleeps delay seconds, sends sig to the program (not to
     heaptrail), and returns (exit status of heaptrail, trace path)."""
     out = scratch_dir("sig") / "x.ht"
     p = subprocess.Popen([str(HT), "run", "-o", str(out), "--"] + args,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=default_signals)
     try:
         line = p.stdout.readline()
         if line != wait_for:
@@ -65,7 +73,7 @@ def t_handlers_invisible(t):
     need_tools(t)
     out = scratch_dir("sig") / "x.ht"
     p = subprocess.run([str(HT), "run", "-o", str(out), "--", str(PROGS / "signals"), "dfl"],
-                       capture_output=True, timeout=60)
+                       capture_output=True, timeout=60, preexec_fn=default_signals)
     t.eq("signals dfl: exit status (0 = every fatal signal reads back SIG_DFL, else the signal)", 0, p.returncode)
 
 
@@ -73,7 +81,7 @@ def t_program_sets_dfl_then_dies(t):
     need_tools(t)
     out = scratch_dir("sig") / "x.ht"
     p = subprocess.run([str(HT), "run", "-o", str(out), "--", str(PROGS / "signals"), "reraise"],
-                       capture_output=True, timeout=60)
+                       capture_output=True, timeout=60, preexec_fn=default_signals)
     t.eq("exit status", 128 + signal.SIGTERM, p.returncode)
     r = report(out)
     if r.err:
@@ -94,7 +102,7 @@ def t_python_keyboard_interrupt(t):
             "os.kill(os.getpid(), signal.SIGINT)\n"
             "import time; time.sleep(5)\n")
     p = subprocess.run([str(HT), "run", "-o", str(out), "--", "/usr/bin/python3", "-c", code],
-                       capture_output=True, timeout=120)
+                       capture_output=True, timeout=120, preexec_fn=default_signals)
     t.check("default_int_handler" in text(p.stdout),
             "python does not see its own SIGINT handler: %r" % text(p.stdout))
     t.check("KeyboardInterrupt" in text(p.stderr), "no KeyboardInterrupt: %s" % tail(p.stderr))

@@ -148,6 +148,13 @@ typedef struct ht_thread {
 	struct ht_shadow_frame *shadow; /* mmap'd on the first function entry */
 	uint32_t shadow_depth;	     /* frames in shadow[] */
 	uint32_t shadow_overflow;    /* entries beyond HT_SHADOW_MAX */
+	/* tag and phase names (agent/names.c): the program's string pointer
+	 * last seen in each slot, and the interned id it had */
+	struct ht_name_slot {
+		const char *ptr;
+		const char *copy;
+		uint32_t id;
+	} name_cache[32];
 	void *frames[HT_MAX_DEPTH + 16];
 } ht_thread_t;
 
@@ -181,6 +188,11 @@ typedef struct ht_shadow_frame {
 } ht_shadow_frame_t;
 
 void ht_functions_fork_child(ht_thread_t *self);
+
+/* Tag and phase names (agent/names.c): the id of name, defined in t's
+ * buffer (NAME event) the first time the process sees it; 0 on failure. */
+uint32_t ht_name_intern(ht_thread_t *t, const char *name);
+void ht_names_fork_child(ht_thread_t *self);
 
 /* Per-thread reentrancy guard (agent/hooks.c). Set while the agent works. */
 extern __thread int ht_guard;

@@ -236,6 +236,7 @@ void ht_thread_fork_child(void)
 	 * unflushed events: the parent ships those, the child drops them. */
 	ht_lock_reset(&registry_lock);
 	ht_thread_t *self = tls_thread;
+	ht_names_fork_child(self);
 	for (ht_thread_t *t = registry; t; t = t->next) {
 		t->n_allocs = t->n_frees = t->n_bytes = 0; /* the child counts its own */
 		if (t != self) {

@@ -38,7 +38,7 @@
 #define HT_FILE_MAGIC_LEN 8
 #define HT_FILE_HEADER_LEN 16
 #define HT_FORMAT_MAJOR 1
-#define HT_FORMAT_MINOR 1
+#define HT_FORMAT_MINOR 2
 #define HT_FILE_ZSTD 0x1u /* body is one or more zstd frames */
 
 /* ---- top-level records ---------------------------------------------------- */
@@ -135,6 +135,16 @@ enum ht_end_how {
  *         the program (heaptrail.h); while off, ALLOC, REALLOC and ENTER
  *         are not written (FREE and EXIT still are, for blocks and calls
  *         that began while on).
+ * NAME    varint name_id, string name. Defines a tag or phase name for the
+ *         whole trace (like STACK: once, in the block of the thread that
+ *         first used it; other threads may use the id earlier in the file).
+ * TAG     varint dtime, svarint daddr (same address chain as ALLOC),
+ *         varint name_id. The live block at addr has type/tag name_id
+ *         (heaptrail_tag); a later TAG of the same block replaces it.
+ * PHASE   varint dtime, varint name_id, varint begin (1) or end (0): this
+ *         thread entered or left the named phase (heaptrail_phase_begin/
+ *         end). Phases nest per thread; an end closes the innermost open
+ *         phase of that name.
  * Stack id 0 means "unknown stack" (never defined).
  */
 enum ht_event {
@@ -146,6 +156,9 @@ enum ht_event {
 	HT_EV_ENTER = 0x6,
 	HT_EV_EXIT = 0x7,
 	HT_EV_ENABLE = 0x8,
+	HT_EV_NAME = 0x9,
+	HT_EV_TAG = 0xa,
+	HT_EV_PHASE = 0xb,
 };
 
 /* Which function made an allocation (high nibble of ALLOC/REALLOC). */

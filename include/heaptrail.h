@@ -65,6 +65,8 @@ HEAPTRAIL__SYM(int, set_recording, (int on))
 HEAPTRAIL__SYM(int, alloc, (void *p, size_t size))
 HEAPTRAIL__SYM(int, free, (void *p))
 HEAPTRAIL__SYM(int, realloc, (void *old_p, void *new_p, size_t size))
+HEAPTRAIL__SYM(int, tag, (const void *p, const char *name))
+HEAPTRAIL__SYM(int, phase, (const char *name, int begin))
 
 /* ---- recording on and off ------------------------------------------------------
  * Switch recording off and on around regions of the program. While off, new
@@ -114,6 +116,41 @@ HEAPTRAIL__INLINE int heaptrail_realloc(void *old_p, void *new_p, size_t size)
 {
 	heaptrail__realloc_fn f = heaptrail__realloc();
 	return f ? f(old_p, new_p, size) : -1;
+}
+
+/* ---- tags (types) --------------------------------------------------------------
+ * Label a live block (from malloc, new or heaptrail_alloc) with a type or tag
+ * name, right after allocating it or later; a second tag replaces the first.
+ * `heaptrail report --by-tag` lists count and bytes per tag, and
+ * `heaptrail report --tag NAME` the call stacks that allocated that tag.
+ * name: any NUL-terminated string (the first 255 bytes count); string
+ * literals are fastest (the agent remembers their addresses).
+ * Not async-signal-safe; thread-safe. Nothing is recorded while recording
+ * is switched off.
+ * @return 0, or -1 when the agent is not loaded. */
+HEAPTRAIL__INLINE int heaptrail_tag(const void *p, const char *name)
+{
+	heaptrail__tag_fn f = heaptrail__tag();
+	return f ? f(p, name) : -1;
+}
+
+/* ---- phases ----------------------------------------------------------------------
+ * Bracket a named phase of the program (parsing, code generation, a request):
+ * the report gets a table per phase name with the times entered, the
+ * allocations and bytes made inside, the net change of live bytes, and the
+ * peak reached inside. Phases nest; they belong to the calling thread.
+ * Not async-signal-safe; thread-safe.
+ * @return 0, or -1 when the agent is not loaded. */
+HEAPTRAIL__INLINE int heaptrail_phase_begin(const char *name)
+{
+	heaptrail__phase_fn f = heaptrail__phase();
+	return f ? f(name, 1) : -1;
+}
+
+HEAPTRAIL__INLINE int heaptrail_phase_end(const char *name)
+{
+	heaptrail__phase_fn f = heaptrail__phase();
+	return f ? f(name, 0) : -1;
 }
 
 #ifdef __cplusplus

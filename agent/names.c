@@ -1,0 +1,206 @@
+/* names.c - tag and phase names, interned once per trace.
+ *
+ * A program names things with string literals (heaptrail_tag(p, "node")),
+ * often on every allocation, so the common case must be cheap: each thread
+ * remembers, per slot hashed from the string's address, the pointer it saw
+ * and the id it got, and checks the text against the interned copy (a
+ * program may reuse a buffer for another name). A miss takes names_lock and
+ * looks the text up in a global table; a new name gets the next id, a copy
+ * in an mmap arena, and a NAME event in the calling thread's buffer (like
+ * STACK: other threads may use the id before that block reaches the file).
+ */
+#include <string.h>
+
+#include "agent.h"
+
+#define HT_NAME_MAX 255
+#define HT_NAME_TABLE 65536 /* ids; the table holds up to half that many */
+
+typedef struct name_entry {
+	uint64_t hash;
+	const char *text;
+	uint32_t id;
+} name_entry_t;
+
+static name_entry_t *table; /* HT_NAME_TABLE slots, mmap'd on first use */
+static uint32_t next_id = 1;
+static ht_lock_t names_lock;
+static char *arena_pos, *arena_end;
+
+static uint64_t hash_text(const char *s, size_t n)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+	return h | 1;
+}
+
+static const char *copy_text(const char *s, size_t n)
+{
+	if (!arena_pos || (size_t)(arena_end - arena_pos) < n + 1) {
+		arena_pos = ht_mmap(64 * 1024);
+		if (!arena_pos)
+			return NULL;
+		arena_end = arena_pos + 64 * 1024;
+	}
+	char *c = arena_pos;
+	memcpy(c, s, n);
+	c[n] = 0;
+	arena_pos += n + 1;
+	return c;
+}
+
+/* Writes NAME id text into t's buffer. */
+static void define(ht_thread_t *t, uint32_t id, const char *text, size_t n)
+{
+	ht_thread_reserve(t, 1 + 3 * HT_VARINT_MAX + n);
+	uint8_t *b = t->buf + t->len;
+	size_t k = 0;
+	b[k++] = HT_EV_NAME;
+	k += ht_varint_put(b + k, id);
+	k += ht_varint_put(b + k, n);
+	memcpy(b + k, text, n);
+	t->len += (uint32_t)(k + n);
+}
+
+HT_NOINLINE static uint32_t intern_slow(ht_thread_t *t, const char *name,
+					struct ht_name_slot *slot)
+{
+	size_t n = 0;
+	while (n < HT_NAME_MAX && name[n])
+		n++;
+	uint64_t h = hash_text(name, n);
+	uint32_t id = 0;
+	const char *text = NULL;
+	bool fresh = false;
+	ht_lock(&names_lock);
+	if (!table)
+		table = ht_mmap(HT_NAME_TABLE * sizeof *table);
+	if (table) {
+		for (uint64_t i = h;; i++) {
+			name_entry_t *e = &table[i & (HT_NAME_TABLE - 1)];
+			if (!e->hash) {
+				if (next_id >= HT_NAME_TABLE / 2 || !(text = copy_text(name, n)))
+					break; /* full: the name is dropped (id 0) */
+				e->hash = h;
+				e->text = text;
+				e->id = id = next_id++;
+				fresh = true;
+				break;
+			}
+			if (e->hash == h && !strncmp(e->text, name, n) && !e->text[n]) {
+				id = e->id;
+				text = e->text;
+				break;
+			}
+		}
+	}
+	ht_unlock(&names_lock);
+	if (fresh)
+		define(t, id, text, n);
+	if (id) {
+		slot->ptr = name;
+		slot->copy = text;
+		slot->id = id;
+	}
+	return id;
+}
+
+uint32_t ht_name_intern(ht_thread_t *t, const char *name)
+{
+	struct ht_name_slot *slot = &t->name_cache[((uintptr_t)name >> 3) & 31];
+	if (slot->ptr == name && !strncmp(slot->copy, name, HT_NAME_MAX + 1))
+		return slot->id;
+	return intern_slow(t, name, slot);
+}
+
+void ht_names_fork_child(ht_thread_t *self)
+{
+	/* The child's trace must define its names again. */
+	ht_lock_reset(&names_lock);
+	if (table)
+		memset(table, 0, HT_NAME_TABLE * sizeof *table);
+	next_id = 1;
+	if (self)
+		memset(self->name_cache, 0, sizeof self->name_cache);
+}
+
+/* ---- heaptrail_tag and heaptrail_phase_begin/end (heaptrail.h) ------------ */
+
+static inline uint64_t event_time(const ht_thread_t *t)
+{
+	uint64_t now = ht_now();
+	return now < t->last_time ? t->last_time : now;
+}
+
+/* Common entry: the thread to write to, guard taken; NULL to do nothing. */
+static ht_thread_t *api_enter(void)
+{
+	if (ht_guard || atomic_load_explicit(&ht_state, memory_order_relaxed) != HT_STATE_RECORDING)
+		return NULL;
+	ht_guard = 1;
+	ht_thread_t *t = ht_thread_get();
+	if (!t) {
+		ht_guard = 0;
+		return NULL;
+	}
+	atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
+	return t;
+}
+
+static void api_leave(ht_thread_t *t)
+{
+	atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
+	ht_guard = 0;
+}
+
+HT_EXPORT int heaptrail_agent_tag(const void *p, const char *name);
+int heaptrail_agent_tag(const void *p, const char *name)
+{
+	if (!p || !name || !atomic_load_explicit(&ht_recording_on, memory_order_relaxed))
+		return 0;
+	ht_thread_t *t = api_enter();
+	if (!t)
+		return 0;
+	uint32_t id = ht_name_intern(t, name);
+	if (id) {
+		ht_thread_reserve(t, 1 + 3 * HT_VARINT_MAX);
+		uint64_t now = event_time(t);
+		uint8_t *b = t->buf + t->len;
+		size_t k = 0;
+		b[k++] = HT_EV_TAG;
+		k += ht_varint_put(b + k, now - t->last_time);
+		k += ht_varint_put(b + k, ht_zigzag((int64_t)((uintptr_t)p - t->last_addr)));
+		k += ht_varint_put(b + k, id);
+		t->last_time = now;
+		t->last_addr = (uintptr_t)p;
+		t->len += (uint32_t)k;
+	}
+	api_leave(t);
+	return 0;
+}
+
+HT_EXPORT int heaptrail_agent_phase(const char *name, int begin);
+int heaptrail_agent_phase(const char *name, int begin)
+{
+	if (!name)
+		return 0;
+	ht_thread_t *t = api_enter();
+	if (!t)
+		return 0;
+	uint32_t id = ht_name_intern(t, name);
+	if (id) {
+		ht_thread_reserve(t, 1 + 3 * HT_VARINT_MAX);
+		uint64_t now = event_time(t);
+		uint8_t *b = t->buf + t->len;
+		size_t k = 0;
+		b[k++] = HT_EV_PHASE;
+		k += ht_varint_put(b + k, now - t->last_time);
+		k += ht_varint_put(b + k, id);
+		k += ht_varint_put(b + k, begin ? 1 : 0);
+		t->last_time = now;
+		t->len += (uint32_t)k;
+	}
+	api_leave(t);
+	return 0;
+}

@@ -123,6 +123,16 @@ $(B)/bench/fn_%: bench/workloads/fn_%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O2 -g -D_GNU_SOURCE -finstrument-functions -o $@ $< -lpthread
 
+# heaptrail.h's cost without the agent: the same allocator with and without
+# its annotations.
+$(B)/bench/api_arena: bench/workloads/api_arena.c include/heaptrail.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -g -D_GNU_SOURCE -Iinclude -o $@ $<
+
+$(B)/bench/api_arena_bare: bench/workloads/api_arena.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -g -D_GNU_SOURCE -DHEAPTRAIL_BARE -o $@ $<
+
 $(B)/bench/%: bench/workloads/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O2 -g -D_GNU_SOURCE -o $@ $< -lpthread
@@ -145,15 +155,23 @@ $(B)/fuzz/replay_reader: tests/fuzz/fuzz_reader.c tests/fuzz/replay_driver.c $(F
 fuzz: $(B)/fuzz/fuzz_reader
 
 programs: $(PROGS) $(B)/tests/libdlplugin.so
-bench: all $(BENCHES)
+bench: all $(BENCHES) $(B)/bench/api_arena_bare
 
 check: all $(B)/asan/heaptrail programs $(UNITS) $(B)/fuzz/replay_reader
 	@sh tests/run.sh
 
-install: all
-	install -d $(DESTDIR)$(bindir) $(DESTDIR)$(libdir)/heaptrail
+# The API is a header only (weak symbols resolved against the agent), so
+# heaptrail.pc carries Cflags and no Libs.
+$(B)/heaptrail.pc: heaptrail.pc.in
+	@mkdir -p $(dir $@)
+	sed -e 's|@prefix@|$(prefix)|' -e 's|@includedir@|$(includedir)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+
+install: all $(B)/heaptrail.pc
+	install -d $(DESTDIR)$(bindir) $(DESTDIR)$(libdir)/heaptrail $(DESTDIR)$(includedir) $(DESTDIR)$(libdir)/pkgconfig
 	install -m 755 $(B)/heaptrail $(DESTDIR)$(bindir)/heaptrail
 	install -m 755 $(B)/libheaptrail.so $(DESTDIR)$(libdir)/heaptrail/libheaptrail.so
+	install -m 644 include/heaptrail.h $(DESTDIR)$(includedir)/heaptrail.h
+	install -m 644 $(B)/heaptrail.pc $(DESTDIR)$(libdir)/pkgconfig/heaptrail.pc
 	if [ -f docs/heaptrail.1 ]; then install -d $(DESTDIR)$(mandir)/man1 && install -m 644 docs/heaptrail.1 $(DESTDIR)$(mandir)/man1/; fi
 
 clean:

@@ -393,3 +393,22 @@ def marker_line(src, marker):
 def totals_subset(rep, keys):
     tot = rep.get("totals", {})
     return {k: tot.get(k) for k in keys}
+
+
+def clients_dir(t):
+    """The npm clients (tests/clients/install.sh: pprof-format, speedscope,
+    the DevTools trace engine, playwright-core), installed once per suite
+    (one `npm ci`, never two at once). A test that needs them fails, with
+    the reason, when they cannot be installed: never a silent pass."""
+    def go():
+        if not shutil.which("npm") or not shutil.which("node"):
+            return None, "node/npm not found (apt-get install nodejs npm)"
+        p = run(["sh", ROOT / "tests" / "clients" / "install.sh"], 600)
+        d = text(p.out).strip().splitlines()
+        if p.rc != 0 or not d:
+            return None, "tests/clients/install.sh failed (no network?): %s" % tail(p.err)
+        return Path(d[-1]), None
+    d, err = memo(("npm-clients",), go)
+    if err:
+        t.fatal("npm clients unavailable, cannot check: " + err)
+    return d

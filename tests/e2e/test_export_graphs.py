@@ -31,10 +31,9 @@ import re
 import shutil
 from pathlib import Path
 
-from harness import (PROGS, ROOT, SANITIZER_RE, memo, need_tools, report, report_cli, run,
+from harness import (clients_dir, PROGS, ROOT, SANITIZER_RE, memo, need_tools, report, report_cli, run,
                      tail, text, traced_report)
 
-CLIENTS_INSTALL = ROOT / "tests" / "clients" / "install.sh"
 PROGRAMS = ("peak", "threads", "leaks")
 TIMEOUT = 120
 CHART_WIDTH = 100
@@ -85,24 +84,6 @@ def converted(t, name, fmt):
     if err:
         t.fatal(err)
     return out, rep
-
-
-def clients_dir(t):
-    """The npm clients (tests/clients/install.sh), installed once per suite.
-    The memo key is the one test_export_pprof uses, so that one `npm ci`
-    runs, never two at once in the same directory."""
-    def go():
-        if not shutil.which("npm") or not shutil.which("node"):
-            return None, "node/npm not found (apt-get install nodejs npm)"
-        p = run(["sh", CLIENTS_INSTALL], 600)
-        d = text(p.out).strip().splitlines()
-        if p.rc != 0 or not d:
-            return None, "tests/clients/install.sh failed (no network?): %s" % tail(p.err)
-        return Path(d[-1]), None
-    d, err = memo(("npm-clients",), go)
-    if err:
-        t.fatal("npm clients unavailable, cannot check: " + err)
-    return d
 
 
 def top_peak_site(rep):

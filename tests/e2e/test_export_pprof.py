@@ -33,11 +33,10 @@ import time
 import urllib.request
 from pathlib import Path
 
-from harness import (HT, PROGS, ROOT, SANITIZER_RE, by_leaf, need_tools, report_cli,
+from harness import (clients_dir, HT, PROGS, ROOT, SANITIZER_RE, by_leaf, need_tools, report_cli,
                      run, tail, text, traced_report, memo)
 
 PROTO = ROOT / "third_party" / "pprof" / "profile.proto"
-CLIENTS_INSTALL = ROOT / "tests" / "clients" / "install.sh"
 PROGRAMS = ("leaks", "cxx_alloc", "threads")
 TIMEOUT = 60
 
@@ -112,22 +111,6 @@ def pprof(t, args, path):
     if p.rc != 0 or p.timed_out:
         t.fatal("%s failed: %s" % (p.describe(), tail(p.err)))
     return text(p.out)
-
-
-def clients_dir(t):
-    """The npm clients (tests/clients/install.sh), installed once per suite."""
-    def go():
-        if not shutil.which("npm") or not shutil.which("node"):
-            return None, "node/npm not found (apt-get install nodejs npm)"
-        p = run(["sh", CLIENTS_INSTALL], 600)
-        d = text(p.out).strip().splitlines()
-        if p.rc != 0 or not d:
-            return None, "tests/clients/install.sh failed (no network?): %s" % tail(p.err)
-        return Path(d[-1]), None
-    d, err = memo(("npm-clients",), go)
-    if err:
-        t.fatal("npm clients unavailable, cannot check: " + err)
-    return d
 
 
 def report_totals(rep):

@@ -57,19 +57,6 @@ def convert(t, trace, fmt, name, extra=()):
     return out
 
 
-def clients_dir():
-    """build/clients (playwright-core), installed once; None if npm failed."""
-    def go():
-        p = run(["sh", ROOT / "tests" / "clients" / "install.sh"], 600)
-        d = text(p.out).strip().splitlines()
-        if p.rc != 0 or not d:
-            print("note: npm clients not installed (%s); flame graph browser checks skipped"
-                  % tail(p.err, 200), flush=True)
-            return None
-        return d[-1]
-    return harness.memo(("npm-clients", "test_export_tools"), go)
-
-
 def cost_of(site, cost):
     return {"bytes": site["bytes_allocated"], "allocations": site["allocations"],
             "peak": site["peak_bytes"], "leaked": site["leaked_bytes"],
@@ -251,9 +238,7 @@ def svg_label(frame):
 
 
 def browse(t, svg, png, term):
-    d = clients_dir()
-    if d is None:
-        return None
+    d = harness.clients_dir(t)
     env = dict(os.environ, NODE_PATH=os.path.join(d, "node_modules"), HOME=str(t.tmp))
     p = run(["node", CLIENT_JS, svg, png, term or ""], 120, env=env)
     t.need(p.rc == 0, "%s failed: %s" % (p.describe(), tail(p.err, 1500)))
@@ -277,8 +262,6 @@ def check_flamegraph(prog, cost, icicle, term, must_match):
         total = total_of(rep, cost)
         t.need(total > 0, "no %s cost in %s's trace" % (cost, prog))
         res = browse(t, svg, t.tmp / (prog + ".png"), term)
-        if res is None:
-            return
         t.eq("browser errors", [], res["errors"])
 
         # the picture: not blank, several colours

@@ -19,6 +19,8 @@
 #include "export.h"
 #include "report.h"
 #include "../report/functions.h" /* by path: cli/functions.h has the same name */
+#include "marks.h"
+#include "../report/marks.h" /* likewise */
 #include "symbolize.h"
 #include "util.h"
 
@@ -27,6 +29,8 @@ static const char usage_text[] =
 	"                     [--functions] [--start-off] [--] PROGRAM [ARGS...]\n"
 	"       heaptrail report [--format text|json] [--top N]\n"
 	"                        [--functions [--memory] [--time-unit ns|us|ms|s]] FILE\n"
+	"       heaptrail report --by-tag FILE\n"
+	"       heaptrail report --tag NAME [--depth N] [--min-count N] [--top N] FILE\n"
 	"       heaptrail convert --format FORMAT [-o OUT] [--cost COST] [--icicle] FILE\n"
 	"       heaptrail --help | --version\n";
 
@@ -59,6 +63,11 @@ static const char help_text[] =
 	"                            and the top functions by own bytes and allocations\n"
 	"    --time-unit ns|us|ms|s  with --functions: unit of the times (default: picked from\n"
 	"                            the longest thread)\n"
+	"    --by-tag                allocations, bytes and live blocks per tag (heaptrail_tag)\n"
+	"    --tag NAME              the call stacks that allocated blocks tagged NAME, most\n"
+	"                            allocations first (docs/API.md)\n"
+	"    --depth N               with --tag: cut stacks to N frames, leaf first (default all)\n"
+	"    --min-count N           with --tag: only stacks with at least N allocations\n"
 	"\n"
 	"heaptrail convert --format FORMAT [options] FILE\n"
 	"  Write the trace in a format other tools read (heaptrail convert --help lists them).\n"
@@ -138,11 +147,13 @@ static int load_model(const char *path, ht_trace_t **tp, ht_model_t **mp)
 	return 0;
 }
 
-/* The JSON report with the function profile as one more member: the
- * report's object is written to memory, its closing brace replaced by the
- * "functions" member. Existing fields stay exactly as they are. */
-static int report_json_functions(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
-				 const ht_report_opts_t *ro, const ht_fn_profile_t *fp)
+/* The JSON report with more members: the report's object is written to
+ * memory, its closing brace replaced by "functions" (fp not NULL), "tags"
+ * (the trace tags blocks) and "phases" (it has phases). Existing fields
+ * stay exactly as they are. */
+static int report_json_extra(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
+			     const ht_report_opts_t *ro, const ht_fn_profile_t *fp,
+			     const ht_marks_t *mk)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -161,8 +172,18 @@ static int report_json_functions(FILE *out, const ht_model_t *m, ht_symbolizer_t
 	}
 	if (!r) {
 		fwrite(buf, 1, len - 1, out);
-		fputs(",\n \"functions\": ", out);
-		r = ht_report_functions_json(out, fp, sym);
+		if (fp) {
+			fputs(",\n \"functions\": ", out);
+			r = ht_report_functions_json(out, fp, sym);
+		}
+		if (!r && mk && mk->tag_events) {
+			fputs(",\n \"tags\": ", out);
+			r = ht_report_tags_json(out, mk);
+		}
+		if (!r && mk && mk->nphases) {
+			fputs(",\n \"phases\": ", out);
+			r = ht_report_phases_json(out, mk);
+		}
 		fputs("}\n", out);
 	}
 	free(buf);
@@ -176,6 +197,9 @@ static int cmd_report(int argc, char **argv)
 	ht_fn_report_opts_t fo = { NULL, HT_TIME_AUTO, false, 0 };
 	bool unit_given = false;
 	ht_report_opts_t ro = { NULL, 0 };
+	bool by_tag = false;
+	ht_tag_report_opts_t to = { NULL, NULL, 0, 1, 0 };
+	bool depth_given = false, min_given = false;
 	const char *path = NULL;
 	bool only_args = false;
 
@@ -210,6 +234,28 @@ static int cmd_report(int argc, char **argv)
 			ro.top = n ? (size_t)n : SIZE_MAX;
 		} else if (!strcmp(a, "--functions")) {
 			functions = true;
+		} else if (!strcmp(a, "--by-tag")) {
+			by_tag = true;
+		} else if ((v = opt_value(argc, argv, &i, "--tag", &missing)) || missing) {
+			if (missing || !*v)
+				return usage_error("report: %s needs a tag name", "--tag");
+			to.name = v;
+		} else if ((v = opt_value(argc, argv, &i, "--depth", &missing)) || missing) {
+			unsigned long long n;
+			if (missing)
+				return usage_error("report: %s needs a value", "--depth");
+			if (!parse_uint(v, HT_MAX_DEPTH * 64ULL, &n) || n < 1)
+				return usage_error("report: --depth needs a number from 1 up, not '%s'", v);
+			to.depth = (size_t)n;
+			depth_given = true;
+		} else if ((v = opt_value(argc, argv, &i, "--min-count", &missing)) || missing) {
+			unsigned long long n;
+			if (missing)
+				return usage_error("report: %s needs a value", "--min-count");
+			if (!parse_uint(v, UINT64_MAX, &n))
+				return usage_error("report: --min-count needs a number, not '%s'", v);
+			to.min_count = n;
+			min_given = true;
 		} else if (!strcmp(a, "--memory")) {
 			fo.memory = true;
 		} else if ((v = opt_value(argc, argv, &i, "--time-unit", &missing)) || missing) {
@@ -227,8 +273,17 @@ static int cmd_report(int argc, char **argv)
 	if (!functions && (fo.memory || unit_given))
 		return usage_error("report: %s goes with --functions",
 				   fo.memory ? "--memory" : "--time-unit");
+	if (!to.name && (depth_given || min_given))
+		return usage_error("report: %s goes with --tag", depth_given ? "--depth" : "--min-count");
+	if ((by_tag || to.name) && (functions || json))
+		return usage_error("report: %s is a text view of its own (the JSON report has a"
+				   " \"tags\" member)", by_tag ? "--by-tag" : "--tag");
+	if (by_tag && to.name)
+		return usage_error("report: --by-tag and --tag %s: one view at a time", to.name);
 	ro.trace_path = path;
 	fo.trace_path = path;
+	to.trace_path = path;
+	to.top = ro.top;
 	fo.top = ro.top; /* 0: the default 10, SIZE_MAX (--top 0): all */
 
 	ht_trace_t *t = NULL;
@@ -244,24 +299,54 @@ static int cmd_report(int argc, char **argv)
 		ht_trace_free(t);
 		return 1;
 	}
+	/* tags and phases: another replay, only when the trace has them or a
+	 * tag view was asked for (it then says the trace has none) */
+	ht_marks_t *mk = NULL;
+	if ((by_tag || to.name || (!functions && t->nmark_events)) && (r = ht_marks_build(t, &mk))) {
+		fprintf(stderr, "heaptrail: %s: %s\n", path, ht_strerror(r));
+		ht_fn_free(fp);
+		ht_model_free(m);
+		ht_trace_free(t);
+		return 1;
+	}
 	ht_symbolizer_t *sym = ht_symbolizer_new();
 	if (sym)
 		ht_model_add_modules(m, sym);
 	else
 		fprintf(stderr, "heaptrail: warning: no symbolizer, frames show addresses only\n");
-	if (functions && json)
-		r = report_json_functions(stdout, m, sym, &ro, fp);
-	else if (functions)
+	bool no_tag = false;
+	if (by_tag) {
+		r = ht_report_by_tag_text(stdout, mk, path);
+	} else if (to.name) {
+		r = ht_report_tag_text(stdout, m, mk, sym, &to);
+		if (r == -ENOENT) { /* the report says so; not a failure to write it */
+			r = 0;
+			no_tag = true;
+		}
+	} else if (json && (fp || (mk && (mk->tag_events || mk->nphases)))) {
+		r = report_json_extra(stdout, m, sym, &ro, fp, mk);
+	} else if (functions) {
 		r = ht_report_functions_text(stdout, fp, sym, &fo);
-	else
-		r = json ? ht_report_json(stdout, m, sym, &ro) : ht_report_text(stdout, m, sym, &ro);
+	} else if (json) {
+		r = ht_report_json(stdout, m, sym, &ro);
+	} else {
+		r = ht_report_text(stdout, m, sym, &ro);
+		if (!r && mk)
+			r = ht_report_phases_text(stdout, mk);
+	}
 	if (fflush(stdout) && !r)
 		r = -errno;
+	/* on stderr too, as for --functions below */
+	if (!r && (by_tag || no_tag) && mk->tag_events == 0)
+		fprintf(stderr, "heaptrail: %s: %s\n", path, ht_marks_no_tags_msg);
+	else if (no_tag)
+		fprintf(stderr, "heaptrail: %s: no allocations carry the tag '%s'\n", path, to.name);
 	/* the message on stderr too: a script reading stdout for numbers
 	 * should not have to parse the report to learn it got none */
 	if (functions && !r && fp->nthreads == 0)
 		fprintf(stderr, "heaptrail: %s: %s\n", path, ht_fn_no_events_msg);
 	ht_fn_free(fp);
+	ht_marks_free(mk);
 	ht_symbolizer_free(sym);
 	ht_model_free(m);
 	ht_trace_free(t);

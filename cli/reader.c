@@ -42,6 +42,7 @@ typedef struct zmark {
 
 typedef struct trace_priv {
 	ht_map_t stack_by_id;  /* stack id -> index in stacks */
+	ht_map_t name_by_id;   /* name id -> index in names */
 	ht_map_t thread_by_tid;
 	seg_ref_t *segs;       /* sorted by start */
 	uint64_t *seg_maxend;  /* prefix maximum of end, for overlapping ranges */
@@ -202,15 +203,18 @@ typedef struct evstate {
 	uint64_t time, addr, fn;
 } evstate_t;
 
-/* A STACK definition as decoded; ips point into caller scratch. */
+/* A STACK or NAME definition as decoded; a STACK's ips go to caller
+ * scratch, a NAME's text stays in the body at name_off. */
 typedef struct stackdef {
 	uint64_t id;
 	uint32_t depth;
+	size_t name_off, name_len;
 } stackdef_t;
 
 /* Decode one event at p[*pos] (p[0..end) is the block). Updates the block
  * state. For STACK, fills *sd and writes the frames to ips (room for
- * HT_MAX_DEPTH). Returns DEC_*; *pos only advances on success. */
+ * HT_MAX_DEPTH); for NAME, fills sd->id and the text's place. Returns
+ * DEC_*; *pos only advances on success. */
 static int decode_event(const uint8_t *p, size_t end, size_t *pos, evstate_t *st, ht_event_t *ev,
 			stackdef_t *sd, uint64_t *ips)
 {
@@ -226,6 +230,7 @@ static int decode_event(const uint8_t *p, size_t end, size_t *pos, evstate_t *st
 	ev->type = type;
 	ev->fn = b >> 4;
 	ev->call_site = 0;
+	ev->name_id = 0;
 	switch (type) {
 	case HT_EV_ALLOC:
 	case HT_EV_REALLOC:
@@ -302,6 +307,42 @@ static int decode_event(const uint8_t *p, size_t end, size_t *pos, evstate_t *st
 		sd->depth = (uint32_t)depth;
 		break;
 	}
+	case HT_EV_NAME: {
+		uint64_t len;
+		if ((r = get_u(p, end, &q, &sd->id)) || (r = get_u(p, end, &q, &len)))
+			return r;
+		if (len > HT_MAX_STRING)
+			return DEC_CORRUPT;
+		if (len > end - q)
+			return DEC_TRUNC;
+		sd->name_off = q;
+		sd->name_len = (size_t)len;
+		sd->depth = 0;
+		q += len;
+		break;
+	}
+	case HT_EV_TAG:
+		/* the address is on the heap events' chain: the agent writes it
+		 * from the same last_addr as ALLOC/FREE/REALLOC */
+		if ((r = get_u(p, end, &q, &dtime)) || (r = get_s(p, end, &q, &d)) ||
+		    (r = get_u(p, end, &q, &ev->name_id)))
+			return r;
+		ev->time = st->time + dtime;
+		ev->addr = st->addr + (uint64_t)d;
+		ev->size = 0;
+		ev->stack_id = 0;
+		st->time = ev->time;
+		st->addr = ev->addr;
+		break;
+	case HT_EV_PHASE:
+		if ((r = get_u(p, end, &q, &dtime)) || (r = get_u(p, end, &q, &ev->name_id)) ||
+		    (r = get_u(p, end, &q, &v)))
+			return r;
+		ev->time = st->time + dtime;
+		ev->size = v != 0; /* like ENABLE: any non-zero begins */
+		ev->stack_id = 0;
+		st->time = ev->time;
+		break;
 	default:
 		return DEC_CORRUPT;
 	}
@@ -345,6 +386,9 @@ static const char *event_name(uint8_t type)
 	case HT_EV_ENTER: return "ENTER";
 	case HT_EV_EXIT: return "EXIT";
 	case HT_EV_ENABLE: return "ENABLE";
+	case HT_EV_NAME: return "NAME";
+	case HT_EV_TAG: return "TAG";
+	case HT_EV_PHASE: return "PHASE";
 	default: return "unknown";
 	}
 }
@@ -368,7 +412,7 @@ static int parse_thread_block(ht_trace_t *t, size_t pos, size_t end, bool cut, u
 
 	evstate_t st = { base, 0, 0 };
 	size_t evstart = pos;
-	uint64_t n = 0, nfn = 0;
+	uint64_t n = 0, nfn = 0, nmark = 0;
 	int stop = 0;
 	while (pos < end) {
 		ht_event_t ev;
@@ -385,9 +429,9 @@ static int parse_thread_block(ht_trace_t *t, size_t pos, size_t end, bool cut, u
 				     b[at], tid);
 			else
 				fail(t, -HT_ECORRUPT, at,
-				     "bad %s event (a varint overflows or a stack is deeper than %d)"
-				     " in the block of thread %" PRIu64,
-				     event_name(b[at] & 0x0f), HT_MAX_DEPTH, tid);
+				     "bad %s event (a varint overflows, a stack is deeper than %d or"
+				     " a name longer than %u bytes) in the block of thread %" PRIu64,
+				     event_name(b[at] & 0x0f), HT_MAX_DEPTH, HT_MAX_STRING, tid);
 			stop = 1;
 			break;
 		}
@@ -409,8 +453,30 @@ static int parse_thread_block(ht_trace_t *t, size_t pos, size_t end, bool cut, u
 			t->nips += sd.depth;
 			continue;
 		}
+		if (ev.type == HT_EV_NAME) {
+			/* like STACK: first definition wins, for the whole trace */
+			if (ht_trace_name(t, sd.id))
+				continue;
+			trace_priv_t *p = t->priv;
+			char *text = malloc(sd.name_len + 1);
+			if (!text)
+				return -ENOMEM;
+			memcpy(text, b + sd.name_off, sd.name_len);
+			text[sd.name_len] = '\0';
+			if (t->nnames >= UINT32_MAX - 1 ||
+			    ht_util_grow((void **)&t->names, &t->cap_names, t->nnames + 1,
+					 sizeof(*t->names)) ||
+			    ht_map_put(&p->name_by_id, sd.id, (uint32_t)t->nnames)) {
+				free(text);
+				return -ENOMEM;
+			}
+			t->names[t->nnames++] = (ht_name_t){ sd.id, text };
+			continue;
+		}
 		if (ev.type == HT_EV_ENTER || ev.type == HT_EV_EXIT || ev.type == HT_EV_ENABLE)
 			nfn++; /* kept apart: nevents stays the heap events' count */
+		else if (ev.type == HT_EV_TAG || ev.type == HT_EV_PHASE)
+			nmark++; /* likewise */
 		else
 			n++;
 		if (ev.time > t->last_time)
@@ -424,7 +490,7 @@ static int parse_thread_block(ht_trace_t *t, size_t pos, size_t end, bool cut, u
 	}
 
 	/* Index the block (its valid prefix) even when empty of events: cheap. */
-	if (n + nfn > 0) {
+	if (n + nfn + nmark > 0) {
 		if (t->nblocks >= UINT32_MAX - 1 ||
 		    ht_util_grow((void **)&t->blocks, &t->cap_blocks, t->nblocks + 1,
 				 sizeof(*t->blocks)))
@@ -441,6 +507,8 @@ static int parse_thread_block(ht_trace_t *t, size_t pos, size_t end, bool cut, u
 		t->nevents += n;
 		thr->nfn_events += nfn;
 		t->nfn_events += nfn;
+		thr->nmark_events += nmark;
+		t->nmark_events += nmark;
 	}
 	return stop;
 }
@@ -758,6 +826,13 @@ long ht_trace_module_for(const ht_trace_t *t, uint64_t ip, uint64_t when)
 	return before >= 0 ? before : after;
 }
 
+const char *ht_trace_name(const ht_trace_t *t, uint64_t id)
+{
+	const trace_priv_t *p = t->priv;
+	uint32_t i = p ? ht_map_get(&p->name_by_id, id) : HT_MAP_NONE;
+	return i == HT_MAP_NONE ? NULL : t->names[i].text;
+}
+
 const ht_stack_t *ht_trace_stack(const ht_trace_t *t, uint64_t id)
 {
 	const trace_priv_t *p = t->priv;
@@ -981,6 +1056,7 @@ void ht_trace_free(ht_trace_t *t)
 	trace_priv_t *p = t->priv;
 	if (p) {
 		ht_map_free(&p->stack_by_id);
+		ht_map_free(&p->name_by_id);
 		ht_map_free(&p->thread_by_tid);
 		free(p->segs);
 		free(p->seg_maxend);
@@ -1003,6 +1079,9 @@ void ht_trace_free(ht_trace_t *t)
 	free(t->ips);
 	for (size_t i = 0; i < t->nthreads; i++)
 		free(t->threads[i].name);
+	for (size_t i = 0; i < t->nnames; i++)
+		free(t->names[i].text);
+	free(t->names);
 	free(t->threads);
 	free(t->blocks);
 	free(t->body);
@@ -1031,9 +1110,14 @@ struct ht_merge {
 	uint64_t scratch[HT_MAX_DEPTH];
 };
 
-/* Frees (and RSS samples) sort before allocations on equal stamps. */
+/* Frees (and RSS samples, function and phase events) sort before
+ * allocations on equal stamps, and tags after them: a block is tagged once
+ * it exists, so another thread's TAG stamped with its allocation must not
+ * come first. */
 static inline int ev_kind(const ht_event_t *e)
 {
+	if (e->type == HT_EV_TAG)
+		return 2;
 	return e->type == HT_EV_ALLOC || e->type == HT_EV_REALLOC;
 }
 
@@ -1063,13 +1147,16 @@ static bool cursor_advance(ht_merge_t *m, cursor_t *c)
 			stackdef_t sd;
 			if (decode_event(t->body, b->end, &c->pos, &c->st, &c->head, &sd, m->scratch))
 				break; /* cannot happen: validated; end the block */
-			if (c->head.type == HT_EV_STACK)
+			if (c->head.type == HT_EV_STACK || c->head.type == HT_EV_NAME)
 				continue;
 			/* function events only for callers that asked: the others
 			 * count and index the heap events they get (2 * nevents) */
 			if (!(m->flags & HT_MERGE_FUNCTIONS) &&
 			    (c->head.type == HT_EV_ENTER || c->head.type == HT_EV_EXIT ||
 			     c->head.type == HT_EV_ENABLE))
+				continue;
+			if (!(m->flags & HT_MERGE_MARKS) &&
+			    (c->head.type == HT_EV_TAG || c->head.type == HT_EV_PHASE))
 				continue;
 			c->head.thread = c->thread;
 			c->head.from_realloc = false;

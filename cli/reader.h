@@ -38,6 +38,13 @@ typedef struct ht_stack {
 	size_t first; /* index of the leaf frame in ht_trace_t.ips */
 } ht_stack_t;
 
+/* A tag or phase name (NAME event): defined for the whole trace, possibly
+ * after the first TAG or PHASE that uses its id. */
+typedef struct ht_name {
+	uint64_t id;
+	char *text; /* never NULL; may be "" */
+} ht_name_t;
+
 typedef struct ht_thread {
 	uint64_t tid;
 	char *name;	       /* NULL when the trace did not name it */
@@ -45,6 +52,7 @@ typedef struct ht_thread {
 	uint32_t last_block;
 	uint64_t nevents;      /* heap events: ALLOC, FREE, REALLOC, RSS */
 	uint64_t nfn_events;   /* ENTER, EXIT, ENABLE (functions=1, start=off) */
+	uint64_t nmark_events; /* TAG, PHASE (heaptrail.h) */
 } ht_thread_t;
 
 /* One thread block: its events span body[off, end) (validated). */
@@ -97,9 +105,12 @@ typedef struct ht_trace {
 	size_t nthreads, cap_threads;
 	ht_block_t *blocks;
 	size_t nblocks, cap_blocks;
+	ht_name_t *names; /* NAME definitions, in file order (first one per id wins) */
+	size_t nnames, cap_names;
 
 	uint64_t nevents;     /* ALLOC/FREE/REALLOC/RSS events parsed */
 	uint64_t nfn_events;  /* ENTER/EXIT/ENABLE events parsed (not in nevents) */
+	uint64_t nmark_events; /* TAG/PHASE events parsed (in neither count) */
 	uint64_t last_time;   /* latest time stamp seen anywhere */
 	uint64_t max_rss;     /* largest RSS event */
 	uint64_t skipped_records; /* unknown tags, skipped by length */
@@ -136,6 +147,10 @@ void ht_trace_free(ht_trace_t *t);
 /* Stack by id, or NULL when the trace never defined it (id 0 never is). */
 const ht_stack_t *ht_trace_stack(const ht_trace_t *t, uint64_t id);
 
+/* Text of a tag or phase name by id, or NULL when the trace never defined
+ * it (a damaged trace may lose the NAME event; callers show the id). */
+const char *ht_trace_name(const ht_trace_t *t, uint64_t id);
+
 /* Index of the module holding ip: among those with a PT_LOAD segment
  * containing it, the latest loaded at or before `when` (address ranges get
  * reused after dlclose), else the earliest loaded after it. -1 if none. */
@@ -145,26 +160,31 @@ long ht_trace_module_for(const ht_trace_t *t, uint64_t ip, uint64_t when);
 
 typedef struct ht_merged_event {
 	/* HT_EV_ALLOC, HT_EV_FREE, HT_EV_REALLOC or HT_EV_RSS; with
-	 * HT_MERGE_FUNCTIONS also HT_EV_ENTER, HT_EV_EXIT and HT_EV_ENABLE */
+	 * HT_MERGE_FUNCTIONS also HT_EV_ENTER, HT_EV_EXIT and HT_EV_ENABLE;
+	 * with HT_MERGE_MARKS also HT_EV_TAG and HT_EV_PHASE */
 	uint8_t type;
 	uint8_t fn;	 /* HT_FN_* for ALLOC/REALLOC */
 	bool from_realloc; /* FREE: the free half of a REALLOC */
 	uint32_t thread; /* index into ht_trace_t.threads */
 	uint64_t time;
 	uint64_t addr;	   /* the block (new block for REALLOC); ENTER: the function's
-			    * entry address (look it up as is, not minus 1) */
-	uint64_t size;	   /* requested size; RSS bytes for HT_EV_RSS; ENABLE: 1 on, 0 off */
+			    * entry address (look it up as is, not minus 1); TAG: the
+			    * block tagged */
+	uint64_t size;	   /* requested size; RSS bytes for HT_EV_RSS; ENABLE: 1 on, 0 off;
+			    * PHASE: 1 begin, 0 end */
 	uint64_t stack_id;
 	uint64_t old_addr; /* REALLOC: the block that was freed */
 	uint64_t free_time; /* REALLOC: when the old block was freed (t - lead) */
 	uint64_t call_site; /* ENTER: the return address in the caller; else 0 */
+	uint64_t name_id;   /* TAG, PHASE: the name (ht_trace_name); else 0 */
 } ht_event_t;
 
 typedef struct ht_merge ht_merge_t;
 
 /* Iterate all events in time order: per thread in recorded order, across
  * threads by time stamp, frees before allocations on equal stamps, then file
- * order. STACK events are not returned. A REALLOC comes out as two events:
+ * order. STACK and NAME events are not returned (see ht_trace_stack and
+ * ht_trace_name). A REALLOC comes out as two events:
  * a FREE of old_addr (from_realloc set) at its free time, later the REALLOC
  * itself, which then only allocates addr. Returns 0 or -ENOMEM. */
 int ht_merge_new(const ht_trace_t *t, ht_merge_t **out);
@@ -175,6 +195,11 @@ int ht_merge_new(const ht_trace_t *t, ht_merge_t **out);
  * and their count (t->nevents) are what ht_merge_new gives. thread: an index
  * into t->threads to walk that thread alone, or UINT32_MAX for all. */
 #define HT_MERGE_FUNCTIONS 0x1u
+/* HT_MERGE_MARKS also returns TAG and PHASE events (heaptrail.h's tags and
+ * phases), in their thread's recorded order. On equal stamps a PHASE sorts
+ * like a free and a TAG after allocations (a block is tagged after it
+ * exists, maybe by another thread). Without it they are skipped. */
+#define HT_MERGE_MARKS 0x2u
 int ht_merge_new_ex(const ht_trace_t *t, unsigned flags, uint32_t thread, ht_merge_t **out);
 /* Next event, or false at the end. */
 bool ht_merge_next(ht_merge_t *m, ht_event_t *ev);

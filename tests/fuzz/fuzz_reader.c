@@ -1,6 +1,7 @@
 /* fuzz_reader.c - libFuzzer target: any bytes through the trace reader, the
- * model and both report writers, and the function profile with its writers
- * (text, JSON, Chrome spans), all without symbolization.
+ * model and both report writers, the function profile with its writers
+ * (text, JSON, Chrome spans), and tags and phases with theirs, all without
+ * symbolization.
  *
  * The reader must never crash, hang or leak on any input; the decompressed
  * body is capped so that a zstd bomb cannot exhaust the fuzzer's memory.
@@ -14,6 +15,8 @@
 #include "reader.h"
 #include "report.h"
 #include "../../report/functions.h" /* by path: cli/functions.h has the same name */
+#include "marks.h"
+#include "../../report/marks.h" /* likewise */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -30,6 +33,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			ht_report_opts_t ro = { "fuzz", 3 };
 			ht_report_text(null_out, m, NULL, &ro);
 			ht_report_json(null_out, m, NULL, NULL);
+			/* tags and phases, with every view */
+			ht_marks_t *mk = NULL;
+			if (ht_marks_build(t, &mk) == 0) {
+				ht_report_by_tag_text(null_out, mk, "fuzz");
+				ht_report_phases_text(null_out, mk);
+				ht_report_tags_json(null_out, mk);
+				ht_report_phases_json(null_out, mk);
+				for (size_t i = 0; i < mk->ntags && i < 3; i++) {
+					ht_tag_report_opts_t to = { "fuzz", mk->tags[i].name, i, 1, 3 };
+					ht_report_tag_text(null_out, m, mk, NULL, &to);
+				}
+			}
+			ht_marks_free(mk);
 		}
 		ht_model_free(m);
 		ht_fn_profile_t *fp = NULL;

@@ -5,11 +5,14 @@
  * construction; then truncated and corrupted copies check that the reader
  * names the right offset and keeps what came before it.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
 
 #include "functions.h"
+#include "marks.h"
+#include "../../report/marks.h" /* by path: cli/marks.h has the same name */
 #include "model.h"
 #include "reader.h"
 #include "report.h"
@@ -208,6 +211,33 @@ static void ev_enable(blk_t *k, uint64_t time, int on)
 	put_u8(&k->pl, HT_EV_ENABLE);
 	put_u(&k->pl, time - k->time);
 	put_u(&k->pl, (uint64_t)on);
+	k->time = time;
+}
+
+static void ev_name(blk_t *k, uint64_t id, const char *name)
+{
+	put_u8(&k->pl, HT_EV_NAME);
+	put_u(&k->pl, id);
+	put_str(&k->pl, name);
+}
+
+/* TAG's address is on the heap events' chain (k->addr), like ALLOC's. */
+static void ev_tag(blk_t *k, uint64_t time, uint64_t addr, uint64_t name_id)
+{
+	put_u8(&k->pl, HT_EV_TAG);
+	put_u(&k->pl, time - k->time);
+	put_s(&k->pl, (int64_t)(addr - k->addr));
+	put_u(&k->pl, name_id);
+	k->time = time;
+	k->addr = addr;
+}
+
+static void ev_phase(blk_t *k, uint64_t time, uint64_t name_id, int begin)
+{
+	put_u8(&k->pl, HT_EV_PHASE);
+	put_u(&k->pl, time - k->time);
+	put_u(&k->pl, name_id);
+	put_u(&k->pl, (uint64_t)begin);
 	k->time = time;
 }
 
@@ -950,6 +980,391 @@ static void test_function_depth_cap(void)
 	free(body.p);
 }
 
+/* ---- tags and phases (NAME, TAG, PHASE) ------------------------------------------- */
+
+#define N_NODE 1
+#define N_EDGE 2
+#define N_OUTER 3
+#define N_INNER 4
+
+/* Thread 10 tags, retags and nests phases; thread 20 raises the heap while
+ * they are open and defines every name, after thread 10's block used them.
+ *   10 ALLOC 0x1000 100 (stack 1), 11 TAG node, 20 ALLOC 0x2000 50, 21 TAG
+ *   edge, 22 TAG node (retag), 23 TAG 0x9999 (no block: ignored),
+ *   30 begin outer (heap 150), 31 ALLOC 0x3000 10, 32 begin inner,
+ *   33 begin inner (recursion; heap 160), 34 ALLOC 0x4000 20 (heap 180),
+ *   35 FREE 0x1000 (80), 36 end inner (the inner one: net -80, peak +20),
+ *   37 end of name 5 (never begun: ignored), 40 REALLOC 0x2000 -> 0x5000
+ *   70 B (stack 2; free half at 39; heap 100, the tag carries over),
+ *   [thread 20: 45 ALLOC 0x6000 1000 (heap 1100), 46 FREE it],
+ *   50 end inner (net -60, peak 1100 - 160 = 940); outer open at the end
+ *   (net 100 - 150 = -50, peak 950). END at 100. */
+static buf_t marks_body(void)
+{
+	buf_t body = { 0 };
+	const char *argv[] = { "prog" };
+	uint64_t ips1[] = { 0x401010, 0x401100 }, ips2[] = { 0x401010, 0x401200 };
+	rec_process(&body, 1, argv);
+	rec_module(&body, 1, 0, 0, "/usr/bin/prog", 0x400000, 0x10000);
+	blk_t k;
+	blk_begin(&k, 10, 0);
+	ev_stack(&k, 1, 2, ips1);
+	ev_alloc(&k, 10, 0x1000, 100, 1);
+	ev_tag(&k, 11, 0x1000, N_NODE);
+	ev_alloc(&k, 20, 0x2000, 50, 0);
+	ev_tag(&k, 21, 0x2000, N_EDGE);
+	ev_tag(&k, 22, 0x2000, N_NODE);
+	ev_tag(&k, 23, 0x9999, N_EDGE);
+	ev_phase(&k, 30, N_OUTER, 1);
+	ev_alloc(&k, 31, 0x3000, 10, 0);
+	ev_phase(&k, 32, N_INNER, 1);
+	ev_phase(&k, 33, N_INNER, 1);
+	ev_alloc(&k, 34, 0x4000, 20, 0);
+	ev_free(&k, 35, 0x1000);
+	ev_phase(&k, 36, N_INNER, 0);
+	ev_phase(&k, 37, 5, 0);
+	ev_stack(&k, 2, 2, ips2);
+	ev_realloc(&k, 40, 1, 0x2000, 0x5000, 70, 2);
+	ev_phase(&k, 50, N_INNER, 0);
+	blk_end(&body, &k);
+	blk_begin(&k, 20, 0);
+	ev_name(&k, N_NODE, "node");
+	ev_name(&k, N_EDGE, "edge");
+	ev_name(&k, N_OUTER, "outer");
+	ev_name(&k, N_INNER, "inner");
+	ev_name(&k, N_NODE, "not the first definition");
+	ev_alloc(&k, 45, 0x6000, 1000, 0);
+	ev_free(&k, 46, 0x6000);
+	blk_end(&body, &k);
+	rec_end(&body, 100, HT_END_EXIT, 0, 0);
+	return body;
+}
+
+static const ht_phase_stat_t *phase_named(const ht_marks_t *mk, const char *name)
+{
+	for (size_t i = 0; i < mk->nphases; i++)
+		if (!strcmp(mk->phases[i].name, name))
+			return &mk->phases[i];
+	return NULL;
+}
+
+/* Writes f(out, ...) to memory; returns the text (caller frees). */
+#define CAPTURE(var, call)                                   \
+	do {                                                 \
+		size_t len_;                                 \
+		FILE *out = open_memstream(&(var), &len_);   \
+		CHECK_EQ((call), 0);                         \
+		fclose(out);                                 \
+	} while (0)
+
+static void test_marks(void)
+{
+	for (int z = 0; z < 2; z++) {
+		buf_t body = marks_body();
+		buf_t file = make_file(&body, z, HT_FORMAT_MAJOR);
+		ht_trace_t *t;
+		int rc;
+		ht_model_t *m = load(&file, &t, &rc);
+		CHECK_EQ(rc, 0);
+		CHECK_EQ(t->error, 0);
+		CHECK(m != NULL);
+		/* the reader: names resolve though defined after their use */
+		CHECK_EQ(t->nevents, 8); /* 5 ALLOC, 2 FREE, 1 REALLOC: marks apart */
+		CHECK_EQ(t->nmark_events, 10);
+		CHECK_EQ(t->threads[0].nmark_events, 10);
+		CHECK_EQ(t->nnames, 4);
+		CHECK_STR(ht_trace_name(t, N_NODE), "node");
+		CHECK(ht_trace_name(t, N_NODE) && !strcmp(ht_trace_name(t, N_NODE), "node"));
+		CHECK_STR(ht_trace_name(t, N_INNER), "inner");
+		CHECK(ht_trace_name(t, 5) == NULL);
+		if (m) { /* the heap model is unchanged by the marks */
+			CHECK_EQ(m->totals.allocations, 6);
+			CHECK_EQ(m->totals.bytes_allocated, 1250);
+			CHECK_EQ(m->totals.peak_heap_bytes, 1100);
+			CHECK_EQ(m->totals.leaked_bytes, 100);
+		}
+
+		/* the merge: skipped by default, decoded with HT_MERGE_MARKS */
+		ht_merge_t *mg;
+		ht_event_t ev;
+		int n = 0, marks = 0, bad = 0;
+		CHECK_EQ(ht_merge_new(t, &mg), 0);
+		while (ht_merge_next(mg, &ev))
+			n++, marks += ev.type == HT_EV_TAG || ev.type == HT_EV_PHASE;
+		ht_merge_free(mg);
+		CHECK_EQ(n, 9); /* the REALLOC splits */
+		CHECK_EQ(marks, 0);
+		CHECK_EQ(ht_merge_new_ex(t, HT_MERGE_MARKS, UINT32_MAX, &mg), 0);
+		uint64_t tags[4] = { 0 }, tag_names[4] = { 0 }, prev = 0, after_tag = 0;
+		int ntags = 0, begins = 0, ends = 0, fn_events = 0;
+		n = 0;
+		while (ht_merge_next(mg, &ev)) {
+			n++;
+			bad += ev.time < prev;
+			prev = ev.time;
+			fn_events += ev.type == HT_EV_ENTER;
+			if (ev.type == HT_EV_TAG && ntags < 4) {
+				tag_names[ntags] = ev.name_id;
+				tags[ntags++] = ev.addr;
+			}
+			if (ev.type == HT_EV_ALLOC && ev.time == 31)
+				after_tag = ev.addr; /* its delta is from the TAG's address */
+			if (ev.type == HT_EV_PHASE) {
+				begins += ev.size == 1;
+				ends += ev.size == 0;
+			}
+		}
+		ht_merge_free(mg);
+		CHECK_EQ(n, 19);
+		CHECK_EQ(bad, 0);
+		CHECK_EQ(fn_events, 0);
+		CHECK_EQ(ntags, 4);
+		CHECK_EQ(tags[0], 0x1000);
+		CHECK_EQ(tags[3], 0x9999);
+		CHECK_EQ(tag_names[1], N_EDGE);
+		CHECK_EQ(tag_names[2], N_NODE);
+		CHECK_EQ(after_tag, 0x3000);
+		CHECK_EQ(begins, 3);
+		CHECK_EQ(ends, 3);
+
+		/* the model */
+		ht_marks_t *mk = NULL;
+		CHECK_EQ(ht_marks_build(t, &mk), 0);
+		if (!mk || !m) {
+			ht_marks_free(mk);
+			ht_model_free(m);
+			ht_trace_free(t);
+			free(file.p);
+			free(body.p);
+			continue;
+		}
+		CHECK_EQ(mk->tag_events, 4);
+		CHECK_EQ(mk->phase_events, 6);
+		CHECK_EQ(mk->tags_ignored, 1);
+		CHECK_EQ(mk->retagged, 1);
+		CHECK_EQ(mk->unmatched_ends, 1);
+		CHECK_EQ(mk->allocations, m->totals.allocations);
+		CHECK_EQ(mk->bytes_allocated, m->totals.bytes_allocated);
+		const ht_tag_stat_t *node = ht_marks_find_tag(mk, "node");
+		const ht_tag_stat_t *edge = ht_marks_find_tag(mk, "edge");
+		const ht_tag_stat_t *untagged = ht_marks_find_tag(mk, "untagged");
+		CHECK(node && edge && untagged);
+		CHECK(ht_marks_find_tag(mk, "nope") == NULL);
+		if (node && edge && untagged) {
+			/* 0x1000 freed, 0x2000 retagged then realloc'd, 0x5000 inherits */
+			CHECK_EQ(node->allocations, 3);
+			CHECK_EQ(node->bytes_allocated, 220);
+			CHECK_EQ(node->live_blocks, 1);
+			CHECK_EQ(node->live_bytes, 70);
+			CHECK_EQ(node->nstacks, 3); /* ids 1, 0 and 2 */
+			CHECK_EQ(edge->allocations, 0); /* its only block was retagged */
+			CHECK_EQ(untagged->allocations, 3);
+			CHECK_EQ(untagged->bytes_allocated, 1030);
+			CHECK_EQ(untagged->live_blocks, 2);
+			CHECK_EQ(untagged->live_bytes, 30);
+		}
+		size_t idx[8];
+		size_t k = ht_marks_sort_tags(mk, idx);
+		CHECK_EQ(k, 2); /* edge has nothing: left out; untagged last */
+		if (k == 2) {
+			CHECK(!strcmp(mk->tags[idx[0]].name, "node"));
+			CHECK_EQ(idx[1], HT_MARKS_UNTAGGED);
+		}
+		const ht_phase_stat_t *outer = phase_named(mk, "outer");
+		const ht_phase_stat_t *inner = phase_named(mk, "inner");
+		CHECK_EQ(mk->nphases, 2);
+		CHECK(outer && inner);
+		if (outer && inner) {
+			CHECK_EQ(outer->entered, 1);
+			CHECK_EQ(outer->allocations, 3); /* 10, 20, 70: thread 20's is not inside */
+			CHECK_EQ(outer->bytes_allocated, 100);
+			CHECK_EQ(outer->net_live_bytes, -50);
+			CHECK_EQ(outer->peak_inside, 950);
+			CHECK_EQ(outer->open_at_end, 1);
+			CHECK_EQ(inner->entered, 2);
+			CHECK_EQ(inner->allocations, 2); /* once per name, however deep */
+			CHECK_EQ(inner->bytes_allocated, 90);
+			CHECK_EQ(inner->net_live_bytes, -140);
+			CHECK_EQ(inner->peak_inside, 940);
+			CHECK_EQ(inner->open_at_end, 0);
+		}
+
+		/* the writers */
+		char *txt = NULL;
+		CAPTURE(txt, ht_report_by_tag_text(out, mk, "x.ht"));
+		CHECK_STR(txt, "  node                 3              220             1               70\n");
+		CHECK_STR(txt, "  untagged             3            1,030             2               30\n");
+		CHECK_STR(txt, "  total                6            1,250             3              100\n");
+		CHECK_STR(txt, "1 block was tagged again");
+		CHECK(txt && !strstr(txt, "edge")); /* nothing left under it */
+		free(txt);
+		CAPTURE(txt, ht_report_phases_text(out, mk));
+		CHECK_STR(txt, "PHASES (2)");
+		CHECK_STR(txt, "  outer            1             3              100                -50              950  *\n");
+		CHECK_STR(txt, "  inner            2             2               90               -140              940\n");
+		CHECK_STR(txt, "1 entry was still open");
+		CHECK_STR(txt, "1 phase end had no open phase");
+		free(txt);
+		CAPTURE(txt, ht_report_phases_json(out, mk));
+		CHECK_STR(txt, "{\"phase\": \"outer\", \"entered\": 1, \"allocations\": 3, "
+			       "\"bytes_allocated\": 100, \"net_live_bytes\": -50, "
+			       "\"peak_inside_bytes\": 950, \"open_at_end\": 1}");
+		free(txt);
+		CAPTURE(txt, ht_report_tags_json(out, mk));
+		CHECK_STR(txt, "{\"tag\": \"node\", \"untagged\": false, \"allocations\": 3, "
+			       "\"bytes_allocated\": 220, \"live_blocks\": 1, \"live_bytes\": 70,");
+		CHECK_STR(txt, "{\"stack_id\": 2, \"allocations\": 1, \"bytes_allocated\": 70, "
+			       "\"live_blocks\": 1, \"live_bytes\": 70}");
+		free(txt);
+		/* --tag: stacks 1 and 2 share their leaf; cut to 1 frame they are one */
+		ht_tag_report_opts_t to = { "x.ht", "node", 0, 1, 0 };
+		CAPTURE(txt, ht_report_tag_text(out, m, mk, NULL, &to));
+		CHECK_STR(txt, "CALL STACKS (3 of 3 distinct, all frames, at least 1 allocation)");
+		CHECK_STR(txt, "in /usr/bin/prog+0x401100");
+		CHECK_STR(txt, "(stack unknown)");
+		free(txt);
+		to.depth = 1;
+		CAPTURE(txt, ht_report_tag_text(out, m, mk, NULL, &to));
+		CHECK_STR(txt, "CALL STACKS (2 of 2 distinct, 1 frame, at least 1 allocation)");
+		CHECK_STR(txt, "#1           2 allocations, 170 B, 1 live at the end\n"
+			       "     ??  in /usr/bin/prog+0x401010\n");
+		CHECK(txt && !strstr(txt, "+0x401100"));
+		free(txt);
+		to.min_count = 2;
+		CAPTURE(txt, ht_report_tag_text(out, m, mk, NULL, &to));
+		CHECK_STR(txt, "CALL STACKS (1 of 2 distinct, 1 frame, at least 2 allocations)");
+		CHECK_STR(txt, "1 stack with fewer than 2 allocations left out");
+		free(txt);
+		to.name = "edge";
+		{
+			size_t len_;
+			FILE *out = open_memstream(&txt, &len_);
+			CHECK_EQ(ht_report_tag_text(out, m, mk, NULL, &to), -ENOENT);
+			fclose(out);
+		}
+		CHECK_STR(txt, "no allocations carry the tag 'edge'; the tags are: node");
+		free(txt);
+
+		ht_marks_free(mk);
+		ht_model_free(m);
+		ht_trace_free(t);
+		free(file.p);
+		free(body.p);
+	}
+
+	/* a trace without marks: every block untagged, no phases */
+	{
+		buf_t b = basic_body(NULL, true);
+		buf_t f = make_file(&b, false, HT_FORMAT_MAJOR);
+		ht_trace_t *t;
+		ht_marks_t *mk = NULL;
+		CHECK_EQ(ht_reader_load_mem(f.p, f.len, NULL, &t), 0);
+		CHECK_EQ(ht_marks_build(t, &mk), 0);
+		if (mk) {
+			CHECK_EQ(mk->tag_events, 0);
+			CHECK_EQ(mk->nphases, 0);
+			CHECK_EQ(mk->tags[HT_MARKS_UNTAGGED].allocations, 4);
+			CHECK_EQ(mk->tags[HT_MARKS_UNTAGGED].live_bytes, 110);
+			char *txt = NULL;
+			CAPTURE(txt, ht_report_phases_text(out, mk));
+			CHECK(txt && !*txt); /* no section at all */
+			free(txt);
+		}
+		ht_marks_free(mk);
+		ht_trace_free(t);
+		free(f.p);
+		free(b.p);
+	}
+}
+
+/* Damage in the new events: the reader stops at the bad byte and keeps the
+ * events before it, as for every other event. */
+static void test_marks_damage(void)
+{
+	for (int which = 0; which < 4; which++) {
+		buf_t body = { 0 };
+		const char *argv[] = { "prog" };
+		rec_process(&body, 1, argv);
+		blk_t k;
+		blk_begin(&k, 1, 0);
+		ev_alloc(&k, 5, 0x1000, 10, 0);
+		ev_name(&k, 1, "ok");
+		ev_tag(&k, 6, 0x1000, 1);
+		switch (which) {
+		case 0: /* a NAME whose text runs past its block */
+			put_u8(&k.pl, HT_EV_NAME);
+			put_u(&k.pl, 2);
+			put_u(&k.pl, 50);
+			put(&k.pl, "short", 5);
+			break;
+		case 1: /* a NAME longer than any string may be */
+			put_u8(&k.pl, HT_EV_NAME);
+			put_u(&k.pl, 2);
+			put_u(&k.pl, HT_MAX_STRING + 1);
+			break;
+		case 2: /* a PHASE with an overflowing varint */
+			put_u8(&k.pl, HT_EV_PHASE);
+			put(&k.pl, "\x01\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f\x01", 12);
+			break;
+		case 3: /* an event type no minor defines yet */
+			put_u8(&k.pl, 0x0c);
+			put_u(&k.pl, 1);
+			break;
+		}
+		blk_end(&body, &k);
+		buf_t f = make_file(&body, false, HT_FORMAT_MAJOR);
+		ht_trace_t *t;
+		CHECK_EQ(ht_reader_load_mem(f.p, f.len, NULL, &t), 0);
+		CHECK_EQ(t->error, -HT_ECORRUPT);
+		CHECK_STR(t->message, which == 3 ? "unknown event type (byte 0x0c)"
+				      : which == 2 ? "bad PHASE event" : "bad NAME event");
+		CHECK_EQ(t->nevents, 1); /* the ALLOC before it */
+		CHECK_EQ(t->nmark_events, 1);
+		CHECK_STR(ht_trace_name(t, 1), "ok");
+		ht_marks_t *mk = NULL;
+		CHECK_EQ(ht_marks_build(t, &mk), 0);
+		if (mk) {
+			const ht_tag_stat_t *g = ht_marks_find_tag(mk, "ok");
+			CHECK(g && g->live_bytes == 10);
+		}
+		ht_marks_free(mk);
+		ht_trace_free(t);
+		free(f.p);
+		free(body.p);
+	}
+	/* cut inside a TAG: truncated; an undefined name shows as #ID */
+	{
+		buf_t body = { 0 };
+		const char *argv[] = { "prog" };
+		rec_process(&body, 1, argv);
+		blk_t k;
+		blk_begin(&k, 1, 0);
+		ev_alloc(&k, 5, 0x1000, 10, 0);
+		ev_tag(&k, 6, 0x1000, 7);
+		ev_phase(&k, 7, 8, 1);
+		ev_tag(&k, 8, 0x1000, 300);
+		blk_end(&body, &k);
+		buf_t f = make_file(&body, false, HT_FORMAT_MAJOR);
+		f.len -= 1; /* the last TAG loses its name id's last byte */
+		ht_trace_t *t;
+		CHECK_EQ(ht_reader_load_mem(f.p, f.len, NULL, &t), 0);
+		CHECK_EQ(t->error, -HT_ETRUNC);
+		CHECK_EQ(t->nmark_events, 2);
+		ht_marks_t *mk = NULL;
+		CHECK_EQ(ht_marks_build(t, &mk), 0);
+		if (mk) {
+			CHECK(ht_marks_find_tag(mk, "#7") != NULL);
+			CHECK_EQ(mk->nphases, 1);
+			CHECK(mk->nphases == 1 && !strcmp(mk->phases[0].name, "#8"));
+			CHECK(mk->nphases == 1 && mk->phases[0].open_at_end == 1);
+		}
+		ht_marks_free(mk);
+		ht_trace_free(t);
+		free(f.p);
+		free(body.p);
+	}
+}
+
 int main(void)
 {
 	test_basic();
@@ -960,5 +1375,7 @@ int main(void)
 	test_json();
 	test_function_events();
 	test_function_depth_cap();
+	test_marks();
+	test_marks_damage();
 	return TEST_DONE();
 }

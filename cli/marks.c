@@ -1,0 +1,580 @@
+/* marks.c - replay TAG and PHASE events into per-tag and per-phase figures
+ * (marks.h says what each figure means).
+ *
+ * One pass over the merged events with HT_MERGE_MARKS. Live blocks sit in
+ * an open-addressing table like cli/model.c's (linear probing,
+ * backward-shift deletion), each with its size, stack and tag; a block is
+ * counted under its tag when it dies, so a retag moves it.
+ *
+ * "Peak inside" needs, when a phase ends, the highest heap since it began.
+ * Updating every open phase on every allocation costs O(open phases) per
+ * event; instead the open entries are grouped in segments by begin order
+ * (a segment holds consecutive begins), each segment keeping the highest
+ * heap since its first begin. Allocations raise only the newest segment;
+ * a segment whose maximum is not above the newer one's merges into it (the
+ * older entries saw everything the newer did), so maxima strictly decrease
+ * from oldest to newest and the highest heap since any begin is its
+ * segment's maximum: O(1) per allocation, O(log n) per end.
+ */
+#include "marks.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace_format.h"
+
+#define NONE UINT32_MAX
+
+/* ---- live blocks ------------------------------------------------------------ */
+
+typedef struct blk {
+	uint64_t addr, size, stack_id, time;
+	uint32_t tag; /* index into tags; NONE = empty slot */
+} blk_t;
+
+typedef struct blk_table {
+	blk_t *slot;
+	size_t cap, len; /* cap is a power of two */
+} blk_table_t;
+
+static int tab_init(blk_table_t *bt, size_t cap)
+{
+	bt->slot = malloc(cap * sizeof(*bt->slot));
+	if (!bt->slot)
+		return -ENOMEM;
+	for (size_t i = 0; i < cap; i++)
+		bt->slot[i].tag = NONE;
+	bt->cap = cap;
+	bt->len = 0;
+	return 0;
+}
+
+static inline size_t tab_home(const blk_table_t *bt, uint64_t addr)
+{
+	return ht_util_hash64(addr) & (bt->cap - 1);
+}
+
+static blk_t *tab_find(blk_table_t *bt, uint64_t addr)
+{
+	size_t mask = bt->cap - 1;
+	for (size_t i = tab_home(bt, addr);; i = (i + 1) & mask) {
+		if (bt->slot[i].tag == NONE)
+			return NULL;
+		if (bt->slot[i].addr == addr)
+			return &bt->slot[i];
+	}
+}
+
+/* Remove e, shifting later members of its probe run back (no tombstones). */
+static void tab_remove(blk_table_t *bt, blk_t *e)
+{
+	size_t mask = bt->cap - 1;
+	size_t i = (size_t)(e - bt->slot);
+	for (size_t j = (i + 1) & mask;; j = (j + 1) & mask) {
+		if (bt->slot[j].tag == NONE)
+			break;
+		size_t h = tab_home(bt, bt->slot[j].addr);
+		if (((j - h) & mask) >= ((j - i) & mask)) {
+			bt->slot[i] = bt->slot[j];
+			i = j;
+		}
+	}
+	bt->slot[i].tag = NONE;
+	bt->len--;
+}
+
+static int tab_insert(blk_table_t *bt, const blk_t *v)
+{
+	if ((bt->len + 1) * 4 > bt->cap * 3) { /* load <= 3/4 */
+		blk_table_t n;
+		if (bt->cap > SIZE_MAX / 2 / sizeof(blk_t) || tab_init(&n, bt->cap * 2))
+			return -ENOMEM;
+		for (size_t i = 0; i < bt->cap; i++) {
+			if (bt->slot[i].tag == NONE)
+				continue;
+			size_t j = tab_home(&n, bt->slot[i].addr);
+			while (n.slot[j].tag != NONE)
+				j = (j + 1) & (n.cap - 1);
+			n.slot[j] = bt->slot[i];
+		}
+		n.len = bt->len;
+		free(bt->slot);
+		*bt = n;
+	}
+	size_t mask = bt->cap - 1, i = tab_home(bt, v->addr);
+	while (bt->slot[i].tag != NONE)
+		i = (i + 1) & mask;
+	bt->slot[i] = *v;
+	bt->len++;
+	return 0;
+}
+
+/* ---- names -------------------------------------------------------------------- */
+
+/* A copy of the trace's name for id, or "#ID" when the trace lost it. */
+static char *name_copy(const ht_trace_t *t, uint64_t id)
+{
+	const char *s = ht_trace_name(t, id);
+	char tmp[32];
+	if (!s) {
+		snprintf(tmp, sizeof(tmp), "#%" PRIu64, id);
+		s = tmp;
+	}
+	return strdup(s);
+}
+
+static int tag_for(ht_marks_t *mk, uint64_t name_id, uint32_t *out)
+{
+	uint32_t i = ht_map_get(&mk->tag_idx, name_id);
+	if (i != HT_MAP_NONE) {
+		*out = i;
+		return 0;
+	}
+	if (mk->ntags >= NONE - 1 ||
+	    ht_util_grow((void **)&mk->tags, &mk->cap_tags, mk->ntags + 1, sizeof(*mk->tags)))
+		return -ENOMEM;
+	ht_tag_stat_t *g = &mk->tags[mk->ntags];
+	memset(g, 0, sizeof(*g));
+	g->name_id = name_id;
+	g->name = name_copy(mk->trace, name_id);
+	if (!g->name || ht_map_put(&mk->tag_idx, name_id, (uint32_t)mk->ntags)) {
+		free(g->name);
+		return -ENOMEM;
+	}
+	*out = (uint32_t)mk->ntags++;
+	return 0;
+}
+
+static int phase_for(ht_marks_t *mk, uint64_t name_id, uint64_t time, uint32_t *out)
+{
+	uint32_t i = ht_map_get(&mk->phase_idx, name_id);
+	if (i != HT_MAP_NONE) {
+		*out = i;
+		return 0;
+	}
+	if (mk->nphases >= NONE - 1 || ht_util_grow((void **)&mk->phases, &mk->cap_phases,
+						     mk->nphases + 1, sizeof(*mk->phases)))
+		return -ENOMEM;
+	ht_phase_stat_t *p = &mk->phases[mk->nphases];
+	memset(p, 0, sizeof(*p));
+	p->name_id = name_id;
+	p->first_time = time;
+	p->name = name_copy(mk->trace, name_id);
+	if (!p->name || ht_map_put(&mk->phase_idx, name_id, (uint32_t)mk->nphases)) {
+		free(p->name);
+		return -ENOMEM;
+	}
+	*out = (uint32_t)mk->nphases++;
+	return 0;
+}
+
+/* ---- replay state -------------------------------------------------------------- */
+
+/* One open phase of a thread. */
+typedef struct open_phase {
+	uint32_t phase;	   /* index into phases */
+	uint64_t serial;   /* begin number: finds its segment */
+	uint64_t heap_at;  /* heap when it began */
+} open_phase_t;
+
+typedef struct thread_state {
+	open_phase_t *open; /* grown as needed, up to HT_MARKS_MAX_DEPTH */
+	size_t nopen, cap_open;
+	uint64_t overflow; /* begins past the cap still open */
+	/* the tag of the block the last realloc's free half took away */
+	uint64_t realloc_old;
+	uint32_t realloc_tag;
+} thread_state_t;
+
+/* Consecutive begins sharing "highest heap since the first of them". */
+typedef struct segment {
+	uint64_t first_serial;
+	uint64_t max;
+	uint64_t open; /* entries of this segment still open */
+} segment_t;
+
+typedef struct replay {
+	ht_marks_t *mk;
+	blk_table_t live;
+	thread_state_t *th;
+	segment_t *seg;
+	size_t nseg, cap_seg;
+	uint64_t heap;
+	uint64_t next_serial;
+	uint64_t nallocs; /* allocations so far: stamps phase counting */
+} replay_t;
+
+/* Merge the newest segment into older ones while they are not higher. */
+static void seg_normalize(replay_t *r)
+{
+	while (r->nseg >= 2 && r->seg[r->nseg - 2].max <= r->seg[r->nseg - 1].max) {
+		r->seg[r->nseg - 2].max = r->seg[r->nseg - 1].max;
+		r->seg[r->nseg - 2].open += r->seg[r->nseg - 1].open;
+		r->nseg--;
+	}
+}
+
+static void seg_raise(replay_t *r)
+{
+	if (!r->nseg)
+		return;
+	if (r->heap > r->seg[r->nseg - 1].max)
+		r->seg[r->nseg - 1].max = r->heap;
+	seg_normalize(r);
+}
+
+/* Highest heap since the begin numbered serial; closes that entry. */
+static uint64_t seg_close(replay_t *r, uint64_t serial)
+{
+	/* last segment whose first serial <= serial */
+	size_t lo = 0, hi = r->nseg;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (r->seg[mid].first_serial <= serial)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return r->heap; /* cannot happen: every open entry has a segment */
+	segment_t *s = &r->seg[lo - 1];
+	uint64_t max = s->max;
+	/* an empty segment can go: older ones already hold a higher maximum */
+	if (--s->open == 0) {
+		memmove(s, s + 1, (r->nseg - lo) * sizeof(*s));
+		r->nseg--;
+	}
+	return max;
+}
+
+/* A block leaves the heap (freed, dropped, or at the end with live set):
+ * it counts under the tag it carries now. */
+static int block_done(replay_t *r, const blk_t *b, bool live)
+{
+	ht_marks_t *mk = r->mk;
+	ht_tag_stat_t *g = &mk->tags[b->tag];
+	uint32_t si = ht_map_get(&g->stack_idx, b->stack_id);
+	if (si == HT_MAP_NONE) {
+		if (g->nstacks >= NONE - 1 ||
+		    ht_util_grow((void **)&g->stacks, &g->cap_stacks, g->nstacks + 1,
+				 sizeof(*g->stacks)) ||
+		    ht_map_put(&g->stack_idx, b->stack_id, (uint32_t)g->nstacks))
+			return -ENOMEM;
+		si = (uint32_t)g->nstacks++;
+		memset(&g->stacks[si], 0, sizeof(g->stacks[si]));
+		g->stacks[si].stack_id = b->stack_id;
+		g->stacks[si].first_time = b->time;
+	}
+	ht_tag_stack_t *st = &g->stacks[si];
+	g->allocations++;
+	g->bytes_allocated += b->size;
+	st->allocations++;
+	st->bytes_allocated += b->size;
+	if (b->time < st->first_time)
+		st->first_time = b->time;
+	if (live) {
+		g->live_blocks++;
+		g->live_bytes += b->size;
+		st->live_blocks++;
+		st->live_bytes += b->size;
+	}
+	return 0;
+}
+
+static int do_free(replay_t *r, const ht_event_t *ev)
+{
+	blk_t *b = tab_find(&r->live, ev->addr);
+	thread_state_t *ts = &r->th[ev->thread];
+	if (ev->from_realloc) {
+		ts->realloc_old = ev->addr;
+		ts->realloc_tag = b ? b->tag : NONE;
+	}
+	if (!b)
+		return 0; /* never seen allocated: ignored, as the model does */
+	r->heap -= b->size;
+	int e = block_done(r, b, false);
+	tab_remove(&r->live, b);
+	return e;
+}
+
+static int do_alloc(replay_t *r, const ht_event_t *ev)
+{
+	ht_marks_t *mk = r->mk;
+	thread_state_t *ts = &r->th[ev->thread];
+	int e;
+	blk_t *old = tab_find(&r->live, ev->addr);
+	if (old) {
+		/* its free went unrecorded: the model drops it, neither a free
+		 * nor a leak; it still was an allocation of its tag */
+		r->heap -= old->size;
+		if ((e = block_done(r, old, false)))
+			return e;
+		tab_remove(&r->live, old);
+	}
+	uint32_t tag = HT_MARKS_UNTAGGED;
+	if (ev->type == HT_EV_REALLOC && ts->realloc_tag != NONE &&
+	    ts->realloc_old == ev->old_addr)
+		tag = ts->realloc_tag; /* the object grew: it keeps its tag */
+	ts->realloc_tag = NONE;
+	blk_t v = { ev->addr, ev->size, ev->stack_id, ev->time, tag };
+	if ((e = tab_insert(&r->live, &v)))
+		return e;
+	r->heap += ev->size;
+	mk->allocations++;
+	mk->bytes_allocated += ev->size;
+	r->nallocs++;
+	/* inclusive: every phase open on this thread, once per name */
+	for (size_t i = 0; i < ts->nopen; i++) {
+		ht_phase_stat_t *p = &mk->phases[ts->open[i].phase];
+		if (p->counted_at == r->nallocs)
+			continue;
+		p->counted_at = r->nallocs;
+		p->allocations++;
+		p->bytes_allocated += ev->size;
+	}
+	seg_raise(r);
+	return 0;
+}
+
+static int do_tag(replay_t *r, const ht_event_t *ev)
+{
+	ht_marks_t *mk = r->mk;
+	mk->tag_events++;
+	blk_t *b = tab_find(&r->live, ev->addr);
+	if (!b) {
+		mk->tags_ignored++;
+		return 0;
+	}
+	uint32_t g;
+	int e = tag_for(mk, ev->name_id, &g);
+	if (e)
+		return e;
+	if (b->tag != HT_MARKS_UNTAGGED && b->tag != g)
+		mk->retagged++;
+	b->tag = g;
+	return 0;
+}
+
+static void close_entry(replay_t *r, const open_phase_t *o)
+{
+	ht_phase_stat_t *p = &r->mk->phases[o->phase];
+	uint64_t max = seg_close(r, o->serial);
+	p->net_live_bytes += (int64_t)(r->heap - o->heap_at);
+	if (max >= o->heap_at && max - o->heap_at > p->peak_inside)
+		p->peak_inside = max - o->heap_at;
+}
+
+static int do_phase(replay_t *r, const ht_event_t *ev)
+{
+	ht_marks_t *mk = r->mk;
+	thread_state_t *ts = &r->th[ev->thread];
+	mk->phase_events++;
+	if (ev->size) { /* begin */
+		uint32_t pi;
+		int e = phase_for(mk, ev->name_id, ev->time, &pi);
+		if (e)
+			return e;
+		mk->phases[pi].entered++;
+		if (ts->nopen == HT_MARKS_MAX_DEPTH) {
+			ts->overflow++;
+			mk->depth_capped = true;
+			return 0;
+		}
+		if (ht_util_grow((void **)&r->seg, &r->cap_seg, r->nseg + 1, sizeof(*r->seg)) ||
+		    ht_util_grow((void **)&ts->open, &ts->cap_open, ts->nopen + 1,
+				 sizeof(*ts->open)))
+			return -ENOMEM;
+		uint64_t serial = ++r->next_serial;
+		r->seg[r->nseg++] = (segment_t){ serial, r->heap, 1 };
+		seg_normalize(r);
+		ts->open[ts->nopen++] = (open_phase_t){ pi, serial, r->heap };
+		return 0;
+	}
+	/* end: begins past the cap are the innermost, so they pair first */
+	if (ts->overflow) {
+		ts->overflow--;
+		return 0;
+	}
+	uint32_t pi = ht_map_get(&mk->phase_idx, ev->name_id);
+	for (size_t i = ts->nopen; pi != HT_MAP_NONE && i-- > 0;) {
+		if (ts->open[i].phase != pi)
+			continue;
+		close_entry(r, &ts->open[i]);
+		memmove(&ts->open[i], &ts->open[i + 1], (ts->nopen - i - 1) * sizeof(ts->open[0]));
+		ts->nopen--;
+		return 0;
+	}
+	mk->unmatched_ends++;
+	return 0;
+}
+
+/* ---- build ------------------------------------------------------------------------ */
+
+static int replay_all(replay_t *r)
+{
+	ht_merge_t *mg;
+	int e = ht_merge_new_ex(r->mk->trace, HT_MERGE_MARKS, UINT32_MAX, &mg);
+	if (e)
+		return e;
+	ht_event_t ev;
+	while (!e && ht_merge_next(mg, &ev)) {
+		switch (ev.type) {
+		case HT_EV_FREE:
+			e = do_free(r, &ev);
+			break;
+		case HT_EV_ALLOC:
+		case HT_EV_REALLOC:
+			e = do_alloc(r, &ev);
+			break;
+		case HT_EV_TAG:
+			e = do_tag(r, &ev);
+			break;
+		case HT_EV_PHASE:
+			e = do_phase(r, &ev);
+			break;
+		default:
+			break;
+		}
+	}
+	ht_merge_free(mg);
+	if (e)
+		return e;
+	/* the end of the trace closes what is still open */
+	ht_marks_t *mk = r->mk;
+	for (size_t i = 0; i < mk->trace->nthreads; i++) {
+		thread_state_t *ts = &r->th[i];
+		while (ts->nopen) {
+			const open_phase_t *o = &ts->open[--ts->nopen];
+			mk->phases[o->phase].open_at_end++;
+			close_entry(r, o);
+		}
+		ts->overflow = 0;
+	}
+	for (size_t i = 0; i < r->live.cap; i++)
+		if (r->live.slot[i].tag != NONE && (e = block_done(r, &r->live.slot[i], true)))
+			return e;
+	return 0;
+}
+
+static void free_threads(replay_t *r, size_t n)
+{
+	for (size_t i = 0; r->th && i < n; i++)
+		free(r->th[i].open);
+	free(r->th);
+}
+
+int ht_marks_build(const ht_trace_t *t, ht_marks_t **out)
+{
+	*out = NULL;
+	ht_marks_t *mk = calloc(1, sizeof(*mk));
+	if (!mk)
+		return -ENOMEM;
+	mk->trace = t;
+	replay_t r;
+	memset(&r, 0, sizeof(r));
+	r.mk = mk;
+	int e = -ENOMEM;
+	/* row 0: untagged, never in tag_idx (name ids start at 1, but a
+	 * damaged trace may use 0: it then gets a row of its own) */
+	if (ht_util_grow((void **)&mk->tags, &mk->cap_tags, 1, sizeof(*mk->tags)))
+		goto fail;
+	memset(&mk->tags[0], 0, sizeof(mk->tags[0]));
+	if (!(mk->tags[0].name = strdup("untagged")))
+		goto fail;
+	mk->ntags = 1;
+	r.th = calloc(t->nthreads ? t->nthreads : 1, sizeof(*r.th));
+	if (!r.th || tab_init(&r.live, 1024))
+		goto fail;
+	for (size_t i = 0; i < t->nthreads; i++)
+		r.th[i].realloc_tag = NONE;
+	if ((e = replay_all(&r)))
+		goto fail;
+	free(r.live.slot);
+	free_threads(&r, t->nthreads);
+	free(r.seg);
+	*out = mk;
+	return 0;
+fail:
+	free(r.live.slot);
+	free_threads(&r, t->nthreads);
+	free(r.seg);
+	ht_marks_free(mk);
+	return e;
+}
+
+void ht_marks_free(ht_marks_t *mk)
+{
+	if (!mk)
+		return;
+	for (size_t i = 0; i < mk->ntags; i++) {
+		free(mk->tags[i].name);
+		free(mk->tags[i].stacks);
+		ht_map_free(&mk->tags[i].stack_idx);
+	}
+	free(mk->tags);
+	for (size_t i = 0; i < mk->nphases; i++)
+		free(mk->phases[i].name);
+	free(mk->phases);
+	ht_map_free(&mk->tag_idx);
+	ht_map_free(&mk->phase_idx);
+	free(mk);
+}
+
+/* ---- queries ------------------------------------------------------------------------ */
+
+static int tag_cmp(const void *a, const void *b, void *arg)
+{
+	const ht_tag_stat_t *tags = arg;
+	size_t ia = *(const size_t *)a, ib = *(const size_t *)b;
+	const ht_tag_stat_t *x = &tags[ia], *y = &tags[ib];
+	if ((ia == HT_MARKS_UNTAGGED) != (ib == HT_MARKS_UNTAGGED))
+		return ia == HT_MARKS_UNTAGGED ? 1 : -1;
+	if (x->bytes_allocated != y->bytes_allocated)
+		return x->bytes_allocated > y->bytes_allocated ? -1 : 1;
+	if (x->allocations != y->allocations)
+		return x->allocations > y->allocations ? -1 : 1;
+	int c = strcmp(x->name, y->name);
+	return c ? c : (ia < ib ? -1 : ia > ib);
+}
+
+size_t ht_marks_sort_tags(const ht_marks_t *mk, size_t *idx)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < mk->ntags; i++)
+		if (mk->tags[i].allocations)
+			idx[n++] = i;
+	qsort_r(idx, n, sizeof(*idx), tag_cmp, mk->tags);
+	return n;
+}
+
+static int phase_cmp(const void *a, const void *b, void *arg)
+{
+	const ht_phase_stat_t *ph = arg;
+	size_t ia = *(const size_t *)a, ib = *(const size_t *)b;
+	const ht_phase_stat_t *x = &ph[ia], *y = &ph[ib];
+	if (x->bytes_allocated != y->bytes_allocated)
+		return x->bytes_allocated > y->bytes_allocated ? -1 : 1;
+	if (x->first_time != y->first_time)
+		return x->first_time < y->first_time ? -1 : 1;
+	return ia < ib ? -1 : ia > ib;
+}
+
+size_t ht_marks_sort_phases(const ht_marks_t *mk, size_t *idx)
+{
+	for (size_t i = 0; i < mk->nphases; i++)
+		idx[i] = i;
+	qsort_r(idx, mk->nphases, sizeof(*idx), phase_cmp, mk->phases);
+	return mk->nphases;
+}
+
+const ht_tag_stat_t *ht_marks_find_tag(const ht_marks_t *mk, const char *name)
+{
+	/* a real tag wins over the untagged row's label */
+	for (size_t i = 1; i < mk->ntags; i++)
+		if (!strcmp(mk->tags[i].name, name))
+			return &mk->tags[i];
+	return !strcmp(name, "untagged") ? &mk->tags[HT_MARKS_UNTAGGED] : NULL;
+}

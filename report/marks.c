@@ -1,0 +1,437 @@
+/* marks.c (report/) - tags and phases in the text and JSON reports (the
+ * figures are defined in cli/marks.h; docs/API.md explains them to users).
+ *
+ * Numbers are exact (bytes as counts with thousands separators) so that a
+ * script can read the tables as well as a person. Stacks of `--tag` are
+ * printed leaf first as `function  file:line`, like the main text report,
+ * and grouped after cutting to --depth frames: with --depth 1 the view is
+ * "which functions allocate this tag" (Crystal's TRACE_BACKTRACE_LIMIT).
+ */
+#include "marks.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+#include "util.h"
+
+#define WIDTH 100
+#define DEFAULT_TOP 10
+
+const char ht_marks_no_tags_msg[] =
+	"no tags: the program tags no blocks (heaptrail_tag in heaptrail.h)";
+
+static void rule(FILE *out, const char *title)
+{
+	size_t n = strlen(title);
+	fprintf(out, "\n%s ", title);
+	for (size_t i = n + 1; i < WIDTH; i++)
+		fputc('-', out);
+	fputc('\n', out);
+}
+
+static int done(FILE *out)
+{
+	return ferror(out) ? -EIO : 0;
+}
+
+/* ---- --by-tag ------------------------------------------------------------------- */
+
+int ht_report_by_tag_text(FILE *out, const ht_marks_t *mk, const char *trace_path)
+{
+	size_t *idx = malloc((mk->ntags ? mk->ntags : 1) * sizeof(*idx));
+	if (!idx)
+		return -ENOMEM;
+	size_t n = ht_marks_sort_tags(mk, idx);
+	char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN], d[HT_FMT_LEN];
+	fprintf(out, "heaptrail report --by-tag%s%s\n", trace_path ? ": " : "",
+		trace_path ? trace_path : "");
+	char title[96];
+	snprintf(title, sizeof(title), "ALLOCATIONS BY TAG (%zu tag%s)", mk->ntags - 1,
+		 mk->ntags == 2 ? "" : "s");
+	rule(out, title);
+	if (mk->tag_events == 0)
+		fprintf(out, "  %s\n", ht_marks_no_tags_msg);
+	/* the tag column fits the longest name, within reason */
+	int col = 8;
+	for (size_t i = 0; i < n; i++) {
+		size_t l = strlen(mk->tags[idx[i]].name);
+		if (l > (size_t)col && l <= 40)
+			col = (int)l;
+	}
+	fprintf(out, "  %-*s %13s %16s %13s %16s\n", col, "tag", "allocations", "bytes",
+		"live blocks", "live bytes");
+	uint64_t ta = 0, tb = 0, tlb = 0, tly = 0;
+	for (size_t i = 0; i < n; i++) {
+		const ht_tag_stat_t *g = &mk->tags[idx[i]];
+		fprintf(out, "  %-*s %13s %16s %13s %16s\n", col, g->name,
+			ht_fmt_count(a, g->allocations), ht_fmt_count(b, g->bytes_allocated),
+			ht_fmt_count(c, g->live_blocks), ht_fmt_count(d, g->live_bytes));
+		ta += g->allocations;
+		tb += g->bytes_allocated;
+		tlb += g->live_blocks;
+		tly += g->live_bytes;
+	}
+	fprintf(out, "  %-*s %13s %16s %13s %16s\n", col, "total", ht_fmt_count(a, ta),
+		ht_fmt_count(b, tb), ht_fmt_count(c, tlb), ht_fmt_count(d, tly));
+	fputs("\n  A block counts once, under the tag it had when freed (or at the end);"
+	      "\n  live = still allocated when the trace ended.\n",
+	      out);
+	if (mk->retagged)
+		fprintf(out, "  %s block%s tagged again with another tag (counted under the last)\n",
+			ht_fmt_count(a, mk->retagged), mk->retagged == 1 ? " was" : "s were");
+	if (mk->tags_ignored)
+		fprintf(out, "  %s tag%s named no live block and %s ignored\n",
+			ht_fmt_count(a, mk->tags_ignored), mk->tags_ignored == 1 ? "" : "s",
+			mk->tags_ignored == 1 ? "was" : "were");
+	free(idx);
+	return done(out);
+}
+
+/* ---- --tag NAME ------------------------------------------------------------------ */
+
+/* One distinct stack once cut: its printed frames are the key. */
+typedef struct group {
+	char *key; /* lines "function\tlocation\n", leaf first */
+	uint64_t allocations, bytes, live_blocks;
+} group_t;
+
+static bool is_runtime(const char *f)
+{
+	static const char *const names[] = { "_start", "__libc_start_main", "__libc_start_main_impl",
+					     "__libc_start_call_main", "start_thread", "clone",
+					     "clone3", "__clone", "__clone3" };
+	if (!f)
+		return false;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(f, names[i]))
+			return true;
+	return false;
+}
+
+/* The key of one stack: frames from ht_model_frames (allocator frames at
+ * the leaf already dropped), the C runtime below main dropped as the text
+ * report does, cut to depth. Returns a malloc'd string or NULL. */
+static char *stack_key(const ht_model_t *m, ht_symbolizer_t *sym, const ht_tag_stack_t *ts,
+		       size_t depth, ht_frame_t **frames, size_t *cap, int *err)
+{
+	ht_site_t site;
+	memset(&site, 0, sizeof(site));
+	site.stack_id = ts->stack_id;
+	site.stack = ts->stack_id ? ht_trace_stack(m->trace, ts->stack_id) : NULL;
+	site.first_time = ts->first_time;
+	if (!site.stack)
+		return strdup(ts->stack_id ? "(stack unknown: its definition is missing)\t\n"
+					   : "(stack unknown)\t\n");
+	long n = ht_model_frames(m, sym, &site, frames, cap);
+	if (n < 0) {
+		*err = (int)n;
+		return NULL;
+	}
+	for (long i = 1; i < n; i++) {
+		const char *f = (*frames)[i].function;
+		if (f && (!strncmp(f, "__libc_start_", 13) || !strcmp(f, "start_thread"))) {
+			n = i;
+			break;
+		}
+	}
+	while (n > 1 && is_runtime((*frames)[n - 1].function))
+		n--;
+	if (depth && (size_t)n > depth)
+		n = (long)depth;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&buf, &len);
+	if (!mem) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	if (n == 0)
+		fputs("(empty stack)\t\n", mem);
+	for (long i = 0; i < n; i++) {
+		const ht_frame_t *f = &(*frames)[i];
+		long mi;
+		if (f->function)
+			fputs(f->function, mem);
+		else if (!f->module)
+			fprintf(mem, "0x%" PRIx64, f->address);
+		else
+			fputs("??", mem);
+		fputc('\t', mem);
+		if (f->file && f->line > 0)
+			fprintf(mem, "%s:%d", f->file, f->line);
+		else if (f->file)
+			fputs(f->file, mem);
+		else if (f->module && (mi = ht_trace_module_for(m->trace, f->address,
+							      ts->first_time)) >= 0)
+			/* module+offset: tells frames apart without symbols, for addr2line */
+			fprintf(mem, "in %s+0x%" PRIx64, f->module,
+				f->address - m->trace->modules[mi].bias);
+		else if (f->module)
+			fprintf(mem, "in %s", f->module);
+		else
+			fputs("in an unknown module", mem);
+		fputs(f->inlined ? "  (inlined)\n" : "\n", mem);
+	}
+	if (fclose(mem)) {
+		free(buf);
+		*err = -ENOMEM;
+		return NULL;
+	}
+	return buf;
+}
+
+static int key_cmp(const void *a, const void *b)
+{
+	return strcmp(((const group_t *)a)->key, ((const group_t *)b)->key);
+}
+
+static int count_cmp(const void *a, const void *b)
+{
+	const group_t *x = a, *y = b;
+	if (x->allocations != y->allocations)
+		return x->allocations > y->allocations ? -1 : 1;
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	return strcmp(x->key, y->key);
+}
+
+static void print_key(FILE *out, const char *key)
+{
+	/* the function column fits this stack's longest name, up to 48 */
+	size_t col = 0;
+	for (const char *p = key; *p;) {
+		const char *tab = strchr(p, '\t'), *nl = strchr(p, '\n');
+		if (!tab || !nl)
+			break;
+		size_t l = (size_t)(tab - p);
+		if (l > col && l <= 48)
+			col = l;
+		p = nl + 1;
+	}
+	for (const char *p = key; *p;) {
+		const char *tab = strchr(p, '\t'), *nl = strchr(p, '\n');
+		if (!tab || !nl)
+			break;
+		int l = (int)(tab - p), ll = (int)(nl - tab - 1);
+		if (!ll) /* no location: no padding either */
+			fprintf(out, "     %.*s\n", l, p);
+		else
+			fprintf(out, "     %.*s%*s  %.*s\n", l, p,
+				(size_t)l < col ? (int)(col - (size_t)l) : 0, "", ll, tab + 1);
+		p = nl + 1;
+	}
+}
+
+int ht_report_tag_text(FILE *out, const ht_model_t *m, const ht_marks_t *mk,
+		       ht_symbolizer_t *sym, const ht_tag_report_opts_t *o)
+{
+	char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN], d[HT_FMT_LEN];
+	fprintf(out, "heaptrail report --tag %s%s%s\n", o->name, o->trace_path ? ": " : "",
+		o->trace_path ? o->trace_path : "");
+	const ht_tag_stat_t *g = ht_marks_find_tag(mk, o->name);
+	if (!g || !g->allocations) {
+		fprintf(out, "\n  no allocations carry the tag '%s'", o->name);
+		if (mk->tag_events == 0) {
+			fprintf(out, ": %s\n", ht_marks_no_tags_msg);
+		} else {
+			fputs("; the tags are:", out);
+			for (size_t i = 1; i < mk->ntags; i++)
+				if (mk->tags[i].allocations)
+					fprintf(out, " %s", mk->tags[i].name);
+			fputc('\n', out);
+		}
+		return ferror(out) ? -EIO : -ENOENT;
+	}
+
+	/* cut, then group stacks whose cut frames are equal */
+	group_t *gr = calloc(g->nstacks ? g->nstacks : 1, sizeof(*gr));
+	ht_frame_t *frames = NULL;
+	size_t cap = 0, ng = 0;
+	int err = 0;
+	if (!gr)
+		return -ENOMEM;
+	for (size_t i = 0; i < g->nstacks && !err; i++) {
+		const ht_tag_stack_t *ts = &g->stacks[i];
+		char *key = stack_key(m, sym, ts, o->depth, &frames, &cap, &err);
+		if (!key) {
+			if (!err)
+				err = -ENOMEM;
+			break;
+		}
+		gr[ng++] = (group_t){ key, ts->allocations, ts->bytes_allocated, ts->live_blocks };
+	}
+	free(frames);
+	size_t nu = 0;
+	if (!err && ng) {
+		qsort(gr, ng, sizeof(*gr), key_cmp);
+		for (size_t i = 1; i < ng; i++) {
+			if (!strcmp(gr[i].key, gr[nu].key)) {
+				gr[nu].allocations += gr[i].allocations;
+				gr[nu].bytes += gr[i].bytes;
+				gr[nu].live_blocks += gr[i].live_blocks;
+				free(gr[i].key);
+			} else {
+				gr[++nu] = gr[i];
+			}
+		}
+		nu++;
+		qsort(gr, nu, sizeof(*gr), count_cmp);
+	}
+	if (!err) {
+		size_t kept = 0;
+		while (kept < nu && gr[kept].allocations >= o->min_count)
+			kept++;
+		size_t top = o->top ? o->top : DEFAULT_TOP;
+		size_t shown = kept < top ? kept : top;
+		fprintf(out, "  tag         %s\n", g->name);
+		fprintf(out, "  allocations %s, %s B; %s still live at the end (%s B)\n",
+			ht_fmt_count(a, g->allocations), ht_fmt_count(b, g->bytes_allocated),
+			ht_fmt_count(c, g->live_blocks), ht_fmt_count(d, g->live_bytes));
+		char title[160], dep[40];
+		if (o->depth)
+			snprintf(dep, sizeof(dep), "%zu frame%s", o->depth, o->depth == 1 ? "" : "s");
+		else
+			snprintf(dep, sizeof(dep), "all frames");
+		snprintf(title, sizeof(title), "CALL STACKS (%zu of %zu distinct, %s, at least %" PRIu64
+			 " allocation%s)", shown, nu, dep, o->min_count, o->min_count == 1 ? "" : "s");
+		rule(out, title);
+		if (!shown)
+			fprintf(out, "  no stack made at least %" PRIu64 " allocations\n", o->min_count);
+		for (size_t i = 0; i < shown; i++) {
+			fprintf(out, "%s#%-3zu%10s allocation%s, %s B", i ? "\n" : "", i + 1,
+				ht_fmt_count(a, gr[i].allocations), gr[i].allocations == 1 ? "" : "s",
+				ht_fmt_count(b, gr[i].bytes));
+			if (gr[i].live_blocks)
+				fprintf(out, ", %s live at the end", ht_fmt_count(c, gr[i].live_blocks));
+			fputc('\n', out);
+			print_key(out, gr[i].key);
+		}
+		if (kept > shown)
+			fprintf(out, "\n... and %zu more stacks (--top 0 shows all)\n", kept - shown);
+		if (nu > kept)
+			fprintf(out, "\n%zu stack%s with fewer than %" PRIu64 " allocations left out"
+				" (--min-count)\n", nu - kept, nu - kept == 1 ? "" : "s", o->min_count);
+	}
+	for (size_t i = 0; i < nu; i++)
+		free(gr[i].key);
+	if (nu == 0)
+		for (size_t i = 0; i < ng; i++)
+			free(gr[i].key);
+	free(gr);
+	return err ? err : done(out);
+}
+
+/* ---- phases ----------------------------------------------------------------------- */
+
+int ht_report_phases_text(FILE *out, const ht_marks_t *mk)
+{
+	if (!mk->nphases)
+		return 0;
+	size_t *idx = malloc(mk->nphases * sizeof(*idx));
+	if (!idx)
+		return -ENOMEM;
+	size_t n = ht_marks_sort_phases(mk, idx);
+	char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN], d[HT_FMT_LEN], e[HT_FMT_LEN];
+	char title[64];
+	snprintf(title, sizeof(title), "PHASES (%zu)", n);
+	rule(out, title);
+	int col = 8;
+	for (size_t i = 0; i < n; i++) {
+		size_t l = strlen(mk->phases[idx[i]].name);
+		if (l > (size_t)col && l <= 40)
+			col = (int)l;
+	}
+	fprintf(out, "  %-*s %9s %13s %16s %18s %16s\n", col, "phase", "entered", "allocations",
+		"bytes", "net live change", "peak inside");
+	uint64_t open = 0;
+	for (size_t i = 0; i < n; i++) {
+		const ht_phase_stat_t *p = &mk->phases[idx[i]];
+		int64_t net = p->net_live_bytes;
+		uint64_t mag = net < 0 ? (uint64_t)0 - (uint64_t)net : (uint64_t)net;
+		char sn[HT_FMT_LEN + 2];
+		snprintf(sn, sizeof(sn), "%s%s", net > 0 ? "+" : net < 0 ? "-" : "",
+			 ht_fmt_count(d, mag));
+		fprintf(out, "  %-*s %9s %13s %16s %18s %16s%s\n", col, p->name,
+			ht_fmt_count(a, p->entered), ht_fmt_count(b, p->allocations),
+			ht_fmt_count(c, p->bytes_allocated), sn, ht_fmt_count(e, p->peak_inside),
+			p->open_at_end ? "  *" : "");
+		open += p->open_at_end;
+	}
+	fputs("\n  Allocations and bytes: made by the thread while the phase was open on it,"
+	      "\n  nested phases included. Net live change and peak inside: the whole heap,"
+	      "\n  from each entry to its exit, summed (net) or the highest (peak) over entries.\n",
+	      out);
+	if (open)
+		fprintf(out, "  * %s entr%s still open when the trace ended, closed there\n",
+			ht_fmt_count(a, open), open == 1 ? "y was" : "ies were");
+	if (mk->unmatched_ends)
+		fprintf(out, "  %s phase end%s had no open phase of that name and %s ignored\n",
+			ht_fmt_count(a, mk->unmatched_ends), mk->unmatched_ends == 1 ? "" : "s",
+			mk->unmatched_ends == 1 ? "was" : "were");
+	if (mk->depth_capped)
+		fprintf(out, "  phases nested deeper than %d on a thread count as entered only\n",
+			HT_MARKS_MAX_DEPTH);
+	free(idx);
+	return done(out);
+}
+
+/* ---- JSON ----------------------------------------------------------------------------- */
+
+int ht_report_tags_json(FILE *out, const ht_marks_t *mk)
+{
+	size_t *idx = malloc((mk->ntags ? mk->ntags : 1) * sizeof(*idx));
+	if (!idx)
+		return -ENOMEM;
+	size_t n = ht_marks_sort_tags(mk, idx);
+	fputc('[', out);
+	for (size_t i = 0; i < n; i++) {
+		const ht_tag_stat_t *g = &mk->tags[idx[i]];
+		fputs(i ? ",\n  {\"tag\": " : "\n  {\"tag\": ", out);
+		ht_json_str(out, g->name);
+		fprintf(out,
+			", \"untagged\": %s, \"allocations\": %" PRIu64 ", \"bytes_allocated\": %" PRIu64
+			", \"live_blocks\": %" PRIu64 ", \"live_bytes\": %" PRIu64 ",\n   \"stacks\": [",
+			idx[i] == HT_MARKS_UNTAGGED ? "true" : "false", g->allocations,
+			g->bytes_allocated, g->live_blocks, g->live_bytes);
+		/* by stack id: the frames are in "sites" under the same id */
+		for (size_t k = 0; k < g->nstacks; k++) {
+			const ht_tag_stack_t *s = &g->stacks[k];
+			fprintf(out,
+				"%s{\"stack_id\": %" PRIu64 ", \"allocations\": %" PRIu64
+				", \"bytes_allocated\": %" PRIu64 ", \"live_blocks\": %" PRIu64
+				", \"live_bytes\": %" PRIu64 "}",
+				k ? ", " : "", s->stack_id, s->allocations, s->bytes_allocated,
+				s->live_blocks, s->live_bytes);
+		}
+		fputs("]}", out);
+	}
+	fputc(']', out);
+	free(idx);
+	return done(out);
+}
+
+int ht_report_phases_json(FILE *out, const ht_marks_t *mk)
+{
+	size_t *idx = malloc((mk->nphases ? mk->nphases : 1) * sizeof(*idx));
+	if (!idx)
+		return -ENOMEM;
+	size_t n = ht_marks_sort_phases(mk, idx);
+	fputc('[', out);
+	for (size_t i = 0; i < n; i++) {
+		const ht_phase_stat_t *p = &mk->phases[idx[i]];
+		fputs(i ? ",\n  {\"phase\": " : "\n  {\"phase\": ", out);
+		ht_json_str(out, p->name);
+		fprintf(out,
+			", \"entered\": %" PRIu64 ", \"allocations\": %" PRIu64
+			", \"bytes_allocated\": %" PRIu64 ", \"net_live_bytes\": %" PRId64
+			", \"peak_inside_bytes\": %" PRIu64 ", \"open_at_end\": %" PRIu64 "}",
+			p->entered, p->allocations, p->bytes_allocated, p->net_live_bytes,
+			p->peak_inside, p->open_at_end);
+	}
+	fputc(']', out);
+	free(idx);
+	return done(out);
+}

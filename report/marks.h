@@ -1,0 +1,54 @@
+/* marks.h (report/) - writers of tags and phases (issue 5; the model is
+ * cli/marks.h): `heaptrail report --by-tag`, `--tag NAME`, the PHASES
+ * section of the text report, and the "tags" and "phases" members of the
+ * JSON report.
+ *
+ * Like report/functions.h, this header shares its name with the model's:
+ * sources include the other one by relative path.
+ */
+#ifndef HEAPTRAIL_REPORT_MARKS_H
+#define HEAPTRAIL_REPORT_MARKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../cli/marks.h"
+#include "model.h"
+#include "symbolize.h"
+
+/* The line the tag views print when a trace has no TAG events. */
+extern const char ht_marks_no_tags_msg[];
+
+/* `--by-tag`: one row per tag (allocations, bytes, live blocks and bytes at
+ * the end), by bytes, "untagged" last, and a total row. Returns 0 or -EIO. */
+int ht_report_by_tag_text(FILE *out, const ht_marks_t *mk, const char *trace_path);
+
+typedef struct ht_tag_report_opts {
+	const char *trace_path; /* shown in the header; may be NULL */
+	const char *name;	/* the tag */
+	size_t depth;		/* frames per stack, leaf first; 0 = all */
+	uint64_t min_count;	/* stacks with fewer allocations are left out */
+	size_t top;		/* stacks listed; 0 = 10, SIZE_MAX = all */
+} ht_tag_report_opts_t;
+
+/* `--tag NAME`: the distinct call stacks that allocated blocks with the
+ * tag, cut to o->depth frames (stacks equal once cut are one), most
+ * allocations first, each with its count and bytes. m gives the frames
+ * (ht_model_frames); sym may be NULL. Returns 0, -ENOENT when the trace
+ * has no such tag (a message saying so and listing the tags is printed),
+ * -ENOMEM or -EIO. */
+int ht_report_tag_text(FILE *out, const ht_model_t *m, const ht_marks_t *mk,
+		       ht_symbolizer_t *sym, const ht_tag_report_opts_t *o);
+
+/* The text report's PHASES section: one row per phase name (entered,
+ * allocations, bytes, net live change, peak inside). Prints nothing when
+ * the trace has no phases. Returns 0 or -EIO. */
+int ht_report_phases_text(FILE *out, const ht_marks_t *mk);
+
+/* Values of the JSON report's "tags" and "phases" members (arrays; the
+ * caller writes the keys). Returns 0 or -EIO. */
+int ht_report_tags_json(FILE *out, const ht_marks_t *mk);
+int ht_report_phases_json(FILE *out, const ht_marks_t *mk);
+
+#endif /* HEAPTRAIL_REPORT_MARKS_H */

@@ -47,6 +47,7 @@ extern bool ht_opt_enabled;
 extern bool ht_opt_functions;	/* record function entry/exit */
 extern bool ht_opt_stacks_shadow; /* allocation stacks from the shadow stack */
 extern bool ht_opt_start_off;	/* recording starts switched off */
+extern int ht_opt_snapshot_signal; /* a signal that writes a snapshot, or 0 */
 void ht_options_parse(void);
 
 /* Recording switched on/off by the program (heaptrail_set_recording).
@@ -161,6 +162,8 @@ typedef struct ht_thread {
 /* The current thread's state, created on first need. NULL if the agent
  * cannot record on this thread (out of memory, thread being torn down). */
 ht_thread_t *ht_thread_get(void);
+/* The current thread's state if it has one; never creates it. */
+ht_thread_t *ht_thread_peek(void);
 /* Ship t's events to the writer and give t an empty block. */
 void ht_thread_flush(ht_thread_t *t);
 /* Make room for need more bytes in t's buffer, flushing it if necessary. */
@@ -193,6 +196,8 @@ void ht_functions_fork_child(ht_thread_t *self);
  * buffer (NAME event) the first time the process sees it; 0 on failure. */
 uint32_t ht_name_intern(ht_thread_t *t, const char *name);
 void ht_names_fork_child(ht_thread_t *self);
+/* Handler of the snapshot signal (option snapshot_signal=N). */
+void ht_snapshot_signal_handler(int sig);
 
 /* Per-thread reentrancy guard (agent/hooks.c). Set while the agent works. */
 extern __thread int ht_guard;

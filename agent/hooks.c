@@ -149,7 +149,7 @@ static inline bool should_record(void)
 
 /* ---- encoding events -------------------------------------------------------- */
 
-#define HT_EVENT_MAX (1 + 6 * HT_VARINT_MAX)
+#define HT_EVENT_MAX (1 + 7 * HT_VARINT_MAX)
 #define HT_STACKDEF_MAX(depth) (1 + 2 * HT_VARINT_MAX + (size_t)(depth) * HT_VARINT_MAX)
 
 /* A block older than this ships even if not full, so that a trace on disk
@@ -170,9 +170,12 @@ static inline uint64_t monotonic_after(const ht_thread_t *t, uint64_t now)
 	return now < t->last_time ? t->last_time : now;
 }
 
-/* Records an allocation of size bytes at p. Called with the guard set.
- * Inline, so that the unwinder starts in the hook's frame. */
-__attribute__((always_inline)) static inline void record_alloc(unsigned fn, void *p, size_t size)
+/* Records an allocation of size bytes at p (from the program's pool when
+ * pool is not 0: a PALLOC event). Called with the guard set. Inline, so
+ * that the unwinder starts in the hook's frame, and the pool branch
+ * disappears from the malloc hooks. */
+__attribute__((always_inline)) static inline void record_alloc_in(unsigned fn, void *p, size_t size,
+								 uintptr_t pool)
 {
 	if (HT_UNLIKELY(!atomic_load_explicit(&ht_recording_on, memory_order_relaxed)))
 		return; /* switched off by the program: frees are still recorded */
@@ -185,11 +188,13 @@ __attribute__((always_inline)) static inline void record_alloc(unsigned fn, void
 	uint64_t now = monotonic_after(t, ht_now());
 	uint8_t *b = t->buf + t->len;
 	size_t k = 0;
-	b[k++] = (uint8_t)(HT_EV_ALLOC | fn << 4);
+	b[k++] = (uint8_t)((pool ? HT_EV_PALLOC : HT_EV_ALLOC) | fn << 4);
 	k += ht_varint_put(b + k, now - t->last_time);
 	k += ht_varint_put(b + k, ht_zigzag((int64_t)((uintptr_t)p - t->last_addr)));
 	k += ht_varint_put(b + k, size);
 	k += ht_varint_put(b + k, sid);
+	if (pool)
+		k += ht_varint_put(b + k, pool);
 	t->last_time = now;
 	t->last_addr = (uintptr_t)p;
 	t->len += (uint32_t)k;
@@ -197,6 +202,11 @@ __attribute__((always_inline)) static inline void record_alloc(unsigned fn, void
 	t->n_bytes += size;
 	ship_if_old(t, now);
 	atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
+}
+
+__attribute__((always_inline)) static inline void record_alloc(unsigned fn, void *p, size_t size)
+{
+	record_alloc_in(fn, p, size, 0);
 }
 
 /* Records the free of p, before the real free runs. */
@@ -646,6 +656,22 @@ int heaptrail_agent_realloc(void *old, void *p, size_t size)
 	/* The program moved the block already: both halves happen now. */
 	uint64_t free_time = realloc_begin();
 	record_realloc(HT_FN_CUSTOM, old, p, size, free_time);
+	errno = e;
+	ht_guard = 0;
+	return 0;
+}
+
+/* Pools of the program's own allocator: blocks allocated from a pool die
+ * together when it is reset or destroyed (the reader frees them). A pool is
+ * named by the address of the program's pool object. */
+HT_EXPORT int heaptrail_agent_pool_alloc(const void *pool, void *p, size_t size);
+int heaptrail_agent_pool_alloc(const void *pool, void *p, size_t size)
+{
+	if (!p || !pool || !should_record())
+		return 0;
+	ht_guard = 1;
+	int e = errno;
+	record_alloc_in(HT_FN_CUSTOM, p, size, (uintptr_t)pool);
 	errno = e;
 	ht_guard = 0;
 	return 0;

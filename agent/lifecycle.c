@@ -249,6 +249,14 @@ void ht_init(void)
 	ht_unlock(&ht_writer_lock);
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	install_signal_handlers();
+	if (ht_opt_snapshot_signal) {
+		/* Asked for explicitly: it replaces whatever the signal did. */
+		struct sigaction sa;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = ht_snapshot_signal_handler;
+		sa.sa_flags = SA_RESTART;
+		sigaction(ht_opt_snapshot_signal, &sa, NULL);
+	}
 	atomic_store(&ht_state, HT_STATE_RECORDING);
 	ht_guard--;
 }

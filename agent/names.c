@@ -9,6 +9,7 @@
  * in an mmap arena, and a NAME event in the calling thread's buffer (like
  * STACK: other threads may use the id before that block reaches the file).
  */
+#include <errno.h>
 #include <string.h>
 
 #include "agent.h"
@@ -203,4 +204,74 @@ int heaptrail_agent_phase(const char *name, int begin)
 	}
 	api_leave(t);
 	return 0;
+}
+
+HT_EXPORT int heaptrail_agent_pool(const void *pool, int op, const char *name);
+int heaptrail_agent_pool(const void *pool, int op, const char *name)
+{
+	if (!pool || op < HT_POOL_CREATE || op > HT_POOL_DESTROY)
+		return 0;
+	ht_thread_t *t = api_enter();
+	if (!t)
+		return 0;
+	uint32_t id = op == HT_POOL_CREATE && name ? ht_name_intern(t, name) : 0;
+	ht_thread_reserve(t, 1 + 4 * HT_VARINT_MAX);
+	uint64_t now = event_time(t);
+	uint8_t *b = t->buf + t->len;
+	size_t k = 0;
+	b[k++] = HT_EV_POOL;
+	k += ht_varint_put(b + k, now - t->last_time);
+	k += ht_varint_put(b + k, (uintptr_t)pool);
+	k += ht_varint_put(b + k, (unsigned)op);
+	k += ht_varint_put(b + k, id);
+	t->last_time = now;
+	t->len += (uint32_t)k;
+	api_leave(t);
+	return 0;
+}
+
+/* Writes SNAPSHOT name_id into t's buffer (guard held by the caller). */
+static void write_snapshot(ht_thread_t *t, uint32_t id)
+{
+	ht_thread_reserve(t, 1 + 2 * HT_VARINT_MAX);
+	uint64_t now = event_time(t);
+	uint8_t *b = t->buf + t->len;
+	size_t k = 0;
+	b[k++] = HT_EV_SNAPSHOT;
+	k += ht_varint_put(b + k, now - t->last_time);
+	k += ht_varint_put(b + k, id);
+	t->last_time = now;
+	t->len += (uint32_t)k;
+}
+
+HT_EXPORT int heaptrail_agent_snapshot(const char *name);
+int heaptrail_agent_snapshot(const char *name)
+{
+	ht_thread_t *t = api_enter();
+	if (!t)
+		return 0;
+	write_snapshot(t, name ? ht_name_intern(t, name) : 0);
+	api_leave(t);
+	return 0;
+}
+
+/* The snapshot signal (option snapshot_signal=N). Async-signal-safe: it
+ * only appends to this thread's buffer, and does nothing when the signal
+ * interrupted the agent itself (guard set) or the thread has no state yet
+ * (creating one is not async-signal-safe). */
+void ht_snapshot_signal_handler(int sig)
+{
+	(void)sig;
+	if (ht_guard || atomic_load_explicit(&ht_state, memory_order_relaxed) != HT_STATE_RECORDING)
+		return;
+	ht_thread_t *t = ht_thread_peek();
+	if (!t)
+		return;
+	int saved = errno;
+	ht_guard = 1;
+	atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
+	write_snapshot(t, 0);
+	atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
+	ht_guard = 0;
+	errno = saved;
 }

@@ -19,6 +19,7 @@ bool ht_opt_enabled = true;
 bool ht_opt_functions;
 bool ht_opt_stacks_shadow = true; /* used only with functions=1 */
 bool ht_opt_start_off;
+int ht_opt_snapshot_signal;
 
 extern char **environ;
 
@@ -107,6 +108,10 @@ static bool set_option(const char *k, size_t klen, const char *v, size_t vlen)
 			ht_opt_start_off = false;
 		else
 			return false;
+	} else if (key_is(k, klen, "snapshot_signal")) {
+		if (!parse_uint(v, vlen, &u) || u < 1 || u > 64)
+			return false;
+		ht_opt_snapshot_signal = (int)u;
 	} else if (key_is(k, klen, "enabled")) {
 		if (!parse_uint(v, vlen, &u) || u > 1)
 			return false;

@@ -114,6 +114,11 @@ HT_NOINLINE HT_COLD static ht_thread_t *thread_create(void)
 	return t;
 }
 
+ht_thread_t *ht_thread_peek(void)
+{
+	return tls_thread;
+}
+
 ht_thread_t *ht_thread_get(void)
 {
 	ht_thread_t *t = tls_thread;

@@ -38,7 +38,7 @@
 #define HT_FILE_MAGIC_LEN 8
 #define HT_FILE_HEADER_LEN 16
 #define HT_FORMAT_MAJOR 1
-#define HT_FORMAT_MINOR 2
+#define HT_FORMAT_MINOR 3
 #define HT_FILE_ZSTD 0x1u /* body is one or more zstd frames */
 
 /* ---- top-level records ---------------------------------------------------- */
@@ -145,6 +145,15 @@ enum ht_end_how {
  *         thread entered or left the named phase (heaptrail_phase_begin/
  *         end). Phases nest per thread; an end closes the innermost open
  *         phase of that name.
+ * POOL    varint dtime, varint pool_id, varint op (HT_POOL_*), varint
+ *         name_id (CREATE only; 0 = unnamed). A pool of the program's own
+ *         allocator (heaptrail_pool_*): RESET and DESTROY free, at this
+ *         time, every block of the pool still live (each one free).
+ * PALLOC  like ALLOC (dtime, daddr, size, stack_id), then varint pool_id:
+ *         an allocation from that pool (function HT_FN_CUSTOM).
+ * SNAPSHOT varint dtime, varint name_id (0 = taken on the snapshot signal):
+ *         the program asked for a snapshot of its live blocks here
+ *         (heaptrail_snapshot); the reader computes it.
  * Stack id 0 means "unknown stack" (never defined).
  */
 enum ht_event {
@@ -159,6 +168,16 @@ enum ht_event {
 	HT_EV_NAME = 0x9,
 	HT_EV_TAG = 0xa,
 	HT_EV_PHASE = 0xb,
+	HT_EV_POOL = 0xc,
+	HT_EV_PALLOC = 0xd,
+	HT_EV_SNAPSHOT = 0xe,
+};
+
+/* POOL.op */
+enum ht_pool_op {
+	HT_POOL_CREATE = 0,
+	HT_POOL_RESET = 1,   /* every block freed, the pool stays */
+	HT_POOL_DESTROY = 2, /* every block freed, the pool is gone */
 };
 
 /* Which function made an allocation (high nibble of ALLOC/REALLOC). */

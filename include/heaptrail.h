@@ -67,6 +67,9 @@ HEAPTRAIL__SYM(int, free, (void *p))
 HEAPTRAIL__SYM(int, realloc, (void *old_p, void *new_p, size_t size))
 HEAPTRAIL__SYM(int, tag, (const void *p, const char *name))
 HEAPTRAIL__SYM(int, phase, (const char *name, int begin))
+HEAPTRAIL__SYM(int, pool, (const void *pool, int op, const char *name))
+HEAPTRAIL__SYM(int, pool_alloc, (const void *pool, void *p, size_t size))
+HEAPTRAIL__SYM(int, snapshot, (const char *name))
 
 /* ---- recording on and off ------------------------------------------------------
  * Switch recording off and on around regions of the program. While off, new
@@ -151,6 +154,50 @@ HEAPTRAIL__INLINE int heaptrail_phase_end(const char *name)
 {
 	heaptrail__phase_fn f = heaptrail__phase();
 	return f ? f(name, 0) : -1;
+}
+
+/* ---- pools ----------------------------------------------------------------------
+ * A pool (arena, region, zone) of the program's own allocator: its blocks die
+ * together. A pool is named by the address of the program's pool object.
+ * Blocks come from heaptrail_pool_alloc instead of heaptrail_alloc; reset and
+ * destroy free every block of the pool still live (each counts as a free).
+ * The report gets a POOLS table. Not async-signal-safe; thread-safe.
+ * @return 0, or -1 when the agent is not loaded. */
+HEAPTRAIL__INLINE int heaptrail_pool_create(const void *pool, const char *name)
+{
+	heaptrail__pool_fn f = heaptrail__pool();
+	return f ? f(pool, 0, name) : -1;
+}
+
+HEAPTRAIL__INLINE int heaptrail_pool_alloc(const void *pool, void *p, size_t size)
+{
+	heaptrail__pool_alloc_fn f = heaptrail__pool_alloc();
+	return f ? f(pool, p, size) : -1;
+}
+
+HEAPTRAIL__INLINE int heaptrail_pool_reset(const void *pool)
+{
+	heaptrail__pool_fn f = heaptrail__pool();
+	return f ? f(pool, 1, (const char *)0) : -1;
+}
+
+HEAPTRAIL__INLINE int heaptrail_pool_destroy(const void *pool)
+{
+	heaptrail__pool_fn f = heaptrail__pool();
+	return f ? f(pool, 2, (const char *)0) : -1;
+}
+
+/* ---- snapshots ----------------------------------------------------------------
+ * Mark the trace here: the report shows the live blocks at this moment, by
+ * site (a program that never exits can ask for one now and then). Also on a
+ * signal: run with the agent option snapshot_signal=N (e.g. 12 for SIGUSR2),
+ * which replaces that signal's default action.
+ * name: a label (NULL: none). Not async-signal-safe; thread-safe.
+ * @return 0, or -1 when the agent is not loaded. */
+HEAPTRAIL__INLINE int heaptrail_snapshot(const char *name)
+{
+	heaptrail__snapshot_fn f = heaptrail__snapshot();
+	return f ? f(name) : -1;
 }
 
 #ifdef __cplusplus

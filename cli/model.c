@@ -114,6 +114,8 @@ typedef struct replay {
 	size_t cap_sites;
 	uint64_t cur_bytes, cur_blocks;
 	bool counting; /* pass 1: count; pass 2: only track live bytes */
+	ht_map_t pool_row; /* pool id -> its current row in m->pools */
+	size_t cap_pools, cap_snapshots;
 } replay_t;
 
 static int site_for(replay_t *r, uint64_t stack_id, uint64_t time, uint32_t *out)
@@ -137,15 +139,17 @@ static int site_for(replay_t *r, uint64_t stack_id, uint64_t time, uint32_t *out
 	return 0;
 }
 
-static void do_free(replay_t *r, uint64_t addr)
+/* Returns the size of the block freed, or UINT64_MAX when it was unknown. */
+static uint64_t do_free(replay_t *r, uint64_t addr)
 {
 	live_t *b = live_find(&r->live, addr);
 	ht_totals_t *tot = &r->m->totals;
 	if (!b) {
 		if (r->counting)
 			tot->ignored_frees++;
-		return;
+		return UINT64_MAX;
 	}
+	uint64_t size = b->size;
 	ht_site_t *s = &r->m->sites[b->site];
 	s->live_bytes -= b->size;
 	s->live_blocks--;
@@ -160,6 +164,7 @@ static void do_free(replay_t *r, uint64_t addr)
 		}
 	}
 	live_remove(&r->live, b);
+	return size;
 }
 
 static int do_alloc(replay_t *r, const ht_event_t *ev)
@@ -201,12 +206,108 @@ static int do_alloc(replay_t *r, const ht_event_t *ev)
 	return 0;
 }
 
+/* ---- pools and snapshots (issue 5) ------------------------------------------- */
+
+/* The current row of pool id; a new one when there is none, or when
+ * `create` and the last one was destroyed (the id names a new pool). NULL
+ * on ENOMEM. */
+static ht_pool_stat_t *pool_row(replay_t *r, uint64_t id, uint64_t time, bool create)
+{
+	ht_model_t *m = r->m;
+	uint32_t i = ht_map_get(&r->pool_row, id);
+	if (i != HT_MAP_NONE && !(create && m->pools[i].destroyed))
+		return &m->pools[i];
+	if (m->npools >= UINT32_MAX - 1 ||
+	    ht_util_grow((void **)&m->pools, &r->cap_pools, m->npools + 1, sizeof(*m->pools)) ||
+	    ht_map_put(&r->pool_row, id, (uint32_t)m->npools))
+		return NULL;
+	ht_pool_stat_t *p = &m->pools[m->npools++];
+	memset(p, 0, sizeof(*p));
+	p->id = id;
+	p->first_time = time;
+	return p;
+}
+
+/* Count one POOL event, or a pool block's allocation or free. */
+static int pool_event(replay_t *r, const ht_event_t *ev, uint64_t freed)
+{
+	ht_pool_stat_t *p = pool_row(r, ev->pool, ev->time,
+				     ev->type == HT_EV_POOL && ev->size == HT_POOL_CREATE);
+	if (!p)
+		return -ENOMEM;
+	switch (ev->type) {
+	case HT_EV_POOL:
+		if (ev->size == HT_POOL_CREATE && ev->name_id)
+			p->name_id = ev->name_id;
+		else if (ev->size == HT_POOL_RESET)
+			p->resets++;
+		else if (ev->size == HT_POOL_DESTROY)
+			p->destroyed = true;
+		break; /* unknown ops: a newer minor's, nothing to count */
+	case HT_EV_ALLOC:
+		p->allocations++;
+		p->bytes_allocated += ev->size;
+		p->live_blocks++;
+		p->live_bytes += ev->size;
+		break;
+	case HT_EV_FREE:
+		if (freed == UINT64_MAX)
+			break; /* the model never saw it live: no change */
+		p->freed_by_ops += ev->from_pool_op;
+		p->live_blocks--;
+		p->live_bytes -= freed;
+		break;
+	}
+	return 0;
+}
+
+/* Record the live heap and its HT_SNAPSHOT_TOP largest sites now. A scan
+ * of the sites per snapshot: snapshots are few (the program or a signal
+ * asks for each), sites at most some thousands. */
+static int take_snapshot(replay_t *r, const ht_event_t *ev)
+{
+	ht_model_t *m = r->m;
+	if (ht_util_grow((void **)&m->snapshots, &r->cap_snapshots, m->nsnapshots + 1,
+			 sizeof(*m->snapshots)))
+		return -ENOMEM;
+	ht_snapshot_t *sn = &m->snapshots[m->nsnapshots++];
+	memset(sn, 0, sizeof(*sn));
+	sn->name_id = ev->name_id;
+	sn->time = ev->time;
+	sn->thread = ev->thread;
+	sn->live_bytes = r->cur_bytes;
+	sn->live_blocks = r->cur_blocks;
+	for (size_t i = 0; i < m->nsites; i++) {
+		const ht_site_t *s = &m->sites[i];
+		if (!s->live_blocks)
+			continue;
+		/* insertion into the short sorted list; earlier sites win ties */
+		size_t k = sn->ntop;
+		while (k > 0 && (s->live_bytes > sn->top[k - 1].live_bytes ||
+				 (s->live_bytes == sn->top[k - 1].live_bytes &&
+				  s->live_blocks > sn->top[k - 1].live_blocks)))
+			k--;
+		if (k >= HT_SNAPSHOT_TOP)
+			continue;
+		size_t last = sn->ntop < HT_SNAPSHOT_TOP ? sn->ntop : HT_SNAPSHOT_TOP - 1;
+		memmove(&sn->top[k + 1], &sn->top[k], (last - k) * sizeof(sn->top[0]));
+		sn->top[k].site = (uint32_t)i;
+		sn->top[k].live_bytes = s->live_bytes;
+		sn->top[k].live_blocks = s->live_blocks;
+		if (sn->ntop < HT_SNAPSHOT_TOP)
+			sn->ntop++;
+	}
+	return 0;
+}
+
 /* Replay events [0, limit]. In the counting pass, *peak_ord receives the
- * ordinal of the event that first reached the highest heap. */
+ * ordinal of the event that first reached the highest heap. Both passes
+ * ask for the same events, so that ordinals agree. */
 static int replay_run(replay_t *r, uint64_t limit, uint64_t *peak_ord)
 {
 	ht_merge_t *mg;
-	int e = ht_merge_new(r->m->trace, &mg);
+	int e = ht_merge_new_ex(r->m->trace, HT_MERGE_POOLS | HT_MERGE_SNAPSHOTS, UINT32_MAX,
+				&mg);
 	if (e)
 		return e;
 	ht_totals_t *tot = &r->m->totals;
@@ -214,8 +315,19 @@ static int replay_run(replay_t *r, uint64_t limit, uint64_t *peak_ord)
 	uint64_t ord = 0;
 	for (; ord <= limit && ht_merge_next(mg, &ev); ord++) {
 		switch (ev.type) {
-		case HT_EV_FREE: /* for a REALLOC, its free half came first */
-			do_free(r, ev.addr);
+		case HT_EV_FREE: { /* for a REALLOC, its free half came first */
+			uint64_t freed = do_free(r, ev.addr);
+			if (r->counting && ev.pooled && (e = pool_event(r, &ev, freed)))
+				goto out;
+			break;
+		}
+		case HT_EV_POOL:
+			if (r->counting && (e = pool_event(r, &ev, 0)))
+				goto out;
+			break;
+		case HT_EV_SNAPSHOT:
+			if (r->counting && (e = take_snapshot(r, &ev)))
+				goto out;
 			break;
 		case HT_EV_REALLOC:
 			if (r->counting)
@@ -223,6 +335,8 @@ static int replay_run(replay_t *r, uint64_t limit, uint64_t *peak_ord)
 			__attribute__((fallthrough));
 		case HT_EV_ALLOC:
 			if ((e = do_alloc(r, &ev)))
+				goto out;
+			if (r->counting && ev.pooled && (e = pool_event(r, &ev, 0)))
 				goto out;
 			if (r->counting && r->cur_bytes > tot->peak_heap_bytes) {
 				tot->peak_heap_bytes = r->cur_bytes;
@@ -250,6 +364,10 @@ static int merge_same_stacks(ht_model_t *m)
 	ht_map_t seen = { 0 };
 	size_t out = 0;
 	int e = 0;
+	/* old site index -> new one, for the snapshots' top sites */
+	uint32_t *remap = malloc((m->nsites ? m->nsites : 1) * sizeof(*remap));
+	if (!remap)
+		return -ENOMEM;
 	for (size_t i = 0; i < m->nsites; i++) {
 		ht_site_t *s = &m->sites[i];
 		uint64_t h = 0x9e3779b97f4a7c15ULL;
@@ -272,9 +390,11 @@ static int merge_same_stacks(ht_model_t *m)
 		if (j == HT_MAP_NONE) {
 			if ((e = ht_map_put(&seen, h, (uint32_t)out)))
 				break;
+			remap[i] = (uint32_t)out;
 			m->sites[out++] = *s;
 			continue;
 		}
+		remap[i] = j;
 		ht_site_t *d = &m->sites[j];
 		d->allocations += s->allocations;
 		d->bytes_allocated += s->bytes_allocated;
@@ -289,8 +409,31 @@ static int merge_same_stacks(ht_model_t *m)
 			d->first_time = s->first_time;
 	}
 	ht_map_free(&seen);
-	if (!e)
+	if (!e) {
 		m->nsites = out;
+		/* two top sites of a snapshot may now be one: add them up (the
+		 * list may then miss a site that the fold would have lifted
+		 * into it; stacks are unique per content in practice) */
+		for (size_t i = 0; i < m->nsnapshots; i++) {
+			ht_snapshot_t *sn = &m->snapshots[i];
+			size_t n = 0;
+			for (size_t k = 0; k < sn->ntop; k++) {
+				uint32_t ns = remap[sn->top[k].site];
+				size_t q = 0;
+				while (q < n && sn->top[q].site != ns)
+					q++;
+				if (q < n) {
+					sn->top[q].live_bytes += sn->top[k].live_bytes;
+					sn->top[q].live_blocks += sn->top[k].live_blocks;
+					continue;
+				}
+				sn->top[n] = sn->top[k];
+				sn->top[n++].site = ns;
+			}
+			sn->ntop = n;
+		}
+	}
+	free(remap);
 	return e;
 }
 
@@ -349,12 +492,14 @@ int ht_model_build(const ht_trace_t *t, ht_model_t **out)
 	free(r.live.slot);
 	free(r.thread_seq);
 	ht_map_free(&r.site_by_stack);
+	ht_map_free(&r.pool_row);
 	*out = m;
 	return 0;
 fail:
 	free(r.live.slot);
 	free(r.thread_seq);
 	ht_map_free(&r.site_by_stack);
+	ht_map_free(&r.pool_row);
 	ht_model_free(m);
 	return e;
 }
@@ -364,6 +509,8 @@ void ht_model_free(ht_model_t *m)
 	if (!m)
 		return;
 	free(m->sites);
+	free(m->pools);
+	free(m->snapshots);
 	free(m);
 }
 
@@ -451,7 +598,7 @@ static bool is_allocator(const char *fn)
 		"__libc_memalign", "__libc_valloc", "__libc_pvalloc", "__posix_memalign",
 		"__rtld_malloc", "__rtld_calloc", "__rtld_realloc",
 		/* heaptrail.h's inline wrappers: the program's allocator called them */
-		"heaptrail_alloc", "heaptrail_realloc",
+		"heaptrail_alloc", "heaptrail_realloc", "heaptrail_pool_alloc",
 	};
 	if (!fn)
 		return false;

@@ -44,11 +44,48 @@ typedef struct ht_totals {
 	uint64_t reallocs;
 } ht_totals_t;
 
+/* A pool of the program's own allocator (heaptrail_pool_*, issue 5), from
+ * its POOL and PALLOC events. Its blocks are ordinary allocations for the
+ * totals and sites; a RESET or DESTROY frees those still live, each one
+ * free (the merge makes the frees: reader.h, HT_MERGE_POOLS). A pool id
+ * created again after its DESTROY starts a new row. */
+typedef struct ht_pool_stat {
+	uint64_t id;
+	uint64_t name_id;      /* 0: unnamed (or no CREATE seen) */
+	uint64_t allocations, bytes_allocated;
+	uint64_t resets;       /* RESET events */
+	uint64_t freed_by_ops; /* blocks freed by its RESETs and DESTROY */
+	bool destroyed;
+	uint64_t live_blocks, live_bytes; /* at the end of the trace */
+	uint64_t first_time;   /* CREATE, or its first event: orders the rows */
+} ht_pool_stat_t;
+
+/* Top sites kept per snapshot. */
+#define HT_SNAPSHOT_TOP 3
+
+/* The live heap at a SNAPSHOT event (heaptrail_snapshot, or the
+ * snapshot_signal option when name_id is 0). */
+typedef struct ht_snapshot {
+	uint64_t name_id; /* 0: taken on the snapshot signal */
+	uint64_t time;
+	uint32_t thread;
+	uint64_t live_bytes, live_blocks;
+	size_t ntop;
+	struct {
+		uint32_t site; /* index into ht_model_t.sites */
+		uint64_t live_bytes, live_blocks;
+	} top[HT_SNAPSHOT_TOP]; /* most live bytes first (ties: more blocks) */
+} ht_snapshot_t;
+
 typedef struct ht_model {
 	const ht_trace_t *trace;
 	ht_site_t *sites;
 	size_t nsites;
 	ht_totals_t totals;
+	ht_pool_stat_t *pools; /* in order of first appearance; NULL when none */
+	size_t npools;
+	ht_snapshot_t *snapshots; /* in time order */
+	size_t nsnapshots;
 } ht_model_t;
 
 /* Replay t (which must outlive the model). Returns 0 or -ENOMEM. */

@@ -231,8 +231,12 @@ static int decode_event(const uint8_t *p, size_t end, size_t *pos, evstate_t *st
 	ev->fn = b >> 4;
 	ev->call_site = 0;
 	ev->name_id = 0;
+	ev->pooled = false;
+	ev->from_pool_op = false;
+	ev->pool = 0;
 	switch (type) {
 	case HT_EV_ALLOC:
+	case HT_EV_PALLOC:
 	case HT_EV_REALLOC:
 	case HT_EV_FREE:
 		if ((r = get_u(p, end, &q, &dtime)) || (r = get_s(p, end, &q, &d)))
@@ -254,6 +258,15 @@ static int decode_event(const uint8_t *p, size_t end, size_t *pos, evstate_t *st
 			ev->old_addr = ev->addr + (uint64_t)d;
 			/* never before the previous event: keeps the thread's order */
 			ev->free_time = lead <= dtime ? ev->time - lead : st->time;
+		}
+		if (type == HT_EV_PALLOC) {
+			/* an ALLOC with a pool: the rest of the CLI knows only ALLOC,
+			 * so the pool blocks count everywhere malloc's do (issue 5) */
+			if ((r = get_u(p, end, &q, &ev->pool)))
+				return r;
+			ev->type = HT_EV_ALLOC;
+			ev->fn = HT_FN_CUSTOM;
+			ev->pooled = true;
 		}
 		st->time = ev->time;
 		st->addr = ev->addr;
@@ -343,6 +356,24 @@ static int decode_event(const uint8_t *p, size_t end, size_t *pos, evstate_t *st
 		ev->stack_id = 0;
 		st->time = ev->time;
 		break;
+	case HT_EV_POOL:
+		/* the op is kept as written: a later minor may add ops, which
+		 * the merge and the model then ignore */
+		if ((r = get_u(p, end, &q, &dtime)) || (r = get_u(p, end, &q, &ev->pool)) ||
+		    (r = get_u(p, end, &q, &ev->size)) || (r = get_u(p, end, &q, &ev->name_id)))
+			return r;
+		ev->time = st->time + dtime;
+		ev->stack_id = 0;
+		st->time = ev->time;
+		break;
+	case HT_EV_SNAPSHOT:
+		if ((r = get_u(p, end, &q, &dtime)) || (r = get_u(p, end, &q, &ev->name_id)))
+			return r;
+		ev->time = st->time + dtime;
+		ev->size = 0;
+		ev->stack_id = 0;
+		st->time = ev->time;
+		break;
 	default:
 		return DEC_CORRUPT;
 	}
@@ -389,6 +420,9 @@ static const char *event_name(uint8_t type)
 	case HT_EV_NAME: return "NAME";
 	case HT_EV_TAG: return "TAG";
 	case HT_EV_PHASE: return "PHASE";
+	case HT_EV_POOL: return "POOL";
+	case HT_EV_PALLOC: return "PALLOC";
+	case HT_EV_SNAPSHOT: return "SNAPSHOT";
 	default: return "unknown";
 	}
 }
@@ -412,7 +446,7 @@ static int parse_thread_block(ht_trace_t *t, size_t pos, size_t end, bool cut, u
 
 	evstate_t st = { base, 0, 0 };
 	size_t evstart = pos;
-	uint64_t n = 0, nfn = 0, nmark = 0;
+	uint64_t n = 0, nfn = 0, nmark = 0, npool = 0, nsnap = 0;
 	int stop = 0;
 	while (pos < end) {
 		ht_event_t ev;
@@ -477,6 +511,10 @@ static int parse_thread_block(ht_trace_t *t, size_t pos, size_t end, bool cut, u
 			nfn++; /* kept apart: nevents stays the heap events' count */
 		else if (ev.type == HT_EV_TAG || ev.type == HT_EV_PHASE)
 			nmark++; /* likewise */
+		else if (ev.type == HT_EV_POOL)
+			npool++; /* likewise: its frees are made by the merge */
+		else if (ev.type == HT_EV_SNAPSHOT)
+			nsnap++;
 		else
 			n++;
 		if (ev.time > t->last_time)
@@ -490,7 +528,7 @@ static int parse_thread_block(ht_trace_t *t, size_t pos, size_t end, bool cut, u
 	}
 
 	/* Index the block (its valid prefix) even when empty of events: cheap. */
-	if (n + nfn + nmark > 0) {
+	if (n + nfn + nmark + npool + nsnap > 0) {
 		if (t->nblocks >= UINT32_MAX - 1 ||
 		    ht_util_grow((void **)&t->blocks, &t->cap_blocks, t->nblocks + 1,
 				 sizeof(*t->blocks)))
@@ -509,6 +547,9 @@ static int parse_thread_block(ht_trace_t *t, size_t pos, size_t end, bool cut, u
 		t->nfn_events += nfn;
 		thr->nmark_events += nmark;
 		t->nmark_events += nmark;
+		thr->npool_events += npool + nsnap;
+		t->npool_events += npool;
+		t->nsnapshot_events += nsnap;
 	}
 	return stop;
 }
@@ -1101,22 +1142,44 @@ typedef struct cursor {
 	bool has_pending;
 } cursor_t;
 
+/* A pool as the merge sees it: the addresses allocated into it since its
+ * last RESET. Stale entries (blocks freed on their own, or allocated again
+ * into it) stay in the list; block_pool says which are still members. */
+typedef struct mpool {
+	uint64_t id;
+	uint64_t *addrs;
+	size_t naddrs, cap_addrs;
+} mpool_t;
+
+/* block_pool value of an address that left its pool (ht_map has no
+ * deletion) */
+#define POOL_GONE (HT_MAP_NONE - 1)
+
 struct ht_merge {
 	const ht_trace_t *t;
 	unsigned flags; /* HT_MERGE_* */
 	cursor_t *cur;
 	uint32_t *heap; /* cursor indices, min-heap by (time, kind, block) */
 	size_t nheap;
+	/* pools: see HT_MERGE_POOLS */
+	mpool_t *pools;
+	size_t npools, cap_pools;
+	ht_map_t pool_idx;   /* pool id -> index in pools */
+	ht_map_t block_pool; /* address of a pool block -> index in pools, or POOL_GONE */
+	uint64_t *outq;	     /* FREEs owed by a RESET/DESTROY: addresses */
+	size_t nout, iout, cap_out;
+	ht_event_t pool_ev;  /* the POOL event the queued FREEs come from */
+	bool nomem;	     /* pool bookkeeping failed: pool frees are lost */
 	uint64_t scratch[HT_MAX_DEPTH];
 };
 
-/* Frees (and RSS samples, function and phase events) sort before
- * allocations on equal stamps, and tags after them: a block is tagged once
- * it exists, so another thread's TAG stamped with its allocation must not
- * come first. */
+/* Frees (and RSS samples, function, phase and pool events) sort before
+ * allocations on equal stamps, and tags and snapshots after them: a block
+ * is tagged once it exists, so another thread's TAG stamped with its
+ * allocation must not come first; a snapshot likewise sees it. */
 static inline int ev_kind(const ht_event_t *e)
 {
-	if (e->type == HT_EV_TAG)
+	if (e->type == HT_EV_TAG || e->type == HT_EV_SNAPSHOT)
 		return 2;
 	return e->type == HT_EV_ALLOC || e->type == HT_EV_REALLOC;
 }
@@ -1157,6 +1220,10 @@ static bool cursor_advance(ht_merge_t *m, cursor_t *c)
 				continue;
 			if (!(m->flags & HT_MERGE_MARKS) &&
 			    (c->head.type == HT_EV_TAG || c->head.type == HT_EV_PHASE))
+				continue;
+			/* POOL events always reach ht_merge_next: it makes their
+			 * frees, and returns them only with HT_MERGE_POOLS */
+			if (!(m->flags & HT_MERGE_SNAPSHOTS) && c->head.type == HT_EV_SNAPSHOT)
 				continue;
 			c->head.thread = c->thread;
 			c->head.from_realloc = false;
@@ -1236,7 +1303,83 @@ int ht_merge_new_ex(const ht_trace_t *t, unsigned flags, uint32_t thread, ht_mer
 	return 0;
 }
 
-bool ht_merge_next(ht_merge_t *m, ht_event_t *ev)
+/* ---- pools: PALLOC membership and the frees of RESET/DESTROY ---------------- */
+
+/* Index of pool id in m->pools, added when new; UINT32_MAX on ENOMEM. */
+static uint32_t pool_index(ht_merge_t *m, uint64_t id)
+{
+	uint32_t i = ht_map_get(&m->pool_idx, id);
+	if (i != HT_MAP_NONE)
+		return i;
+	if (m->npools >= POOL_GONE - 1 ||
+	    ht_util_grow((void **)&m->pools, &m->cap_pools, m->npools + 1, sizeof(*m->pools)) ||
+	    ht_map_put(&m->pool_idx, id, (uint32_t)m->npools))
+		return UINT32_MAX;
+	m->pools[m->npools] = (mpool_t){ id, NULL, 0, 0 };
+	return (uint32_t)m->npools++;
+}
+
+/* Follow pool membership through one heap event (ev is what the caller
+ * gets: a FREE of a pool block is marked pooled). The lookups only run
+ * once a trace has had a PALLOC, so traces without pools pay one branch. */
+static void pool_track(ht_merge_t *m, ht_event_t *ev)
+{
+	if (ev->type == HT_EV_FREE || ev->type == HT_EV_ALLOC || ev->type == HT_EV_REALLOC) {
+		if (m->block_pool.len) {
+			uint32_t pi = ht_map_get(&m->block_pool, ev->addr);
+			if (pi != HT_MAP_NONE && pi != POOL_GONE) {
+				/* freed on its own, or its free went unrecorded and the
+				 * address was reused: either way not the pool's now */
+				if (ht_map_put(&m->block_pool, ev->addr, POOL_GONE))
+					m->nomem = true;
+				if (ev->type == HT_EV_FREE) {
+					ev->pooled = true;
+					ev->pool = m->pools[pi].id;
+				}
+			}
+		}
+		if (ev->type == HT_EV_ALLOC && ev->pooled) {
+			uint32_t pi = pool_index(m, ev->pool);
+			if (pi == UINT32_MAX) {
+				m->nomem = true;
+				return;
+			}
+			mpool_t *pl = &m->pools[pi];
+			if (ht_util_grow((void **)&pl->addrs, &pl->cap_addrs, pl->naddrs + 1,
+					 sizeof(*pl->addrs)) ||
+			    ht_map_put(&m->block_pool, ev->addr, pi)) {
+				m->nomem = true;
+				return;
+			}
+			pl->addrs[pl->naddrs++] = ev->addr;
+		}
+		return;
+	}
+	if (ev->type != HT_EV_POOL || (ev->size != HT_POOL_RESET && ev->size != HT_POOL_DESTROY))
+		return;
+	uint32_t pi = ht_map_get(&m->pool_idx, ev->pool);
+	if (pi == HT_MAP_NONE)
+		return; /* nothing was ever allocated into it */
+	mpool_t *pl = &m->pools[pi];
+	m->nout = m->iout = 0;
+	for (size_t i = 0; i < pl->naddrs; i++) {
+		uint64_t a = pl->addrs[i];
+		/* a stale entry (left the pool, or listed twice) is skipped */
+		if (ht_map_get(&m->block_pool, a) != pi)
+			continue;
+		if (ht_util_grow((void **)&m->outq, &m->cap_out, m->nout + 1, sizeof(*m->outq)) ||
+		    ht_map_put(&m->block_pool, a, POOL_GONE)) {
+			m->nomem = true;
+			break;
+		}
+		m->outq[m->nout++] = a;
+	}
+	pl->naddrs = 0;
+	m->pool_ev = *ev;
+}
+
+/* Pop the earliest event of all threads. False when none is left. */
+static bool merge_pop(ht_merge_t *m, ht_event_t *ev)
 {
 	if (!m->nheap)
 		return false;
@@ -1248,10 +1391,40 @@ bool ht_merge_next(ht_merge_t *m, ht_event_t *ev)
 	return true;
 }
 
+bool ht_merge_next(ht_merge_t *m, ht_event_t *ev)
+{
+	for (;;) {
+		if (m->iout < m->nout) {
+			/* a FREE owed by the last RESET/DESTROY */
+			const ht_event_t *p = &m->pool_ev;
+			memset(ev, 0, sizeof(*ev));
+			ev->type = HT_EV_FREE;
+			ev->thread = p->thread;
+			ev->time = ev->free_time = p->time;
+			ev->addr = m->outq[m->iout++];
+			ev->pooled = ev->from_pool_op = true;
+			ev->pool = p->pool;
+			return true;
+		}
+		if (!merge_pop(m, ev))
+			return false;
+		pool_track(m, ev);
+		if (ev->type == HT_EV_POOL && !(m->flags & HT_MERGE_POOLS))
+			continue; /* its frees, if any, come next */
+		return true;
+	}
+}
+
 void ht_merge_free(ht_merge_t *m)
 {
 	if (!m)
 		return;
+	for (size_t i = 0; i < m->npools; i++)
+		free(m->pools[i].addrs);
+	free(m->pools);
+	ht_map_free(&m->pool_idx);
+	ht_map_free(&m->block_pool);
+	free(m->outq);
 	free(m->cur);
 	free(m->heap);
 	free(m);

@@ -53,6 +53,7 @@ typedef struct ht_thread {
 	uint64_t nevents;      /* heap events: ALLOC, FREE, REALLOC, RSS */
 	uint64_t nfn_events;   /* ENTER, EXIT, ENABLE (functions=1, start=off) */
 	uint64_t nmark_events; /* TAG, PHASE (heaptrail.h) */
+	uint64_t npool_events; /* POOL, SNAPSHOT (heaptrail.h); PALLOC is in nevents */
 } ht_thread_t;
 
 /* One thread block: its events span body[off, end) (validated). */
@@ -111,6 +112,9 @@ typedef struct ht_trace {
 	uint64_t nevents;     /* ALLOC/FREE/REALLOC/RSS events parsed */
 	uint64_t nfn_events;  /* ENTER/EXIT/ENABLE events parsed (not in nevents) */
 	uint64_t nmark_events; /* TAG/PHASE events parsed (in neither count) */
+	uint64_t npool_events; /* POOL events parsed (in no other count); PALLOC
+				* counts in nevents, as the ALLOC it becomes */
+	uint64_t nsnapshot_events; /* SNAPSHOT events parsed (in no other count) */
 	uint64_t last_time;   /* latest time stamp seen anywhere */
 	uint64_t max_rss;     /* largest RSS event */
 	uint64_t skipped_records; /* unknown tags, skipped by length */
@@ -161,22 +165,32 @@ long ht_trace_module_for(const ht_trace_t *t, uint64_t ip, uint64_t when);
 typedef struct ht_merged_event {
 	/* HT_EV_ALLOC, HT_EV_FREE, HT_EV_REALLOC or HT_EV_RSS; with
 	 * HT_MERGE_FUNCTIONS also HT_EV_ENTER, HT_EV_EXIT and HT_EV_ENABLE;
-	 * with HT_MERGE_MARKS also HT_EV_TAG and HT_EV_PHASE */
+	 * with HT_MERGE_MARKS also HT_EV_TAG and HT_EV_PHASE; with
+	 * HT_MERGE_POOLS also HT_EV_POOL; with HT_MERGE_SNAPSHOTS also
+	 * HT_EV_SNAPSHOT. A PALLOC comes out as an HT_EV_ALLOC (pooled set). */
 	uint8_t type;
-	uint8_t fn;	 /* HT_FN_* for ALLOC/REALLOC */
+	uint8_t fn;	 /* HT_FN_* for ALLOC/REALLOC (HT_FN_CUSTOM for a PALLOC) */
 	bool from_realloc; /* FREE: the free half of a REALLOC */
+	bool pooled;	   /* ALLOC: made by a PALLOC into pool `pool`; FREE: of
+			    * such a block (by its pool's RESET/DESTROY when
+			    * from_pool_op, else freed on its own) */
+	bool from_pool_op; /* FREE: made by a POOL RESET or DESTROY */
+	uint64_t pool;	   /* pool id: ALLOC/FREE when pooled, POOL */
 	uint32_t thread; /* index into ht_trace_t.threads */
 	uint64_t time;
 	uint64_t addr;	   /* the block (new block for REALLOC); ENTER: the function's
 			    * entry address (look it up as is, not minus 1); TAG: the
 			    * block tagged */
 	uint64_t size;	   /* requested size; RSS bytes for HT_EV_RSS; ENABLE: 1 on, 0 off;
-			    * PHASE: 1 begin, 0 end */
+			    * PHASE: 1 begin, 0 end; POOL: the op (HT_POOL_*, as
+			    * written: callers ignore ops they do not know) */
 	uint64_t stack_id;
 	uint64_t old_addr; /* REALLOC: the block that was freed */
 	uint64_t free_time; /* REALLOC: when the old block was freed (t - lead) */
 	uint64_t call_site; /* ENTER: the return address in the caller; else 0 */
-	uint64_t name_id;   /* TAG, PHASE: the name (ht_trace_name); else 0 */
+	uint64_t name_id;   /* TAG, PHASE, POOL (CREATE), SNAPSHOT: the name
+			     * (ht_trace_name; 0 = none, or the signal for
+			     * SNAPSHOT); else 0 */
 } ht_event_t;
 
 typedef struct ht_merge ht_merge_t;
@@ -200,6 +214,23 @@ int ht_merge_new(const ht_trace_t *t, ht_merge_t **out);
  * like a free and a TAG after allocations (a block is tagged after it
  * exists, maybe by another thread). Without it they are skipped. */
 #define HT_MERGE_MARKS 0x2u
+/* Pools (POOL/PALLOC). Every merge, whatever its flags, turns a PALLOC into
+ * an ALLOC (pooled) and a POOL RESET or DESTROY into one FREE per block of
+ * that pool still live (from_pool_op, pooled, stamped with the POOL's time
+ * and thread, in allocation order), so that every consumer of heap events
+ * (the model, the exporters that keep their own live blocks) frees them
+ * alike: memcheck counts each as one free. The merge remembers which live
+ * blocks belong to which pool for this: a pool block freed on its own, or
+ * replaced by an allocation at its address, leaves its pool. With a
+ * `thread` filter only that thread's POOL events are seen.
+ * HT_MERGE_POOLS also returns the POOL events themselves (CREATE, RESET,
+ * DESTROY, unknown ops as written), each before the FREEs it causes; they
+ * sort like frees on equal stamps. HT_MERGE_SNAPSHOTS returns SNAPSHOT
+ * events, which sort after allocations on equal stamps (a snapshot sees
+ * what its stamp's allocations made live). Without the flags neither is
+ * returned, so a merge yields at most 2 * t->nevents events. */
+#define HT_MERGE_POOLS 0x4u
+#define HT_MERGE_SNAPSHOTS 0x8u
 int ht_merge_new_ex(const ht_trace_t *t, unsigned flags, uint32_t thread, ht_merge_t **out);
 /* Next event, or false at the end. */
 bool ht_merge_next(ht_merge_t *m, ht_event_t *ev);

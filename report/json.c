@@ -242,6 +242,16 @@ int ht_report_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const h
 	fputs("],\n ", out);
 	if (!err)
 		err = ht_report_timeline_json(out, m);
+	/* heaptrail.h's pools and snapshots: new members last, and only when
+	 * the trace has them, so existing readers see the same object */
+	if (!err && m->npools) {
+		fputs(",\n \"pools\": ", out);
+		err = ht_report_pools_json(out, m);
+	}
+	if (!err && m->nsnapshots) {
+		fputs(",\n \"snapshots\": ", out);
+		err = ht_report_snapshots_json(out, m, sym);
+	}
 	fputs("}\n", out);
 
 	free(idx);

@@ -25,6 +25,15 @@ int ht_report_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 int ht_report_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 		   const ht_report_opts_t *o);
 
+/* Pools and snapshots (issue 5; figures in cli/model.h). The text
+ * sections print nothing when the trace has no pools or snapshots; the
+ * JSON writers write the members' values (arrays; the caller writes the
+ * keys). sym may be NULL. Return 0, -ENOMEM or -EIO. */
+int ht_report_pools_text(FILE *out, const ht_model_t *m);
+int ht_report_snapshots_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym);
+int ht_report_pools_json(FILE *out, const ht_model_t *m);
+int ht_report_snapshots_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym);
+
 /* Warnings about the trace as one line each (no newline), for both writers:
  * damage, a missing END, agent trouble. Returns how many were written to
  * lines (at most max); each is a static or buf-backed string. */

@@ -421,6 +421,12 @@ int ht_report_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const h
 		   t->ending == HT_ENDING_EXEC ? "nothing was live at exec" : "no leaks");
 	print_list(&c, "TEMPORARY ALLOCATIONS", HT_BY_TEMPORARY, head_temp, top, idx,
 		   "no temporary allocations");
+	/* heaptrail.h's pools and snapshots: only when the trace has them */
+	int e = ht_report_pools_text(out, m);
+	if (!e)
+		e = ht_report_snapshots_text(out, m, sym);
+	if (e && !c.err)
+		c.err = e;
 	fputc('\n', out);
 
 	free(idx);

@@ -241,6 +241,38 @@ static void ev_phase(blk_t *k, uint64_t time, uint64_t name_id, int begin)
 	k->time = time;
 }
 
+/* PALLOC: an ALLOC on the same address chain, then the pool id. */
+static void ev_palloc(blk_t *k, uint64_t time, uint64_t addr, uint64_t size, uint64_t sid,
+		      uint64_t pool)
+{
+	put_u8(&k->pl, HT_EV_PALLOC | (uint8_t)(HT_FN_CUSTOM << 4));
+	put_u(&k->pl, time - k->time);
+	put_s(&k->pl, (int64_t)(addr - k->addr));
+	put_u(&k->pl, size);
+	put_u(&k->pl, sid);
+	put_u(&k->pl, pool);
+	k->time = time;
+	k->addr = addr;
+}
+
+static void ev_pool(blk_t *k, uint64_t time, uint64_t pool, uint64_t op, uint64_t name_id)
+{
+	put_u8(&k->pl, HT_EV_POOL);
+	put_u(&k->pl, time - k->time);
+	put_u(&k->pl, pool);
+	put_u(&k->pl, op);
+	put_u(&k->pl, name_id);
+	k->time = time;
+}
+
+static void ev_snapshot(blk_t *k, uint64_t time, uint64_t name_id)
+{
+	put_u8(&k->pl, HT_EV_SNAPSHOT);
+	put_u(&k->pl, time - k->time);
+	put_u(&k->pl, name_id);
+	k->time = time;
+}
+
 static void blk_end(buf_t *body, blk_t *k)
 {
 	record(body, HT_REC_THREAD_BLOCK, &k->pl);
@@ -1307,7 +1339,7 @@ static void test_marks_damage(void)
 			put(&k.pl, "\x01\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f\x01", 12);
 			break;
 		case 3: /* an event type no minor defines yet */
-			put_u8(&k.pl, 0x0c);
+			put_u8(&k.pl, 0x0f);
 			put_u(&k.pl, 1);
 			break;
 		}
@@ -1316,7 +1348,7 @@ static void test_marks_damage(void)
 		ht_trace_t *t;
 		CHECK_EQ(ht_reader_load_mem(f.p, f.len, NULL, &t), 0);
 		CHECK_EQ(t->error, -HT_ECORRUPT);
-		CHECK_STR(t->message, which == 3 ? "unknown event type (byte 0x0c)"
+		CHECK_STR(t->message, which == 3 ? "unknown event type (byte 0x0f)"
 				      : which == 2 ? "bad PHASE event" : "bad NAME event");
 		CHECK_EQ(t->nevents, 1); /* the ALLOC before it */
 		CHECK_EQ(t->nmark_events, 1);
@@ -1365,6 +1397,303 @@ static void test_marks_damage(void)
 	}
 }
 
+/* ---- pools and snapshots (issue 5) -------------------------------------------- */
+
+#define P_A 0xa0 /* pool ids: the address of the program's pool object */
+#define P_B 0xb0
+
+/* Two threads. Stack 1 makes the pool blocks, stack 2 the malloc'd one.
+ *   thread 10: CREATE A "arena" @1; PALLOC A 0x1000/32 @2, 0x1020/32 @3,
+ *     0x1040/16 @4; free 0x1020 on its own @5; malloc 0x5000/100 @6;
+ *     SNAPSHOT "snap" @7 (148 B in 3 blocks: stack 2 100 B, stack 1 48 B);
+ *     RESET A @10 (frees 0x1000 and 0x1040); PALLOC A 0x1000/8 @11 (the
+ *     reset address again: no reuse); PALLOC B 0x2000/64 @12 (B never
+ *     created: an unnamed row); SNAPSHOT on the signal @13 (172 B in 3
+ *     blocks: stack 2 100 B, stack 1 72 B)
+ *   thread 20: DESTROY A @15 (frees 0x1000, made on the other thread); an
+ *     unknown op 7 on A @16 (ignored); CREATE A again @17 (a new row);
+ *     PALLOC A 0x3000/4 @18
+ * Totals: 7 allocations, 256 B, 4 frees, peak 172 B at 12, leaked 0x5000,
+ * 0x2000 and 0x3000: 3 blocks, 168 B. */
+static buf_t pools_body(void)
+{
+	buf_t body = { 0 };
+	const char *argv[] = { "prog" };
+	uint64_t ips1[] = { 0x401010 }, ips2[] = { 0x401020 };
+	rec_process(&body, 1, argv);
+	blk_t k;
+	blk_begin(&k, 10, 0);
+	ev_name(&k, 1, "arena");
+	ev_name(&k, 2, "snap");
+	ev_stack(&k, 1, 1, ips1);
+	ev_stack(&k, 2, 1, ips2);
+	ev_pool(&k, 1, P_A, HT_POOL_CREATE, 1);
+	ev_palloc(&k, 2, 0x1000, 32, 1, P_A);
+	ev_palloc(&k, 3, 0x1020, 32, 1, P_A);
+	ev_palloc(&k, 4, 0x1040, 16, 1, P_A);
+	ev_free(&k, 5, 0x1020);
+	ev_alloc(&k, 6, 0x5000, 100, 2);
+	ev_snapshot(&k, 7, 2);
+	ev_pool(&k, 10, P_A, HT_POOL_RESET, 0);
+	ev_palloc(&k, 11, 0x1000, 8, 1, P_A);
+	ev_palloc(&k, 12, 0x2000, 64, 1, P_B);
+	ev_snapshot(&k, 13, 0);
+	blk_end(&body, &k);
+	blk_begin(&k, 20, 14);
+	ev_pool(&k, 15, P_A, HT_POOL_DESTROY, 0);
+	ev_pool(&k, 16, P_A, 7, 0);
+	ev_pool(&k, 17, P_A, HT_POOL_CREATE, 0);
+	ev_palloc(&k, 18, 0x3000, 4, 1, P_A);
+	blk_end(&body, &k);
+	rec_end(&body, 30, HT_END_EXIT, 0, 0);
+	return body;
+}
+
+static void test_pools(void)
+{
+	for (int z = 0; z < 2; z++) {
+		buf_t body = pools_body();
+		buf_t file = make_file(&body, z, HT_FORMAT_MAJOR);
+		ht_trace_t *t;
+		int rc;
+		ht_model_t *m = load(&file, &t, &rc);
+		CHECK_EQ(rc, 0);
+		CHECK_EQ(t->error, 0);
+		CHECK(m != NULL);
+		/* the reader: PALLOC counts as a heap event, POOL and SNAPSHOT apart */
+		CHECK_EQ(t->nevents, 8); /* 6 PALLOC, 1 ALLOC, 1 FREE */
+		CHECK_EQ(t->npool_events, 5);
+		CHECK_EQ(t->nsnapshot_events, 2);
+		CHECK_EQ(t->nmark_events, 0);
+
+		/* the plain merge: PALLOC as ALLOC, the pool ops' frees, no POOL */
+		ht_merge_t *mg;
+		ht_event_t ev;
+		int n = 0, allocs = 0, pooled_allocs = 0, frees = 0, op_frees = 0, other = 0;
+		uint64_t op_free_addr[4] = { 0 }, op_free_time[4] = { 0 };
+		uint32_t op_free_thread[4] = { 0 };
+		CHECK_EQ(ht_merge_new(t, &mg), 0);
+		while (ht_merge_next(mg, &ev)) {
+			n++;
+			if (ev.type == HT_EV_ALLOC) {
+				allocs++;
+				if (ev.pooled) {
+					pooled_allocs++;
+					CHECK_EQ(ev.fn, HT_FN_CUSTOM);
+					CHECK(ev.pool == P_A || ev.pool == P_B);
+				}
+			} else if (ev.type == HT_EV_FREE) {
+				frees++;
+				/* 0x1020 was a pool block freed on its own */
+				if (ev.addr == 0x1020)
+					CHECK(ev.pooled && !ev.from_pool_op && ev.pool == P_A);
+				if (ev.from_pool_op && op_frees < 4) {
+					op_free_addr[op_frees] = ev.addr;
+					op_free_time[op_frees] = ev.time;
+					op_free_thread[op_frees] = ev.thread;
+					op_frees++;
+				}
+			} else {
+				other++;
+			}
+		}
+		ht_merge_free(mg);
+		CHECK_EQ(n, 11);
+		CHECK_EQ(allocs, 7);
+		CHECK_EQ(pooled_allocs, 6);
+		CHECK_EQ(frees, 4);
+		CHECK_EQ(op_frees, 3);
+		CHECK_EQ(other, 0);
+		/* RESET frees in allocation order at its stamp; DESTROY's free is
+		 * on the destroying thread (index 1) */
+		CHECK_EQ(op_free_addr[0], 0x1000);
+		CHECK_EQ(op_free_addr[1], 0x1040);
+		CHECK_EQ(op_free_addr[2], 0x1000);
+		CHECK_EQ(op_free_time[0], 10);
+		CHECK_EQ(op_free_time[1], 10);
+		CHECK_EQ(op_free_time[2], 15);
+		CHECK_EQ(op_free_thread[1], 0);
+		CHECK_EQ(op_free_thread[2], 1);
+
+		/* with the flags: POOL before its frees, SNAPSHOTs in time order */
+		CHECK_EQ(ht_merge_new_ex(t, HT_MERGE_POOLS | HT_MERGE_SNAPSHOTS, UINT32_MAX, &mg), 0);
+		int pools = 0, snaps = 0;
+		uint8_t prev_type = 0;
+		uint64_t prev_op = 99, snap_names[2] = { 9, 9 };
+		n = 0;
+		while (ht_merge_next(mg, &ev)) {
+			n++;
+			if (ev.type == HT_EV_POOL)
+				pools++;
+			if (ev.type == HT_EV_SNAPSHOT && snaps < 2)
+				snap_names[snaps++] = ev.name_id;
+			if (ev.type == HT_EV_FREE && ev.from_pool_op)
+				CHECK(prev_type == HT_EV_FREE ||
+				      (prev_type == HT_EV_POOL && prev_op != HT_POOL_CREATE));
+			prev_type = ev.type;
+			prev_op = ev.type == HT_EV_POOL ? ev.size : 99;
+		}
+		ht_merge_free(mg);
+		CHECK_EQ(n, 18);
+		CHECK_EQ(pools, 5);
+		CHECK_EQ(snaps, 2);
+		CHECK_EQ(snap_names[0], 2);
+		CHECK_EQ(snap_names[1], 0);
+
+		if (m) {
+			const ht_totals_t *tt = &m->totals;
+			CHECK_EQ(tt->allocations, 7);
+			CHECK_EQ(tt->bytes_allocated, 256);
+			CHECK_EQ(tt->frees, 4);
+			CHECK_EQ(tt->ignored_frees, 0);
+			CHECK_EQ(tt->reused_addresses, 0);
+			CHECK_EQ(tt->peak_heap_bytes, 172);
+			CHECK_EQ(tt->peak_time_ns, 12);
+			CHECK_EQ(tt->leaked_blocks, 3);
+			CHECK_EQ(tt->leaked_bytes, 168);
+
+			/* pools: A, B, then A created again after its DESTROY */
+			CHECK_EQ(m->npools, 3);
+			if (m->npools == 3) {
+				const ht_pool_stat_t *a = &m->pools[0], *b = &m->pools[1], *a2 = &m->pools[2];
+				CHECK_EQ(a->id, P_A);
+				CHECK_EQ(a->name_id, 1);
+				CHECK_EQ(a->allocations, 4);
+				CHECK_EQ(a->bytes_allocated, 88);
+				CHECK_EQ(a->resets, 1);
+				CHECK_EQ(a->freed_by_ops, 3);
+				CHECK(a->destroyed);
+				CHECK_EQ(a->live_blocks, 0);
+				CHECK_EQ(a->live_bytes, 0);
+				CHECK_EQ(b->id, P_B);
+				CHECK_EQ(b->name_id, 0);
+				CHECK_EQ(b->allocations, 1);
+				CHECK_EQ(b->live_blocks, 1);
+				CHECK_EQ(b->live_bytes, 64);
+				CHECK(!b->destroyed);
+				CHECK_EQ(a2->id, P_A);
+				CHECK_EQ(a2->allocations, 1);
+				CHECK_EQ(a2->live_bytes, 4);
+				CHECK_EQ(a2->resets, 0);
+				CHECK(!a2->destroyed);
+			}
+
+			/* snapshots: live figures and top sites by live bytes */
+			CHECK_EQ(m->nsnapshots, 2);
+			if (m->nsnapshots == 2) {
+				const ht_snapshot_t *s0 = &m->snapshots[0], *s1 = &m->snapshots[1];
+				CHECK_EQ(s0->name_id, 2);
+				CHECK_EQ(s0->time, 7);
+				CHECK_EQ(s0->live_bytes, 148);
+				CHECK_EQ(s0->live_blocks, 3);
+				CHECK_EQ(s0->ntop, 2);
+				CHECK_EQ(m->sites[s0->top[0].site].stack_id, 2);
+				CHECK_EQ(s0->top[0].live_bytes, 100);
+				CHECK_EQ(m->sites[s0->top[1].site].stack_id, 1);
+				CHECK_EQ(s0->top[1].live_bytes, 48);
+				CHECK_EQ(s0->top[1].live_blocks, 2);
+				CHECK_EQ(s1->name_id, 0);
+				CHECK_EQ(s1->live_bytes, 172);
+				CHECK_EQ(s1->live_blocks, 3);
+				CHECK_EQ(s1->ntop, 2);
+				CHECK_EQ(s1->top[1].live_bytes, 72);
+			}
+
+			/* the writers: sections and members only when present */
+			char *txt = NULL, *js = NULL;
+			ht_report_opts_t ro = { "x", 0 };
+			CAPTURE(txt, ht_report_text(out, m, NULL, &ro));
+			CAPTURE(js, ht_report_json(out, m, NULL, NULL));
+			CHECK_STR(txt, "\nPOOLS ---");
+			CHECK_STR(txt, "  arena                           4             88       1        yes            0              0\n");
+			CHECK_STR(txt, "  #176                            1             64       0         no            1             64\n");
+			CHECK_STR(txt, "\nSNAPSHOTS ---");
+			CHECK_STR(txt, "  snap ");
+			CHECK_STR(txt, "  signal ");
+			CHECK_STR(js, "\"pools\": [");
+			CHECK_STR(js, "\"name\": \"arena\", \"allocations\": 4, \"bytes_allocated\": 88, \"resets\": 1, \"freed_by_reset_or_destroy\": 3, \"destroyed\": true, \"live_blocks\": 0, \"live_bytes\": 0}");
+			CHECK_STR(js, "\"snapshots\": [");
+			CHECK_STR(js, "\"name\": null, \"name_id\": 0, \"signal\": true");
+			free(txt);
+			free(js);
+		}
+		ht_model_free(m);
+		ht_trace_free(t);
+		free(file.p);
+		free(body.p);
+	}
+
+	/* no pools, no snapshots: neither section nor member */
+	{
+		buf_t body = marks_body();
+		buf_t file = make_file(&body, false, HT_FORMAT_MAJOR);
+		ht_trace_t *t;
+		int rc;
+		ht_model_t *m = load(&file, &t, &rc);
+		CHECK(m != NULL);
+		if (m) {
+			char *txt = NULL, *js = NULL;
+			CAPTURE(txt, ht_report_text(out, m, NULL, NULL));
+			CAPTURE(js, ht_report_json(out, m, NULL, NULL));
+			CHECK(!strstr(txt, "POOLS") && !strstr(txt, "SNAPSHOTS"));
+			CHECK(!strstr(js, "\"pools\"") && !strstr(js, "\"snapshots\""));
+			CHECK_EQ(m->npools, 0);
+			CHECK_EQ(m->nsnapshots, 0);
+			free(txt);
+			free(js);
+		}
+		ht_model_free(m);
+		ht_trace_free(t);
+		free(file.p);
+		free(body.p);
+	}
+
+	/* damage in the new events: the reader keeps what came before */
+	for (int which = 0; which < 3; which++) {
+		buf_t body = { 0 };
+		const char *argv[] = { "prog" };
+		rec_process(&body, 1, argv);
+		blk_t k;
+		blk_begin(&k, 1, 0);
+		ev_palloc(&k, 5, 0x1000, 10, 0, P_A);
+		switch (which) {
+		case 0: /* a PALLOC cut before its pool id */
+			put_u8(&k.pl, HT_EV_PALLOC);
+			put_u(&k.pl, 1);
+			put_s(&k.pl, 0x10);
+			put_u(&k.pl, 8);
+			put_u(&k.pl, 0);
+			break;
+		case 1: /* a POOL with an overflowing varint */
+			put_u8(&k.pl, HT_EV_POOL);
+			put(&k.pl, "\x01\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f\x01", 12);
+			break;
+		case 2: /* a SNAPSHOT without its name */
+			put_u8(&k.pl, HT_EV_SNAPSHOT);
+			put_u(&k.pl, 1);
+			break;
+		}
+		blk_end(&body, &k);
+		buf_t f = make_file(&body, false, HT_FORMAT_MAJOR);
+		ht_trace_t *t;
+		CHECK_EQ(ht_reader_load_mem(f.p, f.len, NULL, &t), 0);
+		CHECK_EQ(t->error, -HT_ECORRUPT);
+		CHECK_STR(t->message, which == 0 ? "bad PALLOC event" : which == 1 ? "bad POOL event"
+										 : "bad SNAPSHOT event");
+		CHECK_EQ(t->nevents, 1); /* the PALLOC before it */
+		ht_model_t *m = NULL;
+		CHECK_EQ(ht_model_build(t, &m), 0);
+		if (m) {
+			CHECK_EQ(m->totals.leaked_bytes, 10);
+			CHECK_EQ(m->npools, 1);
+		}
+		ht_model_free(m);
+		ht_trace_free(t);
+		free(f.p);
+		free(body.p);
+	}
+}
+
 int main(void)
 {
 	test_basic();
@@ -1377,5 +1706,6 @@ int main(void)
 	test_function_depth_cap();
 	test_marks();
 	test_marks_damage();
+	test_pools();
 	return TEST_DONE();
 }

@@ -166,6 +166,15 @@ ht_thread_t *ht_thread_get(void);
 ht_thread_t *ht_thread_peek(void);
 /* Ship t's events to the writer and give t an empty block. */
 void ht_thread_flush(ht_thread_t *t);
+/* The time stamp of t's next event: now, but never before t's previous
+ * event (the varint deltas of a block are unsigned). Take it after any
+ * ht_thread_reserve, which may ship the block and sample RSS (rule 6). */
+static inline uint64_t ht_event_time(const ht_thread_t *t)
+{
+	uint64_t now = ht_now();
+	return now < t->last_time ? t->last_time : now;
+}
+
 /* Make room for need more bytes in t's buffer, flushing it if necessary. */
 static inline void ht_thread_reserve(ht_thread_t *t, size_t need)
 {

@@ -40,11 +40,6 @@ static inline ht_thread_t *shadow_thread(void)
 	return t;
 }
 
-static inline uint64_t event_time(ht_thread_t *t)
-{
-	uint64_t now = ht_now();
-	return now < t->last_time ? t->last_time : now;
-}
 
 HT_EXPORT void __cyg_profile_func_enter(void *fn, void *call_site);
 void __cyg_profile_func_enter(void *fn, void *call_site)
@@ -70,7 +65,7 @@ void __cyg_profile_func_enter(void *fn, void *call_site)
 	if (f->recorded) {
 		atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
 		ht_thread_reserve(t, HT_FN_EVENT_MAX);
-		uint64_t now = event_time(t);
+		uint64_t now = ht_event_time(t);
 		uint8_t *b = t->buf + t->len;
 		size_t k = 0;
 		b[k++] = HT_EV_ENTER;
@@ -106,7 +101,7 @@ void __cyg_profile_func_exit(void *fn, void *call_site)
 		if (f->recorded) {
 			atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
 			ht_thread_reserve(t, HT_FN_EVENT_MAX);
-			uint64_t now = event_time(t);
+			uint64_t now = ht_event_time(t);
 			uint8_t *b = t->buf + t->len;
 			size_t k = 0;
 			b[k++] = HT_EV_EXIT;
@@ -133,7 +128,7 @@ int heaptrail_agent_set_recording(int on)
 	if (t) {
 		atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
 		ht_thread_reserve(t, 1 + 2 * HT_VARINT_MAX);
-		uint64_t now = event_time(t);
+		uint64_t now = ht_event_time(t);
 		uint8_t *b = t->buf + t->len;
 		size_t k = 0;
 		b[k++] = HT_EV_ENABLE;

@@ -163,13 +163,6 @@ static inline void ship_if_old(ht_thread_t *t, uint64_t now)
 		ht_thread_flush(t);
 }
 
-static inline uint64_t monotonic_after(const ht_thread_t *t, uint64_t now)
-{
-	/* Clocks are monotonic; this only guards the varint against a reader
-	 * seeing a huge unsigned delta if something ever goes backwards. */
-	return now < t->last_time ? t->last_time : now;
-}
-
 /* Records an allocation of size bytes at p (from the program's pool when
  * pool is not 0: a PALLOC event). Called with the guard set. Inline, so
  * that the unwinder starts in the hook's frame, and the pool branch
@@ -185,7 +178,7 @@ __attribute__((always_inline)) static inline void record_alloc_in(unsigned fn, v
 	atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
 	uint32_t sid = ht_capture(t);
 	ht_thread_reserve(t, HT_EVENT_MAX);
-	uint64_t now = monotonic_after(t, ht_now());
+	uint64_t now = ht_event_time(t);
 	uint8_t *b = t->buf + t->len;
 	size_t k = 0;
 	b[k++] = (uint8_t)((pool ? HT_EV_PALLOC : HT_EV_ALLOC) | fn << 4);
@@ -217,7 +210,7 @@ static void record_free(void *p)
 		return;
 	atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
 	ht_thread_reserve(t, HT_EVENT_MAX);
-	uint64_t now = monotonic_after(t, ht_now());
+	uint64_t now = ht_event_time(t);
 	uint8_t *b = t->buf + t->len;
 	size_t k = 0;
 	b[k++] = HT_EV_FREE;
@@ -257,7 +250,7 @@ __attribute__((always_inline)) static inline void record_realloc(unsigned fn, vo
 	}
 	uint32_t sid = ht_capture(t);
 	ht_thread_reserve(t, HT_EVENT_MAX); /* no-op: reserved up front */
-	uint64_t now = monotonic_after(t, ht_now());
+	uint64_t now = ht_event_time(t);
 	if (free_time < t->last_time)
 		free_time = t->last_time;
 	if (free_time > now)
@@ -290,7 +283,7 @@ static uint64_t realloc_begin(void)
 		return 0;
 	atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
 	ht_thread_reserve(t, HT_EVENT_MAX + HT_STACKDEF_MAX(ht_opt_depth));
-	return monotonic_after(t, ht_now());
+	return ht_event_time(t);
 }
 
 static void realloc_abort(void)

@@ -128,11 +128,6 @@ void ht_names_fork_child(ht_thread_t *self)
 
 /* ---- heaptrail_tag and heaptrail_phase_begin/end (heaptrail.h) ------------ */
 
-static inline uint64_t event_time(const ht_thread_t *t)
-{
-	uint64_t now = ht_now();
-	return now < t->last_time ? t->last_time : now;
-}
 
 /* Common entry: the thread to write to, guard taken; NULL to do nothing. */
 static ht_thread_t *api_enter(void)
@@ -166,7 +161,7 @@ int heaptrail_agent_tag(const void *p, const char *name)
 	uint32_t id = ht_name_intern(t, name);
 	if (id) {
 		ht_thread_reserve(t, 1 + 3 * HT_VARINT_MAX);
-		uint64_t now = event_time(t);
+		uint64_t now = ht_event_time(t);
 		uint8_t *b = t->buf + t->len;
 		size_t k = 0;
 		b[k++] = HT_EV_TAG;
@@ -192,7 +187,7 @@ int heaptrail_agent_phase(const char *name, int begin)
 	uint32_t id = ht_name_intern(t, name);
 	if (id) {
 		ht_thread_reserve(t, 1 + 3 * HT_VARINT_MAX);
-		uint64_t now = event_time(t);
+		uint64_t now = ht_event_time(t);
 		uint8_t *b = t->buf + t->len;
 		size_t k = 0;
 		b[k++] = HT_EV_PHASE;
@@ -216,7 +211,7 @@ int heaptrail_agent_pool(const void *pool, int op, const char *name)
 		return 0;
 	uint32_t id = op == HT_POOL_CREATE && name ? ht_name_intern(t, name) : 0;
 	ht_thread_reserve(t, 1 + 4 * HT_VARINT_MAX);
-	uint64_t now = event_time(t);
+	uint64_t now = ht_event_time(t);
 	uint8_t *b = t->buf + t->len;
 	size_t k = 0;
 	b[k++] = HT_EV_POOL;
@@ -234,7 +229,7 @@ int heaptrail_agent_pool(const void *pool, int op, const char *name)
 static void write_snapshot(ht_thread_t *t, uint32_t id)
 {
 	ht_thread_reserve(t, 1 + 2 * HT_VARINT_MAX);
-	uint64_t now = event_time(t);
+	uint64_t now = ht_event_time(t);
 	uint8_t *b = t->buf + t->len;
 	size_t k = 0;
 	b[k++] = HT_EV_SNAPSHOT;

@@ -27,7 +27,7 @@
  * program whose chains rarely repeat (a deep recursion that changes shape)
  * stops learning after the first few and loses nothing but a lookup. */
 #define HT_FREE_WALKS 32
-#define HT_HITS_PER_WALK 64
+#define HT_HITS_PER_WALK 8
 #define HT_CAPTURES_PER_WALK 256
 
 static bool may_walk(const ht_thread_t *t)

@@ -30,12 +30,16 @@
 #define HT_HITS_PER_WALK 8
 #define HT_CAPTURES_PER_WALK 256
 
+/* Without hits, still one walk per this many captures: the chains a
+ * program repeats may come after the ones its start-up repeated. */
+#define HT_CAPTURES_PER_BLIND_WALK 1024
+
 static bool may_walk(const ht_thread_t *t)
 {
-	uint64_t w = t->scache_walks;
+	uint64_t w = t->scache_walks, captures = t->scache_hits + t->scache_misses;
 	return w < HT_FREE_WALKS ||
-	       (t->scache_hits >= w * HT_HITS_PER_WALK &&
-		w * HT_CAPTURES_PER_WALK < t->scache_hits + t->scache_misses);
+	       (t->scache_hits >= w * HT_HITS_PER_WALK && w * HT_CAPTURES_PER_WALK < captures) ||
+	       w * HT_CAPTURES_PER_BLIND_WALK < captures;
 }
 
 /* Walks the stack with unw_step and fills e->slot for the frames in

@@ -69,11 +69,22 @@ static const int fatal_signals[] = {SIGSEGV, SIGBUS,  SIGFPE,  SIGILL,
 				    SIGHUP,  SIGQUIT, SIGPIPE, SIGXCPU,
 				    SIGXFSZ};
 
+/* Set once ht_finish has written END: a second thread dying at the same
+ * time waits for the first one's flush instead of killing the process in
+ * the middle of it. */
+static _Atomic bool finish_done;
+
 void ht_fatal_signal_handler(int sig)
 {
 	int saved = ht_guard;
 	ht_guard = 1;
 	ht_finish(HT_END_SIGNAL, (unsigned)sig);
+	for (int ms = 0; ms < 3000 && !atomic_load(&finish_done) &&
+			 atomic_load(&ht_state) == HT_STATE_FINISHED;
+	     ms++) {
+		struct timespec one = {0, 1000000};
+		nanosleep(&one, NULL);
+	}
 	ht_guard = saved;
 	/* Die the way the program would have died without us. The state is
 	 * FINISHED now, so the sigaction hook lets SIG_DFL through. */
@@ -120,7 +131,9 @@ void ht_fatal_sigaction(struct sigaction *sa)
 {
 	memset(sa, 0, sizeof *sa);
 	sa->sa_handler = ht_fatal_signal_handler;
-	sa->sa_flags = SA_ONSTACK | SA_RESETHAND | SA_NODEFER;
+	/* No SA_RESETHAND: a second thread dying meanwhile must reach the
+	 * handler and wait for the flush, not die by SIG_DFL in the middle. */
+	sa->sa_flags = SA_ONSTACK | SA_NODEFER;
 	sigfillset(&sa->sa_mask);
 }
 
@@ -280,6 +293,7 @@ void ht_finish(unsigned how, unsigned status)
 		ht_writer_finish(how, status);
 		ht_unlock(&ht_writer_lock);
 	}
+	atomic_store(&finish_done, true);
 	ht_guard--;
 }
 

@@ -114,7 +114,27 @@ def t_python_keyboard_interrupt(t):
     t.check(not r.data.get("truncated"), "trace marked truncated")
 
 
+def t_threads_abort_together(t):
+    # Three threads abort at once: without care the second abort kills the
+    # process in the middle of the first one's flush (truncated trace).
+    need_tools(t)
+    for attempt in range(3):
+        out = scratch_dir("sig") / "x.ht"
+        p = subprocess.run([str(HT), "run", "-o", str(out), "--", str(PROGS / "crash_threads")],
+                           capture_output=True, timeout=120, preexec_fn=default_signals)
+        t.eq("exit status (run %d)" % attempt, 128 + signal.SIGABRT, p.returncode)
+        r = report(out)
+        if r.err:
+            t.fatal(r.err)
+        t.eq("program.signal (run %d)" % attempt, int(signal.SIGABRT), r.data["program"]["signal"])
+        t.check(not r.data.get("truncated"), "run %d: trace truncated" % attempt)
+        own = sum(s["allocations"] for s in r.data["sites"]
+                  if any(f.get("function") == "churn" for f in s["stack"][:1]))
+        t.eq("allocations made by churn() (run %d)" % attempt, 300000, own)
+
+
 TESTS = [
+    ("signals.threads_abort_together", t_threads_abort_together),
     ("signals.sigterm_complete", t_sigterm_complete),
     ("signals.sigkill_keeps_shipped", t_sigkill_keeps_shipped),
     ("signals.handlers_invisible", t_handlers_invisible),

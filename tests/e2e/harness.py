@@ -208,10 +208,12 @@ class Traced:
 
 
 def heaptrail_run(args, opts=(), out_name="x.ht", env=None, outdir=None,
-                  timeout=RUN_TIMEOUT, cwd=None):
+                  timeout=RUN_TIMEOUT, cwd=None, wrap=()):
+    """`heaptrail run -o OUT OPTS -- ARGS`, itself run under wrap (e.g.
+    setarch -R, whose personality the traced program inherits)."""
     outdir = Path(outdir) if outdir else scratch_dir("run")
     out_path = outdir / out_name
-    cmd = [HT, "run", "-o", out_path] + list(opts) + ["--"] + list(args)
+    cmd = list(wrap) + [HT, "run", "-o", out_path] + list(opts) + ["--"] + list(args)
     proc = run(cmd, timeout, env=env, cwd=cwd)
     return Traced(proc, outdir, out_path, cwd)
 

@@ -181,6 +181,28 @@ static inline void ht_thread_reserve(ht_thread_t *t, size_t need)
 	if (HT_UNLIKELY(t->len + need > HT_BUF_SIZE))
 		ht_thread_flush(t);
 }
+
+/* Room for a marker event of n fields (ht_put_marker). A caller whose
+ * fields are deltas against state a shipped block resets (last_addr,
+ * last_fn) reserves first, then computes them. */
+#define HT_MARKER_MAX(n) (1 + (1 + (n)) * HT_VARINT_MAX)
+
+/* Appends a marker event: op, the time delta, then n varint fields. The
+ * events that carry no stack (ENTER, EXIT, ENABLE, TAG, PHASE, POOL,
+ * SNAPSHOT) all have this shape. The caller holds the guard. */
+static inline void ht_put_marker(ht_thread_t *t, uint8_t op, const uint64_t *fields, unsigned n)
+{
+	ht_thread_reserve(t, HT_MARKER_MAX(n));
+	uint64_t now = ht_event_time(t);
+	uint8_t *b = t->buf + t->len;
+	size_t k = 0;
+	b[k++] = op;
+	k += ht_varint_put(b + k, now - t->last_time);
+	for (unsigned i = 0; i < n; i++)
+		k += ht_varint_put(b + k, fields[i]);
+	t->last_time = now;
+	t->len += (uint32_t)k;
+}
 void ht_thread_init_process(void);
 /* Flush every thread's buffer (exit, exec, fatal signal). Waits briefly for
  * threads in the middle of an event. */

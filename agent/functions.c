@@ -24,8 +24,6 @@
 
 _Atomic bool ht_recording_on = true;
 
-#define HT_FN_EVENT_MAX (1 + 3 * HT_VARINT_MAX)
-
 /* The thread's state and its shadow stack, or NULL if we cannot record. */
 static inline ht_thread_t *shadow_thread(void)
 {
@@ -64,17 +62,11 @@ void __cyg_profile_func_enter(void *fn, void *call_site)
 	f->recorded = atomic_load_explicit(&ht_recording_on, memory_order_relaxed);
 	if (f->recorded) {
 		atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
-		ht_thread_reserve(t, HT_FN_EVENT_MAX);
-		uint64_t now = ht_event_time(t);
-		uint8_t *b = t->buf + t->len;
-		size_t k = 0;
-		b[k++] = HT_EV_ENTER;
-		k += ht_varint_put(b + k, now - t->last_time);
-		k += ht_varint_put(b + k, ht_zigzag((int64_t)(f->fn - t->last_fn)));
-		k += ht_varint_put(b + k, ht_zigzag((int64_t)(f->call_site - f->fn)));
-		t->last_time = now;
+		ht_thread_reserve(t, HT_MARKER_MAX(2)); /* before last_fn is read */
+		uint64_t fields[2] = {ht_zigzag((int64_t)(f->fn - t->last_fn)),
+				      ht_zigzag((int64_t)(f->call_site - f->fn))};
+		ht_put_marker(t, HT_EV_ENTER, fields, 2);
 		t->last_fn = f->fn;
-		t->len += (uint32_t)k;
 		atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
 	}
 	ht_guard = 0;
@@ -100,14 +92,7 @@ void __cyg_profile_func_exit(void *fn, void *call_site)
 		ht_shadow_frame_t *f = &t->shadow[--t->shadow_depth];
 		if (f->recorded) {
 			atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
-			ht_thread_reserve(t, HT_FN_EVENT_MAX);
-			uint64_t now = ht_event_time(t);
-			uint8_t *b = t->buf + t->len;
-			size_t k = 0;
-			b[k++] = HT_EV_EXIT;
-			k += ht_varint_put(b + k, now - t->last_time);
-			t->last_time = now;
-			t->len += (uint32_t)k;
+			ht_put_marker(t, HT_EV_EXIT, NULL, 0);
 			atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
 		}
 	}
@@ -127,15 +112,8 @@ int heaptrail_agent_set_recording(int on)
 	ht_thread_t *t = ht_thread_get();
 	if (t) {
 		atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
-		ht_thread_reserve(t, 1 + 2 * HT_VARINT_MAX);
-		uint64_t now = ht_event_time(t);
-		uint8_t *b = t->buf + t->len;
-		size_t k = 0;
-		b[k++] = HT_EV_ENABLE;
-		k += ht_varint_put(b + k, now - t->last_time);
-		k += ht_varint_put(b + k, want);
-		t->last_time = now;
-		t->len += (uint32_t)k;
+		uint64_t field = want;
+		ht_put_marker(t, HT_EV_ENABLE, &field, 1);
 		atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
 	}
 	ht_guard = 0;

@@ -160,17 +160,10 @@ int heaptrail_agent_tag(const void *p, const char *name)
 		return 0;
 	uint32_t id = ht_name_intern(t, name);
 	if (id) {
-		ht_thread_reserve(t, 1 + 3 * HT_VARINT_MAX);
-		uint64_t now = ht_event_time(t);
-		uint8_t *b = t->buf + t->len;
-		size_t k = 0;
-		b[k++] = HT_EV_TAG;
-		k += ht_varint_put(b + k, now - t->last_time);
-		k += ht_varint_put(b + k, ht_zigzag((int64_t)((uintptr_t)p - t->last_addr)));
-		k += ht_varint_put(b + k, id);
-		t->last_time = now;
+		ht_thread_reserve(t, HT_MARKER_MAX(2)); /* before last_addr is read */
+		uint64_t fields[2] = {ht_zigzag((int64_t)((uintptr_t)p - t->last_addr)), id};
+		ht_put_marker(t, HT_EV_TAG, fields, 2);
 		t->last_addr = (uintptr_t)p;
-		t->len += (uint32_t)k;
 	}
 	api_leave(t);
 	return 0;
@@ -186,16 +179,8 @@ int heaptrail_agent_phase(const char *name, int begin)
 		return 0;
 	uint32_t id = ht_name_intern(t, name);
 	if (id) {
-		ht_thread_reserve(t, 1 + 3 * HT_VARINT_MAX);
-		uint64_t now = ht_event_time(t);
-		uint8_t *b = t->buf + t->len;
-		size_t k = 0;
-		b[k++] = HT_EV_PHASE;
-		k += ht_varint_put(b + k, now - t->last_time);
-		k += ht_varint_put(b + k, id);
-		k += ht_varint_put(b + k, begin ? 1 : 0);
-		t->last_time = now;
-		t->len += (uint32_t)k;
+		uint64_t fields[2] = {id, begin ? 1 : 0};
+		ht_put_marker(t, HT_EV_PHASE, fields, 2);
 	}
 	api_leave(t);
 	return 0;
@@ -210,17 +195,8 @@ int heaptrail_agent_pool(const void *pool, int op, const char *name)
 	if (!t)
 		return 0;
 	uint32_t id = op == HT_POOL_CREATE && name ? ht_name_intern(t, name) : 0;
-	ht_thread_reserve(t, 1 + 4 * HT_VARINT_MAX);
-	uint64_t now = ht_event_time(t);
-	uint8_t *b = t->buf + t->len;
-	size_t k = 0;
-	b[k++] = HT_EV_POOL;
-	k += ht_varint_put(b + k, now - t->last_time);
-	k += ht_varint_put(b + k, (uintptr_t)pool);
-	k += ht_varint_put(b + k, (unsigned)op);
-	k += ht_varint_put(b + k, id);
-	t->last_time = now;
-	t->len += (uint32_t)k;
+	uint64_t fields[3] = {(uintptr_t)pool, (unsigned)op, id};
+	ht_put_marker(t, HT_EV_POOL, fields, 3);
 	api_leave(t);
 	return 0;
 }
@@ -228,15 +204,8 @@ int heaptrail_agent_pool(const void *pool, int op, const char *name)
 /* Writes SNAPSHOT name_id into t's buffer (guard held by the caller). */
 static void write_snapshot(ht_thread_t *t, uint32_t id)
 {
-	ht_thread_reserve(t, 1 + 2 * HT_VARINT_MAX);
-	uint64_t now = ht_event_time(t);
-	uint8_t *b = t->buf + t->len;
-	size_t k = 0;
-	b[k++] = HT_EV_SNAPSHOT;
-	k += ht_varint_put(b + k, now - t->last_time);
-	k += ht_varint_put(b + k, id);
-	t->last_time = now;
-	t->len += (uint32_t)k;
+	uint64_t field = id;
+	ht_put_marker(t, HT_EV_SNAPSHOT, &field, 1);
 }
 
 HT_EXPORT int heaptrail_agent_snapshot(const char *name);

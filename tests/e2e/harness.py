@@ -223,15 +223,21 @@ class Report:
         self.proc, self.data, self.err = proc, data, err
 
 
+def asan_env():
+    """The environment for the ASan+UBSan CLI: leaks checked, stacks on
+    UBSan reports, no abort (the output is scanned for reports)."""
+    env = dict(os.environ)
+    env.setdefault("ASAN_OPTIONS", "abort_on_error=0:detect_leaks=1")
+    env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1")
+    return env
+
+
 def report(path, fmt="json", extra=()):
     """`heaptrail report --format FMT FILE` with the ASan CLI; parses JSON.
     err is None or why the output is unusable (sanitizer report, timeout,
     crash, invalid JSON)."""
     cmd = [report_cli(), "report", "--format", fmt] + list(extra) + [path]
-    env = dict(os.environ)
-    env.setdefault("ASAN_OPTIONS", "abort_on_error=0:detect_leaks=1")
-    env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1")
-    proc = run(cmd, REPORT_TIMEOUT, env=env)
+    proc = run(cmd, REPORT_TIMEOUT, env=asan_env())
     data, err = None, None
     if proc.timed_out:
         err = "report timed out after %ss: %s" % (REPORT_TIMEOUT, proc.describe())
@@ -414,3 +420,15 @@ def clients_dir(t):
     if err:
         t.fatal("npm clients unavailable, cannot check: " + err)
     return d
+
+
+def traced_program(t, name):
+    """tests/programs/<name> run under heaptrail with its JSON report,
+    memoised across the suite: (trace path, report data)."""
+    need_tools(t)
+    p = PROGS / name
+    t.need(p.exists(), "%s not built (make programs)" % p)
+    tr, rep, err = traced_report((name,), [p])
+    if err:
+        t.fatal(err)
+    return tr.out_path, rep.data

@@ -26,13 +26,12 @@ silent pass.
 
 import base64
 import json
-import os
 import re
 import shutil
 from pathlib import Path
 
-from harness import (clients_dir, PROGS, ROOT, SANITIZER_RE, memo, need_tools, report, report_cli, run,
-                     tail, text, traced_report)
+from harness import (SANITIZER_RE, asan_env, clients_dir, memo, report, report_cli, run,
+                     tail, text, traced_program)
 
 PROGRAMS = ("peak", "threads", "leaks")
 TIMEOUT = 120
@@ -42,22 +41,7 @@ CHART_ROWS = 12
 
 # ---- shared steps ---------------------------------------------------------------
 
-def traced(t, name):
-    """The program's trace and its JSON report (memoised across the suite)."""
-    need_tools(t)
-    p = PROGS / name
-    t.need(p.exists(), "%s not built (make programs)" % p)
-    tr, rep, err = traced_report((name,), [p])
-    if err:
-        t.fatal(err)
-    return tr.out_path, rep.data
-
-
-def asan_env():
-    env = dict(os.environ)
-    env.setdefault("ASAN_OPTIONS", "abort_on_error=0:detect_leaks=1")
-    env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1")
-    return env
+traced = traced_program
 
 
 def convert(trace, fmt, out):

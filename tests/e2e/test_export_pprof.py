@@ -33,8 +33,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-from harness import (clients_dir, HT, PROGS, ROOT, SANITIZER_RE, by_leaf, need_tools, report_cli,
-                     run, tail, text, traced_report, memo)
+from harness import (HT, PROGS, ROOT, SANITIZER_RE, asan_env, by_leaf, clients_dir, memo,
+                     need_tools, report_cli, run, tail, text, traced_program, traced_report)
 
 PROTO = ROOT / "third_party" / "pprof" / "profile.proto"
 PROGRAMS = ("leaks", "cxx_alloc", "threads")
@@ -63,21 +63,7 @@ FOLDED_COSTS = {
 
 # ---- shared steps -------------------------------------------------------------
 
-def traced(t, name):
-    need_tools(t)
-    p = PROGS / name
-    t.need(p.exists(), "%s not built (make programs)" % p)
-    tr, rep, err = traced_report((name,), [p])
-    if err:
-        t.fatal(err)
-    return tr.out_path, rep.data
-
-
-def asan_env():
-    env = dict(os.environ)
-    env.setdefault("ASAN_OPTIONS", "abort_on_error=0:detect_leaks=1")
-    env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1")
-    return env
+traced = traced_program
 
 
 def convert(t, trace, fmt, out, extra=()):

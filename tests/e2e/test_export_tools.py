@@ -27,7 +27,7 @@ import xml.etree.ElementTree as ET
 import zlib
 
 import harness
-from harness import PROGS, ROOT, report_cli, run, tail, text
+from harness import ROOT, report_cli, run, tail, text
 
 CLIENT_JS = ROOT / "tests" / "e2e" / "clients" / "flamegraph_check.cjs"
 HEAPTRACK_PRINT = shutil.which("heaptrack_print")
@@ -36,20 +36,14 @@ WIDTH, PAD = 1200.0, 10.0
 
 # ---- shared steps -------------------------------------------------------------
 
-def traced(t, prog):
-    tr, rep, err = harness.traced_report((prog,), [PROGS / prog])
-    if err:
-        t.fatal(err)
-    return tr.out_path, rep.data
+traced = harness.traced_program
 
 
 def convert(t, trace, fmt, name, extra=()):
     """heaptrail convert with the ASan CLI; returns the output path."""
     out = t.tmp / name
-    env = dict(os.environ)
-    env.setdefault("ASAN_OPTIONS", "abort_on_error=0:detect_leaks=1")
     p = run([report_cli(), "convert", "--format", fmt, "-o", out] + list(extra) + [trace],
-            harness.REPORT_TIMEOUT, env=env)
+            harness.REPORT_TIMEOUT, env=harness.asan_env())
     if harness.SANITIZER_RE.search(text(p.err)):
         t.fatal("sanitizer error in %s: %s" % (p.describe(), tail(p.err, 1500)))
     if p.rc != 0 or not out.exists():

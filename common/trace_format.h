@@ -38,7 +38,7 @@
 #define HT_FILE_MAGIC_LEN 8
 #define HT_FILE_HEADER_LEN 16
 #define HT_FORMAT_MAJOR 1
-#define HT_FORMAT_MINOR 3
+#define HT_FORMAT_MINOR 4
 #define HT_FILE_ZSTD 0x1u /* body is one or more zstd frames */
 
 /* ---- top-level records ---------------------------------------------------- */
@@ -81,6 +81,32 @@ enum ht_record_tag {
 
 	/* Thread name, when known. varint tid, string name. */
 	HT_REC_THREAD_NAME = 0x07,
+
+	/* Reachability classes of the live blocks, from the agent's leak check
+	 * (format 1.4). varint time, varint check_id (0 = the check at exit;
+	 * 1, 2, ... the on-demand checks, matching their LEAK_CHECK events),
+	 * varint reason (HT_LEAK_AT_*), varint last (1 on the check's last
+	 * record: a big check is split over several), then entries until the
+	 * payload ends, sorted by address: svarint address delta (from the
+	 * previous entry of this record, the first from 0), varint kind
+	 * (HT_LEAK_*). Every block the agent knew live at the check is listed,
+	 * still-reachable ones included. */
+	HT_REC_LEAKS = 0x08,
+};
+
+/* LEAKS.reason */
+enum ht_leak_reason {
+	HT_LEAK_AT_EXIT = 0,   /* exit, _exit, return from main */
+	HT_LEAK_AT_SIGNAL = 1, /* the leak-check signal */
+	HT_LEAK_AT_CALL = 2,   /* heaptrail_leak_check() */
+};
+
+/* LEAKS entry kind: valgrind memcheck's leak classes. */
+enum ht_leak_kind {
+	HT_LEAK_DEFINITE = 1,  /* no pointer to it anywhere */
+	HT_LEAK_INDIRECT = 2,  /* pointed to only from lost blocks */
+	HT_LEAK_POSSIBLE = 3,  /* only interior pointers to it */
+	HT_LEAK_REACHABLE = 4, /* a pointer to its start from the roots */
 };
 
 /* PROCESS.flags */
@@ -90,6 +116,7 @@ enum ht_record_tag {
 #define HT_PROC_FUNCTIONS 0x8u /* function entry/exit recorded (functions=1) */
 #define HT_PROC_STACKS_SHADOW 0x10u /* allocation stacks come from the function shadow stack */
 #define HT_PROC_START_OFF 0x20u /* recording started switched off (start=off) */
+#define HT_PROC_SAMPLED 0x40u /* allocations are sampled (PROCESS ends with varint sample_rate) */
 
 /* END.how */
 enum ht_end_how {
@@ -154,7 +181,23 @@ enum ht_end_how {
  * SNAPSHOT varint dtime, varint name_id (0 = taken on the snapshot signal):
  *         the program asked for a snapshot of its live blocks here
  *         (heaptrail_snapshot); the reader computes it.
+ * EXT     varint dtime, varint len, payload[len]; the high nibble of the
+ *         op byte is the kind (HT_EXT_*). A reader skips kinds it does not
+ *         know by len (format 1.4). Payloads:
+ *         FD_OPEN        varint fd, varint stack_id, varint call (HT_FDCALL_*)
+ *         FD_CLOSE       varint fd
+ *         HANDLE_ACQUIRE varint kind_name_id, varint handle, varint stack_id
+ *         HANDLE_RELEASE varint kind_name_id, varint handle
+ *         LEAK_CHECK     varint check_id: an on-demand leak check ran here;
+ *                        its classes are in the LEAKS records of that id.
  * Stack id 0 means "unknown stack" (never defined).
+ *
+ * Allocation numbers (leak reports, the agent's break option): the n-th
+ * ALLOC, REALLOC or PALLOC event of a thread is its allocation n, counted
+ * from 1. Threads are numbered 1 for the main thread (tid == pid), then 2,
+ * 3, ... in the order of their first event; a block is named "n" on thread
+ * 1 and "T.n" on thread T. A deterministic single-threaded program gets the
+ * same numbers run to run.
  */
 enum ht_event {
 	HT_EV_ALLOC = 0x1,
@@ -171,6 +214,27 @@ enum ht_event {
 	HT_EV_POOL = 0xc,
 	HT_EV_PALLOC = 0xd,
 	HT_EV_SNAPSHOT = 0xe,
+	HT_EV_EXT = 0xf,
+};
+
+/* EXT kinds (high nibble of an EXT event's op byte). */
+enum ht_ext_kind {
+	HT_EXT_FD_OPEN = 0,
+	HT_EXT_FD_CLOSE = 1,
+	HT_EXT_HANDLE_ACQUIRE = 2,
+	HT_EXT_HANDLE_RELEASE = 3,
+	HT_EXT_LEAK_CHECK = 4,
+};
+
+/* FD_OPEN.call: which function created the descriptor. */
+enum ht_fd_call {
+	HT_FDCALL_OPEN = 0, /* open, open64, openat, openat64, creat, creat64 */
+	HT_FDCALL_SOCKET = 1, /* socket, socketpair */
+	HT_FDCALL_ACCEPT = 2, /* accept, accept4 */
+	HT_FDCALL_PIPE = 3, /* pipe, pipe2 */
+	HT_FDCALL_DUP = 4, /* dup, dup2, dup3, fcntl F_DUPFD* */
+	HT_FDCALL_FOPEN = 5, /* fopen, fopen64, freopen, fdopen */
+	HT_FDCALL_OTHER = 6,
 };
 
 /* POOL.op */

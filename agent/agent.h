@@ -48,6 +48,8 @@ extern bool ht_opt_functions;	/* record function entry/exit */
 extern bool ht_opt_stacks_shadow; /* allocation stacks from the shadow stack */
 extern bool ht_opt_start_off;	/* recording starts switched off */
 extern int ht_opt_snapshot_signal; /* a signal that writes a snapshot, or 0 */
+extern bool ht_opt_leak_check;	/* keep the live-block table, classify leaks */
+extern int ht_opt_leak_signal;	/* a signal that runs a leak check, or 0 */
 void ht_options_parse(void);
 
 /* Recording switched on/off by the program (heaptrail_set_recording).
@@ -138,6 +140,7 @@ typedef struct ht_thread {
 	uint64_t n_allocs, n_frees, n_bytes;
 	/* cold */
 	bool in_use;
+	bool exited; /* its key destructor ran: its stack is dead memory */
 	struct ht_thread *next; /* registry link */
 	uintptr_t stack_lo, stack_hi; /* bounds for the frame-pointer walker */
 	ht_block_t *blk; /* the block being filled; buf == blk->data */
@@ -211,6 +214,11 @@ void ht_thread_flush_all(void);
 void ht_thread_fork_prepare(void);
 void ht_thread_fork_parent(void);
 void ht_thread_fork_child(void);
+/* Calls add(lo, hi) for memory the leak scan must not take for roots:
+ * stacks of exited threads (glibc keeps them mapped, with stale pointers)
+ * and the writer thread's stack. */
+void ht_thread_exclusions(void (*add)(uintptr_t lo, uintptr_t hi));
+extern uintptr_t ht_writer_stack_lo, ht_writer_stack_hi;
 /* Sums of every thread's counts (exit, no lock: threads may still run). */
 void ht_thread_totals(uint64_t *allocs, uint64_t *frees, uint64_t *bytes);
 
@@ -257,6 +265,12 @@ void ht_modules_rewrite_all(void);
 bool ht_modules_known(uintptr_t addr);
 /* Address range of libheaptrail.so, to drop our own frames. */
 extern uintptr_t ht_agent_lo, ht_agent_hi;
+/* Address ranges of the libraries loaded for the agent (libunwind, zstd). */
+#define HT_AGENT_DEPS_MAX 8
+extern uintptr_t ht_agent_deps[HT_AGENT_DEPS_MAX][2];
+extern unsigned ht_agent_ndeps;
+/* libc's writable segment: glibc's main arena lives there. */
+extern uintptr_t ht_libc_data_lo, ht_libc_data_hi;
 static inline bool ht_addr_in_agent(uintptr_t addr)
 {
 	return addr - ht_agent_lo < ht_agent_hi - ht_agent_lo;
@@ -294,6 +308,12 @@ void ht_after_failed_exec(void);
 /* Our handler for fatal signals; hooks.c hides it from the program. */
 void ht_fatal_signal_handler(int sig);
 bool ht_is_fatal_signal(int sig);
+/* In a fatal-signal handler: if the leak scan faulted reading memory that
+ * vanished, resumes the scan (does not return); else returns false. */
+bool ht_leak_scan_fault(void);
+/* Handler of the leak-check signal (option leak_signal, SIGUSR2 by default
+ * when the program leaves it at SIG_DFL). */
+void ht_leak_signal_handler(int sig);
 struct sigaction;
 void ht_fatal_sigaction(struct sigaction *sa);
 extern _Atomic int ht_exit_code;	/* from main's return or exit() */
@@ -313,6 +333,9 @@ void ht_log(const char *msg, const char *arg);
 /* Memory for the agent itself, from mmap. Zeroed. NULL on failure. */
 void *ht_mmap(size_t size);
 void ht_munmap(void *p, size_t size);
+/* The ranges mapped with ht_mmap and not unmapped: fills out[i] = {lo, hi}
+ * and returns how many (the leak scan excludes them from the roots). */
+unsigned ht_agent_maps(uintptr_t (*out)[2], unsigned cap);
 /* Read a whole small file into buf (NUL-terminated); returns bytes or -1. */
 long ht_read_file(const char *path, char *buf, size_t cap);
 

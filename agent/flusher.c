@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "live.h"
 
 #define HT_MAX_QUEUED 32
 
@@ -25,6 +26,7 @@ static ht_block_t *queue_head, *queue_tail;
 static _Atomic unsigned queued; /* also the futex word the writer sleeps on */
 static ht_block_t *pool;
 static _Atomic bool writer_started;
+uintptr_t ht_writer_stack_lo, ht_writer_stack_hi;
 
 ht_block_t *ht_block_get(void)
 {
@@ -50,6 +52,8 @@ static void block_put_locked(ht_block_t *b)
 
 void ht_block_write_locked(const ht_block_t *b)
 {
+	if (ht_opt_leak_check)
+		ht_live_digest(b);
 	uint8_t head[2 * HT_VARINT_MAX];
 	size_t n = ht_varint_put(head, b->tid);
 	n += ht_varint_put(head + n, b->base_time);
@@ -81,6 +85,16 @@ static void *writer_main(void *arg)
 {
 	(void)arg;
 	ht_guard = 1; /* whatever this thread allocates is ours, not the program's */
+	pthread_attr_t attr;
+	if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+		void *lo;
+		size_t size;
+		if (pthread_attr_getstack(&attr, &lo, &size) == 0) {
+			ht_writer_stack_lo = (uintptr_t)lo;
+			ht_writer_stack_hi = (uintptr_t)lo + size;
+		}
+		pthread_attr_destroy(&attr);
+	}
 	for (;;) {
 		unsigned n = atomic_load(&queued);
 		if (n == 0) {

@@ -95,17 +95,66 @@ void ht_log(const char *msg, const char *arg)
 	errno = saved;
 }
 
+/* Every range the agent maps, so that the leak scan does not take the
+ * agent's own buffers (full of block addresses) for the program's roots.
+ * A slot is claimed with a compare-and-swap; ht_mmap is never on the fast
+ * path (blocks, thread states, tables). */
+#define HT_MAPS_MAX 8192
+static struct ht_map_slot {
+	_Atomic uintptr_t addr;
+	size_t size;
+} agent_maps[HT_MAPS_MAX];
+static _Atomic bool agent_maps_full;
+
+static void maps_add(void *p, size_t size)
+{
+	for (unsigned i = 0; i < HT_MAPS_MAX; i++) {
+		uintptr_t expected = 0;
+		if (atomic_load_explicit(&agent_maps[i].addr, memory_order_relaxed) == 0 &&
+		    atomic_compare_exchange_strong(&agent_maps[i].addr, &expected, (uintptr_t)p)) {
+			agent_maps[i].size = size;
+			return;
+		}
+	}
+	atomic_store(&agent_maps_full, true);
+}
+
 void *ht_mmap(size_t size)
 {
 	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	return p == MAP_FAILED ? NULL : p;
+	if (p == MAP_FAILED)
+		return NULL;
+	maps_add(p, size);
+	return p;
 }
 
 void ht_munmap(void *p, size_t size)
 {
-	if (p)
-		munmap(p, size);
+	if (!p)
+		return;
+	for (unsigned i = 0; i < HT_MAPS_MAX; i++) {
+		if (atomic_load_explicit(&agent_maps[i].addr, memory_order_relaxed) == (uintptr_t)p) {
+			agent_maps[i].size = 0;
+			atomic_store(&agent_maps[i].addr, 0);
+			break;
+		}
+	}
+	munmap(p, size);
+}
+
+unsigned ht_agent_maps(uintptr_t (*out)[2], unsigned cap)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < HT_MAPS_MAX && n < cap; i++) {
+		uintptr_t a = atomic_load(&agent_maps[i].addr);
+		if (a && agent_maps[i].size) {
+			out[n][0] = a;
+			out[n][1] = a + agent_maps[i].size;
+			n++;
+		}
+	}
+	return n;
 }
 
 long ht_read_file(const char *path, char *buf, size_t cap)

@@ -818,7 +818,8 @@ HT_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *
 	}
 	int r = real_sigaction(sig, act, old);
 	if (r == 0 && old && !(old->sa_flags & SA_SIGINFO) &&
-	    old->sa_handler == ht_fatal_signal_handler) {
+	    (old->sa_handler == ht_fatal_signal_handler ||
+	     (old->sa_handler == ht_leak_signal_handler && ht_opt_leak_signal < 0))) {
 		old->sa_handler = SIG_DFL;
 		old->sa_flags = 0;
 		sigemptyset(&old->sa_mask);
@@ -840,6 +841,8 @@ HT_EXPORT sighandler_t signal(int sig, sighandler_t handler)
 	} else {
 		r = real_signal(sig, handler);
 	}
+	if (r == ht_leak_signal_handler && ht_opt_leak_signal < 0)
+		return SIG_DFL; /* the default leak signal stays invisible */
 	return r == ht_fatal_signal_handler ? SIG_DFL : r;
 }
 

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "live.h"
 
 _Atomic int ht_state;
 uint64_t ht_start_mono_ns;
@@ -76,6 +77,8 @@ static _Atomic bool finish_done;
 
 void ht_fatal_signal_handler(int sig)
 {
+	if (sig == SIGSEGV || sig == SIGBUS)
+		ht_leak_scan_fault(); /* returns only if no scan faulted */
 	int saved = ht_guard;
 	ht_guard = 1;
 	ht_finish(HT_END_SIGNAL, (unsigned)sig);
@@ -229,6 +232,31 @@ static void fork_child(void)
 
 static _Atomic int init_started;
 
+/* The leak-check signal: asked for (leak_signal=N) it replaces what the
+ * signal did; by default SIGUSR2, only if the program left it at SIG_DFL
+ * (a handler the program installs later replaces ours). */
+static void install_leak_signal(void)
+{
+	int sig = ht_opt_leak_signal;
+	if (!ht_opt_leak_check || sig == 0)
+		return;
+	if (sig < 0) {
+		struct sigaction cur;
+		sig = SIGUSR2;
+		if (ht_opt_snapshot_signal == sig || sigaction(sig, NULL, &cur) != 0 ||
+		    (cur.sa_flags & SA_SIGINFO) || cur.sa_handler != SIG_DFL)
+			return;
+	} else if (sig == ht_opt_snapshot_signal) {
+		ht_log("leak_signal and snapshot_signal are the same signal: no leak signal", NULL);
+		return;
+	}
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = ht_leak_signal_handler;
+	sa.sa_flags = SA_RESTART;
+	sigaction(sig, &sa, NULL);
+}
+
 void ht_init(void)
 {
 	int expected = 0;
@@ -270,6 +298,7 @@ void ht_init(void)
 		sa.sa_flags = SA_RESTART;
 		sigaction(ht_opt_snapshot_signal, &sa, NULL);
 	}
+	install_leak_signal();
 	atomic_store(&ht_state, HT_STATE_RECORDING);
 	ht_guard--;
 }
@@ -284,10 +313,17 @@ void ht_finish(unsigned how, unsigned status)
 	if (!atomic_compare_exchange_strong(&ht_state, &expected, HT_STATE_FINISHED))
 		return;
 	ht_guard++;
+	/* The program's callee-saved registers may hold its last pointer to a
+	 * block: spill them into this frame, which the leak scan reads (from
+	 * just below the frame address, where they are pushed). */
+	__builtin_unwind_init();
+	uintptr_t sp = (uintptr_t)__builtin_frame_address(0) - 64;
 	/* Exit and _exit wait as long as it takes; a signal handler must not
 	 * hang if the crashing thread holds the lock itself. */
 	if (ht_lock_timed(&ht_writer_lock, how == HT_END_SIGNAL ? 2000 : 60000)) {
 		ht_thread_flush_all();
+		if (ht_opt_leak_check && how != HT_END_SIGNAL)
+			ht_leak_check(HT_LEAK_AT_EXIT, 0, sp);
 		if (how == HT_END_EXIT && !atomic_load(&ht_exit_code_known))
 			atomic_fetch_or(&ht_agent_flags, HT_AGENT_EXIT_CODE_UNKNOWN);
 		ht_writer_finish(how, status);

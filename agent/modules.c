@@ -249,6 +249,42 @@ void ht_modules_rewrite_all(void)
 	ht_modules_refresh();
 }
 
+uintptr_t ht_agent_deps[HT_AGENT_DEPS_MAX][2];
+unsigned ht_agent_ndeps;
+uintptr_t ht_libc_data_lo, ht_libc_data_hi;
+
+/* libc's writable segment (where glibc keeps its main arena). */
+static void libc_data(const struct dl_phdr_info *info)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_W)) {
+			ht_libc_data_lo = info->dlpi_addr + ph->p_vaddr;
+			ht_libc_data_hi = ht_libc_data_lo + ph->p_memsz;
+		}
+	}
+}
+
+/* The libraries the agent brings (libunwind keeps copies of the program's
+ * registers in its globals; the others are listed because only the agent
+ * uses them in practice): the leak scan does not take their data for the
+ * program's roots. */
+static bool is_agent_dep(const char *path)
+{
+	const char *base = path;
+	for (const char *c = path; *c; c++)
+		if (*c == '/')
+			base = c + 1;
+	return !ht_strncmp(base, "libunwind", 9) || !ht_strncmp(base, "liblzma.", 8) ||
+	       !ht_strncmp(base, "libzstd.", 8);
+}
+
+static bool is_libc(const char *path)
+{
+	size_t n = ht_strlen(path);
+	return n >= 10 && !ht_strcmp(path + n - 10, "/libc.so.6");
+}
+
 static int find_agent(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	(void)size;
@@ -258,7 +294,13 @@ static int find_agent(struct dl_phdr_info *info, size_t size, void *arg)
 	if (self >= lo && self < hi) {
 		ht_agent_lo = lo;
 		ht_agent_hi = hi;
-		return 1;
+	} else if (info->dlpi_name && is_libc(info->dlpi_name)) {
+		libc_data(info);
+	} else if (info->dlpi_name && is_agent_dep(info->dlpi_name) &&
+		   ht_agent_ndeps < HT_AGENT_DEPS_MAX) {
+		ht_agent_deps[ht_agent_ndeps][0] = lo;
+		ht_agent_deps[ht_agent_ndeps][1] = hi;
+		ht_agent_ndeps++;
 	}
 	return 0;
 }

@@ -20,6 +20,8 @@ bool ht_opt_functions;
 bool ht_opt_stacks_shadow = true; /* used only with functions=1 */
 bool ht_opt_start_off;
 int ht_opt_snapshot_signal;
+bool ht_opt_leak_check = true;
+int ht_opt_leak_signal = -1; /* -1: SIGUSR2 unless the program handles it */
 
 extern char **environ;
 
@@ -112,6 +114,14 @@ static bool set_option(const char *k, size_t klen, const char *v, size_t vlen)
 		if (!parse_uint(v, vlen, &u) || u < 1 || u > 64)
 			return false;
 		ht_opt_snapshot_signal = (int)u;
+	} else if (key_is(k, klen, "leak_check")) {
+		if (!parse_uint(v, vlen, &u) || u > 1)
+			return false;
+		ht_opt_leak_check = u;
+	} else if (key_is(k, klen, "leak_signal")) {
+		if (!parse_uint(v, vlen, &u) || u > 64)
+			return false;
+		ht_opt_leak_signal = (int)u; /* 0: none */
 	} else if (key_is(k, klen, "enabled")) {
 		if (!parse_uint(v, vlen, &u) || u > 1)
 			return false;

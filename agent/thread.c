@@ -51,6 +51,11 @@ static void stack_bounds(ht_thread_t *t)
 	}
 }
 
+/* Stacks of exited threads, for the leak scan (ht_thread_exclusions). */
+#define HT_DEAD_STACKS 256
+static uintptr_t dead_stacks[HT_DEAD_STACKS][2];
+static unsigned dead_stack_count, dead_stack_next;
+
 static void thread_exit(void *arg)
 {
 	ht_thread_t *t = arg;
@@ -61,6 +66,15 @@ static void thread_exit(void *arg)
 	tls_thread = NULL;
 	tls_thread_exited = true;
 	ht_lock(&registry_lock);
+	t->exited = true;
+	if (dead_stack_count < HT_DEAD_STACKS && t->stack_hi) {
+		dead_stacks[dead_stack_count][0] = t->stack_lo;
+		dead_stacks[dead_stack_count][1] = t->stack_hi;
+		dead_stack_count++;
+	} else if (t->stack_hi) {
+		dead_stacks[dead_stack_next % HT_DEAD_STACKS][0] = t->stack_lo;
+		dead_stacks[dead_stack_next++ % HT_DEAD_STACKS][1] = t->stack_hi;
+	}
 	if (t->len == 0)
 		t->in_use = false;
 	ht_unlock(&registry_lock);
@@ -88,6 +102,7 @@ HT_NOINLINE HT_COLD static ht_thread_t *thread_create(void)
 		registry = t;
 	}
 	t->in_use = true;
+	t->exited = false;
 	t->len = 0;
 	t->last_addr = 0;
 	t->last_fn = 0;
@@ -207,6 +222,20 @@ void ht_thread_flush_all(void)
 		if (t->in_use && t->len)
 			ship_locked(t);
 	}
+}
+
+void ht_thread_exclusions(void (*add)(uintptr_t lo, uintptr_t hi))
+{
+	for (unsigned i = 0; i < dead_stack_count; i++) {
+		bool reused = false; /* glibc gave the stack to a running thread */
+		for (ht_thread_t *t = registry; t; t = t->next)
+			reused |= t->in_use && !t->exited && t->stack_lo < dead_stacks[i][1] &&
+				  dead_stacks[i][0] < t->stack_hi;
+		if (!reused)
+			add(dead_stacks[i][0], dead_stacks[i][1]);
+	}
+	if (ht_writer_stack_hi)
+		add(ht_writer_stack_lo, ht_writer_stack_hi);
 }
 
 void ht_thread_totals(uint64_t *allocs, uint64_t *frees, uint64_t *bytes)

@@ -70,6 +70,7 @@ HEAPTRAIL__SYM(int, phase, (const char *name, int begin))
 HEAPTRAIL__SYM(int, pool, (const void *pool, int op, const char *name))
 HEAPTRAIL__SYM(int, pool_alloc, (const void *pool, void *p, size_t size))
 HEAPTRAIL__SYM(int, snapshot, (const char *name))
+HEAPTRAIL__SYM(int, leak_check, (void))
 
 /* ---- recording on and off ------------------------------------------------------
  * Switch recording off and on around regions of the program. While off, new
@@ -198,6 +199,21 @@ HEAPTRAIL__INLINE int heaptrail_snapshot(const char *name)
 {
 	heaptrail__snapshot_fn f = heaptrail__snapshot();
 	return f ? f(name) : -1;
+}
+
+/* ---- leak checks -----------------------------------------------------------------
+ * Classify the blocks live now as memcheck does (definitely, indirectly,
+ * possibly lost, still reachable) and write the result into the trace,
+ * without stopping the program: the report lists each check. The agent
+ * does it at exit anyway; this is for programs that never exit. Also on a
+ * signal: SIGUSR2 when the program leaves it at SIG_DFL, or the agent
+ * option leak_signal=N. Not async-signal-safe; thread-safe. Costs a scan
+ * of the program's memory (docs/AGENT_OPTIONS.md, bench/RESULTS.md).
+ * @return 0, or -1 when the agent is not loaded or leak checks are off. */
+HEAPTRAIL__INLINE int heaptrail_leak_check(void)
+{
+	heaptrail__leak_check_fn f = heaptrail__leak_check();
+	return f ? f() : -1;
 }
 
 #ifdef __cplusplus

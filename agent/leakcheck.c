@@ -1,0 +1,543 @@
+/* leakcheck.c - memcheck's leak classes, computed inside the process.
+ *
+ * At exit (and on demand) every block the writer knows live (live.c) is
+ * classified the way valgrind memcheck does it:
+ *  1. Roots are the program's readable and writable memory that is not heap:
+ *     the writable segments of loaded objects (.data, .bss, relro), thread
+ *     stacks (the calling thread's from its stack pointer up), static TLS
+ *     (it sits in those mappings), anonymous mappings. Excluded: mappings
+ *     holding malloc blocks (the heap: free chunks there keep stale
+ *     pointers; live blocks are scanned when reached), the agent's own
+ *     memory and its writer thread's stack, stacks of exited threads.
+ *  2. An aligned word equal to a block's start makes it reachable; one
+ *     inside it, possibly reachable. Scanning propagates: what a reachable
+ *     block points to is reachable (possibly, for interior pointers), what a
+ *     possibly reachable block points to is at most possibly reachable.
+ *  3. Each block still unreached, in address order, leads a clique: the
+ *     unreached blocks it leads to are indirectly lost; the leader, unless
+ *     a later leader reaches it, is definitely lost.
+ * Memory the scan reads may vanish under it (another thread unmaps it): a
+ * fault in the scan skips that range (ht_leak_scan_fault).
+ *
+ * Runs with ht_writer_lock held and the guard set; memory from ht_mmap.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "live.h"
+
+enum { UNREACHED = 0, INDIRECT, POSSIBLE, REACHABLE };
+
+typedef struct {
+	uintptr_t addr;
+	uint64_t size; /* top bit: a custom (heaptrail.h) block */
+} scan_block_t;
+
+#define CUSTOM_BIT (1ull << 63)
+
+static scan_block_t *blk;
+static uint8_t *state;
+static uint32_t *stack;
+static size_t n_blk, blk_cap, stack_len, stack_cap;
+static uintptr_t lo_addr, hi_addr; /* every block lies in [lo_addr, hi_addr) */
+
+/* ---- faults while scanning ----------------------------------------------- */
+
+static sigjmp_buf fault_jmp;
+static __thread volatile bool scanning; /* this thread is reading a root range */
+
+bool ht_leak_scan_fault(void)
+{
+	if (!scanning)
+		return false;
+	scanning = false;
+	siglongjmp(fault_jmp, 1);
+}
+
+/* ---- sorting and finding blocks ------------------------------------------ */
+
+/* LSD radix sort by address, 16 bits a pass. */
+static bool sort_blocks(void)
+{
+	/* count fits: the table never holds 2^32 blocks (40 bytes each) */
+	scan_block_t *tmp = ht_mmap(n_blk * sizeof *tmp);
+	uint32_t *count = ht_mmap(65536 * sizeof *count);
+	if (!tmp || !count) {
+		ht_munmap(tmp, n_blk * sizeof *tmp);
+		ht_munmap(count, 65536 * sizeof *count);
+		return false;
+	}
+	scan_block_t *src = blk, *dst = tmp;
+	for (unsigned shift = 0; shift < 64; shift += 16) {
+		memset(count, 0, 65536 * sizeof *count);
+		for (size_t i = 0; i < n_blk; i++)
+			count[(src[i].addr >> shift) & 0xffff]++;
+		uint32_t sum = 0;
+		for (size_t k = 0; k < 65536; k++) {
+			uint32_t c = count[k];
+			count[k] = sum;
+			sum += c;
+		}
+		for (size_t i = 0; i < n_blk; i++)
+			dst[count[(src[i].addr >> shift) & 0xffff]++] = src[i];
+		scan_block_t *t = src;
+		src = dst;
+		dst = t;
+	}
+	/* four passes: the sorted data is back in blk */
+	ht_munmap(tmp, n_blk * sizeof *tmp);
+	ht_munmap(count, 65536 * sizeof *count);
+	return true;
+}
+
+static inline uint64_t blk_size(size_t i)
+{
+	return blk[i].size & ~CUSTOM_BIT;
+}
+
+/* Index of the first block whose address is >= a. */
+static size_t lower_bound(uintptr_t a)
+{
+	size_t lo = 0, hi = n_blk;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (blk[mid].addr < a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The block w points into, or -1. A zero-size block is pointed to only by
+ * its address. A block nested in another (a program's pool carved from a
+ * malloc block) wins over the outer one. */
+static inline long find_block(uintptr_t w)
+{
+	if (w < lo_addr || w >= hi_addr)
+		return -1;
+	size_t i = lower_bound(w + 1); /* first block after w */
+	for (int step = 0; step < 2 && i > 0; step++) {
+		i--;
+		if (w == blk[i].addr || w - blk[i].addr < blk_size(i))
+			return (long)i;
+	}
+	return -1;
+}
+
+/* ---- marking ----------------------------------------------------------- */
+
+static void push(size_t i)
+{
+	if (stack_len == stack_cap) {
+		size_t cap = stack_cap ? stack_cap * 2 : 4096;
+		uint32_t *s = ht_mmap(cap * sizeof *s);
+		if (!s)
+			return; /* out of memory: the block stays less reachable */
+		if (stack) {
+			memcpy(s, stack, stack_len * sizeof *s);
+			ht_munmap(stack, stack_cap * sizeof *s);
+		}
+		stack = s;
+		stack_cap = cap;
+	}
+	stack[stack_len++] = (uint32_t)i;
+}
+
+/* Set while scanning libc's writable data: glibc's main arena there holds
+ * the addresses of the chunks it manages (top, bins), which lie inside the
+ * preceding blocks; memcheck, with its own allocator, never sees them. */
+static bool in_libc_data;
+
+/* True if w is the chunk header that follows glibc block i (its address is
+ * the block's last usable word): what the arena's top and bins hold. */
+static inline bool is_next_chunk(uintptr_t w, size_t i)
+{
+	if (blk[i].size & CUSTOM_BIT)
+		return false;
+	size_t chunk = *(const size_t *)(blk[i].addr - 8) & ~(size_t)7;
+	return w == blk[i].addr - 16 + chunk;
+}
+
+/* A word seen while scanning from the roots or from a reachable/possible
+ * block (prior_definite: from the roots or a reachable block). */
+static inline void mark(uintptr_t w, bool prior_definite)
+{
+	long i = find_block(w);
+	if (i < 0 || state[i] == REACHABLE)
+		return;
+	if (HT_UNLIKELY(in_libc_data) && w != blk[i].addr && is_next_chunk(w, (size_t)i))
+		return;
+	if (w == blk[i].addr && prior_definite) {
+		state[i] = REACHABLE;
+		push((size_t)i);
+	} else if (state[i] == UNREACHED) {
+		state[i] = POSSIBLE;
+		push((size_t)i);
+	}
+}
+
+/* A word seen while scanning the clique led by leader. */
+static inline void mark_clique(uintptr_t w, size_t leader)
+{
+	long i = find_block(w);
+	if (i < 0 || (size_t)i == leader || state[i] != UNREACHED)
+		return;
+	state[i] = INDIRECT;
+	push((size_t)i);
+}
+
+static void scan_range(uintptr_t lo, uintptr_t hi, int mode, size_t leader)
+{
+	lo = (lo + 7) & ~(uintptr_t)7;
+	if (hi < lo + 8)
+		return;
+	const uintptr_t *w = (const uintptr_t *)lo, *end = (const uintptr_t *)(hi & ~(uintptr_t)7);
+	if (mode == 2) {
+		for (; w < end; w++)
+			mark_clique(*w, leader);
+	} else {
+		for (; w < end; w++)
+			mark(*w, mode == 1);
+	}
+}
+
+/* A fault while scanning (the memory vanished: another thread unmapped
+ * it, or freed a large block the table still holds) jumps back here. The
+ * jump buffer does not save the signal mask (that would be a system call
+ * per block): after a fault, the signals the handler blocked are unblocked
+ * by hand. */
+static void after_fault(void)
+{
+	sigset_t s;
+	sigemptyset(&s);
+	sigaddset(&s, SIGSEGV);
+	sigaddset(&s, SIGBUS);
+	pthread_sigmask(SIG_UNBLOCK, &s, NULL);
+}
+
+/* Scans a root range. */
+static void scan_root(uintptr_t lo, uintptr_t hi)
+{
+	in_libc_data = lo < ht_libc_data_hi && hi > ht_libc_data_lo;
+	if (sigsetjmp(fault_jmp, 0) == 0) {
+		scanning = true;
+		scan_range(lo, hi, 1, 0);
+	} else {
+		after_fault();
+	}
+	scanning = false;
+	in_libc_data = false;
+}
+
+static void drain(int mode, size_t leader)
+{
+	while (stack_len) {
+		size_t i = stack[--stack_len];
+		int m = mode == 2 ? 2 : (state[i] == REACHABLE ? 1 : 0);
+		if (sigsetjmp(fault_jmp, 0) == 0) {
+			scanning = true;
+			scan_range(blk[i].addr, blk[i].addr + blk_size(i), m, leader);
+		} else {
+			after_fault();
+		}
+		scanning = false;
+	}
+}
+
+/* ---- the roots ----------------------------------------------------------- */
+
+/* Ranges never scanned, sorted by start. */
+static uintptr_t (*excl)[2];
+static unsigned n_excl;
+#define EXCL_MAX (8192 + 256)
+
+static void excl_add(uintptr_t lo, uintptr_t hi)
+{
+	if (lo < hi && n_excl < EXCL_MAX) {
+		excl[n_excl][0] = lo;
+		excl[n_excl][1] = hi;
+		n_excl++;
+	}
+}
+
+static void excl_sort(void)
+{
+	for (unsigned i = 1; i < n_excl; i++) { /* insertion sort: small, mostly sorted */
+		uintptr_t a = excl[i][0], b = excl[i][1];
+		unsigned j = i;
+		while (j > 0 && excl[j - 1][0] > a) {
+			excl[j][0] = excl[j - 1][0];
+			excl[j][1] = excl[j - 1][1];
+			j--;
+		}
+		excl[j][0] = a;
+		excl[j][1] = b;
+	}
+}
+
+/* Scans [lo, hi) minus the excluded ranges. */
+static void scan_root_minus_excl(uintptr_t lo, uintptr_t hi)
+{
+	uintptr_t cur = lo;
+	for (unsigned i = 0; i < n_excl && cur < hi; i++) {
+		if (excl[i][1] <= cur)
+			continue;
+		if (excl[i][0] >= hi)
+			break;
+		if (excl[i][0] > cur)
+			scan_root(cur, excl[i][0]);
+		if (excl[i][1] > cur)
+			cur = excl[i][1];
+	}
+	if (cur < hi)
+		scan_root(cur, hi);
+}
+
+/* True if [lo, hi) holds the start of a malloc-family block: heap memory. */
+static bool holds_heap(uintptr_t lo, uintptr_t hi)
+{
+	for (size_t i = lower_bound(lo); i < n_blk && blk[i].addr < hi; i++)
+		if (!(blk[i].size & CUSTOM_BIT))
+			return true;
+	return false;
+}
+
+static uintptr_t parse_hex(const char **s)
+{
+	uintptr_t v = 0;
+	for (;; (*s)++) {
+		char c = **s;
+		if (c >= '0' && c <= '9')
+			v = v * 16 + (uintptr_t)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			v = v * 16 + (uintptr_t)(c - 'a' + 10);
+		else
+			return v;
+	}
+}
+
+/* Reads /proc/self/maps whole into an ht_mmap buffer. */
+static char *read_maps(size_t *cap_out)
+{
+	size_t cap = 1 << 20;
+	for (int tries = 0; tries < 6; tries++, cap *= 4) {
+		char *buf = ht_mmap(cap);
+		if (!buf)
+			return NULL;
+		long n = ht_read_file("/proc/self/maps", buf, cap);
+		if (n >= 0 && (size_t)n + 1 < cap) {
+			*cap_out = cap;
+			return buf;
+		}
+		ht_munmap(buf, cap);
+	}
+	return NULL;
+}
+
+static void scan_roots(uintptr_t sp)
+{
+	size_t maps_cap;
+	char *maps = read_maps(&maps_cap);
+	if (!maps)
+		return;
+	for (const char *l = maps; *l;) {
+		const char *s = l;
+		uintptr_t lo = parse_hex(&s);
+		s++; /* '-' */
+		uintptr_t hi = parse_hex(&s);
+		s++; /* ' ' */
+		bool rw = s[0] == 'r' && s[1] == 'w';
+		const char *path = s;
+		for (int field = 0; field < 4 && *path && *path != '\n'; field++) {
+			while (*path && *path != ' ' && *path != '\n')
+				path++;
+			while (*path == ' ')
+				path++;
+		}
+		const char *eol = path;
+		while (*eol && *eol != '\n')
+			eol++;
+		l = *eol ? eol + 1 : eol;
+		if (!rw)
+			continue;
+		/* devices may not like being read; [vvar] and the like are not ours */
+		if (*path == '[' && ht_strncmp(path, "[stack", 6) && ht_strncmp(path, "[heap", 5))
+			continue;
+		if (!ht_strncmp(path, "/dev/", 5) && ht_strncmp(path, "/dev/zero", 9))
+			continue;
+		if (holds_heap(lo, hi))
+			continue;
+		if (sp >= lo && sp < hi) /* our own stack: from sp up */
+			lo = sp;
+		scan_root_minus_excl(lo, hi);
+	}
+	ht_munmap(maps, maps_cap);
+}
+
+/* ---- the check --------------------------------------------------------- */
+
+static void write_records(unsigned reason, uint64_t check_id)
+{
+	size_t cap = 1 << 20;
+	uint8_t *rec = ht_mmap(cap);
+	if (!rec)
+		return;
+	static const uint8_t kind_of[] = {
+		[UNREACHED] = HT_LEAK_DEFINITE, [INDIRECT] = HT_LEAK_INDIRECT,
+		[POSSIBLE] = HT_LEAK_POSSIBLE, [REACHABLE] = HT_LEAK_REACHABLE};
+	uint64_t now = ht_now();
+	size_t i = 0;
+	do {
+		size_t n = ht_varint_put(rec, now);
+		n += ht_varint_put(rec + n, check_id);
+		n += ht_varint_put(rec + n, reason);
+		size_t last_at = n++; /* one byte: 0 or 1 */
+		uintptr_t prev = 0;
+		for (; i < n_blk && n + 2 * HT_VARINT_MAX < cap; i++) {
+			n += ht_varint_put(rec + n, ht_zigzag((int64_t)(blk[i].addr - prev)));
+			n += ht_varint_put(rec + n, kind_of[state[i]]);
+			prev = blk[i].addr;
+		}
+		rec[last_at] = i == n_blk;
+		ht_writer_record(HT_REC_LEAKS, rec, n);
+	} while (i < n_blk);
+	ht_munmap(rec, cap);
+}
+
+void ht_leak_check(unsigned reason, uint64_t check_id, uintptr_t sp)
+{
+	size_t cap;
+	const ht_live_block_t *slots = ht_live_slots(&cap);
+	n_blk = blk_cap = ht_live_count();
+	blk = n_blk ? ht_mmap(blk_cap * sizeof *blk) : NULL;
+	state = n_blk ? ht_mmap(blk_cap) : NULL;
+	excl = ht_mmap(EXCL_MAX * sizeof *excl);
+	if (n_blk && (!blk || !state || !excl))
+		goto out;
+	size_t k = 0;
+	for (size_t i = 0; i < cap && k < n_blk; i++) {
+		if (!slots[i].addr)
+			continue;
+		blk[k].addr = slots[i].addr;
+		blk[k].size = (slots[i].size & ~CUSTOM_BIT) | (slots[i].custom ? CUSTOM_BIT : 0);
+		k++;
+	}
+	n_blk = k;
+	if (n_blk && !sort_blocks())
+		goto out;
+	lo_addr = n_blk ? blk[0].addr : 0;
+	hi_addr = 0;
+	for (size_t i = 0; i < n_blk; i++) {
+		uintptr_t e = blk[i].addr + (blk_size(i) ? blk_size(i) : 1);
+		if (e > hi_addr)
+			hi_addr = e;
+	}
+	if (n_blk) {
+		n_excl = ht_agent_maps(excl, 8192);
+		excl_add(ht_agent_lo, ht_agent_hi);
+		for (unsigned i = 0; i < ht_agent_ndeps; i++)
+			excl_add(ht_agent_deps[i][0], (ht_agent_deps[i][1] + 4095) & ~(uintptr_t)4095);
+		ht_thread_exclusions(excl_add);
+		excl_sort();
+		scan_roots(sp);
+		drain(0, 0);
+		for (size_t i = 0; i < n_blk; i++) {
+			if (state[i] != UNREACHED)
+				continue;
+			push(i);
+			drain(2, i);
+		}
+	}
+	write_records(reason, check_id);
+out:
+	ht_munmap(blk, blk_cap * sizeof *blk);
+	ht_munmap(state, blk_cap);
+	ht_munmap(excl, EXCL_MAX * sizeof *excl);
+	ht_munmap(stack, stack_cap * sizeof *stack);
+	blk = NULL;
+	state = NULL;
+	stack = NULL;
+	stack_len = stack_cap = 0;
+}
+
+/* ---- on-demand checks --------------------------------------------------------
+ * heaptrail_leak_check() and the leak signal run a check while the program
+ * goes on: the caller's events so far and every shipped block are digested
+ * first; other threads keep running, so blocks they allocated in the last
+ * moments (events not shipped yet, at most ~0.5 s) may be missing from the
+ * check, and the report calls them unclassified. A LEAK_CHECK event in the
+ * caller's thread marks where the check ran. */
+
+static _Atomic uint64_t next_check_id = 1;
+
+static int check_now(unsigned reason)
+{
+	if (!ht_opt_leak_check || atomic_load(&ht_state) != HT_STATE_RECORDING)
+		return -1;
+	ht_thread_t *t = ht_thread_get();
+	if (!t)
+		return -1;
+	__builtin_unwind_init(); /* callee-saved registers into this frame */
+	uintptr_t sp = (uintptr_t)__builtin_frame_address(0) - 64;
+	uint64_t id = atomic_fetch_add(&next_check_id, 1);
+	atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
+	uint8_t payload[HT_VARINT_MAX];
+	size_t plen = ht_varint_put(payload, id);
+	ht_thread_reserve(t, 1 + 2 * HT_VARINT_MAX + plen);
+	uint64_t now = ht_event_time(t);
+	uint8_t *b = t->buf + t->len;
+	size_t k = 0;
+	b[k++] = (uint8_t)(HT_EV_EXT | HT_EXT_LEAK_CHECK << 4);
+	k += ht_varint_put(b + k, now - t->last_time);
+	k += ht_varint_put(b + k, plen);
+	memcpy(b + k, payload, plen);
+	k += plen;
+	t->last_time = now;
+	t->len += (uint32_t)k;
+	ht_thread_flush(t);
+	atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
+	if (!ht_lock_timed(&ht_writer_lock, 10000))
+		return -1;
+	ht_blocks_drain_locked();
+	ht_leak_check(reason, id, sp);
+	ht_writer_flush(false);
+	ht_unlock(&ht_writer_lock);
+	return 0;
+}
+
+HT_EXPORT int heaptrail_agent_leak_check(void);
+int heaptrail_agent_leak_check(void)
+{
+	if (ht_guard)
+		return -1;
+	int saved = errno;
+	ht_guard = 1;
+	int r = check_now(HT_LEAK_AT_CALL);
+	ht_guard = 0;
+	errno = saved;
+	return r;
+}
+
+/* The leak signal. Not async-signal-safe in general (it takes the writer
+ * lock and reads /proc), so it does nothing when the signal interrupted the
+ * agent itself (the guard is set), where that lock may be ours. */
+void ht_leak_signal_handler(int sig)
+{
+	(void)sig;
+	if (ht_guard) {
+		ht_log("leak check signal arrived inside the agent: ignored, send it again", NULL);
+		return;
+	}
+	int saved = errno;
+	ht_guard = 1;
+	check_now(HT_LEAK_AT_SIGNAL);
+	ht_guard = 0;
+	errno = saved;
+}

@@ -1,0 +1,432 @@
+/* live.c - the agent's table of live blocks, kept by the writer.
+ *
+ * The leak check at exit needs every live block's address and size inside
+ * the process. Keeping that table in the hooks would put a shared hash
+ * table (and its locks) on every malloc and free; instead the writer reads
+ * each shipped block of events once more before writing it ("digest") and
+ * keeps the table itself, off the program's threads and under
+ * ht_writer_lock (the only lock this file relies on: every function here is
+ * called with it held).
+ *
+ * Blocks of different threads arrive out of time order, so an address
+ * freed on one thread and reused on another can show its events in either
+ * order. Entries carry their allocation time and the rules are:
+ *  - an allocation older than the entry already at its address is stale
+ *    (its free is on its way, or was seen): dropped;
+ *  - a free older than the entry at its address belongs to an earlier
+ *    block there: dropped;
+ *  - a free that finds no entry is kept aside as an orphan; an allocation
+ *    at that address no later than the orphan is the block it freed (both
+ *    vanish). Orphans older than a few seconds of trace time are frees of
+ *    blocks the agent never saw, and are forgotten.
+ * Within one thread events come in order, so equal times mean "in order".
+ */
+#include <string.h>
+
+#include "agent.h"
+#include "live.h"
+
+/* Blocks ship at most 0.5 s after their events (hooks.c); orphans twice
+ * older than that cannot meet their allocation any more. */
+#define ORPHAN_MAX_AGE_NS 2000000000ull
+
+typedef struct {
+	uintptr_t addr; /* 0: empty slot */
+	uint64_t time;
+	uint32_t tid;
+} orphan_t;
+
+typedef struct {
+	ht_live_block_t *slots;
+	size_t mask; /* capacity - 1; capacity is a power of two */
+	size_t count;
+} live_table_t;
+
+static live_table_t blocks;
+static orphan_t *orphans;
+static size_t orphan_mask, orphan_count;
+static uint64_t newest_time;	/* latest event time digested */
+static uint64_t orphans_swept_at;
+static size_t pool_blocks;	/* live blocks with a pool: resets must look */
+
+ht_live_stats_t ht_live_stats;
+
+static inline size_t hash_addr(uintptr_t a, size_t mask)
+{
+	return (size_t)(((a >> 4) * 0x9E3779B97F4A7C15ull) >> 20) & mask;
+}
+
+/* ---- the block table: open addressing, linear probing ------------------ */
+
+static bool table_grow(live_table_t *t)
+{
+	size_t cap = t->slots ? (t->mask + 1) * 2 : 4096;
+	ht_live_block_t *s = ht_mmap(cap * sizeof *s);
+	if (!s)
+		return false;
+	size_t mask = cap - 1;
+	if (t->slots) {
+		for (size_t i = 0; i <= t->mask; i++) {
+			ht_live_block_t *e = &t->slots[i];
+			if (!e->addr)
+				continue;
+			size_t j = hash_addr(e->addr, mask);
+			while (s[j].addr)
+				j = (j + 1) & mask;
+			s[j] = *e;
+		}
+		ht_munmap(t->slots, (t->mask + 1) * sizeof *s);
+	}
+	t->slots = s;
+	t->mask = mask;
+	return true;
+}
+
+static ht_live_block_t *table_find(live_table_t *t, uintptr_t addr)
+{
+	if (!t->slots)
+		return NULL;
+	for (size_t i = hash_addr(addr, t->mask);; i = (i + 1) & t->mask) {
+		if (t->slots[i].addr == addr)
+			return &t->slots[i];
+		if (!t->slots[i].addr)
+			return NULL;
+	}
+}
+
+/* Removes the entry e (a slot of t) and closes the gap it leaves, so that
+ * the table never needs tombstones. */
+static void table_remove(live_table_t *t, ht_live_block_t *e)
+{
+	size_t i = (size_t)(e - t->slots);
+	for (size_t j = (i + 1) & t->mask;; j = (j + 1) & t->mask) {
+		if (!t->slots[j].addr)
+			break;
+		size_t home = hash_addr(t->slots[j].addr, t->mask);
+		/* move j into the hole at i if its home is not in (i, j] */
+		if (((j - home) & t->mask) >= ((j - i) & t->mask)) {
+			t->slots[i] = t->slots[j];
+			i = j;
+		}
+	}
+	t->slots[i].addr = 0;
+	t->count--;
+}
+
+/* The entry of addr, or a fresh one (addr set, the rest to fill: *fresh
+ * tells which); NULL when out of memory. One probe for both. */
+static ht_live_block_t *table_upsert(live_table_t *t, uintptr_t addr, bool *fresh)
+{
+	if (HT_UNLIKELY((!t->slots || (t->count + 1) * 4 > (t->mask + 1) * 3)) && !table_grow(t))
+		return NULL;
+	size_t i = hash_addr(addr, t->mask);
+	for (;; i = (i + 1) & t->mask) {
+		if (t->slots[i].addr == addr) {
+			*fresh = false;
+			return &t->slots[i];
+		}
+		if (!t->slots[i].addr)
+			break;
+	}
+	t->slots[i].addr = addr;
+	t->count++;
+	*fresh = true;
+	return &t->slots[i];
+}
+
+/* ---- orphan frees ---------------------------------------------------------- */
+
+static orphan_t *orphan_find(uintptr_t addr)
+{
+	if (!orphans)
+		return NULL;
+	for (size_t i = hash_addr(addr, orphan_mask);; i = (i + 1) & orphan_mask) {
+		if (orphans[i].addr == addr)
+			return &orphans[i];
+		if (!orphans[i].addr)
+			return NULL;
+	}
+}
+
+/* Rebuilds the orphan table, keeping only orphans not older than
+ * min_time, at a size fit for them. */
+static void orphans_rebuild(uint64_t min_time, size_t extra)
+{
+	size_t keep = 0;
+	for (size_t i = 0; orphans && i <= orphan_mask; i++)
+		keep += orphans[i].addr && orphans[i].time >= min_time;
+	size_t cap = 256;
+	while (cap < (keep + extra) * 2)
+		cap *= 2;
+	orphan_t *o = ht_mmap(cap * sizeof *o);
+	if (!o)
+		return;
+	size_t n = 0;
+	for (size_t i = 0; orphans && i <= orphan_mask; i++) {
+		if (!orphans[i].addr || orphans[i].time < min_time)
+			continue;
+		size_t j = hash_addr(orphans[i].addr, cap - 1);
+		while (o[j].addr)
+			j = (j + 1) & (cap - 1);
+		o[j] = orphans[i];
+		n++;
+	}
+	if (orphans)
+		ht_munmap(orphans, (orphan_mask + 1) * sizeof *o);
+	orphans = o;
+	orphan_mask = cap - 1;
+	orphan_count = n;
+}
+
+static void orphan_add(uintptr_t addr, uint64_t time, uint32_t tid)
+{
+	if (!orphans || (orphan_count + 1) * 2 > orphan_mask + 1) {
+		uint64_t min = newest_time > ORPHAN_MAX_AGE_NS ? newest_time - ORPHAN_MAX_AGE_NS : 0;
+		orphans_rebuild(min, 1);
+		if (!orphans)
+			return;
+	}
+	orphan_t *o = orphan_find(addr);
+	if (!o) {
+		size_t i = hash_addr(addr, orphan_mask);
+		while (orphans[i].addr)
+			i = (i + 1) & orphan_mask;
+		o = &orphans[i];
+		orphan_count++;
+	}
+	o->addr = addr;
+	o->time = time;
+	o->tid = tid;
+}
+
+static void orphan_remove(orphan_t *o)
+{
+	/* Rare (a free overtaking its allocation): rebuild without it. */
+	o->time = 0;
+	orphans_rebuild(1, 0);
+}
+
+/* ---- applying events ------------------------------------------------------- */
+
+static void live_alloc(uintptr_t addr, uint64_t size, uint64_t time, uint32_t tid,
+		       uint64_t pool, bool custom)
+{
+	orphan_t *o = orphan_count ? orphan_find(addr) : NULL;
+	if (o) {
+		bool freed = o->time > time || (o->time == time && o->tid == tid);
+		if (freed) {
+			orphan_remove(o); /* the free arrived first: nothing is live */
+			return;
+		}
+		orphan_remove(o); /* an older free of something else */
+	}
+	bool fresh;
+	ht_live_block_t *e = table_upsert(&blocks, addr, &fresh);
+	if (HT_UNLIKELY(!e)) {
+		atomic_fetch_or(&ht_agent_flags, HT_AGENT_OUT_OF_MEMORY);
+		return;
+	}
+	if (!fresh) {
+		if (e->time > time || (e->time == time && e->tid != tid))
+			return; /* stale: the entry is a later block at this address */
+		/* the entry's free is still on its way: it will be dropped */
+		ht_live_stats.bytes -= e->size;
+		if (e->pool)
+			pool_blocks--;
+	}
+	e->size = size;
+	e->time = time;
+	e->tid = tid;
+	e->pool = pool;
+	e->custom = custom;
+	if (pool)
+		pool_blocks++;
+	ht_live_stats.bytes += size;
+	ht_live_stats.blocks = blocks.count;
+	if (ht_live_stats.bytes > ht_live_stats.peak_bytes)
+		ht_live_stats.peak_bytes = ht_live_stats.bytes;
+}
+
+static void live_free(uintptr_t addr, uint64_t time, uint32_t tid)
+{
+	ht_live_block_t *e = table_find(&blocks, addr);
+	if (!e) {
+		orphan_add(addr, time, tid);
+		return;
+	}
+	if (e->time > time || (e->time == time && e->tid != tid))
+		return; /* frees an earlier block at this address */
+	ht_live_stats.bytes -= e->size;
+	if (e->pool)
+		pool_blocks--;
+	table_remove(&blocks, e);
+	ht_live_stats.blocks = blocks.count;
+}
+
+/* A pool reset or destroyed at time: every block of it allocated before
+ * is freed. Walks the whole table, only while pool blocks are live. */
+static void live_pool_clear(uint64_t pool, uint64_t time)
+{
+	if (!pool_blocks || !blocks.slots)
+		return;
+	for (size_t i = 0; i <= blocks.mask; i++) {
+		ht_live_block_t *e = &blocks.slots[i];
+		while (e->addr && e->pool == pool && e->time <= time) {
+			ht_live_stats.bytes -= e->size;
+			pool_blocks--;
+			table_remove(&blocks, e); /* moves a later entry into e */
+		}
+	}
+	ht_live_stats.blocks = blocks.count;
+}
+
+/* ---- digest: reading a block of events ------------------------------------ */
+
+typedef struct {
+	const uint8_t *p, *end;
+	bool bad;
+} cursor_t;
+
+static inline __attribute__((always_inline)) uint64_t get_u(cursor_t *c)
+{
+	if (HT_LIKELY(c->p < c->end && *c->p < 0x80))
+		return *c->p++; /* one byte: most fields */
+	uint64_t v = 0;
+	size_t n = ht_varint_get(c->p, (size_t)(c->end - c->p), &v);
+	if (!n) {
+		c->bad = true;
+		c->p = c->end;
+		return 0;
+	}
+	c->p += n;
+	return v;
+}
+
+static inline int64_t get_s(cursor_t *c)
+{
+	return ht_unzigzag(get_u(c));
+}
+
+static void skip(cursor_t *c, uint64_t n)
+{
+	if (n > (uint64_t)(c->end - c->p)) {
+		c->bad = true;
+		c->p = c->end;
+	} else {
+		c->p += n;
+	}
+}
+
+void ht_live_digest(const ht_block_t *b)
+{
+	cursor_t c = {b->data, b->data + b->len, false};
+	uint64_t time = b->base_time;
+	uintptr_t addr = 0;
+	while (c.p < c.end && !c.bad) {
+		uint8_t op = *c.p++;
+		unsigned ev = op & 0x0f;
+		uint64_t size, lead, pool;
+		int64_t d;
+		switch (ev) {
+		case HT_EV_ALLOC:
+		case HT_EV_PALLOC:
+			time += get_u(&c);
+			addr += (uintptr_t)get_s(&c);
+			size = get_u(&c);
+			get_u(&c); /* stack */
+			pool = ev == HT_EV_PALLOC ? get_u(&c) : 0;
+			if (!c.bad)
+				live_alloc(addr, size, time, b->tid, pool, (op >> 4) == HT_FN_CUSTOM);
+			break;
+		case HT_EV_FREE:
+			time += get_u(&c);
+			addr += (uintptr_t)get_s(&c);
+			if (!c.bad)
+				live_free(addr, time, b->tid);
+			break;
+		case HT_EV_REALLOC: {
+			uint64_t dt = get_u(&c);
+			addr += (uintptr_t)get_s(&c);
+			size = get_u(&c);
+			get_u(&c); /* stack */
+			d = get_s(&c);
+			lead = get_u(&c);
+			uint64_t free_time = lead <= dt ? time + dt - lead : time;
+			time += dt;
+			if (!c.bad) {
+				live_free(addr + (uintptr_t)d, free_time, b->tid);
+				live_alloc(addr, size, time, b->tid, 0, (op >> 4) == HT_FN_CUSTOM);
+			}
+			break;
+		}
+		case HT_EV_STACK: {
+			get_u(&c); /* id */
+			uint64_t depth = get_u(&c);
+			for (uint64_t i = 0; i < depth && !c.bad; i++)
+				get_u(&c);
+			break;
+		}
+		case HT_EV_NAME:
+			get_u(&c); /* id */
+			skip(&c, get_u(&c));
+			break;
+		case HT_EV_TAG:
+			time += get_u(&c);
+			addr += (uintptr_t)get_s(&c); /* the heap events' address chain */
+			get_u(&c);
+			break;
+		case HT_EV_POOL: {
+			time += get_u(&c);
+			pool = get_u(&c);
+			uint64_t pop = get_u(&c);
+			get_u(&c); /* name */
+			if (!c.bad && (pop == HT_POOL_RESET || pop == HT_POOL_DESTROY))
+				live_pool_clear(pool, time);
+			break;
+		}
+		case HT_EV_RSS:
+		case HT_EV_ENABLE:
+		case HT_EV_SNAPSHOT:
+			time += get_u(&c);
+			get_u(&c);
+			break;
+		case HT_EV_PHASE:
+			time += get_u(&c);
+			get_u(&c);
+			get_u(&c);
+			break;
+		case HT_EV_ENTER:
+			time += get_u(&c);
+			get_u(&c);
+			get_u(&c);
+			break;
+		case HT_EV_EXIT:
+			time += get_u(&c);
+			break;
+		case HT_EV_EXT:
+			time += get_u(&c);
+			skip(&c, get_u(&c));
+			break;
+		default:
+			c.bad = true; /* our own writer never does this */
+			break;
+		}
+	}
+	if (time > newest_time)
+		newest_time = time;
+	if (orphan_count && newest_time - orphans_swept_at > ORPHAN_MAX_AGE_NS) {
+		orphans_swept_at = newest_time;
+		orphans_rebuild(newest_time - ORPHAN_MAX_AGE_NS, 0);
+	}
+}
+
+const ht_live_block_t *ht_live_slots(size_t *capacity)
+{
+	*capacity = blocks.slots ? blocks.mask + 1 : 0;
+	return blocks.slots;
+}
+
+size_t ht_live_count(void)
+{
+	return blocks.count;
+}

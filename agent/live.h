@@ -1,0 +1,37 @@
+/* live.h - the live-block table the writer keeps (agent/live.c) and the
+ * leak check that scans for what points to its blocks (agent/leakcheck.c).
+ * Everything here runs with ht_writer_lock held. */
+#ifndef HEAPTRAIL_LIVE_H
+#define HEAPTRAIL_LIVE_H
+
+#include "agent.h"
+
+typedef struct ht_live_block {
+	uintptr_t addr; /* 0: an empty slot */
+	uint64_t size;
+	uint64_t time;	/* when it was allocated */
+	uint64_t pool;	/* the program's pool (heaptrail_pool_alloc), or 0 */
+	uint32_t tid;	/* the allocating thread */
+	bool custom;	/* from the program's own allocator (heaptrail.h) */
+} ht_live_block_t;
+
+/* Totals of the table, in the order blocks were digested (exact for one
+ * thread; with several, the peak may be off by what was in flight). */
+typedef struct {
+	uint64_t bytes, blocks, peak_bytes;
+} ht_live_stats_t;
+extern ht_live_stats_t ht_live_stats;
+
+/* Applies the allocations and frees of one shipped block of events. */
+void ht_live_digest(const ht_block_t *b);
+/* The table's slots (empty ones have addr 0) and its capacity. */
+const ht_live_block_t *ht_live_slots(size_t *capacity);
+size_t ht_live_count(void);
+
+/* Classifies every live block by reachability and writes LEAKS records
+ * (reason HT_LEAK_AT_*, check_id). sp: the lowest live address of the
+ * calling thread's stack. Caller holds the writer lock, all threads'
+ * events digested. */
+void ht_leak_check(unsigned reason, uint64_t check_id, uintptr_t sp);
+
+#endif /* HEAPTRAIL_LIVE_H */

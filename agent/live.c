@@ -51,9 +51,13 @@ static size_t pool_blocks;	/* live blocks with a pool: resets must look */
 
 ht_live_stats_t ht_live_stats;
 
+/* Slots keep the heap's locality: addresses within one MiB go to nearby
+ * slots in their order (blocks allocated together are digested, and
+ * often freed, together: the probes stay in cache), while MiB windows are
+ * scattered by a multiplicative hash so that arenas do not collide. */
 static inline size_t hash_addr(uintptr_t a, size_t mask)
 {
-	return (size_t)(((a >> 4) * 0x9E3779B97F4A7C15ull) >> 20) & mask;
+	return (size_t)((a >> 4) + (((a >> 20) * 0x9E3779B97F4A7C15ull) >> 40)) & mask;
 }
 
 /* ---- the block table: open addressing, linear probing ------------------ */

@@ -50,6 +50,8 @@ extern bool ht_opt_start_off;	/* recording starts switched off */
 extern int ht_opt_snapshot_signal; /* a signal that writes a snapshot, or 0 */
 extern bool ht_opt_leak_check;	/* keep the live-block table, classify leaks */
 extern int ht_opt_leak_signal;	/* a signal that runs a leak check, or 0 */
+extern bool ht_opt_summary;	/* per-site totals instead of events (live.c) */
+extern unsigned ht_opt_summary_sites; /* rows of the summary's site table */
 void ht_options_parse(void);
 
 /* Recording switched on/off by the program (heaptrail_set_recording).

@@ -52,8 +52,10 @@ static void block_put_locked(ht_block_t *b)
 
 void ht_block_write_locked(const ht_block_t *b)
 {
-	if (ht_opt_leak_check)
+	if (ht_opt_leak_check || ht_opt_summary)
 		ht_live_digest(b);
+	if (ht_opt_summary)
+		return; /* the digest is all that is kept */
 	uint8_t head[2 * HT_VARINT_MAX];
 	size_t n = ht_varint_put(head, b->tid);
 	n += ht_varint_put(head + n, b->base_time);

@@ -37,6 +37,7 @@ enum { UNREACHED = 0, INDIRECT, POSSIBLE, REACHABLE };
 typedef struct {
 	uintptr_t addr;
 	uint64_t size; /* top bit: a custom (heaptrail.h) block */
+	uint64_t site; /* summary mode: its row */
 } scan_block_t;
 
 #define CUSTOM_BIT (1ull << 63)
@@ -427,6 +428,7 @@ void ht_leak_check(unsigned reason, uint64_t check_id, uintptr_t sp)
 			continue;
 		blk[k].addr = slots[i].addr;
 		blk[k].size = (slots[i].size & ~CUSTOM_BIT) | (slots[i].custom ? CUSTOM_BIT : 0);
+		blk[k].site = slots[i].site;
 		k++;
 	}
 	n_blk = k;
@@ -455,7 +457,17 @@ void ht_leak_check(unsigned reason, uint64_t check_id, uintptr_t sp)
 			drain(2, i);
 		}
 	}
-	write_records(reason, check_id);
+	if (ht_opt_summary) {
+		/* no addresses in a summary: the classes go to the site rows */
+		static const uint8_t kinds[] = {
+			[UNREACHED] = HT_LEAK_DEFINITE, [INDIRECT] = HT_LEAK_INDIRECT,
+			[POSSIBLE] = HT_LEAK_POSSIBLE, [REACHABLE] = HT_LEAK_REACHABLE};
+		if (check_id == 0)
+			for (size_t i = 0; i < n_blk; i++)
+				ht_summary_leak((uint32_t)blk[i].site, kinds[state[i]], blk_size(i));
+	} else {
+		write_records(reason, check_id);
+	}
 out:
 	ht_munmap(blk, blk_cap * sizeof *blk);
 	ht_munmap(state, blk_cap);

@@ -324,6 +324,8 @@ void ht_finish(unsigned how, unsigned status)
 		ht_thread_flush_all();
 		if (ht_opt_leak_check && how != HT_END_SIGNAL)
 			ht_leak_check(HT_LEAK_AT_EXIT, 0, sp);
+		if (ht_opt_summary)
+			ht_summary_write();
 		if (how == HT_END_EXIT && !atomic_load(&ht_exit_code_known))
 			atomic_fetch_or(&ht_agent_flags, HT_AGENT_EXIT_CODE_UNKNOWN);
 		ht_writer_finish(how, status);

@@ -21,6 +21,7 @@
  *    blocks the agent never saw, and are forgotten.
  * Within one thread events come in order, so equal times mean "in order".
  */
+#include <errno.h>
 #include <string.h>
 
 #include "agent.h"
@@ -50,6 +51,100 @@ static uint64_t orphans_swept_at;
 static size_t pool_blocks;	/* live blocks with a pool: resets must look */
 
 ht_live_stats_t ht_live_stats;
+static uint64_t peak_time;
+
+/* ---- summary mode: per-site rows ----------------------------------------------
+ * Row 0 is the overflow row: sites that came after the table was full
+ * (option summary_sites). Rows are found by stack id through a small
+ * open-addressing index. bytes_at_peak is kept without touching every
+ * row at each new peak: a row remembers the peak epoch of its last change,
+ * and before changing it takes its (unchanged) live bytes as its figure
+ * at the latest peak if one happened since. */
+typedef struct {
+	uint32_t stack_id;
+	uint64_t allocs, bytes, frees, live_blocks, live_bytes;
+	uint64_t at_peak, max_live, largest, epoch;
+	uint64_t kind_blocks[4], kind_bytes[4];
+} site_t;
+
+static site_t *sites;
+static uint32_t nsites, sites_cap; /* sites_cap includes row 0 */
+static uint32_t *site_index;	   /* stack id + 1 -> row; 0 = empty */
+static uint32_t *site_keys;
+static size_t site_index_mask;
+static uint64_t peak_epoch;
+static uint8_t *stack_defs;	   /* STACK events seen, for the file */
+static size_t stack_defs_len, stack_defs_cap;
+
+static bool summary_init(void)
+{
+	if (sites)
+		return true;
+	sites_cap = ht_opt_summary_sites + 1;
+	size_t idx = 1;
+	while (idx < (size_t)sites_cap * 2)
+		idx *= 2;
+	sites = ht_mmap(sites_cap * sizeof *sites);
+	site_index = ht_mmap(idx * sizeof *site_index);
+	site_keys = ht_mmap(idx * sizeof *site_keys);
+	if (!sites || !site_index || !site_keys) {
+		atomic_fetch_or(&ht_agent_flags, HT_AGENT_OUT_OF_MEMORY);
+		return false;
+	}
+	site_index_mask = idx - 1;
+	nsites = 1; /* row 0: overflow */
+	return true;
+}
+
+static uint32_t site_of(uint32_t stack_id)
+{
+	if (!summary_init())
+		return 0;
+	size_t i = ((stack_id + 1) * 0x9E3779B1u) & site_index_mask;
+	for (;; i = (i + 1) & site_index_mask) {
+		if (site_keys[i] == stack_id + 1)
+			return site_index[i];
+		if (!site_keys[i])
+			break;
+	}
+	if (nsites == sites_cap)
+		return 0; /* full: the overflow row */
+	site_keys[i] = stack_id + 1;
+	site_index[i] = nsites;
+	sites[nsites].stack_id = stack_id;
+	return nsites++;
+}
+
+/* Before a change of row r's live bytes. */
+static inline void site_touch(site_t *r)
+{
+	if (r->epoch != peak_epoch) {
+		r->at_peak = r->live_bytes;
+		r->epoch = peak_epoch;
+	}
+}
+
+static void stack_def_keep(const uint8_t *p, size_t n)
+{
+	if (stack_defs_len + n > stack_defs_cap) {
+		size_t cap = stack_defs_cap ? stack_defs_cap * 2 : 1 << 20;
+		while (cap < stack_defs_len + n)
+			cap *= 2;
+		uint8_t *d = ht_mmap(cap);
+		if (!d) {
+			atomic_fetch_or(&ht_agent_flags, HT_AGENT_OUT_OF_MEMORY);
+			return;
+		}
+		if (stack_defs) {
+			memcpy(d, stack_defs, stack_defs_len);
+			ht_munmap(stack_defs, stack_defs_cap);
+		}
+		stack_defs = d;
+		stack_defs_cap = cap;
+	}
+	memcpy(stack_defs + stack_defs_len, p, n);
+	stack_defs_len += n;
+}
 
 /* Slots keep the heap's locality: addresses within one MiB go to nearby
  * slots in their order (blocks allocated together are digested, and
@@ -212,8 +307,19 @@ static void orphan_remove(orphan_t *o)
 
 /* ---- applying events ------------------------------------------------------- */
 
+static void site_free(const ht_live_block_t *e)
+{
+	if (!ht_opt_summary)
+		return;
+	site_t *r = &sites[e->site];
+	site_touch(r);
+	r->frees++;
+	r->live_blocks--;
+	r->live_bytes -= e->size;
+}
+
 static void live_alloc(uintptr_t addr, uint64_t size, uint64_t time, uint32_t tid,
-		       uint64_t pool, bool custom)
+		       uint64_t pool, bool custom, uint32_t stack_id)
 {
 	orphan_t *o = orphan_count ? orphan_find(addr) : NULL;
 	if (o) {
@@ -237,6 +343,7 @@ static void live_alloc(uintptr_t addr, uint64_t size, uint64_t time, uint32_t ti
 		ht_live_stats.bytes -= e->size;
 		if (e->pool)
 			pool_blocks--;
+		site_free(e);
 	}
 	e->size = size;
 	e->time = time;
@@ -247,8 +354,24 @@ static void live_alloc(uintptr_t addr, uint64_t size, uint64_t time, uint32_t ti
 		pool_blocks++;
 	ht_live_stats.bytes += size;
 	ht_live_stats.blocks = blocks.count;
-	if (ht_live_stats.bytes > ht_live_stats.peak_bytes)
+	if (ht_opt_summary) {
+		e->site = site_of(stack_id);
+		site_t *r = &sites[e->site];
+		site_touch(r);
+		r->allocs++;
+		r->bytes += size;
+		r->live_blocks++;
+		r->live_bytes += size;
+		if (r->live_bytes > r->max_live)
+			r->max_live = r->live_bytes;
+		if (size > r->largest)
+			r->largest = size;
+	}
+	if (ht_live_stats.bytes > ht_live_stats.peak_bytes) {
 		ht_live_stats.peak_bytes = ht_live_stats.bytes;
+		peak_time = time;
+		peak_epoch++; /* every row's live bytes are its figure at this peak */
+	}
 }
 
 static void live_free(uintptr_t addr, uint64_t time, uint32_t tid)
@@ -263,6 +386,7 @@ static void live_free(uintptr_t addr, uint64_t time, uint32_t tid)
 	ht_live_stats.bytes -= e->size;
 	if (e->pool)
 		pool_blocks--;
+	site_free(e);
 	table_remove(&blocks, e);
 	ht_live_stats.blocks = blocks.count;
 }
@@ -278,6 +402,7 @@ static void live_pool_clear(uint64_t pool, uint64_t time)
 		while (e->addr && e->pool == pool && e->time <= time) {
 			ht_live_stats.bytes -= e->size;
 			pool_blocks--;
+			site_free(e);
 			table_remove(&blocks, e); /* moves a later entry into e */
 		}
 	}
@@ -329,7 +454,7 @@ void ht_live_digest(const ht_block_t *b)
 	while (c.p < c.end && !c.bad) {
 		uint8_t op = *c.p++;
 		unsigned ev = op & 0x0f;
-		uint64_t size, lead, pool;
+		uint64_t size, lead, pool, sid;
 		int64_t d;
 		switch (ev) {
 		case HT_EV_ALLOC:
@@ -337,10 +462,11 @@ void ht_live_digest(const ht_block_t *b)
 			time += get_u(&c);
 			addr += (uintptr_t)get_s(&c);
 			size = get_u(&c);
-			get_u(&c); /* stack */
+			sid = get_u(&c);
 			pool = ev == HT_EV_PALLOC ? get_u(&c) : 0;
 			if (!c.bad)
-				live_alloc(addr, size, time, b->tid, pool, (op >> 4) == HT_FN_CUSTOM);
+				live_alloc(addr, size, time, b->tid, pool, (op >> 4) == HT_FN_CUSTOM,
+					   (uint32_t)sid);
 			break;
 		case HT_EV_FREE:
 			time += get_u(&c);
@@ -352,22 +478,26 @@ void ht_live_digest(const ht_block_t *b)
 			uint64_t dt = get_u(&c);
 			addr += (uintptr_t)get_s(&c);
 			size = get_u(&c);
-			get_u(&c); /* stack */
+			sid = get_u(&c);
 			d = get_s(&c);
 			lead = get_u(&c);
 			uint64_t free_time = lead <= dt ? time + dt - lead : time;
 			time += dt;
 			if (!c.bad) {
 				live_free(addr + (uintptr_t)d, free_time, b->tid);
-				live_alloc(addr, size, time, b->tid, 0, (op >> 4) == HT_FN_CUSTOM);
+				live_alloc(addr, size, time, b->tid, 0, (op >> 4) == HT_FN_CUSTOM,
+					   (uint32_t)sid);
 			}
 			break;
 		}
 		case HT_EV_STACK: {
+			const uint8_t *start = c.p - 1;
 			get_u(&c); /* id */
 			uint64_t depth = get_u(&c);
 			for (uint64_t i = 0; i < depth && !c.bad; i++)
 				get_u(&c);
+			if (ht_opt_summary && !c.bad)
+				stack_def_keep(start, (size_t)(c.p - start));
 			break;
 		}
 		case HT_EV_NAME:
@@ -433,4 +563,105 @@ const ht_live_block_t *ht_live_slots(size_t *capacity)
 size_t ht_live_count(void)
 {
 	return blocks.count;
+}
+
+/* ---- summary mode: the file --------------------------------------------------- */
+
+void ht_summary_leak(uint32_t site, unsigned kind, uint64_t size)
+{
+	if (sites && site < nsites && kind >= HT_LEAK_DEFINITE && kind <= HT_LEAK_REACHABLE) {
+		sites[site].kind_blocks[kind - 1]++;
+		sites[site].kind_bytes[kind - 1] += size;
+	}
+}
+
+void ht_summary_write(void)
+{
+	if (stack_defs_len) {
+		/* one THREAD_BLOCK of STACK events: tid 0, base time 0 */
+		uint8_t head[2] = {0, 0};
+		ht_writer_record2(HT_REC_THREAD_BLOCK, head, 2, stack_defs, stack_defs_len);
+	}
+	if (!summary_init())
+		return;
+	size_t cap = 1 << 20;
+	uint8_t *rec = ht_mmap(cap);
+	if (!rec)
+		return;
+	uint32_t i = 0;
+	do {
+		size_t n = ht_varint_put(rec, ht_now());
+		n += ht_varint_put(rec + n, ht_live_stats.peak_bytes);
+		n += ht_varint_put(rec + n, peak_time);
+		n += ht_varint_put(rec + n, ht_live_stats.blocks);
+		n += ht_varint_put(rec + n, ht_live_stats.bytes);
+		for (; i < nsites && n + 30 * HT_VARINT_MAX < cap; i++) {
+			site_t *r = &sites[i];
+			if (i == 0 && !r->allocs)
+				continue; /* no overflow */
+			site_touch(r);
+			uint64_t f[] = {i == 0 ? HT_SITE_OVERFLOW : 0, r->stack_id, r->allocs, r->bytes,
+					r->frees, r->live_blocks, r->live_bytes, r->at_peak, r->max_live,
+					r->largest};
+			for (size_t k = 0; k < sizeof f / sizeof f[0]; k++)
+				n += ht_varint_put(rec + n, f[k]);
+			for (int k = 0; k < 4; k++) {
+				n += ht_varint_put(rec + n, r->kind_blocks[k]);
+				n += ht_varint_put(rec + n, r->kind_bytes[k]);
+			}
+		}
+		ht_writer_record(HT_REC_SITES, rec, n);
+	} while (i < nsites);
+	ht_munmap(rec, cap);
+}
+
+/* ---- queries from the program (heaptrail.h) ------------------------------------ */
+
+/* Mirrors struct heaptrail_stats in include/heaptrail.h. */
+struct ht_api_stats {
+	uint64_t size; /* sizeof the caller's struct: fields past it are not written */
+	uint64_t allocations, frees, bytes_allocated;
+	uint64_t live_bytes, live_blocks, peak_live_bytes;
+};
+
+/* Counts are exact (per-thread counters). Live and peak figures come from
+ * the writer's table: the caller's own events are shipped and every queued
+ * block digested first, so they are exact for a single-threaded program;
+ * other threads' last unshipped events (at most ~0.5 s) are not in them.
+ * Returns 0, or -1 when the table is not kept (leak_check=0 and no
+ * summary): live and peak are then left at 0. */
+HT_EXPORT int heaptrail_agent_stats(struct ht_api_stats *out);
+int heaptrail_agent_stats(struct ht_api_stats *out)
+{
+	if (!out || out->size < sizeof(uint64_t) * 4 || ht_guard)
+		return -1;
+	if (atomic_load(&ht_state) == HT_STATE_UNINIT)
+		ht_init();
+	struct ht_api_stats s = {0};
+	s.size = out->size < sizeof s ? out->size : sizeof s;
+	ht_thread_totals(&s.allocations, &s.frees, &s.bytes_allocated);
+	int r = -1;
+	if ((ht_opt_leak_check || ht_opt_summary) &&
+	    atomic_load(&ht_state) == HT_STATE_RECORDING) {
+		int saved = errno;
+		ht_guard = 1;
+		ht_thread_t *t = ht_thread_peek();
+		if (t) {
+			atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
+			ht_thread_flush(t);
+			atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
+		}
+		if (ht_lock_timed(&ht_writer_lock, 10000)) {
+			ht_blocks_drain_locked();
+			s.live_bytes = ht_live_stats.bytes;
+			s.live_blocks = ht_live_stats.blocks;
+			s.peak_live_bytes = ht_live_stats.peak_bytes;
+			ht_unlock(&ht_writer_lock);
+			r = 0;
+		}
+		ht_guard = 0;
+		errno = saved;
+	}
+	memcpy(out, &s, s.size);
+	return r;
 }

@@ -12,6 +12,7 @@ typedef struct ht_live_block {
 	uint64_t time;	/* when it was allocated */
 	uint64_t pool;	/* the program's pool (heaptrail_pool_alloc), or 0 */
 	uint32_t tid;	/* the allocating thread */
+	uint32_t site;	/* summary mode: its row in the site table */
 	bool custom;	/* from the program's own allocator (heaptrail.h) */
 } ht_live_block_t;
 
@@ -21,6 +22,12 @@ typedef struct {
 	uint64_t bytes, blocks, peak_bytes;
 } ht_live_stats_t;
 extern ht_live_stats_t ht_live_stats;
+
+/* Summary mode: leak class kind (HT_LEAK_*) of a live block of site,
+ * counted into the site's row by the leak check. */
+void ht_summary_leak(uint32_t site, unsigned kind, uint64_t size);
+/* Summary mode: writes the STACK definitions and the SITES record. */
+void ht_summary_write(void);
 
 /* Applies the allocations and frees of one shipped block of events. */
 void ht_live_digest(const ht_block_t *b);

@@ -21,6 +21,8 @@ bool ht_opt_stacks_shadow = true; /* used only with functions=1 */
 bool ht_opt_start_off;
 int ht_opt_snapshot_signal;
 bool ht_opt_leak_check = true;
+bool ht_opt_summary;
+unsigned ht_opt_summary_sites = 4096;
 int ht_opt_leak_signal = -1; /* -1: SIGUSR2 unless the program handles it */
 
 extern char **environ;
@@ -118,6 +120,14 @@ static bool set_option(const char *k, size_t klen, const char *v, size_t vlen)
 		if (!parse_uint(v, vlen, &u) || u > 1)
 			return false;
 		ht_opt_leak_check = u;
+	} else if (key_is(k, klen, "summary")) {
+		if (!parse_uint(v, vlen, &u) || u > 1)
+			return false;
+		ht_opt_summary = u;
+	} else if (key_is(k, klen, "summary_sites")) {
+		if (!parse_uint(v, vlen, &u) || u < 1 || u > 10000000)
+			return false;
+		ht_opt_summary_sites = (unsigned)u;
 	} else if (key_is(k, klen, "leak_signal")) {
 		if (!parse_uint(v, vlen, &u) || u > 64)
 			return false;

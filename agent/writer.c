@@ -312,7 +312,8 @@ static void write_process_record(bool forked)
 	unsigned flags = (forked ? HT_PROC_FORKED : 0) | (ht_opt_unwind_fp ? HT_PROC_UNWIND_FP : 0) |
 			 (ht_opt_functions ? HT_PROC_FUNCTIONS : 0) |
 			 (ht_opt_functions && ht_opt_stacks_shadow ? HT_PROC_STACKS_SHADOW : 0) |
-			 (ht_opt_start_off ? HT_PROC_START_OFF : 0);
+			 (ht_opt_start_off ? HT_PROC_START_OFF : 0) |
+			 (ht_opt_summary ? HT_PROC_SUMMARY : 0);
 	n += ht_varint_put(rec + n, flags);
 	n += ht_varint_put(rec + n, ht_opt_depth);
 	char exe[4096];

@@ -26,7 +26,8 @@
 
 static const char usage_text[] =
 	"usage: heaptrail run [-o FILE] [--depth N] [--unwind fp|libunwind] [--no-follow-fork]\n"
-	"                     [--functions] [--start-off] [--] PROGRAM [ARGS...]\n"
+	"                     [--functions] [--start-off] [--summary [--summary-sites N]]\n"
+	"                     [--] PROGRAM [ARGS...]\n"
 	"       heaptrail report [--format text|json] [--top N]\n"
 	"                        [--functions [--memory] [--time-unit ns|us|ms|s]] FILE\n"
 	"       heaptrail report --by-tag FILE\n"
@@ -49,6 +50,11 @@ static const char help_text[] =
 	"                            -finstrument-functions; docs/FUNCTIONS.md)\n"
 	"    --start-off             start with recording switched off: the program switches\n"
 	"                            it on with heaptrail_set_recording(1) (heaptrail.h)\n"
+	"    --summary               keep per-site totals in the program instead of a trace of\n"
+	"                            events: bounded memory, a small file, the top sites and\n"
+	"                            FILE.json at the end (no chart, no temporary allocations)\n"
+	"    --summary-sites N       rows of the summary's site table (default 4096); sites\n"
+	"                            past it are counted in one overflow row\n"
 	"\n"
 	"heaptrail report [options] FILE\n"
 	"  Symbolize a trace and print its summary, top sites, leaks and temporary\n"
@@ -503,6 +509,17 @@ static int cmd_run(int argc, char **argv)
 			o.functions = true;
 		} else if (!strcmp(a, "--start-off")) {
 			o.start_off = true;
+		} else if (!strcmp(a, "--summary")) {
+			o.summary = true;
+		} else if ((v = opt_value(argc, argv, &i, "--summary-sites", &missing)) || missing) {
+			unsigned long long n;
+			if (missing)
+				return usage_error("run: %s needs a value", "--summary-sites");
+			if (!parse_uint(v, 10000000, &n) || n < 1)
+				return usage_error("run: --summary-sites needs a number from 1 to 10000000, "
+						   "not '%s'", v);
+			o.summary = true;
+			o.summary_sites = (unsigned)n;
 		} else {
 			return usage_error("run: unknown option '%s'", a);
 		}

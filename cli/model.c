@@ -355,6 +355,45 @@ out:
 	return e;
 }
 
+/* A summary-mode trace has no events: its sites and totals come from the
+ * agent's SITES rows (the overflow row becomes a site without a stack). */
+static int summary_sites(replay_t *r)
+{
+	ht_model_t *m = r->m;
+	const ht_trace_t *t = m->trace;
+	ht_totals_t *tot = &m->totals;
+	for (size_t i = 0; i < t->nsummary_rows; i++) {
+		const ht_summary_row_t *row = &t->summary_rows[i];
+		uint32_t k;
+		int e = site_for(r, row->overflow ? UINT64_MAX : row->stack_id, 0, &k);
+		if (e)
+			return e;
+		ht_site_t *s = &m->sites[k];
+		if (row->overflow) {
+			s->stack = NULL;
+			s->overflow = true;
+		}
+		s->allocations += row->allocations;
+		s->bytes_allocated += row->bytes_allocated;
+		s->frees += row->frees;
+		s->leaked_blocks += row->live_blocks;
+		s->leaked_bytes += row->live_bytes;
+		s->live_blocks = s->leaked_blocks;
+		s->live_bytes = s->leaked_bytes;
+		s->peak_bytes += row->bytes_at_peak;
+		if (row->largest > s->largest)
+			s->largest = row->largest;
+		tot->allocations += row->allocations;
+		tot->bytes_allocated += row->bytes_allocated;
+		tot->frees += row->frees;
+	}
+	tot->peak_heap_bytes = t->summary_peak_bytes;
+	tot->peak_time_ns = t->summary_peak_time;
+	tot->leaked_blocks = t->summary_live_blocks;
+	tot->leaked_bytes = t->summary_live_bytes;
+	return 0;
+}
+
 /* Stack ids are meant to be unique per content, but nothing in the format
  * promises it, and every undefined id means "unknown": fold sites with the
  * same frames into one so that each stack is reported once. */
@@ -479,6 +518,8 @@ int ht_model_build(const ht_trace_t *t, ht_model_t **out)
 			m->sites[i].peak_bytes = m->sites[i].live_bytes;
 	}
 
+	if (t->have_summary && (e = summary_sites(&r)))
+		goto fail;
 	if ((e = merge_same_stacks(m)))
 		goto fail;
 

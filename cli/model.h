@@ -27,6 +27,7 @@ typedef struct ht_site {
 	uint64_t temporary;	/* freed before their thread allocated again */
 	uint64_t largest;	/* largest single allocation */
 	uint64_t first_time;	/* first allocation: picks modules for its frames */
+	bool overflow;		/* summary mode: all sites past the agent's table */
 	/* replay scratch */
 	uint64_t live_bytes, live_blocks;
 } ht_site_t;

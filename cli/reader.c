@@ -757,6 +757,53 @@ static int parse_body(ht_trace_t *t)
 				t->last_time = when;
 			break;
 		}
+		case HT_REC_SITES: {
+			uint64_t when = f_u(&f);
+			t->summary_peak_bytes = f_u(&f);
+			t->summary_peak_time = f_u(&f);
+			t->summary_live_blocks = f_u(&f);
+			t->summary_live_bytes = f_u(&f);
+			while (!f.err && f.pos < f.end) {
+				ht_summary_row_t row;
+				row.overflow = f_u(&f) & HT_SITE_OVERFLOW;
+				row.stack_id = f_u(&f);
+				row.allocations = f_u(&f);
+				row.bytes_allocated = f_u(&f);
+				row.frees = f_u(&f);
+				row.live_blocks = f_u(&f);
+				row.live_bytes = f_u(&f);
+				row.bytes_at_peak = f_u(&f);
+				row.max_live_bytes = f_u(&f);
+				row.largest = f_u(&f);
+				for (int k = 0; k < 4; k++) {
+					row.kind_blocks[k] = f_u(&f);
+					row.kind_bytes[k] = f_u(&f);
+				}
+				if (f.err)
+					break;
+				if (t->nsummary_rows == t->cap_summary_rows) {
+					size_t cap = t->cap_summary_rows ? t->cap_summary_rows * 2 : 64;
+					void *np = realloc(t->summary_rows, cap * sizeof *t->summary_rows);
+					if (!np) {
+						r = -ENOMEM;
+						break;
+					}
+					t->summary_rows = np;
+					t->cap_summary_rows = cap;
+				}
+				t->summary_rows[t->nsummary_rows++] = row;
+			}
+			if (r < 0)
+				break;
+			if (f.err) {
+				r = field_fail(t, &f, "SITES");
+				break;
+			}
+			t->have_summary = true;
+			if (when > t->last_time)
+				t->last_time = when;
+			break;
+		}
 		case HT_REC_THREAD_NAME: {
 			uint64_t tid = f_u(&f);
 			char *name = f_str(&f, NULL);
@@ -1123,6 +1170,7 @@ void ht_trace_free(ht_trace_t *t)
 	for (size_t i = 0; i < t->nnames; i++)
 		free(t->names[i].text);
 	free(t->names);
+	free(t->summary_rows);
 	free(t->threads);
 	free(t->blocks);
 	free(t->body);

@@ -74,6 +74,16 @@ typedef enum ht_ending {
 	HT_ENDING_CUT_SHORT,	  /* no END record: killed (SIGKILL) or cut */
 } ht_ending_t;
 
+/* One row of a summary-mode trace (SITES record, agent option summary=1). */
+typedef struct ht_summary_row {
+	bool overflow; /* the sites that did not fit in the agent's table */
+	uint64_t stack_id;
+	uint64_t allocations, bytes_allocated, frees;
+	uint64_t live_blocks, live_bytes; /* at the end */
+	uint64_t bytes_at_peak, max_live_bytes, largest;
+	uint64_t kind_blocks[4], kind_bytes[4]; /* HT_LEAK_DEFINITE.. - 1 */
+} ht_summary_row_t;
+
 typedef struct ht_trace {
 	/* file header */
 	unsigned major, minor;
@@ -108,6 +118,13 @@ typedef struct ht_trace {
 	size_t nblocks, cap_blocks;
 	ht_name_t *names; /* NAME definitions, in file order (first one per id wins) */
 	size_t nnames, cap_names;
+
+	/* summary mode (PROCESS flag HT_PROC_SUMMARY): SITES records */
+	bool have_summary;
+	uint64_t summary_peak_bytes, summary_peak_time;
+	uint64_t summary_live_blocks, summary_live_bytes;
+	ht_summary_row_t *summary_rows;
+	size_t nsummary_rows, cap_summary_rows;
 
 	uint64_t nevents;     /* ALLOC/FREE/REALLOC/RSS events parsed */
 	uint64_t nfn_events;  /* ENTER/EXIT/ENABLE events parsed (not in nevents) */

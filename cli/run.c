@@ -23,6 +23,7 @@
 
 #include "model.h"
 #include "reader.h"
+#include "report.h"
 #include "util.h"
 
 /* ---- finding the agent ----------------------------------------------------- */
@@ -109,7 +110,11 @@ static int setup_env(const ht_run_opts_t *o, const char *agent, const char *mani
 	if (o->functions)
 		n += snprintf(opts + n, olen - (size_t)n, ",functions=1");
 	if (o->start_off)
-		snprintf(opts + n, olen - (size_t)n, ",start=off");
+		n += snprintf(opts + n, olen - (size_t)n, ",start=off");
+	if (o->summary)
+		n += snprintf(opts + n, olen - (size_t)n, ",summary=1");
+	if (o->summary_sites)
+		snprintf(opts + n, olen - (size_t)n, ",summary_sites=%u", o->summary_sites);
 	int r = 0;
 	if (setenv("LD_PRELOAD", pre, 1) || setenv("HEAPTRAIL_OPTIONS", opts, 1))
 		r = -errno;
@@ -185,6 +190,36 @@ static const char *display_path(const char *p, const char *cwd)
  * a trace of hundreds of megabytes would take longer than many programs. */
 #define FULL_SUMMARY_MAX_BYTES (8ull << 20)
 
+/* Summary mode: the top sites by bytes on stderr, symbolized, and the
+ * JSON report next to the trace (PATH.json). */
+static void summary_sites(const ht_model_t *m, const char *path, const char *shown)
+{
+	ht_symbolizer_t *sym = ht_symbolizer_new();
+	if (sym)
+		ht_model_add_modules(m, sym);
+	ht_report_top_sites_text(stderr, m, sym, 10);
+	size_t len = strlen(path) + 6;
+	char *jpath = malloc(len);
+	FILE *f = NULL;
+	if (jpath) {
+		snprintf(jpath, len, "%s.json", path);
+		int fd = open(jpath, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+		f = fd >= 0 ? fdopen(fd, "w") : NULL;
+		if (!f && fd >= 0)
+			close(fd);
+	}
+	int r = f ? ht_report_json(f, m, sym, NULL) : -errno;
+	if (f && fclose(f) && !r)
+		r = -EIO;
+	if (r)
+		fprintf(stderr, "heaptrail: cannot write the JSON summary of %s: %s\n", shown,
+			ht_strerror(r));
+	else
+		fprintf(stderr, "\nheaptrail: JSON summary written to %s.json\n", shown);
+	free(jpath);
+	ht_symbolizer_free(sym);
+}
+
 static void print_summary(const entry_t *ent, const char *shown)
 {
 	const char *path = ent->path;
@@ -224,6 +259,8 @@ static void print_summary(const entry_t *ent, const char *shown)
 		ht_fmt_count(c, tt->temporary));
 	if (t->error)
 		fprintf(stderr, "heaptrail: warning: %s\n", t->message);
+	if (t->have_summary)
+		summary_sites(m, path, shown);
 	ht_model_free(m);
 	ht_trace_free(t);
 }

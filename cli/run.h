@@ -11,6 +11,8 @@ typedef struct ht_run_opts {
 	bool no_follow_fork;
 	bool functions; /* agent option functions=1: ENTER/EXIT events */
 	bool start_off; /* agent option start=off: recording starts switched off */
+	bool summary;	/* agent option summary=1: per-site totals, no events */
+	unsigned summary_sites; /* agent option summary_sites (0: its default) */
 	char **argv; /* PROGRAM ARGS..., NULL-terminated */
 } ht_run_opts_t;
 

@@ -92,7 +92,25 @@ enum ht_record_tag {
 	 * (HT_LEAK_*). Every block the agent knew live at the check is listed,
 	 * still-reachable ones included. */
 	HT_REC_LEAKS = 0x08,
+
+	/* Summary mode (option summary=1, PROCESS flag HT_PROC_SUMMARY): the
+	 * agent kept per-site totals instead of writing events, and writes
+	 * them at the end, after one THREAD_BLOCK holding the STACK
+	 * definitions. varint time, varint peak_heap_bytes, varint
+	 * peak_time, varint live_blocks, varint live_bytes (at the end), then
+	 * rows until the payload ends: varint flags (HT_SITE_*), varint
+	 * stack_id, varint allocations, varint bytes_allocated, varint frees,
+	 * varint live_blocks, varint live_bytes, varint bytes_at_peak (live
+	 * bytes of the site when the whole heap peaked), varint max_live_bytes
+	 * (the site's own peak), varint largest, then for the leak classes of
+	 * its live blocks at exit (HT_LEAK_DEFINITE .. HT_LEAK_REACHABLE, in
+	 * that order) varint blocks, varint bytes each (all 0 when no leak
+	 * check ran). A site is one stack id. */
+	HT_REC_SITES = 0x09,
 };
+
+/* SITES row flags */
+#define HT_SITE_OVERFLOW 0x1u /* every site that did not fit in the table */
 
 /* LEAKS.reason */
 enum ht_leak_reason {
@@ -116,6 +134,7 @@ enum ht_leak_kind {
 #define HT_PROC_FUNCTIONS 0x8u /* function entry/exit recorded (functions=1) */
 #define HT_PROC_STACKS_SHADOW 0x10u /* allocation stacks come from the function shadow stack */
 #define HT_PROC_START_OFF 0x20u /* recording started switched off (start=off) */
+#define HT_PROC_SUMMARY 0x80u /* summary mode: SITES records instead of events */
 #define HT_PROC_SAMPLED 0x40u /* allocations are sampled (PROCESS ends with varint sample_rate) */
 
 /* END.how */

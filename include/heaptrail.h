@@ -24,6 +24,7 @@
 #define HEAPTRAIL_VERSION_PATCH 0
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -71,6 +72,8 @@ HEAPTRAIL__SYM(int, pool, (const void *pool, int op, const char *name))
 HEAPTRAIL__SYM(int, pool_alloc, (const void *pool, void *p, size_t size))
 HEAPTRAIL__SYM(int, snapshot, (const char *name))
 HEAPTRAIL__SYM(int, leak_check, (void))
+struct heaptrail_stats;
+HEAPTRAIL__SYM(int, stats, (struct heaptrail_stats *out))
 
 /* ---- recording on and off ------------------------------------------------------
  * Switch recording off and on around regions of the program. While off, new
@@ -199,6 +202,51 @@ HEAPTRAIL__INLINE int heaptrail_snapshot(const char *name)
 {
 	heaptrail__snapshot_fn f = heaptrail__snapshot();
 	return f ? f(name) : -1;
+}
+
+/* ---- queries -----------------------------------------------------------------------
+ * The heap as the agent sees it now. Counts follow valgrind memcheck (a
+ * realloc is a free plus an allocation) and are exact. live_* and
+ * peak_live_bytes include every event of the calling thread; in a program
+ * with several threads, the last ~0.5 s of the other threads' events may
+ * not be in them yet, and the peak is taken in the order the agent
+ * received the events (exact for one thread). Set out->size to
+ * sizeof(struct heaptrail_stats) first: fields added later are then never
+ * written past your struct.
+ * @return 0; -1 when the agent is not loaded, or does not keep live blocks
+ * (agent options leak_check=0 without summary=1): live fields are then 0. */
+struct heaptrail_stats {
+	uint64_t size; /* sizeof(struct heaptrail_stats), set by the caller */
+	uint64_t allocations, frees, bytes_allocated;
+	uint64_t live_bytes, live_blocks, peak_live_bytes;
+};
+
+HEAPTRAIL__INLINE int heaptrail_stats(struct heaptrail_stats *out)
+{
+	heaptrail__stats_fn f = heaptrail__stats();
+	return f ? f(out) : -1;
+}
+
+/* Shorthands; each returns 0 when the agent is not loaded. */
+HEAPTRAIL__INLINE uint64_t heaptrail_live_bytes(void)
+{
+	struct heaptrail_stats s = {sizeof s, 0, 0, 0, 0, 0, 0};
+	heaptrail_stats(&s);
+	return s.live_bytes;
+}
+
+HEAPTRAIL__INLINE uint64_t heaptrail_peak_live_bytes(void)
+{
+	struct heaptrail_stats s = {sizeof s, 0, 0, 0, 0, 0, 0};
+	heaptrail_stats(&s);
+	return s.peak_live_bytes;
+}
+
+HEAPTRAIL__INLINE uint64_t heaptrail_allocation_count(void)
+{
+	struct heaptrail_stats s = {sizeof s, 0, 0, 0, 0, 0, 0};
+	heaptrail_stats(&s);
+	return s.allocations;
 }
 
 /* ---- leak checks -----------------------------------------------------------------

@@ -216,8 +216,11 @@ int ht_report_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const h
 			", \"frees\": %" PRIu64 ", \"largest\": %" PRIu64 ", \"stack_id\": %" PRIu64
 			",\n   \"stack\": ",
 			i ? "," : "", s->allocations, s->bytes_allocated, s->peak_bytes, s->leaked_blocks,
-			s->leaked_bytes, s->temporary, s->frees, s->largest, s->stack_id);
+			s->leaked_bytes, s->temporary, s->frees, s->largest,
+			s->overflow ? (uint64_t)0 : s->stack_id);
 		json_frames(out, frames, nf);
+		if (s->overflow)
+			fputs(", \"overflow\": true", out);
 		fputc('}', out);
 	}
 	fputs("],\n", out);
@@ -251,6 +254,12 @@ int ht_report_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const h
 	if (!err && m->nsnapshots) {
 		fputs(",\n \"snapshots\": ", out);
 		err = ht_report_snapshots_json(out, m, sym);
+	}
+	if (!err && t->have_summary) {
+		bool full = false;
+		for (size_t i = 0; i < m->nsites; i++)
+			full |= m->sites[i].overflow;
+		fprintf(out, ",\n \"summary_mode\": {\"site_table_full\": %s}", full ? "true" : "false");
 	}
 	fputs("}\n", out);
 

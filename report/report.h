@@ -24,6 +24,9 @@ int ht_report_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 		   const ht_report_opts_t *o);
 int ht_report_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 		   const ht_report_opts_t *o);
+/* Only the text report's TOP SITES BY BYTES ALLOCATED section (what
+ * `heaptrail run --summary` prints at the end). */
+int ht_report_top_sites_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, size_t top);
 
 /* Pools and snapshots (issue 5; figures in cli/model.h). The text
  * sections print nothing when the trace has no pools or snapshots; the

@@ -198,6 +198,10 @@ static void frame_location(textctx_t *c, const ht_site_t *s, const ht_frame_t *f
 static void print_stack(textctx_t *c, const ht_site_t *s, bool repeat)
 {
 	FILE *out = c->out;
+	if (s->overflow) {
+		fputs("     (all other sites: the summary's site table was full; option summary_sites)\n", out);
+		return;
+	}
 	if (!s->stack) {
 		fprintf(out, "     (stack unknown%s)\n",
 			s->stack_id ? ": its definition is missing from the trace" : "");
@@ -371,6 +375,24 @@ static void print_list(textctx_t *c, const char *title, ht_site_order_t order, h
 	}
 }
 
+int ht_report_top_sites_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, size_t top)
+{
+	textctx_t c = { out, m, sym, NULL, 0, NULL, 0, 0 };
+	size_t *idx = malloc((m->nsites ? m->nsites : 1) * sizeof(*idx));
+	c.label = calloc(m->nsites ? m->nsites : 1, sizeof(*c.label));
+	if (idx && c.label)
+		print_list(&c, "TOP SITES BY BYTES ALLOCATED", HT_BY_BYTES, head_bytes,
+			   top ? top : DEFAULT_TOP, idx, "no allocations");
+	else
+		c.err = -ENOMEM;
+	free(idx);
+	free(c.label);
+	free(c.frames);
+	if (c.err)
+		return c.err;
+	return ferror(out) ? -EIO : 0;
+}
+
 int ht_report_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const ht_report_opts_t *o)
 {
 	const ht_trace_t *t = m->trace;
@@ -410,7 +432,11 @@ int ht_report_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const h
 		fprintf(out, "WARNING: %s\n", w[i]);
 
 	print_summary(out, m);
-	c.err = ht_report_timeline_text(out, m); /* memory over time, peak marked */
+	if (t->have_summary)
+		fputs("\nSUMMARY MODE: the agent kept per-site totals, no events: no chart over time, "
+		      "no temporary allocations.\n", out);
+	else
+		c.err = ht_report_timeline_text(out, m); /* memory over time, peak marked */
 	print_list(&c, "TOP SITES BY BYTES ALLOCATED", HT_BY_BYTES, head_bytes, top, idx,
 		   "no allocations");
 	print_list(&c, "TOP SITES BY NUMBER OF ALLOCATIONS", HT_BY_COUNT, head_count, top, idx,

@@ -36,6 +36,7 @@ import test_functions  # noqa: E402
 import test_tags_phases  # noqa: E402
 import test_pools_snapshots  # noqa: E402
 import test_leak_classes  # noqa: E402
+import test_summary  # noqa: E402
 
 
 def all_tests():
@@ -43,7 +44,8 @@ def all_tests():
     return (test_real.TESTS + test_programs.TESTS + test_cli.TESTS + test_signals.TESTS +
             test_export_pprof.TESTS + test_export_graphs.TESTS + test_export_tools.TESTS +
             test_functions.TESTS + test_tags_phases.TESTS +
-            test_pools_snapshots.TESTS + test_leak_classes.TESTS)
+            test_pools_snapshots.TESTS + test_leak_classes.TESTS +
+            test_summary.TESTS)
 
 
 def run_one(name, fn, verbose):

@@ -235,3 +235,32 @@ def leak_totals(path, check_id=0):
         tot[kind][0] += 1
         tot[kind][1] += sizes.get(addr, 0)
     return tot
+
+
+REC_SITES = 9
+
+
+def summary_rows(path):
+    """The SITES rows of a summary-mode trace, as dicts."""
+    _, _, buf = body(path)
+    rows = []
+    names = ("flags", "stack_id", "allocations", "bytes_allocated", "frees", "live_blocks",
+             "live_bytes", "bytes_at_peak", "max_live_bytes", "largest")
+    for tag, payload in _records(buf):
+        if tag != REC_SITES:
+            continue
+        q = 0
+        for _ in range(5):
+            _, q = _varint(payload, q)
+        while q < len(payload):
+            r = {}
+            for n in names:
+                r[n], q = _varint(payload, q)
+            r["kind_blocks"], r["kind_bytes"] = [], []
+            for _ in range(4):
+                v, q = _varint(payload, q)
+                r["kind_blocks"].append(v)
+                v, q = _varint(payload, q)
+                r["kind_bytes"].append(v)
+            rows.append(r)
+    return rows

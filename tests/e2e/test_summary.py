@@ -1,0 +1,192 @@
+"""test_summary.py - issue 5's summary mode and queries, end to end.
+
+Summary mode (`heaptrail run --summary`, agent option summary=1) keeps
+per-site totals in the agent and writes them at exit instead of a trace of
+events. The exact (full) trace of the same deterministic program is the
+oracle: its report's figures equal valgrind memcheck's elsewhere in the
+suite (test_programs.py).
+
+  summary.sites.<prog>   every site's allocations, bytes, frees, leaked
+                         blocks/bytes (and, single-threaded, bytes at the
+                         peak) equal the full trace's, site by site (sites
+                         keyed by their symbolized frames); totals too
+  summary.run_output     `run --summary` prints the top sites symbolized to
+                         file:line and writes FILE.json, equal to the report
+  summary.overflow       --summary-sites 2: two rows plus one overflow row
+                         holding the rest; totals unchanged
+  summary.bounded        the file does not grow with the number of
+                         allocations (churn 20x longer: same size within 2x)
+  summary.env_only       HEAPTRAIL_OPTIONS=summary=1 with LD_PRELOAD alone
+                         (no heaptrail run) writes a summary that reports
+  summary.leak_classes   the leak classes at exit land in the site rows
+                         (read from the file): leak_classes.c's list
+                         scenario, 1 definite, 9 indirect, 5 reachable
+  queries.<mode>         heaptrail_stats() (heaptrail.h) gives the figures
+                         tests/programs/queries.c knows by construction, in
+                         trace mode and in summary mode
+"""
+
+import json
+import os
+import re
+
+import tracefile
+from harness import (AGENT, HT, PROGS, heaptrail_run, memo, need_tools, report, run, tail,
+                     text)
+
+TIMEOUT = 60
+
+
+def traced(t, prog, args=(), opts=(), env=None, name=None):
+    need_tools(t)
+    p = PROGS / prog
+    t.need(p.exists(), "%s not built (make programs)" % p)
+
+    def go():
+        tr = heaptrail_run([str(p)] + list(args), opts, env=env, timeout=TIMEOUT)
+        if tr.proc.timed_out or not tr.out_path.exists():
+            return tr, None, "heaptrail run failed: %s: %s" % (tr.proc.describe(), tail(tr.proc.err))
+        rep = report(tr.out_path, "json")
+        if rep.err or rep.proc.rc != 0:
+            return tr, rep, "report failed: %s %s" % (rep.err, tail(rep.proc.err))
+        return tr, rep, None
+    tr, rep, err = memo(("summary", name or prog, tuple(args), tuple(opts)), go)
+    if err:
+        t.fatal(err)
+    return tr, rep.data
+
+
+def key(site):
+    return tuple((f.get("function"), f.get("file"), f.get("line")) for f in site["stack"])
+
+
+FIELDS = ("allocations", "bytes_allocated", "frees", "leaked_blocks", "leaked_bytes")
+
+
+def compare_sites(t, full, summ, with_peak):
+    fields = FIELDS + (("peak_bytes",) if with_peak else ())
+    fs = {}
+    for s in full["sites"]:
+        a = fs.setdefault(key(s), dict.fromkeys(fields, 0))
+        for f in fields:
+            a[f] += s[f]
+    ss = {}
+    for s in summ["sites"]:
+        a = ss.setdefault(key(s), dict.fromkeys(fields, 0))
+        for f in fields:
+            a[f] += s[f]
+    t.eq("sites (keyed by frames)", sorted(fs), sorted(ss))
+    for k in fs:
+        if k in ss:
+            t.eq("site %s" % (k[:1],), fs[k], ss[k])
+    tot = ("allocations", "frees", "bytes_allocated", "leaked_blocks", "leaked_bytes") + (
+        ("peak_heap_bytes",) if with_peak else ())
+    t.eq("totals", {f: full["totals"][f] for f in tot}, {f: summ["totals"][f] for f in tot})
+
+
+def site_test(prog, args=(), with_peak=True):
+    def fn(t):
+        _, full = traced(t, prog, args)
+        _, summ = traced(t, prog, args, ("--summary",))
+        t.check(summ.get("summary_mode") == {"site_table_full": False},
+                "summary report lacks summary_mode: %r" % summ.get("summary_mode"))
+        t.check("summary_mode" not in full, "a full trace's report says summary_mode")
+        compare_sites(t, full, summ, with_peak)
+    return fn
+
+
+def t_run_output(t):
+    tr, summ = traced(t, "leaks", (), ("--summary",))
+    err = text(tr.proc.err)
+    t.check("TOP SITES BY BYTES ALLOCATED" in err, "no top sites on stderr: %s" % tail(tr.proc.err))
+    t.check(re.search(r"leaks\.c:\d+", err), "no file:line in the top sites: %s" % err[-800:])
+    jpath = str(tr.out_path) + ".json"
+    t.need(os.path.exists(jpath), "no %s" % jpath)
+    written = json.load(open(jpath))
+    t.eq("FILE.json totals == report's", summ["totals"], written["totals"])
+    t.eq("FILE.json sites == report's", [key(s) for s in summ["sites"]],
+         [key(s) for s in written["sites"]])
+
+
+def t_overflow(t):
+    _, full = traced(t, "leaks")
+    _, summ = traced(t, "leaks", (), ("--summary-sites", "2"))
+    t.eq("summary_mode", {"site_table_full": True}, summ.get("summary_mode"))
+    over = [s for s in summ["sites"] if s.get("overflow")]
+    t.eq("overflow rows", 1, len(over))
+    t.eq("rows", 3, len(summ["sites"]))
+    for f in ("allocations", "bytes_allocated", "frees", "leaked_bytes"):
+        t.eq("total %s" % f, full["totals"][f], summ["totals"][f])
+        t.eq("sum of rows' %s" % f, full["totals"][f], sum(s[f] for s in summ["sites"]))
+
+
+def t_bounded(t):
+    a, sa = traced(t, "churn", ("20000",), ("--summary",), name="churn-short")
+    b, sb = traced(t, "churn", ("400000",), ("--summary",), name="churn-long")
+    t.check(sb["totals"]["allocations"] >= 15 * sa["totals"]["allocations"],
+            "the long run is not longer: %d vs %d allocations" % (
+                sb["totals"]["allocations"], sa["totals"]["allocations"]))
+    za, zb = os.path.getsize(a.out_path), os.path.getsize(b.out_path)
+    t.check(zb < 2 * za + 4096, "summary grew with the run: %d B -> %d B" % (za, zb))
+
+
+def t_env_only(t):
+    need_tools(t)
+    out = os.path.join(str(t.tmp), "env.ht")
+    env = dict(os.environ, LD_PRELOAD=str(AGENT), HEAPTRAIL_OPTIONS="summary=1,output=" + out)
+    p = run([str(PROGS / "leaks")], TIMEOUT, env=env)
+    t.eq("exit status", 0, p.rc)
+    t.need(os.path.exists(out), "no summary file at %s" % out)
+    rep = report(out, "json")
+    t.need(rep.data, "report failed: %s" % rep.err)
+    _, full = traced(t, "leaks")
+    t.eq("allocations", full["totals"]["allocations"], rep.data["totals"]["allocations"])
+
+
+def t_leak_classes(t):
+    tr, _ = traced(t, "leak_classes", ("list",), ("--summary",))
+    rows = tracefile.summary_rows(str(tr.out_path))
+    kinds = [0, 0, 0, 0]
+    for r in rows:
+        for k in range(4):
+            kinds[k] += r["kind_blocks"][k]
+    t.eq("definite, indirect, possible, reachable blocks", [1, 9, 0, 5], kinds)
+
+
+def queries_test(opts):
+    def fn(t):
+        tr, _ = traced(t, "queries", (), opts)
+        lines = {}
+        for ln in text(tr.proc.out).splitlines():
+            f = ln.split()
+            if len(f) == 8:
+                lines[f[0]] = [int(x) for x in f[1:]]
+        t.eq("steps", ["end", "freed", "grown", "start", "two"], sorted(lines))
+        s = lines["start"]
+        want = {
+            "two": [s[0] + 2, s[1], s[2] + 4000, s[3] + 4000, s[4] + 2, None, 0],
+            "freed": [s[0] + 2, s[1] + 1, s[2] + 4000, s[3] + 1000, s[4] + 1, None, 0],
+            "grown": [s[0] + 3, s[1] + 2, s[2] + 6000, s[3] + 2000, s[4] + 1, None, 0],
+            "end": [s[0] + 3, s[1] + 3, s[2] + 6000, s[3], s[4], None, 0],
+        }
+        t.eq("start's return code", 0, s[6])
+        for step, w in want.items():
+            got = lines[step]
+            t.eq(step, [x for x in w if x is not None], [g for g, x in zip(got, w) if x is not None])
+            t.check(got[5] >= s[3] + 4000, "%s: peak %d below start+4000" % (step, got[5]))
+    return fn
+
+
+TESTS = [
+    ("summary.sites.leaks", site_test("leaks")),
+    ("summary.sites.peak", site_test("peak")),
+    ("summary.sites.churn", site_test("churn", ("3000",))),
+    ("summary.sites.threads", site_test("threads", (), with_peak=False)),
+    ("summary.run_output", t_run_output),
+    ("summary.overflow", t_overflow),
+    ("summary.bounded", t_bounded),
+    ("summary.env_only", t_env_only),
+    ("summary.leak_classes", t_leak_classes),
+    ("queries.trace", queries_test(())),
+    ("queries.summary", queries_test(("--summary",))),
+]

@@ -21,5 +21,5 @@ while kill -0 "$pid" 2>/dev/null; do
 done
 wait "$pid"
 echo "exit status $?, $(($(date +%s) - start)) s"
-build/heaptrail report "$TMP/s.ht" | sed -n '/^SUMMARY/,/run time/p'
+build/heaptrail report "$TMP/s.ht" | sed -n '/^SUMMARY -/,/run time/p'
 ls -l "$TMP/s.ht" | awk '{print "summary file: " $5 " bytes"}'

@@ -112,6 +112,9 @@ static bool set_option(const char *k, size_t klen, const char *v, size_t vlen)
 		if (!parse_uint(v, vlen, &u) || u < 1 || u > 64)
 			return false;
 		ht_opt_snapshot_signal = (int)u;
+	} else if (key_is(k, klen, "break")) {
+		if (!ht_break_parse(v, vlen))
+			return false;
 	} else if (key_is(k, klen, "enabled")) {
 		if (!parse_uint(v, vlen, &u) || u > 1)
 			return false;

@@ -52,6 +52,10 @@ extern bool ht_opt_leak_check;	/* keep the live-block table, classify leaks */
 extern int ht_opt_leak_signal;	/* a signal that runs a leak check, or 0 */
 extern bool ht_opt_summary;	/* per-site totals instead of events (live.c) */
 extern unsigned ht_opt_summary_sites; /* rows of the summary's site table */
+/* break=LIST (agent/breakalloc.c): SIGTRAP at chosen allocations and their
+ * frees. The hooks test ht_break_on; the calls count and compare. */
+extern bool ht_break_on;
+bool ht_break_parse(const char *v, size_t len);
 void ht_options_parse(void);
 
 /* Recording switched on/off by the program (heaptrail_set_recording).
@@ -141,6 +145,8 @@ typedef struct ht_thread {
 	 * that `heaptrail run` can summarize a huge trace without reading it */
 	uint64_t n_allocs, n_frees, n_bytes;
 	/* cold */
+	uint32_t ordinal;   /* allocation-number prefix: 1 main thread, then 2, 3... */
+	uint64_t alloc_seq; /* allocations so far, counted only with break=LIST */
 	bool in_use;
 	bool exited; /* its key destructor ran: its stack is dead memory */
 	struct ht_thread *next; /* registry link */
@@ -321,6 +327,10 @@ void ht_fatal_sigaction(struct sigaction *sa);
 extern _Atomic int ht_exit_code;	/* from main's return or exit() */
 extern _Atomic bool ht_exit_code_known;
 extern pid_t ht_pid;
+
+struct ht_thread;
+void ht_break_alloc(struct ht_thread *t, void *p);
+void ht_break_free(void *p);
 
 /* ---- small helpers without malloc (agent/fmt.c) ---------------------------- */
 size_t ht_strlen(const char *s);

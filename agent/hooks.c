@@ -195,6 +195,8 @@ __attribute__((always_inline)) static inline void record_alloc_in(unsigned fn, v
 	t->n_bytes += size;
 	ship_if_old(t, now);
 	atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
+	if (HT_UNLIKELY(ht_break_on))
+		ht_break_alloc(t, p); /* after recording: the trace has the block */
 }
 
 __attribute__((always_inline)) static inline void record_alloc(unsigned fn, void *p, size_t size)
@@ -205,6 +207,8 @@ __attribute__((always_inline)) static inline void record_alloc(unsigned fn, void
 /* Records the free of p, before the real free runs. */
 static void record_free(void *p)
 {
+	if (HT_UNLIKELY(ht_break_on))
+		ht_break_free(p); /* before the free: the block is still there */
 	ht_thread_t *t = ht_thread_get();
 	if (HT_UNLIKELY(!t))
 		return;
@@ -246,6 +250,8 @@ __attribute__((always_inline)) static inline void record_realloc(unsigned fn, vo
 		t->len += (uint32_t)k;
 		t->n_frees++;
 		atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
+		if (HT_UNLIKELY(ht_break_on))
+			ht_break_free(old); /* freed already: the stop is in realloc */
 		return;
 	}
 	uint32_t sid = ht_capture(t);
@@ -272,6 +278,10 @@ __attribute__((always_inline)) static inline void record_realloc(unsigned fn, vo
 	t->n_bytes += size;
 	ship_if_old(t, now);
 	atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
+	if (HT_UNLIKELY(ht_break_on)) {
+		ht_break_free(old);
+		ht_break_alloc(t, q);
+	}
 }
 
 /* Prepares a realloc: reserves room for the whole event (stack definition

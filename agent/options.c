@@ -132,6 +132,9 @@ static bool set_option(const char *k, size_t klen, const char *v, size_t vlen)
 		if (!parse_uint(v, vlen, &u) || u > 64)
 			return false;
 		ht_opt_leak_signal = (int)u; /* 0: none */
+	} else if (key_is(k, klen, "break")) {
+		if (!ht_break_parse(v, vlen))
+			return false;
 	} else if (key_is(k, klen, "enabled")) {
 		if (!parse_uint(v, vlen, &u) || u > 1)
 			return false;

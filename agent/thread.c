@@ -27,6 +27,7 @@ static __thread ht_thread_t *tls_thread;
 static __thread bool tls_thread_exited;
 
 static ht_lock_t registry_lock;
+static uint32_t next_ordinal = 2; /* under registry_lock */
 static ht_thread_t *registry;
 static pthread_key_t thread_key;
 static bool thread_key_ok;
@@ -104,9 +105,13 @@ HT_NOINLINE HT_COLD static ht_thread_t *thread_create(void)
 	t->in_use = true;
 	t->exited = false;
 	t->len = 0;
+	/* allocation numbers: the main thread is 1, the others count up in
+	 * the order their states are made (trace_format.h) */
+	t->tid = (uint32_t)syscall(SYS_gettid);
+	t->ordinal = t->tid == (uint32_t)getpid() ? 1 : next_ordinal++;
+	t->alloc_seq = 0;
 	t->last_addr = 0;
 	t->last_fn = 0;
-	t->tid = (uint32_t)syscall(SYS_gettid);
 	ht_unlock(&registry_lock);
 	if (!t->blk) {
 		t->blk = ht_block_get();
@@ -269,6 +274,7 @@ void ht_thread_fork_child(void)
 	/* Only the forking thread survives. Other states hold the parent's
 	 * unflushed events: the parent ships those, the child drops them. */
 	ht_lock_reset(&registry_lock);
+	next_ordinal = 2;
 	ht_thread_t *self = tls_thread;
 	ht_names_fork_child(self);
 	for (ht_thread_t *t = registry; t; t = t->next) {
@@ -283,6 +289,8 @@ void ht_thread_fork_child(void)
 		ht_scache_forget(self); /* cached stack ids belong to the parent's trace */
 		ht_functions_fork_child(self);
 		self->tid = (uint32_t)syscall(SYS_gettid);
+		self->ordinal = 1; /* the child's trace numbers its own allocations */
+		self->alloc_seq = 0;
 		self->len = 0;
 		self->last_addr = 0;
 		self->last_fn = 0;

@@ -7,11 +7,13 @@
  *           found, 126 not executable, 2 usage error, 1 heaptrail failure.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "run.h"
+#include "leaks.h"
 #include "functions.h"
 #include "trace_format.h"
 #include "model.h"
@@ -27,9 +29,13 @@
 static const char usage_text[] =
 	"usage: heaptrail run [-o FILE] [--depth N] [--unwind fp|libunwind] [--no-follow-fork]\n"
 	"                     [--functions] [--start-off] [--summary [--summary-sites N]]\n"
-	"                     [--] PROGRAM [ARGS...]\n"
-	"       heaptrail report [--format text|json] [--top N]\n"
+	"                     [--break-alloc LIST] [--leak-exitcode N [--no-leak-report]]\n"
+	"                     [SUPPRESSIONS] [--] PROGRAM [ARGS...]\n"
+	"       heaptrail report [--format text|json] [--top N] [--show-reachable] [SUPPRESSIONS]\n"
 	"                        [--functions [--memory] [--time-unit ns|us|ms|s]] FILE\n"
+	"       heaptrail leaks [--format text|json] [--top N] [--show-reachable] [--growth]\n"
+	"                       [SUPPRESSIONS] FILE\n"
+	"       SUPPRESSIONS: [--suppressions FILE]... [--no-default-suppressions]\n"
 	"       heaptrail report --by-tag FILE\n"
 	"       heaptrail report --tag NAME [--depth N] [--min-count N] [--top N] FILE\n"
 	"       heaptrail convert --format FORMAT [-o OUT] [--cost COST] [--icicle] FILE\n"
@@ -55,6 +61,13 @@ static const char help_text[] =
 	"                            FILE.json at the end (no chart, no temporary allocations)\n"
 	"    --summary-sites N       rows of the summary's site table (default 4096); sites\n"
 	"                            past it are counted in one overflow row\n"
+	"    --break-alloc LIST      raise SIGTRAP when allocation N (\"N\" on the main thread,\n"
+	"                            \"T.N\" on thread T; several joined by '+') is made and\n"
+	"                            when it is freed, for a debugger (the leak report names\n"
+	"                            one block of each leak as \"e.g. block N\")\n"
+	"    --leak-exitcode N       exit with N when definite or indirect leaks remain (a\n"
+	"                            trace without classes: any leak), printing them on stderr\n"
+	"    --no-leak-report        with --leak-exitcode: the exit status only, no leak list\n"
 	"\n"
 	"heaptrail report [options] FILE\n"
 	"  Symbolize a trace and print its summary, top sites, leaks and temporary\n"
@@ -74,6 +87,22 @@ static const char help_text[] =
 	"                            allocations first (docs/API.md)\n"
 	"    --depth N               with --tag: cut stacks to N frames, leaf first (default all)\n"
 	"    --min-count N           with --tag: only stacks with at least N allocations\n"
+	"    --show-reachable        list the still-reachable blocks (else one line)\n"
+	"\n"
+	"heaptrail leaks [options] FILE\n"
+	"  The leak section alone: leaks by class (definitely, indirectly, possibly lost,\n"
+	"  still reachable), then by stack, largest first, and the on-demand leak checks.\n"
+	"    --format text|json      output format (default text)\n"
+	"    --top N                 stacks per class (default 10; 0 means all)\n"
+	"    --show-reachable        list the still-reachable blocks (else one line)\n"
+	"    --growth                growth suspects instead: sites whose live bytes keep\n"
+	"                            growing over the run, steadiest first\n"
+	"\n"
+	"Suppressions (run, report, leaks):\n"
+	"    --suppressions FILE     LeakSanitizer's format: `leak:PATTERN` lines matched\n"
+	"                            against each frame's function, file and module\n"
+	"    --no-default-suppressions  do not suppress the built-in one-time allocations\n"
+	"                            of libc, ld.so and libstdc++\n"
 	"\n"
 	"heaptrail convert --format FORMAT [options] FILE\n"
 	"  Write the trace in a format other tools read (heaptrail convert --help lists them).\n"
@@ -125,6 +154,84 @@ static bool parse_uint(const char *s, unsigned long long max, unsigned long long
 	return true;
 }
 
+/* Suppression options shared by run, report and leaks. */
+#define MAX_SUPP_FILES 16
+typedef struct supp_opts {
+	const char *files[MAX_SUPP_FILES];
+	size_t nfiles;
+	bool no_default;
+} supp_opts_t;
+
+/* Consume a suppression option at argv[*i]. Returns 1 when it was one, 0
+ * when not, 2 after a usage error (printed). */
+static int supp_option(int argc, char **argv, int *i, const char *cmd, supp_opts_t *so)
+{
+	bool missing = false;
+	const char *v;
+	if (!strcmp(argv[*i], "--no-default-suppressions")) {
+		so->no_default = true;
+		return 1;
+	}
+	if (!(v = opt_value(argc, argv, i, "--suppressions", &missing)) && !missing)
+		return 0;
+	if (missing || !*v) {
+		fprintf(stderr, "heaptrail: %s: --suppressions needs a file\n%s", cmd, usage_text);
+		return 2;
+	}
+	if (so->nfiles >= MAX_SUPP_FILES) {
+		fprintf(stderr, "heaptrail: %s: at most %d suppression files\n", cmd, MAX_SUPP_FILES);
+		return 2;
+	}
+	so->files[so->nfiles++] = v;
+	return 1;
+}
+
+/* The suppression list: the built-in patterns, then the files'. Returns 0,
+ * or 1 after printing why a file cannot be used. */
+static int supp_load(const supp_opts_t *so, ht_supp_list_t *l)
+{
+	memset(l, 0, sizeof(*l));
+	if (!so->no_default && ht_supp_add_defaults(l)) {
+		fprintf(stderr, "heaptrail: out of memory\n");
+		return 1;
+	}
+	for (size_t i = 0; i < so->nfiles; i++) {
+		size_t line = 0;
+		int r = ht_supp_load_file(l, so->files[i], &line);
+		if (r == -EINVAL)
+			fprintf(stderr, "heaptrail: %s:%zu: not a `leak:PATTERN` line (nor a comment)\n",
+				so->files[i], line);
+		else if (r)
+			fprintf(stderr, "heaptrail: %s: %s\n", so->files[i], ht_strerror(r));
+		if (r) {
+			ht_supp_free(l);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* --break-alloc LIST: numbers "N" or "T.N" (N, T from 1) joined by '+'. */
+static bool valid_break_list(const char *s)
+{
+	for (;;) {
+		int parts = 0;
+		for (;;) {
+			if (*s < '1' || *s > '9')
+				return false;
+			while (*s >= '0' && *s <= '9')
+				s++;
+			if (*s != '.' || ++parts > 1)
+				break;
+			s++;
+		}
+		if (!*s)
+			return true;
+		if (*s++ != '+')
+			return false;
+	}
+}
+
 /* Loads and replays a trace, printing why when it cannot. Returns 0 (a
  * damaged trace gives a warning and what was read before the damage). */
 static int load_model(const char *path, ht_trace_t **tp, ht_model_t **mp)
@@ -158,15 +265,15 @@ static int load_model(const char *path, ht_trace_t **tp, ht_model_t **mp)
  * (the trace tags blocks) and "phases" (it has phases). Existing fields
  * stay exactly as they are. */
 static int report_json_extra(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
-			     const ht_report_opts_t *ro, const ht_fn_profile_t *fp,
-			     const ht_marks_t *mk)
+			     const ht_report_opts_t *ro, const ht_leaks_t *lk,
+			     const ht_fn_profile_t *fp, const ht_marks_t *mk)
 {
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *mem = open_memstream(&buf, &len);
 	if (!mem)
 		return -errno;
-	int r = ht_report_json(mem, m, sym, ro);
+	int r = ht_report_json_leaks(mem, m, sym, ro, lk);
 	if (fclose(mem) && !r)
 		r = -ENOMEM;
 	if (!r) {
@@ -208,15 +315,23 @@ static int cmd_report(int argc, char **argv)
 	bool depth_given = false, min_given = false;
 	const char *path = NULL;
 	bool only_args = false;
+	supp_opts_t so = { { NULL }, 0, false };
+	bool show_reachable = false;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		const char *v;
 		bool missing = false;
+		int sr;
 		if (only_args || a[0] != '-' || !a[1]) {
 			if (path)
 				return usage_error("report: more than one trace file ('%s')", a);
 			path = a;
+		} else if ((sr = supp_option(argc, argv, &i, "report", &so))) {
+			if (sr == 2)
+				return 2;
+		} else if (!strcmp(a, "--show-reachable")) {
+			show_reachable = true;
 		} else if (!strcmp(a, "--")) {
 			only_args = true;
 		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -320,6 +435,23 @@ static int cmd_report(int argc, char **argv)
 		ht_model_add_modules(m, sym);
 	else
 		fprintf(stderr, "heaptrail: warning: no symbolizer, frames show addresses only\n");
+	/* leaks by class, suppressions applied (issue 3) */
+	ht_supp_list_t supps;
+	ht_leaks_t lk;
+	bool have_lk = false;
+	const ht_leaks_t *lkp = NULL;
+	if (supp_load(&so, &supps)) {
+		ht_fn_free(fp);
+		ht_marks_free(mk);
+		ht_symbolizer_free(sym);
+		ht_model_free(m);
+		ht_trace_free(t);
+		return 1;
+	}
+	if (!by_tag && !to.name && !(r = ht_leaks_build(m, sym, &supps, &lk))) {
+		have_lk = true;
+		lkp = &lk;
+	}
 	bool no_tag = false;
 	if (by_tag) {
 		r = ht_report_by_tag_text(stdout, mk, path);
@@ -330,13 +462,13 @@ static int cmd_report(int argc, char **argv)
 			no_tag = true;
 		}
 	} else if (json && (fp || (mk && (mk->tag_events || mk->nphases)))) {
-		r = report_json_extra(stdout, m, sym, &ro, fp, mk);
+		r = report_json_extra(stdout, m, sym, &ro, lkp, fp, mk);
 	} else if (functions) {
 		r = ht_report_functions_text(stdout, fp, sym, &fo);
 	} else if (json) {
-		r = ht_report_json(stdout, m, sym, &ro);
+		r = ht_report_json_leaks(stdout, m, sym, &ro, lkp);
 	} else {
-		r = ht_report_text(stdout, m, sym, &ro);
+		r = ht_report_text_leaks(stdout, m, sym, &ro, lkp, show_reachable);
 		if (!r && mk)
 			r = ht_report_phases_text(stdout, mk);
 	}
@@ -353,11 +485,124 @@ static int cmd_report(int argc, char **argv)
 		fprintf(stderr, "heaptrail: %s: %s\n", path, ht_fn_no_events_msg);
 	ht_fn_free(fp);
 	ht_marks_free(mk);
+	if (have_lk)
+		ht_leaks_free(&lk);
+	ht_supp_free(&supps);
 	ht_symbolizer_free(sym);
 	ht_model_free(m);
 	ht_trace_free(t);
 	if (r) {
 		fprintf(stderr, "heaptrail: writing the report: %s\n", ht_strerror(r));
+		return 1;
+	}
+	return 0;
+}
+
+/* `heaptrail leaks`: the leak section alone, or the growth suspects. */
+static int cmd_leaks(int argc, char **argv)
+{
+	bool json = false, growth = false, show_reachable = false;
+	size_t top = 0;
+	const char *path = NULL;
+	bool only_args = false;
+	supp_opts_t so = { { NULL }, 0, false };
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v;
+		bool missing = false;
+		int sr;
+		if (only_args || a[0] != '-' || !a[1]) {
+			if (path)
+				return usage_error("leaks: more than one trace file ('%s')", a);
+			path = a;
+		} else if ((sr = supp_option(argc, argv, &i, "leaks", &so))) {
+			if (sr == 2)
+				return 2;
+		} else if (!strcmp(a, "--")) {
+			only_args = true;
+		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			fputs(help_text, stdout);
+			return 0;
+		} else if ((v = opt_value(argc, argv, &i, "--format", &missing)) || missing) {
+			if (missing)
+				return usage_error("leaks: %s needs a value", "--format");
+			if (strcmp(v, "json") && strcmp(v, "text"))
+				return usage_error("leaks: unknown format '%s' (text or json)", v);
+			json = !strcmp(v, "json");
+		} else if ((v = opt_value(argc, argv, &i, "--top", &missing)) || missing) {
+			unsigned long long n;
+			if (missing)
+				return usage_error("leaks: %s needs a value", "--top");
+			if (!parse_uint(v, SIZE_MAX, &n))
+				return usage_error("leaks: --top needs a number, not '%s'", v);
+			top = n ? (size_t)n : SIZE_MAX;
+		} else if (!strcmp(a, "--show-reachable")) {
+			show_reachable = true;
+		} else if (!strcmp(a, "--growth")) {
+			growth = true;
+		} else {
+			return usage_error("leaks: unknown option '%s'", a);
+		}
+	}
+	if (!path)
+		return usage_error("leaks: no trace file given%s", "");
+	ht_supp_list_t supps;
+	if (supp_load(&so, &supps))
+		return 1;
+	ht_trace_t *t = NULL;
+	ht_model_t *m = NULL;
+	if (load_model(path, &t, &m)) {
+		ht_supp_free(&supps);
+		return 1;
+	}
+	ht_symbolizer_t *sym = ht_symbolizer_new();
+	if (sym)
+		ht_model_add_modules(m, sym);
+	ht_leaks_t lk;
+	int r = ht_leaks_build(m, sym, &supps, &lk);
+	if (!r && growth && json) {
+		fputs("{\"heaptrail_leaks\": 1,\n \"growth\": ", stdout);
+		r = ht_report_growth_json(stdout, m, sym);
+		fputs("}\n", stdout);
+	} else if (!r && growth) {
+		printf("heaptrail growth suspects: %s\n", path);
+		r = ht_report_growth_text(stdout, m, sym, top);
+		fputc('\n', stdout);
+	} else if (!r && json) {
+		fprintf(stdout, "{\"heaptrail_leaks\": 1,\n \"totals\": {\"leaked_blocks\": %" PRIu64
+			", \"leaked_bytes\": %" PRIu64 ", \"leaks_classified\": %s",
+			m->totals.leaked_blocks, m->totals.leaked_bytes, lk.classified ? "true" : "false");
+		ht_report_leak_totals_json(stdout, &lk);
+		fputs("},\n \"leaks\": ", stdout);
+		r = ht_report_leaks_json(stdout, m, sym, &lk);
+		if (!r && supps.n) {
+			fputs(",\n \"suppressions\": ", stdout);
+			r = ht_report_suppressions_json(stdout, &lk);
+		}
+		if (!r && m->nchecks) {
+			fputs(",\n \"leak_checks\": ", stdout);
+			r = ht_report_checks_json(stdout, m, sym);
+		}
+		/* resource leaks (descriptors, handles) join here as members of their own */
+		fputs("}\n", stdout);
+	} else if (!r) {
+		printf("heaptrail leaks: %s\n", path);
+		r = ht_report_leaks_text(stdout, m, sym, &lk, top, show_reachable);
+		if (!r)
+			r = ht_report_checks_text(stdout, m, sym);
+		/* resource leaks (descriptors, handles) print their section here */
+		fputc('\n', stdout);
+	}
+	if (fflush(stdout) && !r)
+		r = -errno;
+	ht_leaks_free(&lk); /* safe after a failed build too */
+	ht_supp_free(&supps);
+	ht_symbolizer_free(sym);
+	ht_model_free(m);
+	ht_trace_free(t);
+	if (r) {
+		fprintf(stderr, "heaptrail: writing the leak report: %s\n", ht_strerror(r));
 		return 1;
 	}
 	return 0;
@@ -455,13 +700,22 @@ static int cmd_run(int argc, char **argv)
 {
 	ht_run_opts_t o;
 	memset(&o, 0, sizeof(o));
+	o.leak_exitcode = -1;
+	supp_opts_t so = { { NULL }, 0, false };
+	bool no_report = false;
 	int i = 1;
 	for (; i < argc; i++) {
 		const char *a = argv[i];
 		const char *v;
 		bool missing = false;
+		int sr;
 		if (a[0] != '-' || !a[1])
 			break;
+		if ((sr = supp_option(argc, argv, &i, "run", &so))) {
+			if (sr == 2)
+				return 2;
+			continue;
+		}
 		if (!strcmp(a, "--")) {
 			i++;
 			break;
@@ -520,6 +774,22 @@ static int cmd_run(int argc, char **argv)
 						   "not '%s'", v);
 			o.summary = true;
 			o.summary_sites = (unsigned)n;
+		} else if ((v = opt_value(argc, argv, &i, "--break-alloc", &missing)) || missing) {
+			if (missing)
+				return usage_error("run: %s needs a value", "--break-alloc");
+			if (!valid_break_list(v) || strlen(v) > 1000)
+				return usage_error("run: --break-alloc takes allocation numbers N or T.N"
+						   " joined by '+', not '%s'", v);
+			o.break_alloc = v;
+		} else if ((v = opt_value(argc, argv, &i, "--leak-exitcode", &missing)) || missing) {
+			unsigned long long n;
+			if (missing)
+				return usage_error("run: %s needs a value", "--leak-exitcode");
+			if (!parse_uint(v, 255, &n))
+				return usage_error("run: --leak-exitcode needs a number 0..255, not '%s'", v);
+			o.leak_exitcode = (int)n;
+		} else if (!strcmp(a, "--no-leak-report")) {
+			no_report = true;
 		} else {
 			return usage_error("run: unknown option '%s'", a);
 		}
@@ -527,7 +797,14 @@ static int cmd_run(int argc, char **argv)
 	if (i >= argc)
 		return usage_error("run: no program given%s", "");
 	o.argv = argv + i;
-	return ht_run(&o);
+	o.no_leak_report = no_report;
+	ht_supp_list_t supps;
+	if (supp_load(&so, &supps))
+		return 1;
+	o.supps = &supps;
+	int ret = ht_run(&o);
+	ht_supp_free(&supps);
+	return ret;
 }
 
 int main(int argc, char **argv)
@@ -549,5 +826,7 @@ int main(int argc, char **argv)
 		return cmd_run(argc - 1, argv + 1);
 	if (!strcmp(cmd, "convert"))
 		return cmd_convert(argc - 1, argv + 1);
+	if (!strcmp(cmd, "leaks"))
+		return cmd_leaks(argc - 1, argv + 1);
 	return usage_error("unknown command '%s'", cmd);
 }

@@ -22,6 +22,7 @@ typedef struct live {
 	uint64_t seq;	 /* allocating thread's allocation number */
 	uint32_t site;	 /* UINT32_MAX = empty slot */
 	uint32_t thread;
+	uint64_t time;	 /* allocated at (growth suspects' ages) */
 } live_t;
 
 typedef struct live_table {
@@ -115,7 +116,12 @@ typedef struct replay {
 	uint64_t cur_bytes, cur_blocks;
 	bool counting; /* pass 1: count; pass 2: only track live bytes */
 	ht_map_t pool_row; /* pool id -> its current row in m->pools */
-	size_t cap_pools, cap_snapshots;
+	size_t cap_pools, cap_snapshots, cap_checks;
+	uint32_t *thread_num; /* per thread: its allocation-number prefix, 0 = none yet */
+	uint32_t next_num;
+	uint64_t *grow_row[HT_GROWTH_POINTS]; /* live bytes per site at point k */
+	size_t grow_len[HT_GROWTH_POINTS], ngrow;
+	uint64_t grow_next; /* time of point ngrow: one compare per event */
 } replay_t;
 
 static int site_for(replay_t *r, uint64_t stack_id, uint64_t time, uint32_t *out)
@@ -188,7 +194,7 @@ static int do_alloc(replay_t *r, const ht_event_t *ev)
 	if (e)
 		return e;
 	ht_site_t *s = &r->m->sites[si];
-	live_t v = { ev->addr, ev->size, ++r->thread_seq[ev->thread], si, ev->thread };
+	live_t v = { ev->addr, ev->size, ++r->thread_seq[ev->thread], si, ev->thread, ev->time };
 	if ((e = live_insert(&r->live, &v)))
 		return e;
 	s->live_bytes += ev->size;
@@ -300,20 +306,138 @@ static int take_snapshot(replay_t *r, const ht_event_t *ev)
 	return 0;
 }
 
+/* ---- leak checks and growth (issue 3) ----------------------------------------- */
+
+/* The live heap at an on-demand leak check, by the classes its LEAKS
+ * records give. One scan of the live table per check: checks are few. */
+static int take_check(replay_t *r, const ht_event_t *ev)
+{
+	ht_model_t *m = r->m;
+	if (ht_util_grow((void **)&m->checks, &r->cap_checks, m->nchecks + 1, sizeof(*m->checks)))
+		return -ENOMEM;
+	/* bytes and blocks per (site, kind) for the kinds that are not
+	 * reachable, to find the top stacks */
+	uint64_t *acc = calloc((m->nsites ? m->nsites : 1) * 4 * 2, sizeof(*acc));
+	if (!acc)
+		return -ENOMEM;
+	ht_check_stat_t *c = &m->checks[m->nchecks++];
+	memset(c, 0, sizeof(*c));
+	c->check_id = ev->name_id;
+	c->time = ev->time;
+	c->thread = ev->thread;
+	const ht_leak_check_t *lc = ht_trace_leak_check(m->trace, ev->name_id);
+	c->classified = lc != NULL;
+	for (size_t i = 0; i < r->live.cap; i++) {
+		const live_t *b = &r->live.slot[i];
+		if (b->site == EMPTY)
+			continue;
+		unsigned k = ht_leak_kind_of(lc, b->addr);
+		c->blocks[k]++;
+		c->bytes[k] += b->size;
+		if (k != HT_LEAK_REACHABLE) {
+			acc[(b->site * 4 + k) * 2] += b->size;
+			acc[(b->site * 4 + k) * 2 + 1]++;
+		}
+	}
+	for (size_t j = 0; j < m->nsites * 4; j++) {
+		uint64_t bytes = acc[j * 2], blocks = acc[j * 2 + 1];
+		if (!blocks)
+			continue;
+		size_t k = c->ntop;
+		while (k > 0 && bytes > c->top[k - 1].bytes)
+			k--;
+		if (k >= HT_SNAPSHOT_TOP)
+			continue;
+		size_t last = c->ntop < HT_SNAPSHOT_TOP ? c->ntop : HT_SNAPSHOT_TOP - 1;
+		memmove(&c->top[k + 1], &c->top[k], (last - k) * sizeof(c->top[0]));
+		c->top[k].site = (uint32_t)(j / 4);
+		c->top[k].kind = (unsigned)(j % 4);
+		c->top[k].bytes = bytes;
+		c->top[k].blocks = blocks;
+		if (c->ntop < HT_SNAPSHOT_TOP)
+			c->ntop++;
+	}
+	free(acc);
+	return 0;
+}
+
+/* Time of growth point k: the points split the run evenly, the last at its end. */
+static uint64_t grow_time(const ht_model_t *m, size_t k)
+{
+	return (uint64_t)((unsigned __int128)(k + 1) * m->growth_span_ns / HT_GROWTH_POINTS);
+}
+
+/* Record the sites' live bytes for every point before time `now`
+ * (all remaining points at the end, now = UINT64_MAX). */
+static int grow_sample(replay_t *r, uint64_t now)
+{
+	ht_model_t *m = r->m;
+	if (now <= r->grow_next)
+		return 0;
+	while (r->ngrow < HT_GROWTH_POINTS && (now == UINT64_MAX || now > grow_time(m, r->ngrow))) {
+		uint64_t *row = malloc((m->nsites ? m->nsites : 1) * sizeof(*row));
+		if (!row)
+			return -ENOMEM;
+		for (size_t i = 0; i < m->nsites; i++)
+			row[i] = m->sites[i].live_bytes;
+		r->grow_len[r->ngrow] = m->nsites;
+		r->grow_row[r->ngrow++] = row;
+	}
+	r->grow_next = r->ngrow < HT_GROWTH_POINTS ? grow_time(m, r->ngrow) : UINT64_MAX;
+	return 0;
+}
+
+static int live_block_cmp(const void *a, const void *b)
+{
+	uint64_t x = ((const ht_live_block_t *)a)->addr, y = ((const ht_live_block_t *)b)->addr;
+	return x < y ? -1 : x > y;
+}
+
+/* The blocks live at the end, classified by the exit check. */
+static int collect_live_end(replay_t *r)
+{
+	ht_model_t *m = r->m;
+	const ht_leak_check_t *lc = ht_trace_leak_check(m->trace, 0);
+	m->leaks_classified = lc != NULL;
+	m->live_end = malloc((r->live.len ? r->live.len : 1) * sizeof(*m->live_end));
+	if (!m->live_end)
+		return -ENOMEM;
+	for (size_t i = 0; i < r->live.cap; i++) {
+		const live_t *b = &r->live.slot[i];
+		if (b->site == EMPTY)
+			continue;
+		m->live_end[m->nlive_end++] = (ht_live_block_t){
+			b->addr, b->size, b->time, b->seq, r->thread_num[b->thread], b->site,
+			ht_leak_kind_of(lc, b->addr)
+		};
+	}
+	if (m->nlive_end)
+		qsort(m->live_end, m->nlive_end, sizeof(*m->live_end), live_block_cmp);
+	return 0;
+}
+
 /* Replay events [0, limit]. In the counting pass, *peak_ord receives the
  * ordinal of the event that first reached the highest heap. Both passes
  * ask for the same events, so that ordinals agree. */
 static int replay_run(replay_t *r, uint64_t limit, uint64_t *peak_ord)
 {
 	ht_merge_t *mg;
-	int e = ht_merge_new_ex(r->m->trace, HT_MERGE_POOLS | HT_MERGE_SNAPSHOTS, UINT32_MAX,
-				&mg);
+	int e = ht_merge_new_ex(r->m->trace, HT_MERGE_POOLS | HT_MERGE_SNAPSHOTS | HT_MERGE_EXT,
+				UINT32_MAX, &mg);
 	if (e)
 		return e;
 	ht_totals_t *tot = &r->m->totals;
 	ht_event_t ev;
 	uint64_t ord = 0;
 	for (; ord <= limit && ht_merge_next(mg, &ev); ord++) {
+		if (r->counting) {
+			/* allocation numbers: thread 1 is the main thread (set up
+			 * before the replay), the others in order of appearance */
+			if (!r->thread_num[ev.thread])
+				r->thread_num[ev.thread] = r->next_num++;
+			if ((e = grow_sample(r, ev.time)))
+				goto out;
+		}
 		switch (ev.type) {
 		case HT_EV_FREE: { /* for a REALLOC, its free half came first */
 			uint64_t freed = do_free(r, ev.addr);
@@ -327,6 +451,10 @@ static int replay_run(replay_t *r, uint64_t limit, uint64_t *peak_ord)
 			break;
 		case HT_EV_SNAPSHOT:
 			if (r->counting && (e = take_snapshot(r, &ev)))
+				goto out;
+			break;
+		case HT_EV_EXT:
+			if (r->counting && ev.fn == HT_EXT_LEAK_CHECK && (e = take_check(r, &ev)))
 				goto out;
 			break;
 		case HT_EV_REALLOC:
@@ -381,6 +509,18 @@ static int summary_sites(replay_t *r)
 		s->live_blocks = s->leaked_blocks;
 		s->live_bytes = s->leaked_bytes;
 		s->peak_bytes += row->bytes_at_peak;
+		uint64_t classified = 0;
+		for (int c = 0; c < 4; c++) {
+			s->sum_kind_blocks[c + 1] += row->kind_blocks[c];
+			s->sum_kind_bytes[c + 1] += row->kind_bytes[c];
+			classified += row->kind_blocks[c];
+		}
+		if (classified)
+			m->leaks_classified = true;
+		else if (row->live_blocks) {
+			s->sum_kind_blocks[0] += row->live_blocks;
+			s->sum_kind_bytes[0] += row->live_bytes;
+		}
 		if (row->largest > s->largest)
 			s->largest = row->largest;
 		tot->allocations += row->allocations;
@@ -397,7 +537,7 @@ static int summary_sites(replay_t *r)
 /* Stack ids are meant to be unique per content, but nothing in the format
  * promises it, and every undefined id means "unknown": fold sites with the
  * same frames into one so that each stack is reported once. */
-static int merge_same_stacks(ht_model_t *m)
+static int merge_same_stacks(ht_model_t *m, uint32_t **remap_out)
 {
 	const ht_trace_t *t = m->trace;
 	ht_map_t seen = { 0 };
@@ -472,8 +612,45 @@ static int merge_same_stacks(ht_model_t *m)
 			sn->ntop = n;
 		}
 	}
-	free(remap);
+	if (e)
+		free(remap);
+	else
+		*remap_out = remap;
 	return e;
+}
+
+/* Follow merge_same_stacks' fold (old site i is now remap[i]) in the leak
+ * and growth figures, and lay the growth rows out as one matrix. */
+static int remap_leaks_growth(replay_t *r, const uint32_t *remap)
+{
+	ht_model_t *m = r->m;
+	for (size_t i = 0; i < m->nlive_end; i++)
+		m->live_end[i].site = remap[m->live_end[i].site];
+	for (size_t i = 0; i < m->nchecks; i++) {
+		ht_check_stat_t *c = &m->checks[i];
+		size_t n = 0;
+		for (size_t k = 0; k < c->ntop; k++) {
+			uint32_t ns = remap[c->top[k].site];
+			size_t q = 0;
+			while (q < n && !(c->top[q].site == ns && c->top[q].kind == c->top[k].kind))
+				q++;
+			if (q < n) {
+				c->top[q].bytes += c->top[k].bytes;
+				c->top[q].blocks += c->top[k].blocks;
+				continue;
+			}
+			c->top[n] = c->top[k];
+			c->top[n++].site = ns;
+		}
+		c->ntop = n;
+	}
+	m->growth = calloc((size_t)HT_GROWTH_POINTS * (m->nsites ? m->nsites : 1), sizeof(*m->growth));
+	if (!m->growth)
+		return -ENOMEM;
+	for (size_t k = 0; k < r->ngrow; k++)
+		for (size_t i = 0; i < r->grow_len[k]; i++)
+			m->growth[k * m->nsites + remap[i]] += r->grow_row[k][i];
+	return 0;
 }
 
 int ht_model_build(const ht_trace_t *t, ht_model_t **out)
@@ -488,9 +665,17 @@ int ht_model_build(const ht_trace_t *t, ht_model_t **out)
 	r.m = m;
 	r.counting = true;
 	r.thread_seq = calloc(t->nthreads ? t->nthreads : 1, sizeof(*r.thread_seq));
+	r.thread_num = calloc(t->nthreads ? t->nthreads : 1, sizeof(*r.thread_num));
+	uint32_t *remap = NULL;
 	int e = -ENOMEM;
-	if (!r.thread_seq || live_init(&r.live, 1024))
+	if (!r.thread_seq || !r.thread_num || live_init(&r.live, 1024))
 		goto fail;
+	r.next_num = 2;
+	for (size_t i = 0; i < t->nthreads; i++)
+		if (t->threads[i].tid == t->pid && !r.thread_num[i])
+			r.thread_num[i] = 1;
+	m->growth_span_ns = t->last_time;
+	r.grow_next = grow_time(m, 0);
 
 	uint64_t peak_ord = 0;
 	if ((e = replay_run(&r, UINT64_MAX, &peak_ord)))
@@ -503,6 +688,8 @@ int ht_model_build(const ht_trace_t *t, ht_model_t **out)
 	}
 	tot->leaked_blocks = r.cur_blocks;
 	tot->leaked_bytes = r.cur_bytes;
+	if ((e = grow_sample(&r, UINT64_MAX)) || (e = collect_live_end(&r)))
+		goto fail;
 
 	/* second pass: what each site held at the peak */
 	if (tot->peak_heap_bytes > 0) {
@@ -520,7 +707,7 @@ int ht_model_build(const ht_trace_t *t, ht_model_t **out)
 
 	if (t->have_summary && (e = summary_sites(&r)))
 		goto fail;
-	if ((e = merge_same_stacks(m)))
+	if ((e = merge_same_stacks(m, &remap)) || (e = remap_leaks_growth(&r, remap)))
 		goto fail;
 
 	/* the END record's peak RSS is the kernel's high-water mark: prefer it */
@@ -530,19 +717,22 @@ int ht_model_build(const ht_trace_t *t, ht_model_t **out)
 	tot->allocs_per_second =
 		tot->duration_ns ? (double)tot->allocations / ((double)tot->duration_ns / 1e9) : 0.0;
 
-	free(r.live.slot);
-	free(r.thread_seq);
-	ht_map_free(&r.site_by_stack);
-	ht_map_free(&r.pool_row);
-	*out = m;
-	return 0;
+	e = 0;
 fail:
 	free(r.live.slot);
 	free(r.thread_seq);
+	free(r.thread_num);
+	free(remap);
+	for (size_t k = 0; k < r.ngrow; k++)
+		free(r.grow_row[k]);
 	ht_map_free(&r.site_by_stack);
 	ht_map_free(&r.pool_row);
-	ht_model_free(m);
-	return e;
+	if (e) {
+		ht_model_free(m);
+		return e;
+	}
+	*out = m;
+	return 0;
 }
 
 void ht_model_free(ht_model_t *m)
@@ -552,6 +742,9 @@ void ht_model_free(ht_model_t *m)
 	free(m->sites);
 	free(m->pools);
 	free(m->snapshots);
+	free(m->live_end);
+	free(m->checks);
+	free(m->growth);
 	free(m);
 }
 
@@ -688,7 +881,8 @@ long ht_model_frames(const ht_model_t *m, ht_symbolizer_t *sym, const ht_site_t 
 			skip++;
 		if (ht_util_grow((void **)frames, cap, n + k - skip, sizeof(**frames)))
 			return -ENOMEM;
-		memcpy(*frames + n, tmp + skip, (k - skip) * sizeof(*tmp));
+		if (k > skip) /* *frames may still be NULL */
+			memcpy(*frames + n, tmp + skip, (k - skip) * sizeof(*tmp));
 		n += k - skip;
 	}
 	return (long)n;
@@ -734,7 +928,7 @@ int ht_model_replay(const ht_model_t *m, ht_replay_fn fn, void *ctx)
 				st.heap_blocks--;
 				live_remove(&lt, b);
 			}
-			live_t v = { ev.addr, ev.size, 0, 0, ev.thread };
+			live_t v = { ev.addr, ev.size, 0, 0, ev.thread, ev.time };
 			if ((e = live_insert(&lt, &v)))
 				break;
 			st.heap_bytes += ev.size;

@@ -28,6 +28,9 @@ typedef struct ht_site {
 	uint64_t largest;	/* largest single allocation */
 	uint64_t first_time;	/* first allocation: picks modules for its frames */
 	bool overflow;		/* summary mode: all sites past the agent's table */
+	/* summary mode: its blocks live at exit by class (HT_LEAK_*; 0:
+	 * unclassified), from the agent's SITES row */
+	uint64_t sum_kind_blocks[5], sum_kind_bytes[5];
 	/* replay scratch */
 	uint64_t live_bytes, live_blocks;
 } ht_site_t;
@@ -78,6 +81,39 @@ typedef struct ht_snapshot {
 	} top[HT_SNAPSHOT_TOP]; /* most live bytes first (ties: more blocks) */
 } ht_snapshot_t;
 
+/* A block live at the end of the trace, with the class the exit leak check
+ * (LEAKS check 0) gave it: cli/leaks.h groups them. */
+typedef struct ht_live_block {
+	uint64_t addr, size;
+	uint64_t time;	     /* when it was allocated */
+	uint64_t seq;	     /* its allocation number on its thread (trace_format.h) */
+	uint32_t thread_num; /* 1: the main thread, then 2, 3, ... */
+	uint32_t site;	     /* index into ht_model_t.sites */
+	unsigned kind;	     /* HT_LEAK_*, or 0: unclassified (no class known) */
+} ht_live_block_t;
+
+/* Leak classes, indexed by HT_LEAK_* (0: unclassified). */
+#define HT_LEAK_KINDS 5
+
+/* An on-demand leak check (EXT LEAK_CHECK): the blocks live at its event,
+ * by the class its LEAKS records gave them. */
+typedef struct ht_check_stat {
+	uint64_t check_id, time;
+	uint32_t thread;
+	bool classified; /* the trace has its LEAKS records */
+	uint64_t blocks[HT_LEAK_KINDS], bytes[HT_LEAK_KINDS];
+	size_t ntop;
+	struct {
+		uint32_t site;
+		unsigned kind;
+		uint64_t blocks, bytes;
+	} top[HT_SNAPSHOT_TOP]; /* largest lost (definite, indirect, possible) first */
+} ht_check_stat_t;
+
+/* Live bytes of every site at evenly spaced times (growth suspects):
+ * point k is at time (k + 1) * span / HT_GROWTH_POINTS. */
+#define HT_GROWTH_POINTS 32
+
 typedef struct ht_model {
 	const ht_trace_t *trace;
 	ht_site_t *sites;
@@ -87,6 +123,13 @@ typedef struct ht_model {
 	size_t npools;
 	ht_snapshot_t *snapshots; /* in time order */
 	size_t nsnapshots;
+	ht_live_block_t *live_end; /* blocks live at the end, by address */
+	size_t nlive_end;
+	bool leaks_classified;	   /* the trace has the exit check's LEAKS */
+	ht_check_stat_t *checks;   /* on-demand leak checks, in time order */
+	size_t nchecks;
+	uint64_t *growth;	   /* [HT_GROWTH_POINTS][nsites] live bytes */
+	uint64_t growth_span_ns;   /* time of the last point */
 } ht_model_t;
 
 /* Replay t (which must outlive the model). Returns 0 or -ENOMEM. */

@@ -374,6 +374,22 @@ static int decode_event(const uint8_t *p, size_t end, size_t *pos, evstate_t *st
 		ev->stack_id = 0;
 		st->time = ev->time;
 		break;
+	case HT_EV_EXT: {
+		/* kinds this reader does not know are skipped by len (1.4) */
+		uint64_t len;
+		if ((r = get_u(p, end, &q, &dtime)) || (r = get_u(p, end, &q, &len)))
+			return r;
+		if (len > end - q)
+			return DEC_TRUNC;
+		size_t pe = q + (size_t)len, pq = q;
+		if (ev->fn == HT_EXT_LEAK_CHECK && (r = get_u(p, pe, &pq, &ev->name_id)))
+			return r == DEC_TRUNC ? DEC_CORRUPT : r; /* the payload is too short */
+		ev->time = st->time + dtime;
+		ev->addr = ev->size = ev->stack_id = 0;
+		st->time = ev->time;
+		q = pe;
+		break;
+	}
 	default:
 		return DEC_CORRUPT;
 	}
@@ -423,6 +439,7 @@ static const char *event_name(uint8_t type)
 	case HT_EV_POOL: return "POOL";
 	case HT_EV_PALLOC: return "PALLOC";
 	case HT_EV_SNAPSHOT: return "SNAPSHOT";
+	case HT_EV_EXT: return "EXT";
 	default: return "unknown";
 	}
 }
@@ -446,7 +463,7 @@ static int parse_thread_block(ht_trace_t *t, size_t pos, size_t end, bool cut, u
 
 	evstate_t st = { base, 0, 0 };
 	size_t evstart = pos;
-	uint64_t n = 0, nfn = 0, nmark = 0, npool = 0, nsnap = 0;
+	uint64_t n = 0, nfn = 0, nmark = 0, npool = 0, nsnap = 0, next = 0;
 	int stop = 0;
 	while (pos < end) {
 		ht_event_t ev;
@@ -515,6 +532,8 @@ static int parse_thread_block(ht_trace_t *t, size_t pos, size_t end, bool cut, u
 			npool++; /* likewise: its frees are made by the merge */
 		else if (ev.type == HT_EV_SNAPSHOT)
 			nsnap++;
+		else if (ev.type == HT_EV_EXT)
+			next++;
 		else
 			n++;
 		if (ev.time > t->last_time)
@@ -528,7 +547,7 @@ static int parse_thread_block(ht_trace_t *t, size_t pos, size_t end, bool cut, u
 	}
 
 	/* Index the block (its valid prefix) even when empty of events: cheap. */
-	if (n + nfn + nmark + npool + nsnap > 0) {
+	if (n + nfn + nmark + npool + nsnap + next > 0) {
 		if (t->nblocks >= UINT32_MAX - 1 ||
 		    ht_util_grow((void **)&t->blocks, &t->cap_blocks, t->nblocks + 1,
 				 sizeof(*t->blocks)))
@@ -550,6 +569,7 @@ static int parse_thread_block(ht_trace_t *t, size_t pos, size_t end, bool cut, u
 		thr->npool_events += npool + nsnap;
 		t->npool_events += npool;
 		t->nsnapshot_events += nsnap;
+		t->next_events += next;
 	}
 	return stop;
 }
@@ -657,6 +677,96 @@ out:
 	free(m.build_id);
 	free(m.segs);
 	return r;
+}
+
+/* A LEAKS record: its entries join those of its check (a big check spans
+ * several records). Returns 0, -ENOMEM or 1 (stop). */
+static int parse_leaks(ht_trace_t *t, fields_t *f)
+{
+	uint64_t when = f_u(f), id = f_u(f), reason = f_u(f), last = f_u(f);
+	if (f->err)
+		return field_fail(t, f, "LEAKS");
+	ht_leak_check_t *c = NULL;
+	for (size_t i = 0; i < t->nleak_checks && !c; i++)
+		if (t->leak_checks[i].check_id == id)
+			c = &t->leak_checks[i];
+	if (!c) {
+		if (ht_util_grow((void **)&t->leak_checks, &t->cap_leak_checks, t->nleak_checks + 1,
+				 sizeof(*t->leak_checks)))
+			return -ENOMEM;
+		c = &t->leak_checks[t->nleak_checks++];
+		memset(c, 0, sizeof(*c));
+		c->check_id = id;
+		c->time = when;
+		c->reason = reason;
+	}
+	uint64_t addr = 0;
+	while (f->pos < f->end) {
+		int64_t d;
+		uint64_t kind;
+		size_t at = f->pos;
+		int r = get_s(f->p, f->end, &f->pos, &d);
+		if (!r)
+			r = get_u(f->p, f->end, &f->pos, &kind);
+		if (r) {
+			f->err = r;
+			f->err_at = at;
+			return field_fail(t, f, "LEAKS");
+		}
+		addr += (uint64_t)d;
+		if (ht_util_grow((void **)&c->e, &c->cap, c->n + 1, sizeof(*c->e)))
+			return -ENOMEM;
+		c->e[c->n++] = (ht_leak_entry_t){ addr, kind };
+	}
+	if (last)
+		c->complete = true;
+	return 0;
+}
+
+static int leak_entry_cmp(const void *a, const void *b)
+{
+	uint64_t x = ((const ht_leak_entry_t *)a)->addr, y = ((const ht_leak_entry_t *)b)->addr;
+	return x < y ? -1 : x > y;
+}
+
+/* Records are each sorted, but a check's records need not come in order. */
+static void sort_leak_checks(ht_trace_t *t)
+{
+	for (size_t i = 0; i < t->nleak_checks; i++) {
+		ht_leak_check_t *c = &t->leak_checks[i];
+		for (size_t k = 1; k < c->n; k++) {
+			if (c->e[k].addr < c->e[k - 1].addr) {
+				qsort(c->e, c->n, sizeof(*c->e), leak_entry_cmp);
+				break;
+			}
+		}
+	}
+}
+
+const ht_leak_check_t *ht_trace_leak_check(const ht_trace_t *t, uint64_t check_id)
+{
+	for (size_t i = 0; i < t->nleak_checks; i++)
+		if (t->leak_checks[i].check_id == check_id)
+			return &t->leak_checks[i];
+	return NULL;
+}
+
+unsigned ht_leak_kind_of(const ht_leak_check_t *c, uint64_t addr)
+{
+	if (!c)
+		return 0;
+	size_t lo = 0, hi = c->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (c->e[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < c->n && c->e[lo].addr == addr && c->e[lo].kind >= HT_LEAK_DEFINITE &&
+	    c->e[lo].kind <= HT_LEAK_REACHABLE)
+		return (unsigned)c->e[lo].kind;
+	return 0;
 }
 
 /* Parse the body. Returns 0 or -ENOMEM; damage goes to t->error. */
@@ -821,6 +931,9 @@ static int parse_body(ht_trace_t *t)
 			t->threads[th].name = name;
 			break;
 		}
+		case HT_REC_LEAKS:
+			r = parse_leaks(t, &f);
+			break;
 		default:
 			t->skipped_records++; /* a newer minor's record: skip by length */
 			break;
@@ -838,6 +951,7 @@ static int parse_body(ht_trace_t *t)
 		pos = end;
 	}
 	free(scratch);
+	sort_leak_checks(t);
 	return ret;
 }
 
@@ -1171,6 +1285,9 @@ void ht_trace_free(ht_trace_t *t)
 		free(t->names[i].text);
 	free(t->names);
 	free(t->summary_rows);
+	for (size_t i = 0; i < t->nleak_checks; i++)
+		free(t->leak_checks[i].e);
+	free(t->leak_checks);
 	free(t->threads);
 	free(t->blocks);
 	free(t->body);
@@ -1227,7 +1344,8 @@ struct ht_merge {
  * allocation must not come first; a snapshot likewise sees it. */
 static inline int ev_kind(const ht_event_t *e)
 {
-	if (e->type == HT_EV_TAG || e->type == HT_EV_SNAPSHOT)
+	if (e->type == HT_EV_TAG || e->type == HT_EV_SNAPSHOT ||
+	    (e->type == HT_EV_EXT && e->fn == HT_EXT_LEAK_CHECK))
 		return 2;
 	return e->type == HT_EV_ALLOC || e->type == HT_EV_REALLOC;
 }
@@ -1272,6 +1390,8 @@ static bool cursor_advance(ht_merge_t *m, cursor_t *c)
 			/* POOL events always reach ht_merge_next: it makes their
 			 * frees, and returns them only with HT_MERGE_POOLS */
 			if (!(m->flags & HT_MERGE_SNAPSHOTS) && c->head.type == HT_EV_SNAPSHOT)
+				continue;
+			if (!(m->flags & HT_MERGE_EXT) && c->head.type == HT_EV_EXT)
 				continue;
 			c->head.thread = c->thread;
 			c->head.from_realloc = false;

@@ -83,6 +83,20 @@ typedef struct ht_summary_row {
 	uint64_t bytes_at_peak, max_live_bytes, largest;
 	uint64_t kind_blocks[4], kind_bytes[4]; /* HT_LEAK_DEFINITE.. - 1 */
 } ht_summary_row_t;
+/* The classes one leak check gave the live blocks (LEAKS records, format
+ * 1.4), sorted by address. */
+typedef struct ht_leak_entry {
+	uint64_t addr;
+	uint64_t kind; /* HT_LEAK_*, as written (unknown kinds: unclassified) */
+} ht_leak_entry_t;
+
+typedef struct ht_leak_check {
+	uint64_t check_id; /* 0: the check at exit; 1, 2, ...: LEAK_CHECK events */
+	uint64_t time, reason;
+	bool complete;	   /* its last record was read */
+	ht_leak_entry_t *e;
+	size_t n, cap;
+} ht_leak_check_t;
 
 typedef struct ht_trace {
 	/* file header */
@@ -132,6 +146,9 @@ typedef struct ht_trace {
 	uint64_t npool_events; /* POOL events parsed (in no other count); PALLOC
 				* counts in nevents, as the ALLOC it becomes */
 	uint64_t nsnapshot_events; /* SNAPSHOT events parsed (in no other count) */
+	uint64_t next_events;	   /* EXT events parsed (in no other count) */
+	ht_leak_check_t *leak_checks; /* LEAKS records, one entry per check id */
+	size_t nleak_checks, cap_leak_checks;
 	uint64_t last_time;   /* latest time stamp seen anywhere */
 	uint64_t max_rss;     /* largest RSS event */
 	uint64_t skipped_records; /* unknown tags, skipped by length */
@@ -172,6 +189,14 @@ const ht_stack_t *ht_trace_stack(const ht_trace_t *t, uint64_t id);
  * it (a damaged trace may lose the NAME event; callers show the id). */
 const char *ht_trace_name(const ht_trace_t *t, uint64_t id);
 
+/* The leak check of that id (LEAKS records), or NULL when the trace has
+ * none (older traces, crashes). */
+const ht_leak_check_t *ht_trace_leak_check(const ht_trace_t *t, uint64_t check_id);
+
+/* The class c gave the block at addr (HT_LEAK_*), or 0 when c is NULL or
+ * does not list it (or lists an unknown kind). */
+unsigned ht_leak_kind_of(const ht_leak_check_t *c, uint64_t addr);
+
 /* Index of the module holding ip: among those with a PT_LOAD segment
  * containing it, the latest loaded at or before `when` (address ranges get
  * reused after dlclose), else the earliest loaded after it. -1 if none. */
@@ -184,7 +209,7 @@ typedef struct ht_merged_event {
 	 * HT_MERGE_FUNCTIONS also HT_EV_ENTER, HT_EV_EXIT and HT_EV_ENABLE;
 	 * with HT_MERGE_MARKS also HT_EV_TAG and HT_EV_PHASE; with
 	 * HT_MERGE_POOLS also HT_EV_POOL; with HT_MERGE_SNAPSHOTS also
-	 * HT_EV_SNAPSHOT. A PALLOC comes out as an HT_EV_ALLOC (pooled set). */
+	 * HT_EV_SNAPSHOT; with HT_MERGE_EXT also HT_EV_EXT. A PALLOC comes out as an HT_EV_ALLOC (pooled set). */
 	uint8_t type;
 	uint8_t fn;	 /* HT_FN_* for ALLOC/REALLOC (HT_FN_CUSTOM for a PALLOC) */
 	bool from_realloc; /* FREE: the free half of a REALLOC */
@@ -248,6 +273,10 @@ int ht_merge_new(const ht_trace_t *t, ht_merge_t **out);
  * returned, so a merge yields at most 2 * t->nevents events. */
 #define HT_MERGE_POOLS 0x4u
 #define HT_MERGE_SNAPSHOTS 0x8u
+/* HT_MERGE_EXT returns EXT events (format 1.4): type HT_EV_EXT, fn the
+ * kind (HT_EXT_*), name_id the check id of a LEAK_CHECK. A LEAK_CHECK
+ * sorts after allocations on equal stamps, like a snapshot. */
+#define HT_MERGE_EXT 0x10u
 int ht_merge_new_ex(const ht_trace_t *t, unsigned flags, uint32_t thread, ht_merge_t **out);
 /* Next event, or false at the end. */
 bool ht_merge_next(ht_merge_t *m, ht_event_t *ev);

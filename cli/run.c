@@ -21,9 +21,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "leaks.h"
 #include "model.h"
 #include "reader.h"
 #include "report.h"
+#include "symbolize.h"
 #include "util.h"
 
 /* ---- finding the agent ----------------------------------------------------- */
@@ -93,7 +95,8 @@ static int setup_env(const ht_run_opts_t *o, const char *agent, const char *mani
 	if (out[0] == '/' || !getcwd(cwd, sizeof(cwd)) || strchr(cwd, ','))
 		cwd[0] = '\0';
 	const char *uopt = getenv("HEAPTRAIL_OPTIONS");
-	size_t olen = strlen(out) + strlen(cwd) + strlen(manifest) + (uopt ? strlen(uopt) : 0) + 160;
+	size_t olen = strlen(out) + strlen(cwd) + strlen(manifest) + (uopt ? strlen(uopt) : 0) +
+		      (o->break_alloc ? strlen(o->break_alloc) : 0) + 180;
 	char *opts = malloc(olen);
 	if (!opts) {
 		free(pre);
@@ -114,7 +117,9 @@ static int setup_env(const ht_run_opts_t *o, const char *agent, const char *mani
 	if (o->summary)
 		n += snprintf(opts + n, olen - (size_t)n, ",summary=1");
 	if (o->summary_sites)
-		snprintf(opts + n, olen - (size_t)n, ",summary_sites=%u", o->summary_sites);
+		n += snprintf(opts + n, olen - (size_t)n, ",summary_sites=%u", o->summary_sites);
+	if (o->break_alloc)
+		snprintf(opts + n, olen - (size_t)n, ",break=%s", o->break_alloc);
 	int r = 0;
 	if (setenv("LD_PRELOAD", pre, 1) || setenv("HEAPTRAIL_OPTIONS", opts, 1))
 		r = -errno;
@@ -268,7 +273,40 @@ static void print_summary(const entry_t *ent, const char *shown)
 /* Traces listed by name besides the main one. */
 #define MAX_LISTED 8
 
-static void report_traces(const char *manifest, pid_t child)
+/* The leak exit code's test on the main trace: true when unsuppressed
+ * definite or indirect (or unclassified) leaks remain; their section goes
+ * to stderr unless o->no_leak_report. */
+static bool leaks_fail(const ht_run_opts_t *o, const char *path, const char *shown)
+{
+	ht_trace_t *t = NULL;
+	ht_model_t *m = NULL;
+	ht_leaks_t l;
+	bool fail = false;
+	if (ht_reader_load_file(path, NULL, &t) < 0 || ht_model_build(t, &m)) {
+		fprintf(stderr, "heaptrail: cannot check %s for leaks\n", shown);
+		ht_trace_free(t);
+		return false;
+	}
+	ht_symbolizer_t *sym = ht_symbolizer_new();
+	if (sym)
+		ht_model_add_modules(m, sym);
+	if (ht_leaks_build(m, sym, o->supps, &l) == 0) {
+		fail = ht_leaks_fail(&l);
+		if (fail && !o->no_leak_report) {
+			fflush(stdout);
+			ht_report_leaks_text(stderr, m, sym, &l, 0, false);
+		}
+		ht_leaks_free(&l);
+	}
+	ht_symbolizer_free(sym);
+	ht_model_free(m);
+	ht_trace_free(t);
+	return fail;
+}
+
+/* Prints the summary and the traces' paths. Returns the main trace's path
+ * (the caller frees it), or NULL when no trace was written. */
+static char *report_traces(const char *manifest, pid_t child)
 {
 	entry_t *ent;
 	size_t n = read_manifest(manifest, &ent);
@@ -279,7 +317,7 @@ static void report_traces(const char *manifest, pid_t child)
 		fputs("heaptrail: no trace was written (a statically linked program, or one that "
 		      "clears LD_PRELOAD, cannot be traced)\n",
 		      stderr);
-		return;
+		return NULL;
 	}
 	/* the main trace: the last image of the process we started (an exec
 	 * replaces the image and opens a new file under the same pid) */
@@ -307,9 +345,12 @@ static void report_traces(const char *manifest, pid_t child)
 				display_path(ent[n - 1 == main_i ? n - 2 : n - 1].path, cwd));
 	}
 	fprintf(stderr, "heaptrail: heaptrail report %s\n", display_path(ent[main_i].path, cwd));
+	char *main_path = ent[main_i].path;
 	for (size_t i = 0; i < n; i++)
-		free(ent[i].path);
+		if (i != main_i)
+			free(ent[i].path);
 	free(ent);
+	return main_path;
 }
 
 /* ---- running -------------------------------------------------------------------- */
@@ -383,6 +424,7 @@ int ht_run(const ht_run_opts_t *o)
 	sigaction(SIGQUIT, &old_quit, NULL);
 
 	int ret;
+	bool signaled = false;
 	if (got == (ssize_t)sizeof(err) && err) {
 		if (err == -ENOENT)
 			fprintf(stderr, "heaptrail: %s: command not found\n", o->argv[0]);
@@ -400,10 +442,23 @@ int ht_run(const ht_run_opts_t *o)
 		fprintf(stderr, "heaptrail: %s was killed by signal %d%s%s%s\n", o->argv[0], sig,
 			abbr ? " (SIG" : "", abbr ? abbr : "", abbr ? ")" : "");
 		ret = 128 + sig;
+		signaled = true;
 	} else {
 		ret = 1;
 	}
-	report_traces(manifest, pid);
+	char *main_path = report_traces(manifest, pid);
 	unlink(manifest);
+	/* a death by signal keeps its status: the leaks of a crash are not news */
+	if (main_path && o->leak_exitcode >= 0 && !signaled) {
+		char cwd[PATH_MAX];
+		if (!getcwd(cwd, sizeof(cwd)))
+			cwd[0] = '\0';
+		if (leaks_fail(o, main_path, display_path(main_path, cwd))) {
+			fprintf(stderr, "heaptrail: leaks found: exit status %d (--leak-exitcode)\n",
+				o->leak_exitcode);
+			ret = o->leak_exitcode;
+		}
+	}
+	free(main_path);
 	return ret;
 }

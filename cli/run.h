@@ -4,6 +4,8 @@
 
 #include <stdbool.h>
 
+#include "leaks.h"
+
 typedef struct ht_run_opts {
 	const char *output; /* trace path template, or NULL for the agent default */
 	unsigned depth;	    /* 0 = agent default */
@@ -13,12 +15,19 @@ typedef struct ht_run_opts {
 	bool start_off; /* agent option start=off: recording starts switched off */
 	bool summary;	/* agent option summary=1: per-site totals, no events */
 	unsigned summary_sites; /* agent option summary_sites (0: its default) */
+	const char *break_alloc; /* agent option break=LIST (numbers joined by '+'), or NULL */
+	int leak_exitcode;	 /* exit status when definite/indirect leaks remain; -1: off */
+	bool no_leak_report;	 /* with leak_exitcode: no leak section on stderr */
+	ht_supp_list_t *supps;	 /* suppressions for the leak exit code; may be NULL */
 	char **argv; /* PROGRAM ARGS..., NULL-terminated */
 } ht_run_opts_t;
 
 /* Run the program, wait, print the summary and trace paths on stderr.
  * Returns the exit status heaptrail should end with: the program's (128+N
- * for signal N), 127 not found, 126 not executable, 1 on our own failure. */
+ * for signal N), 127 not found, 126 not executable, 1 on our own failure;
+ * leak_exitcode instead of the program's own exit status (not of a death
+ * by signal) when its main trace has unsuppressed definite or indirect
+ * leaks (unclassified ones count as definite). */
 int ht_run(const ht_run_opts_t *o);
 
 #endif /* HEAPTRAIL_RUN_H */

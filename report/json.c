@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "leaks.h"
 #include "report.h"
 #include "timeline.h"
 #include "trace_format.h"
@@ -109,6 +110,11 @@ static void json_frames(FILE *out, const ht_frame_t *f, long n)
 	fputc(']', out);
 }
 
+void ht_json_frames(FILE *out, const ht_frame_t *f, long n)
+{
+	json_frames(out, f, n);
+}
+
 static const char *ending_name(ht_ending_t e)
 {
 	switch (e) {
@@ -124,6 +130,12 @@ static const char *ending_name(ht_ending_t e)
 
 int ht_report_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const ht_report_opts_t *o)
 {
+	return ht_report_json_leaks(out, m, sym, o, NULL);
+}
+
+int ht_report_json_leaks(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
+			 const ht_report_opts_t *o, const ht_leaks_t *leaks)
+{
 	const ht_trace_t *t = m->trace;
 	const ht_totals_t *tt = &m->totals;
 	size_t *idx = malloc((m->nsites ? m->nsites : 1) * sizeof(*idx));
@@ -132,6 +144,16 @@ int ht_report_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const h
 	int err = 0;
 	if (!idx)
 		return -ENOMEM;
+	/* leaks by class (issue 3), grouped here when the caller did not */
+	ht_leaks_t own;
+	const ht_leaks_t *lk = leaks;
+	if (!lk) {
+		if ((err = ht_leaks_build(m, sym, NULL, &own))) {
+			free(idx);
+			return err;
+		}
+		lk = &own;
+	}
 
 	/* program */
 	fputs("{\"heaptrail_report\": 1,\n \"program\": {\"command\": [", out);
@@ -174,9 +196,12 @@ int ht_report_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const h
 		",\n            \"leaked_blocks\": %" PRIu64 ", \"leaked_bytes\": %" PRIu64
 		", \"temporary_allocations\": %" PRIu64 ",\n            \"duration_seconds\": %.9f"
 		", \"allocations_per_second\": %.1f, \"sites\": %zu,\n            \"reallocs\": %" PRIu64
-		", \"ignored_frees\": %" PRIu64 ", \"reused_addresses\": %" PRIu64 "},\n",
+		", \"ignored_frees\": %" PRIu64 ", \"reused_addresses\": %" PRIu64 ",\n            ",
 		tt->leaked_blocks, tt->leaked_bytes, tt->temporary, (double)tt->duration_ns / 1e9,
 		tt->allocs_per_second, m->nsites, tt->reallocs, tt->ignored_frees, tt->reused_addresses);
+	fprintf(out, "\"leaks_classified\": %s", lk->classified ? "true" : "false");
+	ht_report_leak_totals_json(out, lk);
+	fputs("},\n", out);
 
 	/* trace health */
 	char w[8][HT_WARN_LEN];
@@ -225,24 +250,14 @@ int ht_report_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const h
 	}
 	fputs("],\n", out);
 
-	/* leaks: all of them, grouped by stack, largest first */
-	n = ht_model_sort(m, HT_BY_LEAKED, idx);
-	fputs(" \"leaks\": [", out);
-	for (size_t i = 0; i < n && !err; i++) {
-		const ht_site_t *s = &m->sites[idx[i]];
-		long nf = ht_model_frames(m, sym, s, &frames, &cap);
-		if (nf < 0) {
-			err = (int)nf;
-			break;
-		}
-		fprintf(out, "%s\n  {\"blocks\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"stack_id\": %" PRIu64
-			",\n   \"stack\": ",
-			i ? "," : "", s->leaked_blocks, s->leaked_bytes, s->stack_id);
-		json_frames(out, frames, nf);
-		fputc('}', out);
-	}
+	/* leaks: every unsuppressed group of blocks live at the end, by class
+	 * and stack, largest first (the suppressed ones are counted in
+	 * "suppressions") */
+	fputs(" \"leaks\": ", out);
+	if (!err)
+		err = ht_report_leaks_json(out, m, sym, lk);
 	/* memory over time: a bounded series, the exact peak marked */
-	fputs("],\n ", out);
+	fputs(",\n ", out);
 	if (!err)
 		err = ht_report_timeline_json(out, m);
 	/* heaptrail.h's pools and snapshots: new members last, and only when
@@ -261,6 +276,17 @@ int ht_report_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const h
 			full |= m->sites[i].overflow;
 		fprintf(out, ",\n \"summary_mode\": {\"site_table_full\": %s}", full ? "true" : "false");
 	}
+	/* issue 3: suppressions and on-demand leak checks */
+	if (!err && lk->supps && lk->supps->n) {
+		fputs(",\n \"suppressions\": ", out);
+		err = ht_report_suppressions_json(out, lk);
+	}
+	if (!err && m->nchecks) {
+		fputs(",\n \"leak_checks\": ", out);
+		err = ht_report_checks_json(out, m, sym);
+	}
+	if (lk == &own)
+		ht_leaks_free(&own);
 	fputs("}\n", out);
 
 	free(idx);

@@ -15,6 +15,8 @@
 #include "model.h"
 #include "symbolize.h"
 
+struct ht_leaks;
+
 typedef struct ht_report_opts {
 	const char *trace_path; /* shown in the text header; may be NULL */
 	size_t top;		/* entries per list; 0 = writer default (text 10, json all) */
@@ -27,6 +29,13 @@ int ht_report_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 /* Only the text report's TOP SITES BY BYTES ALLOCATED section (what
  * `heaptrail run --summary` prints at the end). */
 int ht_report_top_sites_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, size_t top);
+/* The same with the leaks grouped by the caller (cli/leaks.h: suppressions
+ * applied); the plain writers group them without suppressions. Text:
+ * show_reachable lists the still-reachable blocks too. */
+int ht_report_text_leaks(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
+			 const ht_report_opts_t *o, const struct ht_leaks *l, bool show_reachable);
+int ht_report_json_leaks(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
+			 const ht_report_opts_t *o, const struct ht_leaks *l);
 
 /* Pools and snapshots (issue 5; figures in cli/model.h). The text
  * sections print nothing when the trace has no pools or snapshots; the
@@ -36,6 +45,30 @@ int ht_report_pools_text(FILE *out, const ht_model_t *m);
 int ht_report_snapshots_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym);
 int ht_report_pools_json(FILE *out, const ht_model_t *m);
 int ht_report_snapshots_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym);
+
+/* The leak section and its companions (issue 3; report/leaks.c). The text
+ * leak section lists at most top stacks per class (0: 10); the checks
+ * section prints nothing without on-demand checks. The JSON writers write
+ * members' values, ht_report_leak_totals_json the members it adds to
+ * "totals" (each preceded by ", "). */
+int ht_report_leaks_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
+			 const struct ht_leaks *l, size_t top, bool show_reachable);
+int ht_report_checks_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym);
+int ht_report_growth_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, size_t top);
+void ht_report_leak_totals_json(FILE *out, const struct ht_leaks *l);
+int ht_report_leaks_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
+			 const struct ht_leaks *l);
+int ht_report_suppressions_json(FILE *out, const struct ht_leaks *l);
+int ht_report_checks_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym);
+int ht_report_growth_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym);
+
+/* A site's stack as the text report prints it (leaf first, `function
+ * file:line`); brief: its top frames only (it was printed in full above). */
+int ht_report_stack_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
+			 const ht_site_t *s, bool brief);
+
+/* A FRAME array of the JSON report (docs/JSON.md). */
+void ht_json_frames(FILE *out, const ht_frame_t *f, long n);
 
 /* Warnings about the trace as one line each (no newline), for both writers:
  * damage, a missing END, agent trouble. Returns how many were written to

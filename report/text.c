@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "leaks.h"
 #include "report.h"
 #include "timeline.h"
 #include "trace_format.h"
@@ -250,6 +251,15 @@ static void print_stack(textctx_t *c, const ht_site_t *s, bool repeat)
 			(size_t)n - shown);
 }
 
+int ht_report_stack_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const ht_site_t *s,
+			 bool brief)
+{
+	textctx_t c = { out, m, sym, NULL, 0, NULL, 0, 0 };
+	print_stack(&c, s, brief);
+	free(c.frames);
+	return c.err;
+}
+
 /* ---- sections ---------------------------------------------------------------------- */
 
 static void print_summary(FILE *out, const ht_model_t *m)
@@ -315,16 +325,6 @@ static void head_peak(FILE *out, const ht_site_t *s, const ht_totals_t *tt)
 		ht_fmt_count(b, s->peak_bytes));
 	if (tt->peak_heap_bytes)
 		fprintf(out, " (%.1f%%)", 100.0 * (double)s->peak_bytes / (double)tt->peak_heap_bytes);
-}
-
-static void head_leak(FILE *out, const ht_site_t *s, const ht_totals_t *tt)
-{
-	char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN];
-	(void)tt;
-	fprintf(out, "%10s  %s B in %s block%s", ht_fmt_size(a, s->leaked_bytes),
-		ht_fmt_count(b, s->leaked_bytes), ht_fmt_count(c, s->leaked_blocks),
-		s->leaked_blocks == 1 ? "" : "s");
-	fprintf(out, " (of %s allocated here)", ht_fmt_count(a, s->allocations));
 }
 
 static void head_temp(FILE *out, const ht_site_t *s, const ht_totals_t *tt)
@@ -395,6 +395,12 @@ int ht_report_top_sites_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sy
 
 int ht_report_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const ht_report_opts_t *o)
 {
+	return ht_report_text_leaks(out, m, sym, o, NULL, false);
+}
+
+int ht_report_text_leaks(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
+			 const ht_report_opts_t *o, const ht_leaks_t *leaks, bool show_reachable)
+{
 	const ht_trace_t *t = m->trace;
 	size_t top = o && o->top ? o->top : DEFAULT_TOP;
 	textctx_t c = { out, m, sym, NULL, 0, NULL, 0, 0 };
@@ -443,14 +449,23 @@ int ht_report_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const h
 		   "no allocations");
 	print_list(&c, "TOP SITES BY CONTRIBUTION TO THE PEAK", HT_BY_PEAK, head_peak, top, idx,
 		   "nothing was live at the peak");
-	print_list(&c, "LEAKS, LARGEST FIRST", HT_BY_LEAKED, head_leak, top, idx,
-		   t->ending == HT_ENDING_EXEC ? "nothing was live at exec" : "no leaks");
+	/* leaks by class (issue 3), grouped here when the caller did not */
+	ht_leaks_t own;
+	const ht_leaks_t *lk = leaks;
+	if (!lk && !c.err && !(c.err = ht_leaks_build(m, sym, NULL, &own)))
+		lk = &own;
+	if (lk && !c.err)
+		c.err = ht_report_leaks_text(out, m, sym, lk, top, show_reachable);
+	if (lk == &own)
+		ht_leaks_free(&own);
 	print_list(&c, "TEMPORARY ALLOCATIONS", HT_BY_TEMPORARY, head_temp, top, idx,
 		   "no temporary allocations");
 	/* heaptrail.h's pools and snapshots: only when the trace has them */
 	int e = ht_report_pools_text(out, m);
 	if (!e)
 		e = ht_report_snapshots_text(out, m, sym);
+	if (!e)
+		e = ht_report_checks_text(out, m, sym);
 	if (e && !c.err)
 		c.err = e;
 	fputc('\n', out);

@@ -6,7 +6,10 @@
              leaked_blocks, leaked_bytes, temporary_allocations, duration_seconds},
   "sites": [ {allocations, bytes_allocated, peak_bytes, leaked_blocks, leaked_bytes,
               temporary_allocations, stack: [FRAME...]} ],   largest bytes first
-  "leaks": [ {blocks, bytes, stack: [FRAME...]} ] }         largest first
+  "leaks": [ {blocks, bytes, kind, block, stack: [FRAME...]} ] }
+        by class (definite, indirect, possible, unclassified, reachable), then
+        largest first; kind is one of memcheck's classes or null (unclassified),
+        block one block's allocation number ("n" or "T.n")
 FRAME = {function, file, line, module, address: "0x...", inlined: bool}
 Stacks are leaf-first: stack[0] is the program's innermost frame (the function
 that called malloc/new), never an allocator entry point or the agent. Unknown
@@ -37,6 +40,10 @@ SITE_INT_KEYS = ("allocations", "bytes_allocated", "peak_bytes", "leaked_blocks"
                  "leaked_bytes", "temporary_allocations")
 FRAME_KEYS = ("function", "file", "line", "module", "address", "inlined")
 ADDR_RE = re.compile(r"^0x[0-9a-f]+$")
+BLOCK_RE = re.compile(r"^[1-9][0-9]*(\.[1-9][0-9]*)?$")
+# Report order of the leak classes (null: unclassified, no leak check saw it).
+KIND_ORDER = {"definite": 0, "indirect": 1, "possible": 2, None: 3, "reachable": 4}
+KIND_TOTALS = ("definite", "indirect", "possible", "reachable", "unclassified", "suppressed")
 
 
 def _is_int(v):
@@ -222,9 +229,31 @@ def check(rep, max_errors=12, top=None):
         if "stack" not in lk:
             err("%s.stack missing" % w)
         check_stack(err, w, lk.get("stack"))
-    lb = [lk.get("bytes") for lk in leaks if isinstance(lk, dict)]
-    if all(_is_int(x) for x in lb) and lb != sorted(lb, reverse=True):
-        err("leaks are not sorted largest first: %r" % lb[:20])
+        if lk.get("kind", "missing") not in KIND_ORDER:
+            err("%s.kind must be definite, indirect, possible, reachable or null, got %r"
+                % (w, lk.get("kind", "missing")))
+        if not (isinstance(lk.get("block"), str) and BLOCK_RE.match(lk["block"])):
+            err("%s.block must be an allocation number \"n\" or \"T.n\", got %r" % (w, lk.get("block")))
+    keyed = [(KIND_ORDER.get(lk.get("kind"), 9), -lk.get("bytes")) for lk in leaks
+             if isinstance(lk, dict) and _is_int(lk.get("bytes"))]
+    if keyed != sorted(keyed):
+        err("leaks are not sorted by class, then largest first: %r" % keyed[:20])
+    # The classes add up: every block live at the end is in one class or
+    # suppressed, and "leaks" lists all but the suppressed ones.
+    kt = {k: (tot.get(k + "_blocks"), tot.get(k + "_bytes")) for k in KIND_TOTALS}
+    if not all(_is_int(b) and _is_int(y) and b >= 0 and y >= 0 for b, y in kt.values()):
+        err("totals must hold <class>_blocks and <class>_bytes for %s: %r" % (KIND_TOTALS, kt))
+    elif len(ti) == len(TOTAL_INT_KEYS):
+        if sum(b for b, _ in kt.values()) != ti["leaked_blocks"]:
+            err("the classes' blocks %r do not add up to totals.leaked_blocks %d" % (kt, ti["leaked_blocks"]))
+        if sum(y for _, y in kt.values()) != ti["leaked_bytes"]:
+            err("the classes' bytes %r do not add up to totals.leaked_bytes %d" % (kt, ti["leaked_bytes"]))
+        for k in KIND_TOTALS[:5]:
+            kk = None if k == "unclassified" else k
+            got = sum(lk["blocks"] for lk in leaks if isinstance(lk, dict) and lk.get("kind", 0) == kk
+                      and _is_int(lk.get("blocks")))
+            if got != kt[k][0]:
+                err("leaks of kind %r hold %d blocks, totals.%s_blocks is %d" % (kk, got, k, kt[k][0]))
 
     # The parts add up to the totals.
     if sites and len(ti) == len(TOTAL_INT_KEYS) and all(
@@ -240,14 +269,15 @@ def check(rep, max_errors=12, top=None):
                 err("sum of sites' %s is %d, totals.%s is %d" % (sk, sums[sk], tk, ti[tk]))
             if top is not None and sums[sk] > ti[tk]:
                 err("sum of the top sites' %s (%d) exceeds totals.%s (%d)" % (sk, sums[sk], tk, ti[tk]))
-    if leaks and len(ti) == len(TOTAL_INT_KEYS) and all(
+    sup = (tot.get("suppressed_blocks"), tot.get("suppressed_bytes"))
+    if leaks and len(ti) == len(TOTAL_INT_KEYS) and all(_is_int(x) for x in sup) and all(
             isinstance(lk, dict) and _is_int(lk.get("blocks")) and _is_int(lk.get("bytes")) for lk in leaks):
-        if sum(lk["blocks"] for lk in leaks) != ti["leaked_blocks"]:
-            err("sum of leaks' blocks %d != totals.leaked_blocks %d" % (
-                sum(lk["blocks"] for lk in leaks), ti["leaked_blocks"]))
-        if sum(lk["bytes"] for lk in leaks) != ti["leaked_bytes"]:
-            err("sum of leaks' bytes %d != totals.leaked_bytes %d" % (
-                sum(lk["bytes"] for lk in leaks), ti["leaked_bytes"]))
-    if not leaks and ti.get("leaked_blocks"):
-        err("totals.leaked_blocks is %d but leaks is empty" % ti["leaked_blocks"])
+        if sum(lk["blocks"] for lk in leaks) + sup[0] != ti["leaked_blocks"]:
+            err("sum of leaks' blocks %d + suppressed %d != totals.leaked_blocks %d" % (
+                sum(lk["blocks"] for lk in leaks), sup[0], ti["leaked_blocks"]))
+        if sum(lk["bytes"] for lk in leaks) + sup[1] != ti["leaked_bytes"]:
+            err("sum of leaks' bytes %d + suppressed %d != totals.leaked_bytes %d" % (
+                sum(lk["bytes"] for lk in leaks), sup[1], ti["leaked_bytes"]))
+    if not leaks and ti.get("leaked_blocks") and ti.get("leaked_blocks") != sup[0]:
+        err("totals.leaked_blocks is %d but leaks is empty (suppressed: %r)" % (ti["leaked_blocks"], sup[0]))
     return errs

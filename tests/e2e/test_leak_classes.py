@@ -15,6 +15,14 @@ bytes under 128.
 
   leaks.classes.<scenario>   classes and totals == memcheck's
   leaks.classes.complete     every block live at exit is classified, once
+  leaks.classes.report       the CLI's JSON report (no default suppressions) gives
+                             the same per-class totals as the LEAKS record, for
+                             every scenario
+  leaks.classes.exitcode     run --leak-exitcode 23: 23 when definite or indirect
+                             leaks remain (list), 0 when only possible and
+                             reachable ones do (interior)
+  leaks.classes.summary      summary mode: `heaptrail leaks` on the summary file
+                             gives the same per-class totals as the full trace
   leaks.classes.off          leak_check=0: no LEAKS record, the run is normal
   leaks.classes.ondemand     heaptrail_leak_check() and SIGUSR2 write checks 1 and 2
                              while the program runs, each with list's classes
@@ -148,9 +156,50 @@ def t_python(t):
     t.check(ht["possible"][0] > 0, "python has no possibly lost blocks: the test checks nothing")
 
 
+KINDS = ("definite", "indirect", "possible", "reachable")
+
+
+def json_classes(t, path, extra=()):
+    from harness import report
+    rep = report(path, "json", extra=("--no-default-suppressions",) + tuple(extra))
+    t.need(rep.data, "report failed: %s" % rep.err)
+    tot = rep.data["totals"]
+    return {k: [tot.get(k + "_blocks"), tot.get(k + "_bytes")] for k in KINDS}
+
+
+def t_report(t):
+    for s in SCENARIOS:
+        path = traced(t, s)
+        ht = tracefile.leak_totals(str(path))
+        t.eq("%s: JSON per-class totals" % s, ht, json_classes(t, path))
+
+
+def t_exitcode(t):
+    need_tools(t)
+    p = PROGS / PROG
+    for scenario, want in (("list", 23), ("interior", 0)):
+        tr = heaptrail_run([str(p), scenario], ("--leak-exitcode", "23"), timeout=TIMEOUT)
+        t.eq("%s: exit status with --leak-exitcode 23" % scenario, want, tr.proc.rc)
+
+
+def t_summary(t):
+    path = traced(t, "mixed")
+    full = json_classes(t, path)
+
+    def go():
+        tr = heaptrail_run([str(PROGS / PROG), "mixed"], ("--summary",), timeout=TIMEOUT)
+        return tr
+    tr = memo(("leak_classes", "mixed", "summary"), go)
+    t.need(tr.proc.rc == 0 and tr.out_path.exists(), "summary run failed: %s" % tail(tr.proc.err))
+    t.eq("summary mode's classes == the full trace's", full, json_classes(t, tr.out_path))
+
+
 TESTS = [("leaks.classes." + s, check_scenario(s)) for s in SCENARIOS] + [
     ("leaks.classes.complete", t_complete),
     ("leaks.classes.off", t_off),
     ("leaks.classes.ondemand", t_ondemand),
     ("leaks.classes.python", t_python),
+    ("leaks.classes.report", t_report),
+    ("leaks.classes.exitcode", t_exitcode),
+    ("leaks.classes.summary", t_summary),
 ]

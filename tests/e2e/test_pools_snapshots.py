@@ -138,7 +138,9 @@ def t_pools_json(t):
     t.check(all(isinstance(i, int) and i > 0 for i in ids) and len(set(ids)) == 2,
             "pool ids are not two distinct addresses: %r" % ids)
     keys = list(rep)
-    t.eq("new members come last", ["timeline", "pools", "snapshots"], keys[-3:])
+    # later issues' members (issue 3's "suppressions") may follow them
+    t.eq("new members come last", ["timeline", "pools", "snapshots"],
+         keys[keys.index("timeline"):][:3] if "timeline" in keys else keys)
 
 
 def t_pools_text(t):

@@ -9,6 +9,7 @@ standard library has no zstd, so the `zstd` command decompresses it.
 import shutil
 import struct
 import subprocess
+from pathlib import Path
 
 MAGIC = b"HEAPTRL\x1a"
 REC_PROCESS, REC_MODULE, REC_MODULE_UNLOAD, REC_THREAD_BLOCK = 1, 2, 3, 4
@@ -264,3 +265,121 @@ def summary_rows(path):
                 r["kind_bytes"].append(v)
             rows.append(r)
     return rows
+# ---- records, replay and writing (issue 3's tests: LEAKS records and
+# LEAK_CHECK events added to a real trace) ----------------------------------
+
+REC_LEAKS = 8
+EV_PALLOC, EV_EXT = 0xD, 0xF
+EXT_LEAK_CHECK = 4
+LEAK_DEFINITE, LEAK_INDIRECT, LEAK_POSSIBLE, LEAK_REACHABLE = 1, 2, 3, 4
+
+
+def varint(v):
+    out = bytearray()
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def svarint(v):
+    return varint((v << 1) ^ (v >> 63) if v >= 0 else ((-v - 1) << 1) | 1)
+
+
+def records(path):
+    """[(tag, payload)] of the trace's body, in file order."""
+    _, _, buf = body(path)
+    out, pos = [], 0
+    while pos < len(buf):
+        tag = buf[pos]
+        n, p2 = _varint(buf, pos + 1)
+        out.append((tag, bytes(buf[p2:p2 + n])))
+        pos = p2 + n
+    return out
+
+
+def write(path, recs, major=1, minor=4):
+    """A raw (uncompressed) trace of these records."""
+    data = bytearray(MAGIC + struct.pack("<HHI", major, minor, 0))
+    for tag, payload in recs:
+        data += bytes([tag]) + varint(len(payload)) + payload
+    Path(path).write_bytes(bytes(data))
+
+
+def record(tag, payload):
+    return (tag, payload)
+
+
+def leaks_record(time, check_id, entries, reason=0, last=1):
+    """LEAKS: entries [(addr, kind)] (sorted here, as the agent does)."""
+    p = varint(time) + varint(check_id) + varint(reason) + varint(last)
+    prev = 0
+    for addr, kind in sorted(entries):
+        p += svarint(addr - prev) + varint(kind)
+        prev = addr
+    return (REC_LEAKS, p)
+
+
+def ext_block(tid, time, kind, payload):
+    """A THREAD_BLOCK holding one EXT event of this kind at this time."""
+    ev = bytes([EV_EXT | kind << 4]) + varint(0) + varint(len(payload)) + payload
+    return (REC_THREAD_BLOCK, varint(tid) + varint(time) + ev)
+
+
+def allocations(path):
+    """Every allocation of a single-threaded-per-block trace in file order:
+    [{"tid", "seq" (the thread's allocation number), "addr", "size",
+    "time", "freed_at"}]; frees matched by address (the last live block)."""
+    out, live, seq = [], {}, {}
+    for tag, p in records(path):
+        if tag != REC_THREAD_BLOCK:
+            continue
+        q = 0
+        tid, q = _varint(p, q)
+        t, q = _varint(p, q)
+        addr = 0
+        while q < len(p):
+            op = p[q]
+            ev = op & 0x0F
+            q += 1
+            if ev in (EV_ALLOC, EV_REALLOC, EV_PALLOC, EV_FREE):
+                dt, q = _varint(p, q)
+                da, q = _svarint(p, q)
+                t += dt
+                addr += da
+                if ev == EV_FREE:
+                    if addr in live:
+                        live.pop(addr)["freed_at"] = t
+                    continue
+                size, q = _varint(p, q)
+                _, q = _varint(p, q)
+                if ev == EV_REALLOC:
+                    dold, q = _svarint(p, q)
+                    _, q = _varint(p, q)
+                    if addr + dold in live:
+                        live.pop(addr + dold)["freed_at"] = t
+                if ev == EV_PALLOC:
+                    _, q = _varint(p, q)
+                seq[tid] = seq.get(tid, 0) + 1
+                a = {"tid": tid, "seq": seq[tid], "addr": addr, "size": size, "time": t,
+                     "freed_at": None}
+                live[addr] = a
+                out.append(a)
+            elif ev == EV_STACK:
+                _, q = _varint(p, q)
+                depth, q = _varint(p, q)
+                for _ in range(depth):
+                    _, q = _svarint(p, q)
+            elif ev == EV_RSS:
+                dt, q = _varint(p, q)
+                _, q = _varint(p, q)
+                t += dt
+            elif ev == EV_EXT:
+                dt, q = _varint(p, q)
+                n, q = _varint(p, q)
+                t += dt
+                q += n
+            else:
+                raise TraceError("event 0x%x not handled by allocations()" % op)
+    return out

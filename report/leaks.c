@@ -1,0 +1,358 @@
+/* leaks.c (report/) - the leak section of the text and JSON reports
+ * (issue 3): leaks grouped by class, then by stack, largest first; what the
+ * suppressions took; the on-demand leak checks; growth suspects. The
+ * figures come from cli/leaks.c and cli/model.c.
+ *
+ * The text prints memcheck's words for the classes ("definitely lost",
+ * ...) so that people who know memcheck read it at once; still-reachable
+ * blocks are one line unless asked for, as memcheck and LSan do.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "leaks.h"
+#include "report.h"
+#include "trace_format.h"
+#include "util.h"
+
+#define WIDTH 100
+#define DEFAULT_TOP 10
+
+static void rule(FILE *out, const char *title)
+{
+	size_t n = strlen(title);
+	fprintf(out, "\n%s ", title);
+	for (size_t i = n + 1; i < WIDTH; i++)
+		fputc('-', out);
+	fputc('\n', out);
+}
+
+static const char *const class_title[HT_LEAK_KINDS] = {
+	"leaked (not classified: no leak check saw these blocks)",
+	"definitely lost", "indirectly lost", "possibly lost", "still reachable",
+};
+
+/* ---- text ----------------------------------------------------------------------- */
+
+/* One class's groups, g[from, to), at most top of them. */
+static int print_class(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const ht_leaks_t *l,
+		       size_t from, size_t to, size_t top, uint32_t *labels, uint32_t *next)
+{
+	unsigned kind = l->g[from].kind;
+	char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN], d[HT_FMT_LEN], num[48];
+	fprintf(out, "\n%s: %s (%s B) in %s block%s, %zu stack%s\n", class_title[kind],
+		ht_fmt_size(a, l->bytes[kind]), ht_fmt_count(b, l->bytes[kind]),
+		ht_fmt_count(c, l->blocks[kind]), l->blocks[kind] == 1 ? "" : "s", to - from,
+		to - from == 1 ? "" : "s");
+	size_t shown = to - from < top ? to - from : top;
+	int e = 0;
+	for (size_t i = 0; i < shown && !e; i++) {
+		const ht_leak_group_t *g = &l->g[from + i];
+		const ht_site_t *s = &m->sites[g->site];
+		bool repeat = labels[g->site] != 0;
+		if (!repeat)
+			labels[g->site] = ++*next;
+		/* summary mode knows no single block (ex_seq 0) */
+		char eg[64] = "";
+		if (g->ex_seq)
+			snprintf(eg, sizeof eg, ", e.g. block %s", ht_alloc_number(num, g->ex_thread, g->ex_seq));
+		fprintf(out, "%s#%-3zu%10s  %s B in %s block%s (of %s allocated here)%s"
+			"  [site %u]\n",
+			i ? "\n" : "", i + 1, ht_fmt_size(a, g->bytes), ht_fmt_count(b, g->bytes),
+			ht_fmt_count(c, g->blocks), g->blocks == 1 ? "" : "s",
+			ht_fmt_count(d, s->allocations), eg, labels[g->site]);
+		e = ht_report_stack_text(out, m, sym, s, repeat);
+	}
+	if (!e && to - from > shown) {
+		uint64_t bytes = 0, blocks = 0;
+		for (size_t i = from + shown; i < to; i++) {
+			bytes += l->g[i].bytes;
+			blocks += l->g[i].blocks;
+		}
+		fprintf(out, "\n... and %zu more stacks: %s in %s blocks (--top 0 shows all)\n",
+			to - from - shown, ht_fmt_size(a, bytes), ht_fmt_count(b, blocks));
+	}
+	return e;
+}
+
+int ht_report_leaks_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const ht_leaks_t *l,
+			 size_t top, bool show_reachable)
+{
+	const ht_trace_t *t = m->trace;
+	char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN];
+	if (!top)
+		top = DEFAULT_TOP;
+	uint32_t *labels = calloc(m->nsites ? m->nsites : 1, sizeof(*labels));
+	if (!labels)
+		return -ENOMEM;
+	uint32_t next = 0;
+	uint64_t lost = 0;
+	for (unsigned k = 0; k < HT_LEAK_KINDS; k++)
+		if (k != HT_LEAK_REACHABLE)
+			lost += l->blocks[k];
+	rule(out, l->classified ? "LEAKS BY CLASS, LARGEST FIRST" : "LEAKS, LARGEST FIRST");
+	if (!l->nshown)
+		fprintf(out, "  %s\n", t->ending == HT_ENDING_EXEC ? "nothing was live at exec"
+					: l->supp_blocks ? "no leaks but the suppressed ones"
+							 : "no leaks");
+	else if (!lost)
+		fputs("  no leaks: every block live at the end is still reachable\n", out);
+	int e = 0;
+	for (size_t i = 0; i < l->nshown && !e;) {
+		size_t j = i;
+		while (j < l->nshown && l->g[j].kind == l->g[i].kind)
+			j++;
+		if (l->g[i].kind == HT_LEAK_REACHABLE && !show_reachable)
+			fprintf(out, "\nstill reachable: %s (%s B) in %s block%s, %zu stack%s"
+				" (--show-reachable lists them)\n",
+				ht_fmt_size(a, l->bytes[HT_LEAK_REACHABLE]),
+				ht_fmt_count(b, l->bytes[HT_LEAK_REACHABLE]),
+				ht_fmt_count(c, l->blocks[HT_LEAK_REACHABLE]),
+				l->blocks[HT_LEAK_REACHABLE] == 1 ? "" : "s", j - i, j - i == 1 ? "" : "s");
+		else
+			e = print_class(out, m, sym, l, i, j, top, labels, &next);
+		i = j;
+	}
+	if (!e && l->supp_blocks) {
+		size_t np = 0;
+		for (size_t i = 0; l->supps && i < l->supps->n; i++)
+			np += l->supps->s[i].blocks > 0;
+		fprintf(out, "\nsuppressed: %s (%s B) in %s blocks, by %zu pattern%s:\n",
+			ht_fmt_size(a, l->supp_bytes), ht_fmt_count(b, l->supp_bytes),
+			ht_fmt_count(c, l->supp_blocks), np, np == 1 ? "" : "s");
+		for (size_t i = 0; l->supps && i < l->supps->n; i++) {
+			const ht_supp_t *s = &l->supps->s[i];
+			if (s->blocks)
+				fprintf(out, "  %10s B in %6s blocks  leak:%s  (%s)\n",
+					ht_fmt_count(a, s->bytes), ht_fmt_count(b, s->blocks), s->pattern,
+					s->origin);
+		}
+	}
+	free(labels);
+	return e;
+}
+
+/* The leaf frame of a site, as `function  file:line`. */
+static void site_leaf(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, uint32_t site,
+		      ht_frame_t **frames, size_t *cap)
+{
+	long n = ht_model_frames(m, sym, &m->sites[site], frames, cap);
+	if (n <= 0) {
+		fputs("(stack unknown)", out);
+		return;
+	}
+	const ht_frame_t *f = &(*frames)[0];
+	if (f->function)
+		fputs(f->function, out);
+	else
+		fprintf(out, "0x%" PRIx64, f->address);
+	if (f->file && f->line > 0)
+		fprintf(out, "  %s:%d", f->file, f->line);
+	else if (f->module)
+		fprintf(out, "  in %s", f->module);
+}
+
+int ht_report_checks_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym)
+{
+	if (!m->nchecks)
+		return 0;
+	char a[HT_FMT_LEN], b[HT_FMT_LEN];
+	ht_frame_t *frames = NULL;
+	size_t cap = 0;
+	rule(out, "LEAK CHECKS DURING THE RUN");
+	for (size_t i = 0; i < m->nchecks; i++) {
+		const ht_check_stat_t *c = &m->checks[i];
+		fprintf(out, "%scheck %" PRIu64 " at %s%s\n", i ? "\n" : "", c->check_id,
+			ht_fmt_duration(a, c->time),
+			c->classified ? "" : " (its classes are missing from the trace)");
+		for (unsigned k = 1; k <= HT_LEAK_KINDS; k++) {
+			unsigned kk = k % HT_LEAK_KINDS; /* 1..4, then unclassified */
+			if (!c->blocks[kk])
+				continue;
+			fprintf(out, "  %-18s %12s B in %s blocks\n",
+				kk ? class_title[kk] : "unclassified", ht_fmt_count(a, c->bytes[kk]),
+				ht_fmt_count(b, c->blocks[kk]));
+		}
+		for (size_t k = 0; k < c->ntop; k++) {
+			fprintf(out, "    %12s B  %-10s  ", ht_fmt_count(a, c->top[k].bytes),
+				c->top[k].kind ? ht_leak_kind_name(c->top[k].kind) : "unclassified");
+			site_leaf(out, m, sym, c->top[k].site, &frames, &cap);
+			fputc('\n', out);
+		}
+	}
+	free(frames);
+	return ferror(out) ? -EIO : 0;
+}
+
+int ht_report_growth_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, size_t top)
+{
+	ht_growth_t *g;
+	long n = ht_growth_rank(m, &g);
+	if (n < 0)
+		return (int)n;
+	if (!top)
+		top = DEFAULT_TOP;
+	char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN], d[HT_FMT_LEN], e2[HT_FMT_LEN];
+	size_t ns = 0;
+	for (long i = 0; i < n; i++)
+		ns += g[i].suspect;
+	char title[128];
+	snprintf(title, sizeof(title), "GROWTH SUSPECTS (%zu of %ld rising sites)", ns, n);
+	rule(out, title);
+	fprintf(out, "  live bytes of each site at %d points over %s; trend = least-squares slope,\n"
+		     "  fit = R^2, highs = share of points setting a new high; suspects fit >= 0.80"
+		     " with highs >= 0.50\n",
+		HT_GROWTH_POINTS, ht_fmt_duration(a, m->growth_span_ns));
+	if (!n)
+		fputs("  no site's live bytes rise over the run\n", out);
+	int e = 0;
+	for (long i = 0; i < n && (size_t)i < top && !e; i++) {
+		const ht_growth_t *r = &g[i];
+		fprintf(out, "\n#%-3ld%s %s/s, fit %.2f, highs %.2f; %s live in %s blocks at the end,"
+			" ages median %s, oldest %s\n",
+			i + 1, r->suspect ? "SUSPECT" : "rising ", ht_fmt_size(a, (uint64_t)r->slope),
+			r->r2, r->new_highs, ht_fmt_size(b, r->live_bytes),
+			ht_fmt_count(c, r->live_blocks), ht_fmt_duration(d, r->age_median_ns),
+			ht_fmt_duration(e2, r->age_oldest_ns));
+		e = ht_report_stack_text(out, m, sym, &m->sites[r->site], false);
+	}
+	free(g);
+	return e ? e : ferror(out) ? -EIO : 0;
+}
+
+/* ---- JSON ------------------------------------------------------------------------ */
+
+void ht_report_leak_totals_json(FILE *out, const ht_leaks_t *l)
+{
+	for (unsigned k = HT_LEAK_DEFINITE; k <= HT_LEAK_REACHABLE; k++)
+		fprintf(out, ", \"%s_bytes\": %" PRIu64 ", \"%s_blocks\": %" PRIu64,
+			ht_leak_kind_name(k), l->bytes[k], ht_leak_kind_name(k), l->blocks[k]);
+	fprintf(out, ",\n            \"unclassified_bytes\": %" PRIu64
+		     ", \"unclassified_blocks\": %" PRIu64 ", \"suppressed_bytes\": %" PRIu64
+		     ", \"suppressed_blocks\": %" PRIu64,
+		l->bytes[0], l->blocks[0], l->supp_bytes, l->supp_blocks);
+}
+
+int ht_report_leaks_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const ht_leaks_t *l)
+{
+	ht_frame_t *frames = NULL;
+	size_t cap = 0;
+	char num[48];
+	int err = 0;
+	fputc('[', out);
+	for (size_t i = 0; i < l->nshown && !err; i++) {
+		const ht_leak_group_t *g = &l->g[i];
+		const ht_site_t *s = &m->sites[g->site];
+		long nf = ht_model_frames(m, sym, s, &frames, &cap);
+		if (nf < 0) {
+			err = (int)nf;
+			break;
+		}
+		fprintf(out, "%s\n  {\"blocks\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"kind\": ",
+			i ? "," : "", g->blocks, g->bytes);
+		ht_json_str(out, ht_leak_kind_name(g->kind));
+		if (g->ex_seq) /* summary mode knows no single block */
+			fprintf(out, ", \"block\": \"%s\", \"block_address\": \"0x%" PRIx64 "\"",
+				ht_alloc_number(num, g->ex_thread, g->ex_seq), g->ex_addr);
+		else
+			fputs(", \"block\": null, \"block_address\": null", out);
+		fprintf(out, ", \"stack_id\": %" PRIu64 ",\n   \"stack\": ", s->overflow ? (uint64_t)0 : s->stack_id);
+		ht_json_frames(out, frames, nf);
+		fputc('}', out);
+	}
+	fputc(']', out);
+	free(frames);
+	return err;
+}
+
+int ht_report_suppressions_json(FILE *out, const ht_leaks_t *l)
+{
+	fputc('[', out);
+	for (size_t i = 0; l->supps && i < l->supps->n; i++) {
+		const ht_supp_t *s = &l->supps->s[i];
+		fprintf(out, "%s\n  {\"pattern\": ", i ? "," : "");
+		ht_json_str(out, s->pattern);
+		fputs(", \"origin\": ", out);
+		ht_json_str(out, s->origin);
+		fprintf(out, ", \"blocks\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"stacks\": %" PRIu64 "}",
+			s->blocks, s->bytes, s->groups);
+	}
+	fputc(']', out);
+	return ferror(out) ? -EIO : 0;
+}
+
+int ht_report_checks_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym)
+{
+	ht_frame_t *frames = NULL;
+	size_t cap = 0;
+	int err = 0;
+	fputc('[', out);
+	for (size_t i = 0; i < m->nchecks && !err; i++) {
+		const ht_check_stat_t *c = &m->checks[i];
+		fprintf(out, "%s\n  {\"check\": %" PRIu64 ", \"time_seconds\": %.9f, \"classified\": %s",
+			i ? "," : "", c->check_id, (double)c->time / 1e9,
+			c->classified ? "true" : "false");
+		for (unsigned k = 0; k < HT_LEAK_KINDS; k++) {
+			const char *name = k ? ht_leak_kind_name(k) : "unclassified";
+			fprintf(out, ", \"%s_bytes\": %" PRIu64 ", \"%s_blocks\": %" PRIu64, name,
+				c->bytes[k], name, c->blocks[k]);
+		}
+		fputs(",\n   \"top\": [", out);
+		for (size_t k = 0; k < c->ntop; k++) {
+			long nf = ht_model_frames(m, sym, &m->sites[c->top[k].site], &frames, &cap);
+			if (nf < 0) {
+				err = (int)nf;
+				break;
+			}
+			fprintf(out, "%s{\"kind\": ", k ? ", " : "");
+			ht_json_str(out, ht_leak_kind_name(c->top[k].kind));
+			fprintf(out, ", \"blocks\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"stack\": ",
+				c->top[k].blocks, c->top[k].bytes);
+			ht_json_frames(out, frames, nf);
+			fputc('}', out);
+		}
+		fputs("]}", out);
+	}
+	fputc(']', out);
+	free(frames);
+	return err ? err : ferror(out) ? -EIO : 0;
+}
+
+int ht_report_growth_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym)
+{
+	ht_growth_t *g;
+	long n = ht_growth_rank(m, &g);
+	if (n < 0)
+		return (int)n;
+	ht_frame_t *frames = NULL;
+	size_t cap = 0;
+	int err = 0;
+	fprintf(out, "{\"points\": %d, \"span_seconds\": %.9f, \"sites\": [", HT_GROWTH_POINTS,
+		(double)m->growth_span_ns / 1e9);
+	for (long i = 0; i < n && !err; i++) {
+		const ht_growth_t *r = &g[i];
+		const ht_site_t *s = &m->sites[r->site];
+		long nf = ht_model_frames(m, sym, s, &frames, &cap);
+		if (nf < 0) {
+			err = (int)nf;
+			break;
+		}
+		fprintf(out, "%s\n  {\"suspect\": %s, \"slope_bytes_per_second\": %.1f, \"r2\": %.4f"
+			", \"new_highs\": %.4f, \"live_bytes\": %" PRIu64 ", \"live_blocks\": %" PRIu64
+			", \"age_median_seconds\": %.9f, \"age_oldest_seconds\": %.9f,\n   \"series\": [",
+			i ? "," : "", r->suspect ? "true" : "false", r->slope, r->r2, r->new_highs,
+			r->live_bytes, r->live_blocks, (double)r->age_median_ns / 1e9,
+			(double)r->age_oldest_ns / 1e9);
+		for (size_t k = 0; k < HT_GROWTH_POINTS; k++)
+			fprintf(out, "%s%" PRIu64, k ? ", " : "", m->growth[k * m->nsites + r->site]);
+		fprintf(out, "], \"stack_id\": %" PRIu64 ",\n   \"stack\": ", s->stack_id);
+		ht_json_frames(out, frames, nf);
+		fputc('}', out);
+	}
+	fputs("]}", out);
+	free(frames);
+	free(g);
+	return err ? err : ferror(out) ? -EIO : 0;
+}

@@ -68,7 +68,7 @@ void ht_clock_init(void)
 static const int fatal_signals[] = {SIGSEGV, SIGBUS,  SIGFPE,  SIGILL,
 				    SIGABRT, SIGSYS,  SIGTERM, SIGINT,
 				    SIGHUP,  SIGQUIT, SIGPIPE, SIGXCPU,
-				    SIGXFSZ};
+				    SIGXFSZ, SIGTRAP /* break=LIST without a debugger */};
 
 /* Set once ht_finish has written END: a second thread dying at the same
  * time waits for the first one's flush instead of killing the process in

@@ -374,6 +374,44 @@ static int decode_event(const uint8_t *p, size_t end, size_t *pos, evstate_t *st
 		ev->stack_id = 0;
 		st->time = ev->time;
 		break;
+	case HT_EV_EXT: {
+		/* kind in the high nibble (ev->fn), a payload of len bytes:
+		 * kinds this reader does not know are skipped by it, and bytes
+		 * after the known fields are ignored (format 1.4) */
+		uint64_t len;
+		if ((r = get_u(p, end, &q, &dtime)) || (r = get_u(p, end, &q, &len)))
+			return r;
+		if (len > end - q)
+			return DEC_TRUNC;
+		size_t pend = q + (size_t)len;
+		ev->time = st->time + dtime;
+		ev->addr = 0;
+		ev->size = 0;
+		ev->stack_id = 0;
+		switch (ev->fn) {
+		case HT_EXT_FD_OPEN: /* fd, stack, call */
+			r = get_u(p, pend, &q, &ev->addr) || get_u(p, pend, &q, &ev->stack_id) ||
+			    get_u(p, pend, &q, &ev->size);
+			break;
+		case HT_EXT_FD_CLOSE: /* fd */
+			r = get_u(p, pend, &q, &ev->addr);
+			break;
+		case HT_EXT_HANDLE_ACQUIRE: /* kind, handle, stack */
+			r = get_u(p, pend, &q, &ev->name_id) || get_u(p, pend, &q, &ev->addr) ||
+			    get_u(p, pend, &q, &ev->stack_id);
+			break;
+		case HT_EXT_HANDLE_RELEASE: /* kind, handle */
+			r = get_u(p, pend, &q, &ev->name_id) || get_u(p, pend, &q, &ev->addr);
+			break;
+		default:
+			r = 0;
+		}
+		if (r)
+			return DEC_CORRUPT; /* the fields overrun the declared length */
+		q = pend;
+		st->time = ev->time;
+		break;
+	}
 	default:
 		return DEC_CORRUPT;
 	}
@@ -423,6 +461,7 @@ static const char *event_name(uint8_t type)
 	case HT_EV_POOL: return "POOL";
 	case HT_EV_PALLOC: return "PALLOC";
 	case HT_EV_SNAPSHOT: return "SNAPSHOT";
+	case HT_EV_EXT: return "EXT";
 	default: return "unknown";
 	}
 }
@@ -446,7 +485,7 @@ static int parse_thread_block(ht_trace_t *t, size_t pos, size_t end, bool cut, u
 
 	evstate_t st = { base, 0, 0 };
 	size_t evstart = pos;
-	uint64_t n = 0, nfn = 0, nmark = 0, npool = 0, nsnap = 0;
+	uint64_t n = 0, nfn = 0, nmark = 0, npool = 0, nsnap = 0, next = 0;
 	int stop = 0;
 	while (pos < end) {
 		ht_event_t ev;
@@ -515,6 +554,8 @@ static int parse_thread_block(ht_trace_t *t, size_t pos, size_t end, bool cut, u
 			npool++; /* likewise: its frees are made by the merge */
 		else if (ev.type == HT_EV_SNAPSHOT)
 			nsnap++;
+		else if (ev.type == HT_EV_EXT)
+			next++; /* descriptors, handles (issue 3): in no other count */
 		else
 			n++;
 		if (ev.time > t->last_time)
@@ -528,7 +569,7 @@ static int parse_thread_block(ht_trace_t *t, size_t pos, size_t end, bool cut, u
 	}
 
 	/* Index the block (its valid prefix) even when empty of events: cheap. */
-	if (n + nfn + nmark + npool + nsnap > 0) {
+	if (n + nfn + nmark + npool + nsnap + next > 0) {
 		if (t->nblocks >= UINT32_MAX - 1 ||
 		    ht_util_grow((void **)&t->blocks, &t->cap_blocks, t->nblocks + 1,
 				 sizeof(*t->blocks)))
@@ -550,6 +591,7 @@ static int parse_thread_block(ht_trace_t *t, size_t pos, size_t end, bool cut, u
 		thr->npool_events += npool + nsnap;
 		t->npool_events += npool;
 		t->nsnapshot_events += nsnap;
+		t->next_events += next;
 	}
 	return stop;
 }
@@ -1181,6 +1223,8 @@ static inline int ev_kind(const ht_event_t *e)
 {
 	if (e->type == HT_EV_TAG || e->type == HT_EV_SNAPSHOT)
 		return 2;
+	if (e->type == HT_EV_EXT) /* an open is an allocation, a close a free */
+		return e->fn == HT_EXT_FD_OPEN || e->fn == HT_EXT_HANDLE_ACQUIRE;
 	return e->type == HT_EV_ALLOC || e->type == HT_EV_REALLOC;
 }
 
@@ -1224,6 +1268,8 @@ static bool cursor_advance(ht_merge_t *m, cursor_t *c)
 			/* POOL events always reach ht_merge_next: it makes their
 			 * frees, and returns them only with HT_MERGE_POOLS */
 			if (!(m->flags & HT_MERGE_SNAPSHOTS) && c->head.type == HT_EV_SNAPSHOT)
+				continue;
+			if (!(m->flags & HT_MERGE_EXT) && c->head.type == HT_EV_EXT)
 				continue;
 			c->head.thread = c->thread;
 			c->head.from_realloc = false;

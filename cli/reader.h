@@ -115,6 +115,7 @@ typedef struct ht_trace {
 	uint64_t npool_events; /* POOL events parsed (in no other count); PALLOC
 				* counts in nevents, as the ALLOC it becomes */
 	uint64_t nsnapshot_events; /* SNAPSHOT events parsed (in no other count) */
+	uint64_t next_events; /* EXT events parsed, known kinds or not (in no other count) */
 	uint64_t last_time;   /* latest time stamp seen anywhere */
 	uint64_t max_rss;     /* largest RSS event */
 	uint64_t skipped_records; /* unknown tags, skipped by length */
@@ -231,6 +232,13 @@ int ht_merge_new(const ht_trace_t *t, ht_merge_t **out);
  * returned, so a merge yields at most 2 * t->nevents events. */
 #define HT_MERGE_POOLS 0x4u
 #define HT_MERGE_SNAPSHOTS 0x8u
+/* HT_MERGE_EXT returns EXT events (descriptors and handles, issue 3):
+ * type HT_EV_EXT, fn the kind (HT_EXT_*, unknown kinds as written).
+ * FD_OPEN: addr the fd, stack_id, size the call (HT_FDCALL_*); FD_CLOSE:
+ * addr the fd; HANDLE_ACQUIRE: name_id the kind's name, addr the handle,
+ * stack_id; HANDLE_RELEASE: name_id, addr. Opens and acquires sort like
+ * allocations on equal stamps, the rest like frees. */
+#define HT_MERGE_EXT 0x10u
 int ht_merge_new_ex(const ht_trace_t *t, unsigned flags, uint32_t thread, ht_merge_t **out);
 /* Next event, or false at the end. */
 bool ht_merge_next(ht_merge_t *m, ht_event_t *ev);

@@ -89,7 +89,7 @@ void ht_json_str(FILE *out, const char *s)
 	fputc('"', out);
 }
 
-static void json_frames(FILE *out, const ht_frame_t *f, long n)
+void ht_json_frames(FILE *out, const ht_frame_t *f, long n)
 {
 	fputc('[', out);
 	for (long i = 0; i < n; i++) {
@@ -217,7 +217,7 @@ int ht_report_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const h
 			",\n   \"stack\": ",
 			i ? "," : "", s->allocations, s->bytes_allocated, s->peak_bytes, s->leaked_blocks,
 			s->leaked_bytes, s->temporary, s->frees, s->largest, s->stack_id);
-		json_frames(out, frames, nf);
+		ht_json_frames(out, frames, nf);
 		fputc('}', out);
 	}
 	fputs("],\n", out);
@@ -235,7 +235,7 @@ int ht_report_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const h
 		fprintf(out, "%s\n  {\"blocks\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"stack_id\": %" PRIu64
 			",\n   \"stack\": ",
 			i ? "," : "", s->leaked_blocks, s->leaked_bytes, s->stack_id);
-		json_frames(out, frames, nf);
+		ht_json_frames(out, frames, nf);
 		fputc('}', out);
 	}
 	/* memory over time: a bounded series, the exact peak marked */
@@ -251,6 +251,10 @@ int ht_report_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const h
 	if (!err && m->nsnapshots) {
 		fputs(",\n \"snapshots\": ", out);
 		err = ht_report_snapshots_json(out, m, sym);
+	}
+	if (!err) { /* descriptors and handles still open (issue 3): always there */
+		fputs(",\n ", out);
+		err = ht_report_resources_json(out, m, sym);
 	}
 	fputs("}\n", out);
 

@@ -138,7 +138,8 @@ def t_pools_json(t):
     t.check(all(isinstance(i, int) and i > 0 for i in ids) and len(set(ids)) == 2,
             "pool ids are not two distinct addresses: %r" % ids)
     keys = list(rep)
-    t.eq("new members come last", ["timeline", "pools", "snapshots"], keys[-3:])
+    t.eq("new members come last", ["timeline", "pools", "snapshots", "fd_leaks", "handle_leaks"],
+         keys[-5:])
 
 
 def t_pools_text(t):

@@ -20,6 +20,13 @@ comment lists the outcome).
                       descriptor, opens one, execs exec_target: the parent's
                       trace is unchanged, the child's lists only its own
                       descriptor, the exec'd image's none (inherited)
+  resources.vfork     a vfork child (on the parent's memory) closes one of
+                      the parent's leaked descriptors and opens one: the
+                      parent's trace shows neither
+  resources.threads   4 threads open and close 2000 descriptors each while
+                      numbers pass between them, and leak one each: exactly
+                      those 4, and 8004 opened, 8000 closed (a close stamped
+                      after another thread's open of its number breaks both)
   resources.none      a program without descriptors of its own: empty
                       members
 """
@@ -236,6 +243,32 @@ def t_fork_exec(t):
     t.eq("exec'd image's leaks (all inherited)", [], execd[0].get("fd_leaks"))
 
 
+def t_vfork(t):
+    tr, rep = traced(t, ("vfork",), key="vfork")
+    want = printed(tr.proc.out)
+    t.eq("leaked descriptors after a vfork child closed one and opened one",
+         {fd: (CALLS[fn], fn, "main") for fd, fn in want.items()}, fd_table(rep))
+
+
+def t_threads(t):
+    need_tools(t)
+    p = PROGS / "resources_threads"
+    t.need(p.exists(), "%s not built" % p)
+    tr = heaptrail_run([p], timeout=TIMEOUT)
+    t.need(tr.proc.rc == 0 and tr.out_path.exists(), "run failed: %s: %s" % (
+        tr.proc.describe(), tail(tr.proc.err)))
+    want = printed(tr.proc.out)
+    t.eq("descriptors the program leaked", 4, len(want))
+    r = report(tr.out_path, "json")
+    t.need(not r.err, r.err or "")
+    t.eq("fd_leaks", {fd: ("open", "thread_leak") for fd in want},
+         {fd: v[:2] for fd, v in fd_table(r.data).items()})
+    r = report(tr.out_path, "text")
+    t.need(not r.err, r.err or "")
+    body = section(text(r.proc.out), "RESOURCE LEAKS") or [""]
+    t.check("still open at exit: 4 (8004 opened, 8000 closed;" in body[0], "headline: %r" % body[0])
+
+
 def t_none(t):
     need_tools(t)
     p = PROGS / "leaks"
@@ -254,5 +287,7 @@ TESTS = [
     ("resources.text", t_text),
     ("resources.valgrind", t_valgrind),
     ("resources.fork_exec", t_fork_exec),
+    ("resources.vfork", t_vfork),
+    ("resources.threads", t_threads),
     ("resources.none", t_none),
 ]

@@ -46,6 +46,10 @@
 /* ---- the real functions ------------------------------------------------------ */
 
 static int (*real_open)(const char *, int, ...);
+static int (*real___open_2)(const char *, int);
+static int (*real___open64_2)(const char *, int);
+static int (*real___openat_2)(int, const char *, int);
+static int (*real___openat64_2)(int, const char *, int);
 static int (*real_open64)(const char *, int, ...);
 static int (*real_openat)(int, const char *, int, ...);
 static int (*real_openat64)(int, const char *, int, ...);
@@ -83,6 +87,10 @@ HT_NOINLINE HT_COLD static void resolve_all(void)
 	ht_guard++;
 	RESOLVE(open);
 	RESOLVE(open64);
+	RESOLVE(__open_2);
+	RESOLVE(__open64_2);
+	RESOLVE(__openat_2);
+	RESOLVE(__openat64_2);
 	RESOLVE(openat);
 	RESOLVE(openat64);
 	RESOLVE(creat);
@@ -239,6 +247,34 @@ HT_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
 {
 	OPEN_MODE(flags, flags);
 	FD_HOOK_BODY(HT_FDCALL_OPEN, REAL(openat64)(dirfd, path, flags, mode));
+}
+
+/* What open and openat become under _FORTIFY_SOURCE (Debian builds its
+ * packages with it) when the flags are not a constant and no mode is
+ * given. */
+HT_EXPORT int __open_2(const char *path, int flags);
+HT_EXPORT int __open64_2(const char *path, int flags);
+HT_EXPORT int __openat_2(int dirfd, const char *path, int flags);
+HT_EXPORT int __openat64_2(int dirfd, const char *path, int flags);
+
+HT_EXPORT int __open_2(const char *path, int flags)
+{
+	FD_HOOK_BODY(HT_FDCALL_OPEN, REAL(__open_2)(path, flags));
+}
+
+HT_EXPORT int __open64_2(const char *path, int flags)
+{
+	FD_HOOK_BODY(HT_FDCALL_OPEN, REAL(__open64_2)(path, flags));
+}
+
+HT_EXPORT int __openat_2(int dirfd, const char *path, int flags)
+{
+	FD_HOOK_BODY(HT_FDCALL_OPEN, REAL(__openat_2)(dirfd, path, flags));
+}
+
+HT_EXPORT int __openat64_2(int dirfd, const char *path, int flags)
+{
+	FD_HOOK_BODY(HT_FDCALL_OPEN, REAL(__openat64_2)(dirfd, path, flags));
 }
 
 HT_EXPORT int creat(const char *path, mode_t mode)

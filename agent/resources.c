@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -72,6 +73,8 @@ static FILE *(*real_freopen)(const char *, const char *, FILE *);
 static FILE *(*real_freopen64)(const char *, const char *, FILE *);
 static FILE *(*real_fdopen)(int, const char *);
 static int (*real_close)(int);
+static int (*real_close_range)(unsigned, unsigned, int);
+static void (*real_closefrom)(int);
 static int (*real_fclose)(FILE *);
 
 static _Atomic bool resolved;
@@ -112,6 +115,8 @@ HT_NOINLINE HT_COLD static void resolve_all(void)
 	RESOLVE(freopen64);
 	RESOLVE(fdopen);
 	RESOLVE(fclose);
+	RESOLVE(close_range);
+	RESOLVE(closefrom);
 	RESOLVE(close); /* last: a non-NULL real_close means all are resolved */
 	ht_guard--;
 	if (!real_close) {
@@ -388,6 +393,62 @@ HT_EXPORT int close(int fd)
 		return REAL(close)(fd);
 	record_close(fd);
 	return real_close(fd);
+}
+
+/* close_range and closefrom close whatever is open in a range (a daemon
+ * or a fork child before exec closes everything from 3 up): the open
+ * descriptors of the range are read from /proc/self/fd (getdents64 into
+ * a stack buffer: no malloc) and each gets an FD_CLOSE before the real
+ * call. Without /proc nothing is recorded. */
+static void record_close_range(unsigned first, unsigned last)
+{
+	int dfd = REAL(open)("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return;
+	char buf[4096] __attribute__((aligned(8)));
+	long n;
+	while ((n = syscall(SYS_getdents64, dfd, buf, sizeof buf)) > 0) {
+		for (long off = 0; off < n;) {
+			/* struct linux_dirent64: ino, off, reclen (u16), type, name */
+			unsigned short reclen;
+			memcpy(&reclen, buf + off + 16, sizeof reclen);
+			const char *name = buf + off + 19;
+			unsigned long fd = 0;
+			bool num = *name != 0;
+			for (const char *c = name; *c; c++) {
+				if (*c < '0' || *c > '9') {
+					num = false;
+					break;
+				}
+				fd = fd * 10 + (unsigned long)(*c - '0');
+			}
+			if (num && fd >= first && fd <= last && fd != (unsigned long)dfd)
+				record_close((int)fd);
+			off += reclen;
+		}
+	}
+	real_close(dfd);
+}
+
+HT_EXPORT int close_range(unsigned first, unsigned last, int flags)
+{
+	if (should_record_res(__builtin_return_address(0)) && !(flags & CLOSE_RANGE_CLOEXEC) &&
+	    first <= last) {
+		int e = errno;
+		record_close_range(first, last);
+		errno = e;
+	}
+	return REAL(close_range)(first, last, flags);
+}
+
+HT_EXPORT void closefrom(int lowfd)
+{
+	if (should_record_res(__builtin_return_address(0))) {
+		int e = errno;
+		record_close_range(lowfd < 0 ? 0 : (unsigned)lowfd, ~0u);
+		errno = e;
+	}
+	REAL(closefrom)(lowfd);
 }
 
 /* ---- stdio ----------------------------------------------------------------------------- */

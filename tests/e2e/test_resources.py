@@ -20,6 +20,9 @@ comment lists the outcome).
                       descriptor, opens one, execs exec_target: the parent's
                       trace is unchanged, the child's lists only its own
                       descriptor, the exec'd image's none (inherited)
+  resources.close_range  close_range and closefrom close descriptors made
+                      for them (recorded from /proc/self/fd); with
+                      CLOSE_RANGE_CLOEXEC nothing is closed
   resources.vfork     a vfork child (on the parent's memory) closes one of
                       the parent's leaked descriptors and opens one: the
                       parent's trace shows neither
@@ -250,6 +253,16 @@ def t_vfork(t):
          {fd: (CALLS[fn], fn, "main") for fd, fn in want.items()}, fd_table(rep))
 
 
+def t_close_range(t):
+    tr, rep = traced(t, ("range",), key="range")
+    want = printed(tr.proc.out)
+    t.eq("range_open's descriptor kept by close_range(CLOSE_RANGE_CLOEXEC)", "range_open",
+         want.get(310))
+    calls = dict(CALLS, range_open="dup")
+    t.eq("leaked descriptors after close_range and closefrom",
+         {fd: (calls[fn], fn, "main") for fd, fn in want.items()}, fd_table(rep))
+
+
 def t_threads(t):
     need_tools(t)
     p = PROGS / "resources_threads"
@@ -287,6 +300,7 @@ TESTS = [
     ("resources.text", t_text),
     ("resources.valgrind", t_valgrind),
     ("resources.fork_exec", t_fork_exec),
+    ("resources.close_range", t_close_range),
     ("resources.vfork", t_vfork),
     ("resources.threads", t_threads),
     ("resources.none", t_none),

@@ -37,6 +37,10 @@
  * Argument "fork": then forks; the child closes the leaked open64
  * descriptor, opens one of its own (child_open) and execs ARGV[2] if
  * given, else exits; the parent waits. The parent's leaks are unchanged.
+ * Argument "range": then range_open duplicates base onto 300, 301, 310,
+ * 400 and 401; close_range(300, 301) and closefrom(400) close four,
+ * close_range(310, 310, CLOSE_RANGE_CLOEXEC) closes nothing: 310 is one
+ * more leak (range_open, dup).
  * Argument "vfork": then vforks; the child closes leak_open's descriptor,
  * opens another and _exits: the parent's leaks are unchanged.
  */
@@ -312,6 +316,14 @@ static void close_channel(void)
 	heaptrail_handle_release("channel", 99);
 }
 
+static void range_open(int from)
+{
+	static const int at[] = { 300, 301, 310, 400, 401 };
+	for (int i = 0; i < 5; i++)
+		check(fcntl(from, F_DUPFD, at[i]) == at[i], "fcntl F_DUPFD for the range");
+	say("range_open", 310);
+}
+
 static void child_open(void)
 {
 	int fd = open("/dev/null", O_RDONLY);
@@ -381,6 +393,14 @@ int main(int argc, char **argv)
 		}
 		int st;
 		check(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0, "child");
+	}
+	if (argc > 1 && !strcmp(argv[1], "range")) {
+		range_open(base);
+		check(close_range(300, 301, 0) == 0, "close_range");
+		closefrom(400);
+		check(fcntl(400, F_GETFD) < 0 && fcntl(401, F_GETFD) < 0, "closefrom");
+		check(close_range(310, 310, CLOSE_RANGE_CLOEXEC) == 0, "close_range cloexec");
+		check(fcntl(310, F_GETFD) == FD_CLOEXEC, "310 still open, close-on-exec");
 	}
 	if (argc > 1 && !strcmp(argv[1], "vfork")) {
 		/* the child runs on our memory: its calls must not reach our

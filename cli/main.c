@@ -584,14 +584,18 @@ static int cmd_leaks(int argc, char **argv)
 			fputs(",\n \"leak_checks\": ", stdout);
 			r = ht_report_checks_json(stdout, m, sym);
 		}
-		/* resource leaks (descriptors, handles) join here as members of their own */
+		if (!r) { /* descriptors and handles still open: fd_leaks, handle_leaks */
+			fputs(",\n ", stdout);
+			r = ht_report_resources_json(stdout, m, sym);
+		}
 		fputs("}\n", stdout);
 	} else if (!r) {
 		printf("heaptrail leaks: %s\n", path);
 		r = ht_report_leaks_text(stdout, m, sym, &lk, top, show_reachable);
 		if (!r)
 			r = ht_report_checks_text(stdout, m, sym);
-		/* resource leaks (descriptors, handles) print their section here */
+		if (!r) /* descriptors and handles: when the trace has any */
+			r = ht_report_resources_text(stdout, m, sym);
 		fputc('\n', stdout);
 	}
 	if (fflush(stdout) && !r)

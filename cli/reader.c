@@ -375,19 +375,44 @@ static int decode_event(const uint8_t *p, size_t end, size_t *pos, evstate_t *st
 		st->time = ev->time;
 		break;
 	case HT_EV_EXT: {
-		/* kinds this reader does not know are skipped by len (1.4) */
+		/* kind in the high nibble (ev->fn), a payload of len bytes:
+		 * kinds this reader does not know are skipped by it, and bytes
+		 * after the known fields are ignored (format 1.4) */
 		uint64_t len;
 		if ((r = get_u(p, end, &q, &dtime)) || (r = get_u(p, end, &q, &len)))
 			return r;
 		if (len > end - q)
 			return DEC_TRUNC;
-		size_t pe = q + (size_t)len, pq = q;
-		if (ev->fn == HT_EXT_LEAK_CHECK && (r = get_u(p, pe, &pq, &ev->name_id)))
-			return r == DEC_TRUNC ? DEC_CORRUPT : r; /* the payload is too short */
+		size_t pend = q + (size_t)len;
 		ev->time = st->time + dtime;
-		ev->addr = ev->size = ev->stack_id = 0;
+		ev->addr = 0;
+		ev->size = 0;
+		ev->stack_id = 0;
+		switch (ev->fn) {
+		case HT_EXT_FD_OPEN: /* fd, stack, call */
+			r = get_u(p, pend, &q, &ev->addr) || get_u(p, pend, &q, &ev->stack_id) ||
+			    get_u(p, pend, &q, &ev->size);
+			break;
+		case HT_EXT_FD_CLOSE: /* fd */
+			r = get_u(p, pend, &q, &ev->addr);
+			break;
+		case HT_EXT_HANDLE_ACQUIRE: /* kind, handle, stack */
+			r = get_u(p, pend, &q, &ev->name_id) || get_u(p, pend, &q, &ev->addr) ||
+			    get_u(p, pend, &q, &ev->stack_id);
+			break;
+		case HT_EXT_HANDLE_RELEASE: /* kind, handle */
+			r = get_u(p, pend, &q, &ev->name_id) || get_u(p, pend, &q, &ev->addr);
+			break;
+		case HT_EXT_LEAK_CHECK: /* check id */
+			r = get_u(p, pend, &q, &ev->name_id);
+			break;
+		default:
+			r = 0;
+		}
+		if (r)
+			return DEC_CORRUPT; /* the fields overrun the declared length */
+		q = pend;
 		st->time = ev->time;
-		q = pe;
 		break;
 	}
 	default:
@@ -533,7 +558,7 @@ static int parse_thread_block(ht_trace_t *t, size_t pos, size_t end, bool cut, u
 		else if (ev.type == HT_EV_SNAPSHOT)
 			nsnap++;
 		else if (ev.type == HT_EV_EXT)
-			next++;
+			next++; /* descriptors, handles, leak checks: in no other count */
 		else
 			n++;
 		if (ev.time > t->last_time)
@@ -1347,6 +1372,8 @@ static inline int ev_kind(const ht_event_t *e)
 	if (e->type == HT_EV_TAG || e->type == HT_EV_SNAPSHOT ||
 	    (e->type == HT_EV_EXT && e->fn == HT_EXT_LEAK_CHECK))
 		return 2;
+	if (e->type == HT_EV_EXT) /* an open is an allocation, a close a free */
+		return e->fn == HT_EXT_FD_OPEN || e->fn == HT_EXT_HANDLE_ACQUIRE;
 	return e->type == HT_EV_ALLOC || e->type == HT_EV_REALLOC;
 }
 

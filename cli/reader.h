@@ -146,7 +146,7 @@ typedef struct ht_trace {
 	uint64_t npool_events; /* POOL events parsed (in no other count); PALLOC
 				* counts in nevents, as the ALLOC it becomes */
 	uint64_t nsnapshot_events; /* SNAPSHOT events parsed (in no other count) */
-	uint64_t next_events;	   /* EXT events parsed (in no other count) */
+	uint64_t next_events; /* EXT events parsed, known kinds or not (in no other count) */
 	ht_leak_check_t *leak_checks; /* LEAKS records, one entry per check id */
 	size_t nleak_checks, cap_leak_checks;
 	uint64_t last_time;   /* latest time stamp seen anywhere */
@@ -274,8 +274,12 @@ int ht_merge_new(const ht_trace_t *t, ht_merge_t **out);
 #define HT_MERGE_POOLS 0x4u
 #define HT_MERGE_SNAPSHOTS 0x8u
 /* HT_MERGE_EXT returns EXT events (format 1.4): type HT_EV_EXT, fn the
- * kind (HT_EXT_*), name_id the check id of a LEAK_CHECK. A LEAK_CHECK
- * sorts after allocations on equal stamps, like a snapshot. */
+ * kind (HT_EXT_*, unknown kinds as written). FD_OPEN: addr the fd,
+ * stack_id, size the call (HT_FDCALL_*); FD_CLOSE: addr the fd;
+ * HANDLE_ACQUIRE: name_id the kind's name, addr the handle, stack_id;
+ * HANDLE_RELEASE: name_id, addr; LEAK_CHECK: name_id the check id. Opens
+ * and acquires sort like allocations on equal stamps, a LEAK_CHECK after
+ * allocations (like a snapshot), the rest like frees. */
 #define HT_MERGE_EXT 0x10u
 int ht_merge_new_ex(const ht_trace_t *t, unsigned flags, uint32_t thread, ht_merge_t **out);
 /* Next event, or false at the end. */

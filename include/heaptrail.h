@@ -74,6 +74,8 @@ HEAPTRAIL__SYM(int, snapshot, (const char *name))
 HEAPTRAIL__SYM(int, leak_check, (void))
 struct heaptrail_stats;
 HEAPTRAIL__SYM(int, stats, (struct heaptrail_stats *out))
+HEAPTRAIL__SYM(int, handle_acquire, (const char *kind, uintptr_t handle))
+HEAPTRAIL__SYM(int, handle_release, (const char *kind, uintptr_t handle))
 
 /* ---- recording on and off ------------------------------------------------------
  * Switch recording off and on around regions of the program. While off, new
@@ -262,6 +264,31 @@ HEAPTRAIL__INLINE int heaptrail_leak_check(void)
 {
 	heaptrail__leak_check_fn f = heaptrail__leak_check();
 	return f ? f() : -1;
+}
+
+/* ---- handles -----------------------------------------------------------------
+ * The program's own resources that must be given back (jobs, channels,
+ * connections from a pool, GPU buffers, locks held across calls): report
+ * each one acquired and released, and the report lists those still held
+ * at exit, per kind, with counts and the stacks that acquired them (the
+ * "Resource leaks" section; "handle_leaks" in the JSON). A handle is any
+ * number that names one resource of its kind (a pointer, an index);
+ * acquiring a held handle again moves it to the new stack, releasing one
+ * not held does nothing. File descriptors are tracked without this.
+ * kind: a name, like a tag's (string literals are fastest).
+ * Not async-signal-safe; thread-safe. Acquires are not recorded while
+ * recording is switched off; releases always are.
+ * @return 0, or -1 when the agent is not loaded. */
+HEAPTRAIL__INLINE int heaptrail_handle_acquire(const char *kind, uintptr_t handle)
+{
+	heaptrail__handle_acquire_fn f = heaptrail__handle_acquire();
+	return f ? f(kind, handle) : -1;
+}
+
+HEAPTRAIL__INLINE int heaptrail_handle_release(const char *kind, uintptr_t handle)
+{
+	heaptrail__handle_release_fn f = heaptrail__handle_release();
+	return f ? f(kind, handle) : -1;
 }
 
 #ifdef __cplusplus

@@ -90,7 +90,7 @@ void ht_json_str(FILE *out, const char *s)
 	fputc('"', out);
 }
 
-static void json_frames(FILE *out, const ht_frame_t *f, long n)
+void ht_json_frames(FILE *out, const ht_frame_t *f, long n)
 {
 	fputc('[', out);
 	for (long i = 0; i < n; i++) {
@@ -108,11 +108,6 @@ static void json_frames(FILE *out, const ht_frame_t *f, long n)
 			f[i].inlined ? "true" : "false");
 	}
 	fputc(']', out);
-}
-
-void ht_json_frames(FILE *out, const ht_frame_t *f, long n)
-{
-	json_frames(out, f, n);
 }
 
 static const char *ending_name(ht_ending_t e)
@@ -243,7 +238,7 @@ int ht_report_json_leaks(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 			i ? "," : "", s->allocations, s->bytes_allocated, s->peak_bytes, s->leaked_blocks,
 			s->leaked_bytes, s->temporary, s->frees, s->largest,
 			s->overflow ? (uint64_t)0 : s->stack_id);
-		json_frames(out, frames, nf);
+		ht_json_frames(out, frames, nf);
 		if (s->overflow)
 			fputs(", \"overflow\": true", out);
 		fputc('}', out);
@@ -287,6 +282,10 @@ int ht_report_json_leaks(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 	}
 	if (lk == &own)
 		ht_leaks_free(&own);
+	if (!err) { /* descriptors and handles still open (issue 3): always there */
+		fputs(",\n ", out);
+		err = ht_report_resources_json(out, m, sym);
+	}
 	fputs("}\n", out);
 
 	free(idx);

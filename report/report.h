@@ -67,9 +67,6 @@ int ht_report_growth_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym);
 int ht_report_stack_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 			 const ht_site_t *s, bool brief);
 
-/* A FRAME array of the JSON report (docs/JSON.md). */
-void ht_json_frames(FILE *out, const ht_frame_t *f, long n);
-
 /* Warnings about the trace as one line each (no newline), for both writers:
  * damage, a missing END, agent trouble. Returns how many were written to
  * lines (at most max); each is a static or buf-backed string. */
@@ -80,5 +77,18 @@ size_t ht_report_warnings(const ht_model_t *m, char buf[][HT_WARN_LEN], size_t m
  * valid UTF-8 (names and paths from ELF files are raw bytes) replaced by
  * U+FFFD; null for NULL. Shared by every JSON-producing writer. */
 void ht_json_str(FILE *out, const char *s);
+
+/* Writes frames as the JSON array of FRAME objects (docs/JSON.md). */
+void ht_json_frames(FILE *out, const ht_frame_t *f, long n);
+
+/* Resource leaks (issue 3; figures in cli/resources.h): descriptors still
+ * open at exit and handles still held. The text section is printed when
+ * the trace recorded any descriptor or handle event (nothing for older
+ * traces); `heaptrail report` prints it after the heap leaks, and any
+ * other command may call it alone. The JSON writer writes the members
+ * "fd_leaks" and "handle_leaks" (keys included, no separator around).
+ * sym may be NULL. Return 0, -ENOMEM or -EIO. */
+int ht_report_resources_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym);
+int ht_report_resources_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym);
 
 #endif /* HEAPTRAIL_REPORT_H */

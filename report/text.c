@@ -466,6 +466,8 @@ int ht_report_text_leaks(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 		e = ht_report_snapshots_text(out, m, sym);
 	if (!e)
 		e = ht_report_checks_text(out, m, sym);
+	if (!e) /* descriptors and handles (issue 3): when the trace has any */
+		e = ht_report_resources_text(out, m, sym);
 	if (e && !c.err)
 		c.err = e;
 	fputc('\n', out);

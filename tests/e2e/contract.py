@@ -6,10 +6,14 @@
              leaked_blocks, leaked_bytes, temporary_allocations, duration_seconds},
   "sites": [ {allocations, bytes_allocated, peak_bytes, leaked_blocks, leaked_bytes,
               temporary_allocations, stack: [FRAME...]} ],   largest bytes first
-  "leaks": [ {blocks, bytes, kind, block, stack: [FRAME...]} ] }
+  "leaks": [ {blocks, bytes, kind, block, stack: [FRAME...]} ],
         by class (definite, indirect, possible, unclassified, reachable), then
         largest first; kind is one of memcheck's classes or null (unclassified),
         block one block's allocation number ("n" or "T.n")
+  "fd_leaks": [ {call, count, fds: [int > 2...], stack_id, stack: [FRAME...]} ],
+                                                            most descriptors first
+  "handle_leaks": [ {kind, held, acquired, released,
+                     stacks: [ {count, stack_id, stack: [FRAME...]} ]} ] }   by kind
 FRAME = {function, file, line, module, address: "0x...", inlined: bool}
 Stacks are leaf-first: stack[0] is the program's innermost frame (the function
 that called malloc/new), never an allocator entry point or the agent. Unknown
@@ -280,4 +284,71 @@ def check(rep, max_errors=12, top=None):
                 sum(lk["bytes"] for lk in leaks), sup[1], ti["leaked_bytes"]))
     if not leaks and ti.get("leaked_blocks") and ti.get("leaked_blocks") != sup[0]:
         err("totals.leaked_blocks is %d but leaks is empty (suppressed: %r)" % (ti["leaked_blocks"], sup[0]))
+    check_resources(err, rep)
     return errs
+
+
+FD_CALLS = ("open", "socket", "accept", "pipe", "dup", "fopen", "other")
+
+
+def check_resources(err, rep):
+    """fd_leaks and handle_leaks (issue 3): always present, maybe empty."""
+    fl = rep.get("fd_leaks")
+    if not isinstance(fl, list):
+        err("fd_leaks is %r, not a list" % type(fl).__name__)
+        fl = []
+    seen = set()
+    for i, g in enumerate(fl):
+        w = "fd_leaks[%d]" % i
+        if not isinstance(g, dict):
+            err("%s is not an object" % w)
+            continue
+        if g.get("call") not in FD_CALLS:
+            err("%s.call %r is not one of %s" % (w, g.get("call"), FD_CALLS))
+        fds = g.get("fds")
+        if not (isinstance(fds, list) and fds and all(_is_int(x) and x > 2 for x in fds)):
+            err("%s.fds must be a non-empty list of descriptors > 2, got %r" % (w, fds))
+            continue
+        if fds != sorted(set(fds)) or seen & set(fds):
+            err("%s.fds not ascending, or listed twice: %r" % (w, fds))
+        seen |= set(fds)
+        if g.get("count") != len(fds):
+            err("%s.count %r != len(fds) %d" % (w, g.get("count"), len(fds)))
+        if not _is_int(g.get("stack_id")):
+            err("%s.stack_id is not an int" % w)
+        check_stack(err, w, g.get("stack"))
+    counts = [g.get("count") for g in fl if isinstance(g, dict) and _is_int(g.get("count"))]
+    if counts != sorted(counts, reverse=True):
+        err("fd_leaks are not sorted most descriptors first: %r" % counts)
+    hl = rep.get("handle_leaks")
+    if not isinstance(hl, list):
+        err("handle_leaks is %r, not a list" % type(hl).__name__)
+        hl = []
+    for i, k in enumerate(hl):
+        w = "handle_leaks[%d]" % i
+        if not isinstance(k, dict):
+            err("%s is not an object" % w)
+            continue
+        if not (k.get("kind") is None or isinstance(k.get("kind"), str)):
+            err("%s.kind must be a string or null, got %r" % (w, k.get("kind")))
+        nums = [k.get(x) for x in ("held", "acquired", "released")]
+        if not all(_is_int(x) and x >= 0 for x in nums):
+            err("%s: held, acquired, released must be ints >= 0, got %r" % (w, nums))
+            continue
+        if nums[0] + nums[2] > nums[1]:
+            err("%s: held + released > acquired: %r" % (w, nums))
+        st = k.get("stacks")
+        if not isinstance(st, list):
+            err("%s.stacks is not a list" % w)
+            continue
+        c = [x.get("count") for x in st if isinstance(x, dict)]
+        if not all(_is_int(x) and x > 0 for x in c) or sum(c) != nums[0]:
+            err("%s: stack counts %r do not sum to held %d" % (w, c, nums[0]))
+        elif c != sorted(c, reverse=True):
+            err("%s.stacks are not sorted most handles first: %r" % (w, c))
+        for j, x in enumerate(st):
+            if isinstance(x, dict):
+                check_stack(err, "%s.stacks[%d]" % (w, j), x.get("stack"))
+    kinds = [k.get("kind") or "" for k in hl if isinstance(k, dict)]
+    if kinds != sorted(kinds):
+        err("handle_leaks are not sorted by kind: %r" % kinds)

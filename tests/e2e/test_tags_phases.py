@@ -125,8 +125,8 @@ def t_json(t):
     t.eq("node's stacks by leaf", {"make_node_a": (6, 288), "make_node_b": (4, 256)}, leaves)
     # existing members come first, unchanged in order
     t.eq("JSON members", ["heaptrail_report", "program", "totals", "truncated", "error",
-                          "warnings", "sites", "leaks", "timeline", "suppressions", "tags",
-                          "phases"],
+                          "warnings", "sites", "leaks", "timeline", "suppressions", "fd_leaks",
+                          "handle_leaks", "tags", "phases"],
          list(rep.keys()))
 
 

@@ -1,0 +1,569 @@
+/* resources.c - file descriptors and the program's own handles (issue 3).
+ *
+ * The calls that create or close a descriptor are interposed like malloc
+ * and recorded as EXT events (common/trace_format.h): FD_OPEN after a
+ * successful call, with the stack and which call made it; FD_CLOSE before
+ * the real close, so that another thread that gets the number back orders
+ * after it (the free rule, hooks.c rule 4). The reader reports descriptors
+ * opened and never closed; those the process inherited are never seen
+ * opened, so they never count.
+ *
+ * The hooks obey the rules at the top of hooks.c, and more strictly:
+ *  - a call made inside the agent (guard set, or a return address in
+ *    libheaptrail.so: the agent's own open/close bind to these hooks) or
+ *    while the agent is not recording passes straight through. Unlike
+ *    malloc, an open does not start the agent: before ht_init (early
+ *    constructors) nothing is recorded;
+ *  - a vfork child runs on its parent's memory: its dup2/close must not
+ *    land in the parent's trace (getpid() != ht_pid);
+ *  - the real functions are looked up together, once, under the guard,
+ *    but run without it: fopen's FILE is a malloc the program made, and
+ *    memcheck counts it;
+ *  - errno is the real call's.
+ * Calls inside libc (fopen's own open, popen, opendir) use libc's internal
+ * names and are not seen, in pairs: what libc opens on its own it closes on
+ * its own.
+ *
+ * fdopen creates no descriptor; it is recorded as an FD_OPEN of the same
+ * number (call HT_FDCALL_FOPEN), which replaces the descriptor's open
+ * stack: the FILE is what the program must fclose, so its stack is the
+ * useful one. dup2/dup3 onto an open descriptor close it implicitly: an
+ * FD_CLOSE of the target precedes its FD_OPEN (the reader ignores closes
+ * of descriptors it never saw open, so the target need not be checked).
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "unwind.h"
+
+/* ---- the real functions ------------------------------------------------------ */
+
+static int (*real_open)(const char *, int, ...);
+static int (*real___open_2)(const char *, int);
+static int (*real___open64_2)(const char *, int);
+static int (*real___openat_2)(int, const char *, int);
+static int (*real___openat64_2)(int, const char *, int);
+static int (*real_open64)(const char *, int, ...);
+static int (*real_openat)(int, const char *, int, ...);
+static int (*real_openat64)(int, const char *, int, ...);
+static int (*real_creat)(const char *, mode_t);
+static int (*real_creat64)(const char *, mode_t);
+static int (*real_socket)(int, int, int);
+static int (*real_socketpair)(int, int, int, int[2]);
+static int (*real_accept)(int, struct sockaddr *, socklen_t *);
+static int (*real_accept4)(int, struct sockaddr *, socklen_t *, int);
+static int (*real_pipe)(int[2]);
+static int (*real_pipe2)(int[2], int);
+static int (*real_dup)(int);
+static int (*real_dup2)(int, int);
+static int (*real_dup3)(int, int, int);
+static int (*real_fcntl)(int, int, ...);
+static int (*real_fcntl64)(int, int, ...);
+static FILE *(*real_fopen)(const char *, const char *);
+static FILE *(*real_fopen64)(const char *, const char *);
+static FILE *(*real_freopen)(const char *, const char *, FILE *);
+static FILE *(*real_freopen64)(const char *, const char *, FILE *);
+static FILE *(*real_fdopen)(int, const char *);
+static int (*real_close)(int);
+static int (*real_close_range)(unsigned, unsigned, int);
+static void (*real_closefrom)(int);
+static int (*real_fclose)(FILE *);
+
+static _Atomic bool resolved;
+
+#define RESOLVE(name) *(void **)&real_##name = dlsym(RTLD_NEXT, #name)
+
+/* Looks every real function up once. dlsym may allocate: the guard keeps
+ * that out of the trace (malloc's bootstrap buffer serves it if needed).
+ * Two threads racing here store the same values. */
+HT_NOINLINE HT_COLD static void resolve_all(void)
+{
+	int e = errno;
+	ht_guard++;
+	RESOLVE(open);
+	RESOLVE(open64);
+	RESOLVE(__open_2);
+	RESOLVE(__open64_2);
+	RESOLVE(__openat_2);
+	RESOLVE(__openat64_2);
+	RESOLVE(openat);
+	RESOLVE(openat64);
+	RESOLVE(creat);
+	RESOLVE(creat64);
+	RESOLVE(socket);
+	RESOLVE(socketpair);
+	RESOLVE(accept);
+	RESOLVE(accept4);
+	RESOLVE(pipe);
+	RESOLVE(pipe2);
+	RESOLVE(dup);
+	RESOLVE(dup2);
+	RESOLVE(dup3);
+	RESOLVE(fcntl);
+	RESOLVE(fcntl64);
+	RESOLVE(fopen);
+	RESOLVE(fopen64);
+	RESOLVE(freopen);
+	RESOLVE(freopen64);
+	RESOLVE(fdopen);
+	RESOLVE(fclose);
+	RESOLVE(close_range);
+	RESOLVE(closefrom);
+	RESOLVE(close); /* last: a non-NULL real_close means all are resolved */
+	ht_guard--;
+	if (!real_close) {
+		ht_log("cannot find the real close; giving up", NULL);
+		_exit(127);
+	}
+	/* glibc before 2.28 has no fcntl64: fall back to fcntl */
+	if (!real_fcntl64)
+		real_fcntl64 = real_fcntl;
+	atomic_store(&resolved, true);
+	errno = e;
+}
+
+#define REAL(name) (HT_UNLIKELY(!atomic_load_explicit(&resolved, memory_order_acquire)) ? resolve_all() : (void)0, real_##name)
+
+/* True if the call whose return address is ret should be recorded. */
+static inline bool should_record_res(void *ret)
+{
+	if (HT_UNLIKELY(ht_guard))
+		return false;
+	if (atomic_load_explicit(&ht_state, memory_order_relaxed) != HT_STATE_RECORDING)
+		return false;
+	if (ht_addr_in_agent((uintptr_t)ret))
+		return false;
+	return getpid() == ht_pid; /* not a vfork child */
+}
+
+/* ---- events ---------------------------------------------------------------------
+ * EXT: op (HT_EV_EXT | kind << 4), varint dtime, varint len, payload. The
+ * caller holds the guard and has captured any stack first (a STACK
+ * definition may ship the buffer, rule 6 of hooks.c). */
+static void put_ext(ht_thread_t *t, unsigned kind, const uint64_t *fields, unsigned n)
+{
+	uint8_t pay[4 * HT_VARINT_MAX];
+	size_t len = 0;
+	for (unsigned i = 0; i < n; i++)
+		len += ht_varint_put(pay + len, fields[i]);
+	ht_thread_reserve(t, HT_MARKER_MAX(1) + len);
+	uint64_t now = ht_event_time(t);
+	uint8_t *b = t->buf + t->len;
+	size_t k = 0;
+	b[k++] = (uint8_t)(HT_EV_EXT | kind << 4);
+	k += ht_varint_put(b + k, now - t->last_time);
+	k += ht_varint_put(b + k, len);
+	memcpy(b + k, pay, len);
+	t->last_time = now;
+	t->len += (uint32_t)(k + len);
+}
+
+/* Records FD_OPEN of fd (and of fd2 when >= 0: pipe, socketpair), made by
+ * call. Inline, so that the stack starts in the hook (ht_capture). */
+__attribute__((always_inline)) static inline void record_open(int fd, int fd2, unsigned call)
+{
+	if (!atomic_load_explicit(&ht_recording_on, memory_order_relaxed))
+		return; /* switched off by the program: closes are still recorded */
+	int e = errno;
+	ht_guard = 1;
+	ht_thread_t *t = ht_thread_get();
+	if (t) {
+		atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
+		uint64_t f[3] = {(unsigned)fd, ht_capture(t), call};
+		put_ext(t, HT_EXT_FD_OPEN, f, 3);
+		if (fd2 >= 0) {
+			f[0] = (unsigned)fd2;
+			put_ext(t, HT_EXT_FD_OPEN, f, 3);
+		}
+		atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
+	}
+	ht_guard = 0;
+	errno = e;
+}
+
+/* Records FD_CLOSE of fd; called before the real close. */
+static void record_close(int fd)
+{
+	if (fd < 0)
+		return;
+	int e = errno;
+	ht_guard = 1;
+	ht_thread_t *t = ht_thread_get();
+	if (t) {
+		atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
+		uint64_t f = (unsigned)fd;
+		put_ext(t, HT_EXT_FD_CLOSE, &f, 1);
+		atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
+	}
+	ht_guard = 0;
+	errno = e;
+}
+
+/* ---- descriptors ------------------------------------------------------------------ */
+
+/* Wraps the real call `call` returning a descriptor made by fdcall. */
+#define FD_HOOK_BODY(fdcall, call)                                             \
+	do {                                                                   \
+		if (!should_record_res(__builtin_return_address(0)))           \
+			return call;                                           \
+		int fd_ = call;                                                \
+		if (fd_ >= 0)                                                  \
+			record_open(fd_, -1, fdcall);                          \
+		return fd_;                                                    \
+	} while (0)
+
+/* open's mode argument exists only with O_CREAT or O_TMPFILE. */
+#define OPEN_MODE(flags, last)                                                 \
+	mode_t mode = 0;                                                       \
+	if ((flags) & O_CREAT || ((flags) & O_TMPFILE) == O_TMPFILE) {         \
+		va_list ap;                                                    \
+		va_start(ap, last);                                            \
+		mode = va_arg(ap, mode_t);                                     \
+		va_end(ap);                                                    \
+	}
+
+HT_EXPORT int open(const char *path, int flags, ...)
+{
+	OPEN_MODE(flags, flags);
+	FD_HOOK_BODY(HT_FDCALL_OPEN, REAL(open)(path, flags, mode));
+}
+
+HT_EXPORT int open64(const char *path, int flags, ...)
+{
+	OPEN_MODE(flags, flags);
+	FD_HOOK_BODY(HT_FDCALL_OPEN, REAL(open64)(path, flags, mode));
+}
+
+HT_EXPORT int openat(int dirfd, const char *path, int flags, ...)
+{
+	OPEN_MODE(flags, flags);
+	FD_HOOK_BODY(HT_FDCALL_OPEN, REAL(openat)(dirfd, path, flags, mode));
+}
+
+HT_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
+{
+	OPEN_MODE(flags, flags);
+	FD_HOOK_BODY(HT_FDCALL_OPEN, REAL(openat64)(dirfd, path, flags, mode));
+}
+
+/* What open and openat become under _FORTIFY_SOURCE (Debian builds its
+ * packages with it) when the flags are not a constant and no mode is
+ * given. */
+HT_EXPORT int __open_2(const char *path, int flags);
+HT_EXPORT int __open64_2(const char *path, int flags);
+HT_EXPORT int __openat_2(int dirfd, const char *path, int flags);
+HT_EXPORT int __openat64_2(int dirfd, const char *path, int flags);
+
+HT_EXPORT int __open_2(const char *path, int flags)
+{
+	FD_HOOK_BODY(HT_FDCALL_OPEN, REAL(__open_2)(path, flags));
+}
+
+HT_EXPORT int __open64_2(const char *path, int flags)
+{
+	FD_HOOK_BODY(HT_FDCALL_OPEN, REAL(__open64_2)(path, flags));
+}
+
+HT_EXPORT int __openat_2(int dirfd, const char *path, int flags)
+{
+	FD_HOOK_BODY(HT_FDCALL_OPEN, REAL(__openat_2)(dirfd, path, flags));
+}
+
+HT_EXPORT int __openat64_2(int dirfd, const char *path, int flags)
+{
+	FD_HOOK_BODY(HT_FDCALL_OPEN, REAL(__openat64_2)(dirfd, path, flags));
+}
+
+HT_EXPORT int creat(const char *path, mode_t mode)
+{
+	FD_HOOK_BODY(HT_FDCALL_OPEN, REAL(creat)(path, mode));
+}
+
+HT_EXPORT int creat64(const char *path, mode_t mode)
+{
+	FD_HOOK_BODY(HT_FDCALL_OPEN, REAL(creat64)(path, mode));
+}
+
+HT_EXPORT int socket(int domain, int type, int protocol)
+{
+	FD_HOOK_BODY(HT_FDCALL_SOCKET, REAL(socket)(domain, type, protocol));
+}
+
+HT_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	FD_HOOK_BODY(HT_FDCALL_ACCEPT, REAL(accept)(fd, addr, len));
+}
+
+HT_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+	FD_HOOK_BODY(HT_FDCALL_ACCEPT, REAL(accept4)(fd, addr, len, flags));
+}
+
+HT_EXPORT int dup(int fd)
+{
+	FD_HOOK_BODY(HT_FDCALL_DUP, REAL(dup)(fd));
+}
+
+/* Two descriptors at once: pipe, pipe2, socketpair. */
+#define FD_PAIR_HOOK_BODY(fdcall, fds, call)                                   \
+	do {                                                                   \
+		if (!should_record_res(__builtin_return_address(0)))           \
+			return call;                                           \
+		int r_ = call;                                                 \
+		if (r_ == 0)                                                   \
+			record_open(fds[0], fds[1], fdcall);                   \
+		return r_;                                                     \
+	} while (0)
+
+HT_EXPORT int pipe(int fds[2])
+{
+	FD_PAIR_HOOK_BODY(HT_FDCALL_PIPE, fds, REAL(pipe)(fds));
+}
+
+HT_EXPORT int pipe2(int fds[2], int flags)
+{
+	FD_PAIR_HOOK_BODY(HT_FDCALL_PIPE, fds, REAL(pipe2)(fds, flags));
+}
+
+HT_EXPORT int socketpair(int domain, int type, int protocol, int fds[2])
+{
+	FD_PAIR_HOOK_BODY(HT_FDCALL_SOCKET, fds, REAL(socketpair)(domain, type, protocol, fds));
+}
+
+/* dup2/dup3 replace newfd atomically: no other thread can get the number
+ * in between, so its implicit close is recorded after success, with the
+ * new open. dup2(fd, fd) changes nothing. */
+#define DUP2_HOOK_BODY(oldfd, newfd, call)                                     \
+	do {                                                                   \
+		if (!should_record_res(__builtin_return_address(0)))           \
+			return call;                                           \
+		int fd_ = call;                                                \
+		if (fd_ >= 0 && oldfd != newfd) {                              \
+			record_close(fd_);                                     \
+			record_open(fd_, -1, HT_FDCALL_DUP);                   \
+		}                                                              \
+		return fd_;                                                    \
+	} while (0)
+
+HT_EXPORT int dup2(int oldfd, int newfd)
+{
+	DUP2_HOOK_BODY(oldfd, newfd, REAL(dup2)(oldfd, newfd));
+}
+
+HT_EXPORT int dup3(int oldfd, int newfd, int flags)
+{
+	DUP2_HOOK_BODY(oldfd, newfd, REAL(dup3)(oldfd, newfd, flags));
+}
+
+/* fcntl is variadic: the third argument is an int, a long or a pointer
+ * depending on cmd, or absent. It is passed on as a pointer-sized value,
+ * which is what glibc itself reads (va_arg(ap, void *)); reading an absent
+ * one only picks up an unused register. Only F_DUPFD and F_DUPFD_CLOEXEC
+ * create a descriptor. */
+#define FCNTL_BODY(fn)                                                         \
+	va_list ap;                                                            \
+	va_start(ap, cmd);                                                     \
+	void *arg = va_arg(ap, void *);                                        \
+	va_end(ap);                                                            \
+	if (cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC)                          \
+		return REAL(fn)(fd, cmd, arg);                                 \
+	FD_HOOK_BODY(HT_FDCALL_DUP, REAL(fn)(fd, cmd, arg))
+
+HT_EXPORT int fcntl(int fd, int cmd, ...)
+{
+	FCNTL_BODY(fcntl);
+}
+
+HT_EXPORT int fcntl64(int fd, int cmd, ...)
+{
+	FCNTL_BODY(fcntl64);
+}
+
+HT_EXPORT int close(int fd)
+{
+	if (!should_record_res(__builtin_return_address(0)))
+		return REAL(close)(fd);
+	record_close(fd);
+	return real_close(fd);
+}
+
+/* close_range and closefrom close whatever is open in a range (a daemon
+ * or a fork child before exec closes everything from 3 up): the open
+ * descriptors of the range are read from /proc/self/fd (getdents64 into
+ * a stack buffer: no malloc) and each gets an FD_CLOSE before the real
+ * call. Without /proc nothing is recorded. */
+static void record_close_range(unsigned first, unsigned last)
+{
+	int dfd = REAL(open)("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return;
+	char buf[4096] __attribute__((aligned(8)));
+	long n;
+	while ((n = syscall(SYS_getdents64, dfd, buf, sizeof buf)) > 0) {
+		for (long off = 0; off < n;) {
+			/* struct linux_dirent64: ino, off, reclen (u16), type, name */
+			unsigned short reclen;
+			memcpy(&reclen, buf + off + 16, sizeof reclen);
+			const char *name = buf + off + 19;
+			unsigned long fd = 0;
+			bool num = *name != 0;
+			for (const char *c = name; *c; c++) {
+				if (*c < '0' || *c > '9') {
+					num = false;
+					break;
+				}
+				fd = fd * 10 + (unsigned long)(*c - '0');
+			}
+			if (num && fd >= first && fd <= last && fd != (unsigned long)dfd)
+				record_close((int)fd);
+			off += reclen;
+		}
+	}
+	real_close(dfd);
+}
+
+HT_EXPORT int close_range(unsigned first, unsigned last, int flags)
+{
+	if (should_record_res(__builtin_return_address(0)) && !(flags & CLOSE_RANGE_CLOEXEC) &&
+	    first <= last) {
+		int e = errno;
+		record_close_range(first, last);
+		errno = e;
+	}
+	return REAL(close_range)(first, last, flags);
+}
+
+HT_EXPORT void closefrom(int lowfd)
+{
+	if (should_record_res(__builtin_return_address(0))) {
+		int e = errno;
+		record_close_range(lowfd < 0 ? 0 : (unsigned)lowfd, ~0u);
+		errno = e;
+	}
+	REAL(closefrom)(lowfd);
+}
+
+/* ---- stdio ----------------------------------------------------------------------------- */
+
+/* fileno without stdio's lock (fileno_unlocked is as good: a FILE being
+ * opened or closed is the caller's alone); -1 for streams without one
+ * (fmemopen, open_memstream). */
+static inline int stream_fd(FILE *f)
+{
+	return f ? fileno_unlocked(f) : -1;
+}
+
+#define FOPEN_HOOK_BODY(call)                                                  \
+	do {                                                                   \
+		if (!should_record_res(__builtin_return_address(0)))           \
+			return call;                                           \
+		FILE *f_ = call;                                               \
+		int fd_ = stream_fd(f_);                                       \
+		if (fd_ >= 0)                                                  \
+			record_open(fd_, -1, HT_FDCALL_FOPEN);                 \
+		return f_;                                                     \
+	} while (0)
+
+HT_EXPORT FILE *fopen(const char *path, const char *mode)
+{
+	FOPEN_HOOK_BODY(REAL(fopen)(path, mode));
+}
+
+HT_EXPORT FILE *fopen64(const char *path, const char *mode)
+{
+	FOPEN_HOOK_BODY(REAL(fopen64)(path, mode));
+}
+
+HT_EXPORT FILE *fdopen(int fd, const char *mode)
+{
+	FOPEN_HOOK_BODY(REAL(fdopen)(fd, mode));
+}
+
+/* freopen closes the stream's descriptor (even when it then fails) and
+ * opens another, perhaps with the same number. path NULL reopens the same
+ * file with a new mode, which may keep the descriptor: the close and the
+ * open are both recorded, and cancel out. */
+#define FREOPEN_HOOK_BODY(call)                                                \
+	do {                                                                   \
+		if (!should_record_res(__builtin_return_address(0)))           \
+			return call;                                           \
+		record_close(stream_fd(f));                                    \
+		FOPEN_HOOK_BODY(call);                                         \
+	} while (0)
+
+HT_EXPORT FILE *freopen(const char *path, const char *mode, FILE *f)
+{
+	FREOPEN_HOOK_BODY(REAL(freopen)(path, mode, f));
+}
+
+HT_EXPORT FILE *freopen64(const char *path, const char *mode, FILE *f)
+{
+	FREOPEN_HOOK_BODY(REAL(freopen64)(path, mode, f));
+}
+
+HT_EXPORT int fclose(FILE *f)
+{
+	if (!should_record_res(__builtin_return_address(0)))
+		return REAL(fclose)(f);
+	record_close(stream_fd(f));
+	return real_fclose(f);
+}
+
+/* ---- handles (heaptrail.h) --------------------------------------------------------------
+ * heaptrail_handle_acquire/release: the program's own resources (jobs,
+ * channels, GPU buffers...) of a kind named like a tag. The stack is the
+ * program's call of the inline wrapper. */
+
+HT_EXPORT int heaptrail_agent_handle_acquire(const char *kind, uintptr_t handle);
+int heaptrail_agent_handle_acquire(const char *kind, uintptr_t handle)
+{
+	if (!kind || ht_guard || !atomic_load_explicit(&ht_recording_on, memory_order_relaxed) ||
+	    atomic_load_explicit(&ht_state, memory_order_relaxed) != HT_STATE_RECORDING)
+		return 0;
+	int e = errno;
+	ht_guard = 1;
+	ht_thread_t *t = ht_thread_get();
+	if (t) {
+		atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
+		uint32_t id = ht_name_intern(t, kind);
+		if (id) {
+			uint64_t f[3] = {id, handle, ht_capture(t)};
+			put_ext(t, HT_EXT_HANDLE_ACQUIRE, f, 3);
+		}
+		atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
+	}
+	ht_guard = 0;
+	errno = e;
+	return 0;
+}
+
+HT_EXPORT int heaptrail_agent_handle_release(const char *kind, uintptr_t handle);
+int heaptrail_agent_handle_release(const char *kind, uintptr_t handle)
+{
+	if (!kind || ht_guard ||
+	    atomic_load_explicit(&ht_state, memory_order_relaxed) != HT_STATE_RECORDING)
+		return 0;
+	int e = errno;
+	ht_guard = 1;
+	ht_thread_t *t = ht_thread_get();
+	if (t) {
+		atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
+		uint32_t id = ht_name_intern(t, kind);
+		if (id) {
+			uint64_t f[2] = {id, handle};
+			put_ext(t, HT_EXT_HANDLE_RELEASE, f, 2);
+		}
+		atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
+	}
+	ht_guard = 0;
+	errno = e;
+	return 0;
+}

@@ -1,0 +1,223 @@
+/* resources.c (report/) - the RESOURCE LEAKS section of the text report and
+ * the "fd_leaks" and "handle_leaks" members of the JSON report (issue 3;
+ * the figures come from cli/resources.c, defined in cli/resources.h).
+ *
+ * Descriptors still open are grouped by the stack that opened them, with
+ * the call and their numbers; handles still held per kind, with counts and
+ * the stacks that acquired them. Stacks start at the program's frame: the
+ * inlined heaptrail.h wrapper of a handle acquire is not shown.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+#include "resources.h"
+#include "util.h"
+
+#define WIDTH 100
+#define MAX_TEXT_FRAMES 16
+
+static void rule(FILE *out, const char *title)
+{
+	size_t n = strlen(title);
+	fprintf(out, "\n%s ", title);
+	for (size_t i = n + 1; i < WIDTH; i++)
+		fputc('-', out);
+	fputc('\n', out);
+}
+
+/* Frames of a stack, from the program's first frame (past heaptrail.h's
+ * inlined wrappers). *first: index of that frame. Returns the count, or a
+ * negative error. */
+static long stack_frames(const ht_model_t *m, ht_symbolizer_t *sym, uint64_t stack_id,
+			 const ht_stack_t *stack, uint64_t when, ht_frame_t **frames, size_t *cap,
+			 long *first)
+{
+	ht_site_t s;
+	memset(&s, 0, sizeof(s));
+	s.stack_id = stack_id;
+	s.stack = stack;
+	s.first_time = when; /* picks the modules its frames lie in */
+	long n = ht_model_frames(m, sym, &s, frames, cap);
+	long j = 0;
+	while (n > 0 && j + 1 < n && (*frames)[j].function &&
+	       !strncmp((*frames)[j].function, "heaptrail_", 10))
+		j++;
+	*first = j;
+	return n;
+}
+
+/* ---- text ------------------------------------------------------------------------ */
+
+static void print_stack(FILE *out, const ht_frame_t *f, long n)
+{
+	/* the C runtime's frames from main down are the same in every stack */
+	for (long i = 1; i < n; i++) {
+		const char *fn = f[i].function;
+		if (fn && (!strncmp(fn, "__libc_start_", 13) || !strcmp(fn, "start_thread") ||
+			   !strcmp(fn, "_start"))) {
+			n = i;
+			break;
+		}
+	}
+	if (n <= 0) {
+		fputs("     (stack unknown)\n", out);
+		return;
+	}
+	long shown = n > MAX_TEXT_FRAMES ? MAX_TEXT_FRAMES : n;
+	int col = 0;
+	for (long i = 0; i < shown; i++) {
+		int l = f[i].function ? (int)strlen(f[i].function) : 2;
+		if (l > col && l <= 48)
+			col = l;
+	}
+	for (long i = 0; i < shown; i++) {
+		fprintf(out, "     %-*s  ", col, f[i].function ? f[i].function : "??");
+		if (f[i].file && f[i].line > 0)
+			fprintf(out, "%s:%d", f[i].file, f[i].line);
+		else if (f[i].file)
+			fputs(f[i].file, out);
+		else if (f[i].module)
+			fprintf(out, "in %s+0x%" PRIx64, f[i].module, f[i].address);
+		else
+			fprintf(out, "0x%" PRIx64, f[i].address);
+		fputs(f[i].inlined ? "  (inlined)\n" : "\n", out);
+	}
+	if (n > shown)
+		fprintf(out, "     ... %ld more frames (--format json lists them all)\n", n - shown);
+}
+
+static void print_fds(FILE *out, const ht_fd_leak_t *g)
+{
+	fprintf(out, "  %zu descriptor%s from %s: fd%s ", g->count, g->count == 1 ? "" : "s",
+		ht_fdcall_name(g->call), g->count == 1 ? "" : "s");
+	for (size_t k = 0; k < g->count && k < 32; k++)
+		fprintf(out, "%s%" PRIu64, k ? ", " : "", g->fds[k]);
+	if (g->count > 32)
+		fprintf(out, ", ... (%zu more)", g->count - 32);
+	fputc('\n', out);
+}
+
+int ht_report_resources_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym)
+{
+	const ht_trace_t *t = m->trace;
+	if (!t->next_events)
+		return 0;
+	ht_resources_t *r;
+	int err = ht_resources_build(t, &r);
+	if (err)
+		return err;
+	ht_frame_t *frames = NULL;
+	size_t cap = 0;
+	long first;
+	const char *when = t->ending == HT_ENDING_EXEC ? "exec" : "exit";
+	rule(out, "RESOURCE LEAKS");
+	fprintf(out,
+		"  file descriptors still open at %s: %" PRIu64 " (%" PRIu64 " opened, %" PRIu64
+		" closed; 0-2 and inherited ones are not counted)\n",
+		when, r->fds_leaked, r->fds_opened, r->fds_closed);
+	for (size_t i = 0; i < r->nfd_leaks && !err; i++) {
+		const ht_fd_leak_t *g = &r->fd_leaks[i];
+		long n = stack_frames(m, sym, g->stack_id, g->stack, g->first_time, &frames, &cap,
+				      &first);
+		if (n < 0) {
+			err = (int)n;
+			break;
+		}
+		fputc('\n', out);
+		print_fds(out, g);
+		print_stack(out, frames + first, n - first);
+	}
+	if (r->nkinds) {
+		fprintf(out, "\n  handles still held at %s: %" PRIu64, when, r->handles_held);
+		for (size_t k = 0; k < r->nkinds; k++)
+			fprintf(out, "%s%s %" PRIu64, k ? ", " : " (", r->kinds[k].name ? r->kinds[k].name : "?",
+				r->kinds[k].held);
+		fputs(")\n", out);
+	}
+	for (size_t k = 0; k < r->nkinds && !err; k++) {
+		const ht_handle_kind_t *hk = &r->kinds[k];
+		for (size_t i = 0; i < hk->nsites; i++) {
+			const ht_handle_site_t *s = &hk->sites[i];
+			long n = stack_frames(m, sym, s->stack_id, s->stack, s->first_time, &frames, &cap,
+					      &first);
+			if (n < 0) {
+				err = (int)n;
+				break;
+			}
+			fprintf(out, "\n  %" PRIu64 " handle%s of kind %s still held (of %" PRIu64
+				" acquired, %" PRIu64 " released)\n",
+				s->count, s->count == 1 ? "" : "s", hk->name ? hk->name : "?", hk->acquired,
+				hk->released);
+			print_stack(out, frames + first, n - first);
+		}
+	}
+	free(frames);
+	ht_resources_free(r);
+	if (err)
+		return err;
+	return ferror(out) ? -EIO : 0;
+}
+
+/* ---- JSON ------------------------------------------------------------------------- */
+
+int ht_report_resources_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym)
+{
+	ht_resources_t *r;
+	int err = ht_resources_build(m->trace, &r);
+	if (err)
+		return err;
+	ht_frame_t *frames = NULL;
+	size_t cap = 0;
+	long first;
+	fputs("\"fd_leaks\": [", out);
+	for (size_t i = 0; i < r->nfd_leaks && !err; i++) {
+		const ht_fd_leak_t *g = &r->fd_leaks[i];
+		long n = stack_frames(m, sym, g->stack_id, g->stack, g->first_time, &frames, &cap,
+				      &first);
+		if (n < 0) {
+			err = (int)n;
+			break;
+		}
+		fprintf(out, "%s\n  {\"call\": \"%s\", \"count\": %zu, \"fds\": [", i ? "," : "",
+			ht_fdcall_name(g->call), g->count);
+		for (size_t k = 0; k < g->count; k++)
+			fprintf(out, "%s%" PRIu64, k ? ", " : "", g->fds[k]);
+		fprintf(out, "], \"stack_id\": %" PRIu64 ",\n   \"stack\": ", g->stack_id);
+		ht_json_frames(out, frames + first, n - first);
+		fputc('}', out);
+	}
+	fputs("],\n \"handle_leaks\": [", out);
+	for (size_t k = 0; k < r->nkinds && !err; k++) {
+		const ht_handle_kind_t *hk = &r->kinds[k];
+		fprintf(out, "%s\n  {\"kind\": ", k ? "," : "");
+		ht_json_str(out, hk->name);
+		fprintf(out,
+			", \"held\": %" PRIu64 ", \"acquired\": %" PRIu64 ", \"released\": %" PRIu64
+			", \"stacks\": [",
+			hk->held, hk->acquired, hk->released);
+		for (size_t i = 0; i < hk->nsites; i++) {
+			const ht_handle_site_t *s = &hk->sites[i];
+			long n = stack_frames(m, sym, s->stack_id, s->stack, s->first_time, &frames, &cap,
+					      &first);
+			if (n < 0) {
+				err = (int)n;
+				break;
+			}
+			fprintf(out, "%s\n   {\"count\": %" PRIu64 ", \"stack_id\": %" PRIu64
+				", \"stack\": ",
+				i ? "," : "", s->count, s->stack_id);
+			ht_json_frames(out, frames + first, n - first);
+			fputc('}', out);
+		}
+		fputs("]}", out);
+	}
+	fputc(']', out);
+	free(frames);
+	ht_resources_free(r);
+	if (err)
+		return err;
+	return ferror(out) ? -EIO : 0;
+}

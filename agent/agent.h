@@ -48,6 +48,9 @@ extern bool ht_opt_functions;	/* record function entry/exit */
 extern bool ht_opt_stacks_shadow; /* allocation stacks from the shadow stack */
 extern bool ht_opt_start_off;	/* recording starts switched off */
 extern int ht_opt_snapshot_signal; /* a signal that writes a snapshot, or 0 */
+extern uint64_t ht_opt_sample_rate; /* mean bytes between samples; 0 = exact */
+extern uint64_t ht_opt_sample_seed; /* seeds the threads' generators if set */
+extern bool ht_opt_sample_seed_set;
 void ht_options_parse(void);
 
 /* Recording switched on/off by the program (heaptrail_set_recording).
@@ -136,6 +139,10 @@ typedef struct ht_thread {
 	/* memcheck-convention counts, summed into END and the manifest, so
 	 * that `heaptrail run` can summarize a huge trace without reading it */
 	uint64_t n_allocs, n_frees, n_bytes;
+	/* sampling (agent/sampling.c): bytes left until the next sample, and
+	 * the thread's random generator */
+	int64_t sample_left;
+	uint64_t sample_rng;
 	/* cold */
 	bool in_use;
 	struct ht_thread *next; /* registry link */
@@ -158,6 +165,10 @@ typedef struct ht_thread {
 	} name_cache[32];
 	void *frames[HT_MAX_DEPTH + 16];
 } ht_thread_t;
+
+/* The current thread's state, or NULL before its first event. Read directly
+ * only by the sampling fast path, which must not pay for a call. */
+extern __thread ht_thread_t *ht_tls_thread;
 
 /* The current thread's state, created on first need. NULL if the agent
  * cannot record on this thread (out of memory, thread being torn down). */
@@ -229,6 +240,56 @@ uint32_t ht_name_intern(ht_thread_t *t, const char *name);
 void ht_names_fork_child(ht_thread_t *self);
 /* Handler of the snapshot signal (option snapshot_signal=N). */
 void ht_snapshot_signal_handler(int sig);
+
+/* ---- sampling (agent/sampling.c, option sample_rate) ----------------------
+ * A Poisson process over allocated bytes: each thread counts down bytes to
+ * its next sample point; an allocation that reaches it is recorded with its
+ * stack, the others are only counted. The addresses of recorded blocks live
+ * in a set, so that only their frees are written; a counting filter in
+ * front of it answers "not sampled" for most frees with one load. */
+
+/* Counts an allocation of size bytes on the fast path. True when it is not
+ * sampled (nothing more to do); false when the caller must take the slow
+ * path (ht_sample_slow). */
+static inline bool ht_sample_skip(size_t size)
+{
+	ht_thread_t *t = ht_tls_thread;
+	if (HT_LIKELY(t != NULL)) {
+		int64_t left = t->sample_left - (int64_t)size;
+		if (HT_LIKELY(left > 0)) {
+			t->sample_left = left;
+			t->n_allocs++;
+			t->n_bytes += size;
+			return true;
+		}
+	}
+	return false;
+}
+/* The slow path of ht_sample_skip: true if the allocation is a sample (the
+ * caller records it and calls ht_sampled_add), false if it was counted. */
+bool ht_sample_slow(size_t size);
+/* A new thread's generator and first countdown. */
+void ht_sample_thread_init(ht_thread_t *t);
+
+#define HT_SFILTER_BITS 16
+extern uint8_t ht_sfilter[1u << HT_SFILTER_BITS];
+static inline size_t ht_sfilter_index(const void *p)
+{
+	return (size_t)(((uintptr_t)p >> 4) * 0x9e3779b97f4a7c15ull >> (64 - HT_SFILTER_BITS));
+}
+/* False when p is surely not a sampled block (the common free). */
+static inline bool ht_sampled_maybe(const void *p)
+{
+	return __atomic_load_n(&ht_sfilter[ht_sfilter_index(p)], __ATOMIC_RELAXED) != 0;
+}
+/* Adds p to the sampled set; removes it, true if it was there. */
+void ht_sampled_add(const void *p);
+bool ht_sampled_remove(const void *p);
+/* True if p is in the set (TAG events of unsampled blocks are dropped). */
+bool ht_sampled_has(const void *p);
+void ht_sampling_fork_prepare(void);
+void ht_sampling_fork_parent(void);
+void ht_sampling_fork_child(void);
 
 /* Per-thread reentrancy guard (agent/hooks.c). Set while the agent works. */
 extern __thread int ht_guard;

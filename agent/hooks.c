@@ -197,11 +197,6 @@ __attribute__((always_inline)) static inline void record_alloc_in(unsigned fn, v
 	atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
 }
 
-__attribute__((always_inline)) static inline void record_alloc(unsigned fn, void *p, size_t size)
-{
-	record_alloc_in(fn, p, size, 0);
-}
-
 /* Records the free of p, before the real free runs. */
 static void record_free(void *p)
 {
@@ -227,13 +222,14 @@ static void record_free(void *p)
 /* realloc family: old is freed at free_time, q allocated now. The buffer
  * was reserved before free_time was taken (rule 6). */
 __attribute__((always_inline)) static inline void record_realloc(unsigned fn, void *old, void *q, size_t size,
-			   uint64_t free_time)
+			   uint64_t free_time, bool free_only)
 {
 	ht_thread_t *t = ht_thread_get();
 	if (HT_UNLIKELY(!t))
 		return;
-	if (HT_UNLIKELY(!atomic_load_explicit(&ht_recording_on, memory_order_relaxed))) {
-		/* Switched off: only the free half, stamped before the call. */
+	if (HT_UNLIKELY(free_only || !atomic_load_explicit(&ht_recording_on, memory_order_relaxed))) {
+		/* Switched off, or a sampled block became an unsampled one: only
+		 * the free half, stamped before the call. */
 		if (free_time < t->last_time)
 			free_time = t->last_time;
 		uint8_t *b = t->buf + t->len;
@@ -296,15 +292,50 @@ static void realloc_abort(void)
 /* ---- the malloc family ---------------------------------------------------- */
 
 /* Wraps the real call r for an allocation of size bytes made by function fn. */
+/* True when sampling leaves the allocation of size bytes unrecorded (it
+ * was only counted): the fast path of a sampled run, one subtract and a
+ * branch. Recording switched off by the program takes the exact path,
+ * which records and counts nothing, as without sampling. */
+static inline bool sample_skip(size_t size)
+{
+	return ht_opt_sample_rate && HT_LIKELY(atomic_load_explicit(&ht_recording_on,
+								       memory_order_relaxed)) &&
+	       (HT_LIKELY(ht_sample_skip(size)) || !ht_sample_slow(size));
+}
+
+/* Records an allocation that sampling did not skip. Called with the guard
+ * set; errno is the caller's to keep. */
+__attribute__((always_inline)) static inline void record_alloc_sampled(unsigned fn, void *p,
+								      size_t size, uintptr_t pool)
+{
+	record_alloc_in(fn, p, size, pool);
+	if (ht_opt_sample_rate && atomic_load_explicit(&ht_recording_on, memory_order_relaxed))
+		ht_sampled_add(p);
+}
+
+/* With sampling, the free of a block that was not recorded is only
+ * counted; true if p was recorded (its free must be written). Must run
+ * before the real free, like record_free (another thread may get p back
+ * and sample it). */
+static bool sampled_free_counted(void *p)
+{
+	if (ht_sampled_maybe(p) && ht_sampled_remove(p))
+		return true;
+	ht_thread_t *t = ht_thread_get();
+	if (t)
+		t->n_frees++;
+	return false;
+}
+
 #define ALLOC_HOOK_BODY(fn, size, call)                                        \
 	do {                                                                   \
 		if (HT_UNLIKELY(!should_record()))                             \
 			return call;                                           \
 		ht_guard = 1;                                                  \
 		void *p_ = call;                                               \
-		if (HT_LIKELY(p_ != NULL)) {                                   \
+		if (HT_LIKELY(p_ != NULL) && !sample_skip(size)) {             \
 			int e_ = errno;                                        \
-			record_alloc(fn, p_, size);                            \
+			record_alloc_sampled(fn, p_, size, 0);                 \
 			errno = e_;                                            \
 		}                                                              \
 		ht_guard = 0;                                                  \
@@ -346,6 +377,23 @@ HT_EXPORT void free(void *p)
 		return;
 	}
 	ht_guard = 1;
+	if (ht_opt_sample_rate) {
+		/* the common case: one filter load says p was not sampled */
+		ht_thread_t *t = ht_tls_thread;
+		if (HT_LIKELY(t != NULL) && HT_LIKELY(!ht_sampled_maybe(p))) {
+			t->n_frees++;
+			real_free(p);
+			ht_guard = 0;
+			return;
+		}
+		int e = errno;
+		if (sampled_free_counted(p))
+			record_free(p);
+		errno = e;
+		real_free(p);
+		ht_guard = 0;
+		return;
+	}
 	int e = errno;
 	record_free(p);
 	errno = e;
@@ -379,37 +427,67 @@ static void *realloc_common(unsigned fn, void *old, size_t size, size_t nmemb,
 	ht_guard = 1;
 	if (old == NULL) {
 		void *q = REAL_CALL();
-		if (q) {
+		if (q && !sample_skip(size)) {
 			int e = errno;
-			record_alloc(fn, q, size);
+			record_alloc_sampled(fn, q, size, 0);
 			errno = e;
 		}
 		ht_guard = 0;
 		return q;
 	}
+	bool sampling = ht_opt_sample_rate != 0;
 	if (size == 0 && !is_array) {
 		/* glibc frees the block and returns NULL: one free. */
 		int e = errno;
-		record_free(old);
+		if (!sampling || sampled_free_counted(old))
+			record_free(old);
 		errno = e;
 		void *q = real_realloc(old, 0);
-		if (q) { /* an allocator that returns a minimal block instead */
+		if (q && !sample_skip(0)) { /* an allocator that returns a minimal block */
 			e = errno;
-			record_alloc(fn, q, 0);
+			record_alloc_sampled(fn, q, 0, 0);
 			errno = e;
 		}
 		ht_guard = 0;
 		return q;
 	}
 	int e = errno;
+	/* Sampling: the old block leaves the set before the real call (another
+	 * thread may get its address back at once). If it was not recorded,
+	 * the free half is only counted and the new block is sampled like any
+	 * allocation. */
+	if (sampling && !(ht_sampled_maybe(old) && ht_sampled_remove(old))) {
+		void *q = REAL_CALL();
+		if (q) {
+			ht_thread_t *t = ht_thread_get();
+			if (t)
+				t->n_frees++;
+			if (!sample_skip(size)) {
+				e = errno;
+				record_alloc_sampled(fn, q, size, 0);
+			}
+		}
+		errno = e;
+		ht_guard = 0;
+		return q;
+	}
 	uint64_t free_time = realloc_begin();
 	errno = e;
 	void *q = REAL_CALL();
 	e = errno;
-	if (q)
-		record_realloc(fn, old, q, size, free_time);
-	else
+	if (q) {
+		/* a recorded old block: its free half is written; the new block is
+		 * a sample or only counted */
+		bool free_only = sampling && sample_skip(size);
+		record_realloc(fn, old, q, size, free_time, free_only);
+		if (sampling && !free_only &&
+		    atomic_load_explicit(&ht_recording_on, memory_order_relaxed))
+			ht_sampled_add(q);
+	} else {
 		realloc_abort(); /* failed: the old block is untouched */
+		if (sampling)
+			ht_sampled_add(old);
+	}
 	errno = e;
 	ht_guard = 0;
 	return q;
@@ -446,9 +524,9 @@ HT_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 		return real_posix_memalign(out, align, size);
 	ht_guard = 1;
 	int r = real_posix_memalign(out, align, size);
-	if (r == 0) {
+	if (r == 0 && !sample_skip(size)) {
 		int e = errno;
-		record_alloc(HT_FN_POSIX_MEMALIGN, *out, size);
+		record_alloc_sampled(HT_FN_POSIX_MEMALIGN, *out, size, 0);
 		errno = e;
 	}
 	ht_guard = 0;
@@ -542,9 +620,11 @@ static inline void *real_aligned(size_t align, size_t n)
 			ht_guard = 1;                                          \
 			void *p = alloc;                                       \
 			if (HT_LIKELY(p != NULL)) {                            \
-				int e = errno;                                 \
-				record_alloc(fn, p, size);                     \
-				errno = e;                                     \
+				if (!sample_skip(size)) {                      \
+					int e = errno;                         \
+					record_alloc_sampled(fn, p, size, 0);  \
+					errno = e;                             \
+				}                                              \
 				ht_guard = 0;                                  \
 				return p;                                      \
 			}                                                      \
@@ -616,7 +696,8 @@ int heaptrail_agent_alloc(void *p, size_t size)
 		return 0;
 	ht_guard = 1;
 	int e = errno;
-	record_alloc(HT_FN_CUSTOM, p, size);
+	if (!sample_skip(size))
+		record_alloc_sampled(HT_FN_CUSTOM, p, size, 0);
 	errno = e;
 	ht_guard = 0;
 	return 0;
@@ -629,7 +710,8 @@ int heaptrail_agent_free(void *p)
 		return 0;
 	ht_guard = 1;
 	int e = errno;
-	record_free(p);
+	if (!ht_opt_sample_rate || sampled_free_counted(p))
+		record_free(p);
 	errno = e;
 	ht_guard = 0;
 	return 0;
@@ -644,11 +726,16 @@ int heaptrail_agent_realloc(void *old, void *p, size_t size)
 		return heaptrail_agent_free(old);
 	if (!should_record())
 		return 0;
+	if (ht_opt_sample_rate) {
+		/* both halves happen now, each sampled on its own */
+		heaptrail_agent_free(old);
+		return heaptrail_agent_alloc(p, size);
+	}
 	ht_guard = 1;
 	int e = errno;
 	/* The program moved the block already: both halves happen now. */
 	uint64_t free_time = realloc_begin();
-	record_realloc(HT_FN_CUSTOM, old, p, size, free_time);
+	record_realloc(HT_FN_CUSTOM, old, p, size, free_time, false);
 	errno = e;
 	ht_guard = 0;
 	return 0;
@@ -664,7 +751,8 @@ int heaptrail_agent_pool_alloc(const void *pool, void *p, size_t size)
 		return 0;
 	ht_guard = 1;
 	int e = errno;
-	record_alloc_in(HT_FN_CUSTOM, p, size, (uintptr_t)pool);
+	if (!sample_skip(size))
+		record_alloc_sampled(HT_FN_CUSTOM, p, size, (uintptr_t)pool);
 	errno = e;
 	ht_guard = 0;
 	return 0;

@@ -20,6 +20,9 @@ bool ht_opt_functions;
 bool ht_opt_stacks_shadow = true; /* used only with functions=1 */
 bool ht_opt_start_off;
 int ht_opt_snapshot_signal;
+uint64_t ht_opt_sample_rate;
+uint64_t ht_opt_sample_seed;
+bool ht_opt_sample_seed_set;
 
 extern char **environ;
 
@@ -112,6 +115,15 @@ static bool set_option(const char *k, size_t klen, const char *v, size_t vlen)
 		if (!parse_uint(v, vlen, &u) || u < 1 || u > 64)
 			return false;
 		ht_opt_snapshot_signal = (int)u;
+	} else if (key_is(k, klen, "sample_rate")) {
+		if (!parse_uint(v, vlen, &u))
+			return false;
+		ht_opt_sample_rate = u;
+	} else if (key_is(k, klen, "sample_seed")) {
+		if (!parse_uint(v, vlen, &u))
+			return false;
+		ht_opt_sample_seed = u;
+		ht_opt_sample_seed_set = true;
 	} else if (key_is(k, klen, "enabled")) {
 		if (!parse_uint(v, vlen, &u) || u > 1)
 			return false;

@@ -26,7 +26,8 @@
 
 static const char usage_text[] =
 	"usage: heaptrail run [-o FILE] [--depth N] [--unwind fp|libunwind] [--no-follow-fork]\n"
-	"                     [--functions] [--start-off] [--] PROGRAM [ARGS...]\n"
+	"                     [--functions] [--start-off] [--sample-rate BYTES [--sample-seed N]]\n"
+	"                     [--] PROGRAM [ARGS...]\n"
 	"       heaptrail report [--format text|json] [--top N]\n"
 	"                        [--functions [--memory] [--time-unit ns|us|ms|s]] FILE\n"
 	"       heaptrail report --by-tag FILE\n"
@@ -49,6 +50,10 @@ static const char help_text[] =
 	"                            -finstrument-functions; docs/FUNCTIONS.md)\n"
 	"    --start-off             start with recording switched off: the program switches\n"
 	"                            it on with heaptrail_set_recording(1) (heaptrail.h)\n"
+	"    --sample-rate BYTES     record one allocation per BYTES allocated on average\n"
+	"                            (Poisson sampling); reports show estimates with their\n"
+	"                            95% interval. 0: every allocation (default)\n"
+	"    --sample-seed N         seed the sampling, for reproducible runs\n"
 	"\n"
 	"heaptrail report [options] FILE\n"
 	"  Symbolize a trace and print its summary, top sites, leaks and temporary\n"
@@ -503,6 +508,19 @@ static int cmd_run(int argc, char **argv)
 			o.functions = true;
 		} else if (!strcmp(a, "--start-off")) {
 			o.start_off = true;
+		} else if ((v = opt_value(argc, argv, &i, "--sample-rate", &missing)) || missing) {
+			if (missing)
+				return usage_error("run: %s needs a value", "--sample-rate");
+			if (!parse_uint(v, 1000000000ULL, &o.sample_rate))
+				return usage_error("run: --sample-rate needs a number of bytes up to "
+						   "1000000000, not '%s'", v);
+		} else if ((v = opt_value(argc, argv, &i, "--sample-seed", &missing)) || missing) {
+			if (missing)
+				return usage_error("run: %s needs a value", "--sample-seed");
+			if (!parse_uint(v, 1000000000ULL, &o.sample_seed))
+				return usage_error("run: --sample-seed needs a number up to 1000000000, "
+						   "not '%s'", v);
+			o.sample_seed_set = true;
 		} else {
 			return usage_error("run: unknown option '%s'", a);
 		}

@@ -9,6 +9,7 @@
 #include "model.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +20,8 @@
 
 typedef struct live {
 	uint64_t addr, size;
+	uint64_t wsize; /* bytes it stands for: size, or size/p when sampled */
+	double w;	/* blocks it stands for: 1, or 1/p when sampled */
 	uint64_t seq;	 /* allocating thread's allocation number */
 	uint32_t site;	 /* UINT32_MAX = empty slot */
 	uint32_t thread;
@@ -104,6 +107,49 @@ static int live_insert(live_table_t *lt, const live_t *v)
 	return 0;
 }
 
+/* ---- sampling weights (docs/INTERNALS.md) ------------------------------------ */
+
+/* A recorded block of size bytes in a trace sampled at mean rate R was
+ * sampled with probability p = 1 - exp(-size/R): it stands for w = 1/p
+ * blocks, and adds (1-p)/p^2 per unit of x^2 to a sum's variance. */
+static void weigh(double rate, uint64_t size, double *w, double *v)
+{
+	double p = rate > 0 ? -expm1(-(double)size / rate) : 1.0;
+	if (!(p > 0)) { /* size 0: the agent never samples one; count it once */
+		*w = 1;
+		*v = 0;
+		return;
+	}
+	*w = 1 / p;
+	*v = (1 - p) / (p * p);
+}
+
+double ht_ci95(double var)
+{
+	return var > 0 ? 1.96 * sqrt(var) : 0.0;
+}
+
+static uint64_t round_u64(double x)
+{
+	return x > 0 ? (uint64_t)llround(x) : 0;
+}
+
+static void est_add(ht_est_t *d, const ht_est_t *s)
+{
+	d->allocations += s->allocations;
+	d->bytes_allocated += s->bytes_allocated;
+	d->frees += s->frees;
+	d->temporary += s->temporary;
+	d->leaked_blocks += s->leaked_blocks;
+	d->leaked_bytes += s->leaked_bytes;
+	d->peak_bytes += s->peak_bytes;
+	d->var_allocations += s->var_allocations;
+	d->var_bytes_allocated += s->var_bytes_allocated;
+	d->var_leaked_blocks += s->var_leaked_blocks;
+	d->var_leaked_bytes += s->var_leaked_bytes;
+	d->var_peak_bytes += s->var_peak_bytes;
+}
+
 /* ---- replay ----------------------------------------------------------------- */
 
 typedef struct replay {
@@ -113,6 +159,8 @@ typedef struct replay {
 	ht_map_t site_by_stack;
 	size_t cap_sites;
 	uint64_t cur_bytes, cur_blocks;
+	double cur_w; /* blocks the live samples stand for */
+	double rate;  /* the trace's sample rate; 0 = exact */
 	bool counting; /* pass 1: count; pass 2: only track live bytes */
 	ht_map_t pool_row; /* pool id -> its current row in m->pools */
 	size_t cap_pools, cap_snapshots;
@@ -149,18 +197,24 @@ static uint64_t do_free(replay_t *r, uint64_t addr)
 			tot->ignored_frees++;
 		return UINT64_MAX;
 	}
-	uint64_t size = b->size;
+	uint64_t size = b->wsize;
 	ht_site_t *s = &r->m->sites[b->site];
-	s->live_bytes -= b->size;
+	s->live_bytes -= b->wsize;
 	s->live_blocks--;
-	r->cur_bytes -= b->size;
+	s->live_w -= b->w;
+	r->cur_bytes -= b->wsize;
 	r->cur_blocks--;
+	r->cur_w -= b->w;
 	if (r->counting) {
 		tot->frees++;
 		s->frees++;
+		tot->est.frees += b->w;
+		s->est.frees += b->w;
 		if (r->thread_seq[b->thread] == b->seq) {
 			tot->temporary++;
 			s->temporary++;
+			tot->est.temporary += b->w;
+			s->est.temporary += b->w;
 		}
 	}
 	live_remove(&r->live, b);
@@ -175,10 +229,12 @@ static int do_alloc(replay_t *r, const ht_event_t *ev)
 		/* its free went unrecorded (e.g. from a signal handler): drop it
 		 * silently, neither a free nor a leak */
 		ht_site_t *os = &r->m->sites[old->site];
-		os->live_bytes -= old->size;
+		os->live_bytes -= old->wsize;
 		os->live_blocks--;
-		r->cur_bytes -= old->size;
+		os->live_w -= old->w;
+		r->cur_bytes -= old->wsize;
 		r->cur_blocks--;
+		r->cur_w -= old->w;
 		live_remove(&r->live, old);
 		if (r->counting)
 			tot->reused_addresses++;
@@ -188,13 +244,19 @@ static int do_alloc(replay_t *r, const ht_event_t *ev)
 	if (e)
 		return e;
 	ht_site_t *s = &r->m->sites[si];
-	live_t v = { ev->addr, ev->size, ++r->thread_seq[ev->thread], si, ev->thread };
+	double w, var;
+	weigh(r->rate, ev->size, &w, &var);
+	double sz = (double)ev->size;
+	live_t v = { ev->addr, ev->size, r->rate ? round_u64(sz * w) : ev->size, w,
+		     ++r->thread_seq[ev->thread], si, ev->thread };
 	if ((e = live_insert(&r->live, &v)))
 		return e;
-	s->live_bytes += ev->size;
+	s->live_bytes += v.wsize;
 	s->live_blocks++;
-	r->cur_bytes += ev->size;
+	s->live_w += w;
+	r->cur_bytes += v.wsize;
 	r->cur_blocks++;
+	r->cur_w += w;
 	if (r->counting) {
 		tot->allocations++;
 		tot->bytes_allocated += ev->size;
@@ -202,6 +264,10 @@ static int do_alloc(replay_t *r, const ht_event_t *ev)
 		s->bytes_allocated += ev->size;
 		if (ev->size > s->largest)
 			s->largest = ev->size;
+		ht_est_t add = { .allocations = w, .bytes_allocated = sz * w,
+				 .var_allocations = var, .var_bytes_allocated = sz * sz * var };
+		est_add(&s->est, &add);
+		est_add(&tot->est, &add);
 	}
 	return 0;
 }
@@ -276,7 +342,7 @@ static int take_snapshot(replay_t *r, const ht_event_t *ev)
 	sn->time = ev->time;
 	sn->thread = ev->thread;
 	sn->live_bytes = r->cur_bytes;
-	sn->live_blocks = r->cur_blocks;
+	sn->live_blocks = r->rate ? round_u64(r->cur_w) : r->cur_blocks;
 	for (size_t i = 0; i < m->nsites; i++) {
 		const ht_site_t *s = &m->sites[i];
 		if (!s->live_blocks)
@@ -293,7 +359,7 @@ static int take_snapshot(replay_t *r, const ht_event_t *ev)
 		memmove(&sn->top[k + 1], &sn->top[k], (last - k) * sizeof(sn->top[0]));
 		sn->top[k].site = (uint32_t)i;
 		sn->top[k].live_bytes = s->live_bytes;
-		sn->top[k].live_blocks = s->live_blocks;
+		sn->top[k].live_blocks = r->rate ? round_u64(s->live_w) : s->live_blocks;
 		if (sn->ntop < HT_SNAPSHOT_TOP)
 			sn->ntop++;
 	}
@@ -403,6 +469,7 @@ static int merge_same_stacks(ht_model_t *m)
 		d->leaked_blocks += s->leaked_blocks;
 		d->leaked_bytes += s->leaked_bytes;
 		d->temporary += s->temporary;
+		est_add(&d->est, &s->est);
 		if (s->largest > d->largest)
 			d->largest = s->largest;
 		if (s->first_time < d->first_time)
@@ -437,6 +504,66 @@ static int merge_same_stacks(ht_model_t *m)
 	return e;
 }
 
+/* Sum the estimates over the live blocks: what leaked (at the end of pass
+ * 1) or what each site held at the peak (pass 2 stops there). */
+static void live_estimates(replay_t *r, bool at_peak)
+{
+	ht_totals_t *tot = &r->m->totals;
+	for (size_t i = 0; i < r->live.cap; i++) {
+		const live_t *b = &r->live.slot[i];
+		if (b->site == EMPTY)
+			continue;
+		double w, var, sz = (double)b->size;
+		weigh(r->rate, b->size, &w, &var);
+		ht_est_t add = { 0 };
+		if (at_peak) {
+			add.peak_bytes = sz * w;
+			add.var_peak_bytes = sz * sz * var;
+		} else {
+			add.leaked_blocks = w;
+			add.leaked_bytes = sz * w;
+			add.var_leaked_blocks = var;
+			add.var_leaked_bytes = sz * sz * var;
+		}
+		est_add(&r->m->sites[b->site].est, &add);
+		est_add(&tot->est, &add);
+	}
+}
+
+/* A sampled trace: the figures become the rounded estimates, but for the
+ * totals the agent counted exactly (END), which are exact, and temporary
+ * allocations, which are unknown (0). */
+static void use_estimates(ht_model_t *m)
+{
+	for (size_t i = 0; i < m->nsites; i++) {
+		ht_site_t *s = &m->sites[i];
+		s->allocations = round_u64(s->est.allocations);
+		s->bytes_allocated = round_u64(s->est.bytes_allocated);
+		s->frees = round_u64(s->est.frees);
+		/* the samples cannot tell whether a block was freed before its
+		 * thread's next allocation (the unsampled ones are unseen) */
+		s->temporary = 0;
+		s->leaked_blocks = round_u64(s->est.leaked_blocks);
+		s->leaked_bytes = round_u64(s->est.leaked_bytes);
+		s->peak_bytes = round_u64(s->est.peak_bytes);
+	}
+	ht_totals_t *tot = &m->totals;
+	const ht_trace_t *t = m->trace;
+	if (t->have_end_counts) {
+		tot->est.allocations = (double)t->end_allocs;
+		tot->est.frees = (double)t->end_frees;
+		tot->est.bytes_allocated = (double)t->end_bytes;
+		tot->est.var_allocations = tot->est.var_bytes_allocated = 0;
+	}
+	tot->allocations = round_u64(tot->est.allocations);
+	tot->frees = round_u64(tot->est.frees);
+	tot->bytes_allocated = round_u64(tot->est.bytes_allocated);
+	tot->temporary = 0;
+	tot->leaked_blocks = round_u64(tot->est.leaked_blocks);
+	tot->leaked_bytes = round_u64(tot->est.leaked_bytes);
+	tot->peak_heap_bytes = round_u64(tot->est.peak_bytes);
+}
+
 int ht_model_build(const ht_trace_t *t, ht_model_t **out)
 {
 	*out = NULL;
@@ -444,9 +571,11 @@ int ht_model_build(const ht_trace_t *t, ht_model_t **out)
 	if (!m)
 		return -ENOMEM;
 	m->trace = t;
+	m->sample_rate = (double)t->sample_rate;
 	replay_t r;
 	memset(&r, 0, sizeof(r));
 	r.m = m;
+	r.rate = m->sample_rate;
 	r.counting = true;
 	r.thread_seq = calloc(t->nthreads ? t->nthreads : 1, sizeof(*r.thread_seq));
 	int e = -ENOMEM;
@@ -464,6 +593,7 @@ int ht_model_build(const ht_trace_t *t, ht_model_t **out)
 	}
 	tot->leaked_blocks = r.cur_blocks;
 	tot->leaked_bytes = r.cur_bytes;
+	live_estimates(&r, false);
 
 	/* second pass: what each site held at the peak */
 	if (tot->peak_heap_bytes > 0) {
@@ -477,7 +607,10 @@ int ht_model_build(const ht_trace_t *t, ht_model_t **out)
 			goto fail;
 		for (size_t i = 0; i < m->nsites; i++)
 			m->sites[i].peak_bytes = m->sites[i].live_bytes;
+		live_estimates(&r, true);
 	}
+	if (r.rate)
+		use_estimates(m);
 
 	if ((e = merge_same_stacks(m)))
 		goto fail;
@@ -669,18 +802,23 @@ int ht_model_replay(const ht_model_t *m, ht_replay_fn fn, void *ctx)
 		free(lt.slot);
 		return e;
 	}
-	ht_replay_step_t st = { 0, 0, 0, false };
+	ht_replay_step_t st = { 0, 0, 0, false, 0, 0 };
+	double rate = m->sample_rate;
+	double heap_w = 0; /* exact in an unsampled trace: sums of 1 */
 	ht_event_t ev;
 	while (!e && ht_merge_next(mg, &ev)) {
 		live_t *b;
 		st.freed_bytes = 0;
 		st.ignored = false;
+		st.weight = st.weight_bytes = 0;
 		switch (ev.type) {
 		case HT_EV_FREE:
 			if ((b = live_find(&lt, ev.addr))) {
-				st.freed_bytes = b->size;
-				st.heap_bytes -= b->size;
-				st.heap_blocks--;
+				st.freed_bytes = b->wsize;
+				st.weight = b->w;
+				st.weight_bytes = (double)b->wsize;
+				st.heap_bytes -= b->wsize;
+				heap_w -= b->w;
 				live_remove(&lt, b);
 			} else {
 				st.ignored = true;
@@ -689,20 +827,25 @@ int ht_model_replay(const ht_model_t *m, ht_replay_fn fn, void *ctx)
 		case HT_EV_ALLOC:
 		case HT_EV_REALLOC: {
 			if ((b = live_find(&lt, ev.addr))) {
-				st.heap_bytes -= b->size;
-				st.heap_blocks--;
+				st.heap_bytes -= b->wsize;
+				heap_w -= b->w;
 				live_remove(&lt, b);
 			}
-			live_t v = { ev.addr, ev.size, 0, 0, ev.thread };
+			double var;
+			weigh(rate, ev.size, &st.weight, &var);
+			st.weight_bytes = (double)ev.size * st.weight;
+			live_t v = { ev.addr, ev.size, rate ? round_u64(st.weight_bytes) : ev.size,
+				     st.weight, 0, 0, ev.thread };
 			if ((e = live_insert(&lt, &v)))
 				break;
-			st.heap_bytes += ev.size;
-			st.heap_blocks++;
+			st.heap_bytes += v.wsize;
+			heap_w += st.weight;
 			break;
 		}
 		default:
 			break;
 		}
+		st.heap_blocks = round_u64(heap_w);
 		if (!e)
 			e = fn(ctx, &ev, &st);
 	}
@@ -717,6 +860,7 @@ typedef struct tl_ctx {
 	uint64_t rss;	      /* latest RSS sample */
 	uint64_t max_so_far;  /* highest heap so far (global) */
 	bool moved;	      /* the current bucket saw a heap event */
+	double allocs, bytes, frees; /* so far (weighted) */
 	ht_replay_fn fn;      /* the caller's own step, or NULL */
 	void *fn_ctx;
 } tl_ctx_t;
@@ -759,13 +903,20 @@ static void tl_update(tl_ctx_t *c, const ht_event_t *ev, const ht_replay_step_t 
 			tl->rss_max = ev->size;
 		return;
 	case HT_EV_FREE:
-		if (!st->ignored)
-			b->frees++;
+		if (!st->ignored) {
+			b->frees += round_u64(c->frees + st->weight) - round_u64(c->frees);
+			c->frees += st->weight;
+		}
 		break;
 	case HT_EV_ALLOC:
 	case HT_EV_REALLOC:
-		b->allocations++;
-		b->bytes_allocated += ev->size;
+		/* differences of rounded running sums: a sampled trace's weights
+		 * add up without a rounding error per event */
+		b->allocations += round_u64(c->allocs + st->weight) - round_u64(c->allocs);
+		b->bytes_allocated +=
+			round_u64(c->bytes + st->weight_bytes) - round_u64(c->bytes);
+		c->allocs += st->weight;
+		c->bytes += st->weight_bytes;
 		break;
 	default:
 		return;
@@ -822,7 +973,7 @@ int ht_model_timeline_replay(const ht_model_t *m, size_t nbuckets, ht_replay_fn 
 			tl.b[i - 1].end_ns = tl.b[i].start_ns;
 	}
 	tl.b[nbuckets - 1].end_ns = tl.span_ns;
-	tl_ctx_t c = { &tl, 0, 0, 0, false, fn, ctx };
+	tl_ctx_t c = { &tl, 0, 0, 0, false, 0, 0, 0, fn, ctx };
 	int e = ht_model_replay(m, tl_step, &c);
 	if (e) {
 		free(tl.b);

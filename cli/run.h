@@ -11,6 +11,9 @@ typedef struct ht_run_opts {
 	bool no_follow_fork;
 	bool functions; /* agent option functions=1: ENTER/EXIT events */
 	bool start_off; /* agent option start=off: recording starts switched off */
+	unsigned long long sample_rate; /* agent option sample_rate; 0 = exact */
+	bool sample_seed_set;
+	unsigned long long sample_seed; /* agent option sample_seed */
 	char **argv; /* PROGRAM ARGS..., NULL-terminated */
 } ht_run_opts_t;
 

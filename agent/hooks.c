@@ -342,6 +342,68 @@ static bool sampled_free_counted(void *p)
 		return p_;                                                     \
 	} while (0)
 
+/* ---- sampling's fast path ---------------------------------------------------
+ * With sample_rate set, nearly every call is only counted: the hook jumps
+ * to a small function of its own that calls the real one and moves the
+ * countdown, without the guard, errno or the recording path's registers
+ * (those live in noinline functions it calls when a sample is due). A
+ * signal handler that allocates meanwhile only moves the same countdown. */
+
+/* The thread's state when the fast path may run: recording, switched on,
+ * outside the agent, and the thread known (its first event takes the full
+ * path, which creates the state). NULL otherwise. */
+static inline ht_thread_t *sampled_thread(void)
+{
+	ht_thread_t *t = ht_tls_thread;
+	if (HT_UNLIKELY(!t || ht_guard ||
+			atomic_load_explicit(&ht_state, memory_order_relaxed) != HT_STATE_RECORDING ||
+			!atomic_load_explicit(&ht_recording_on, memory_order_relaxed)))
+		return NULL;
+	return t;
+}
+
+/* The allocation p reached its thread's sample point: record it. */
+HT_NOINLINE static void *sampled_alloc_slow(unsigned fn, void *p, size_t size)
+{
+	ht_guard = 1;
+	int e = errno;
+	if (ht_sample_slow(size))
+		record_alloc_sampled(fn, p, size, 0);
+	errno = e;
+	ht_guard = 0;
+	return p;
+}
+
+/* The body of a sampled allocation hook: `call` allocates size bytes;
+ * `fallback` is the full hook, for whatever the fast path does not take;
+ * `on_null` what a failed call returns. */
+#define SAMPLED_ALLOC_BODY(fn, size, call, fallback, on_null)                  \
+	do {                                                                   \
+		ht_thread_t *t_ = sampled_thread();                            \
+		if (HT_UNLIKELY(!t_))                                          \
+			return fallback;                                       \
+		void *p_ = call;                                               \
+		if (HT_UNLIKELY(!p_))                                          \
+			return on_null;                                        \
+		int64_t left_ = t_->sample_left - (int64_t)(size);             \
+		if (HT_UNLIKELY(left_ <= 0))                                   \
+			return sampled_alloc_slow(fn, p_, size);               \
+		t_->sample_left = left_;                                       \
+		t_->n_allocs++;                                                \
+		t_->n_bytes += (size);                                         \
+		return p_;                                                     \
+	} while (0)
+
+HT_NOINLINE static void *malloc_full(size_t size)
+{
+	ALLOC_HOOK_BODY(HT_FN_MALLOC, size, real_malloc(size));
+}
+
+HT_NOINLINE static void *malloc_sampled(size_t size)
+{
+	SAMPLED_ALLOC_BODY(HT_FN_MALLOC, size, real_malloc(size), malloc_full(size), NULL);
+}
+
 HT_EXPORT void *malloc(size_t size)
 {
 	if (HT_UNLIKELY(!real_malloc)) {
@@ -349,7 +411,20 @@ HT_EXPORT void *malloc(size_t size)
 		if (!real_malloc)
 			return boot_alloc(size, 16);
 	}
-	ALLOC_HOOK_BODY(HT_FN_MALLOC, size, real_malloc(size));
+	/* tail calls: the exact path's frame is still the caller's callee */
+	if (ht_opt_sample_rate)
+		return malloc_sampled(size);
+	return malloc_full(size);
+}
+
+HT_NOINLINE static void *calloc_full(size_t n, size_t size)
+{
+	ALLOC_HOOK_BODY(HT_FN_CALLOC, n * size, real_calloc(n, size));
+}
+
+HT_NOINLINE static void *calloc_sampled(size_t n, size_t size)
+{
+	SAMPLED_ALLOC_BODY(HT_FN_CALLOC, n * size, real_calloc(n, size), calloc_full(n, size), NULL);
 }
 
 HT_EXPORT void *calloc(size_t n, size_t size)
@@ -363,7 +438,51 @@ HT_EXPORT void *calloc(size_t n, size_t size)
 			return boot_alloc(total, 16);
 		}
 	}
-	ALLOC_HOOK_BODY(HT_FN_CALLOC, n * size, real_calloc(n, size));
+	if (ht_opt_sample_rate)
+		return calloc_sampled(n, size);
+	return calloc_full(n, size);
+}
+
+/* A sampled run's free that the filter could not clear. */
+HT_NOINLINE static void free_sampled_slow(void *p)
+{
+	if (HT_UNLIKELY(!should_record())) {
+		real_free(p);
+		return;
+	}
+	ht_guard = 1;
+	int e = errno;
+	if (sampled_free_counted(p))
+		record_free(p);
+	errno = e;
+	real_free(p);
+	ht_guard = 0;
+}
+
+HT_NOINLINE static void free_sampled(void *p)
+{
+	/* the common case: one filter load says p was not sampled */
+	ht_thread_t *t = sampled_thread();
+	if (HT_LIKELY(t != NULL) && HT_LIKELY(!ht_sampled_maybe(p))) {
+		t->n_frees++;
+		real_free(p);
+		return;
+	}
+	free_sampled_slow(p);
+}
+
+HT_NOINLINE static void free_full(void *p)
+{
+	if (HT_UNLIKELY(!should_record())) {
+		real_free(p);
+		return;
+	}
+	ht_guard = 1;
+	int e = errno;
+	record_free(p);
+	errno = e;
+	real_free(p);
+	ht_guard = 0;
 }
 
 HT_EXPORT void free(void *p)
@@ -372,33 +491,10 @@ HT_EXPORT void free(void *p)
 		return;
 	if (HT_UNLIKELY(is_boot(p)))
 		return;
-	if (HT_UNLIKELY(!should_record())) {
-		real_free(p);
-		return;
-	}
-	ht_guard = 1;
-	if (ht_opt_sample_rate) {
-		/* the common case: one filter load says p was not sampled */
-		ht_thread_t *t = ht_tls_thread;
-		if (HT_LIKELY(t != NULL) && HT_LIKELY(!ht_sampled_maybe(p))) {
-			t->n_frees++;
-			real_free(p);
-			ht_guard = 0;
-			return;
-		}
-		int e = errno;
-		if (sampled_free_counted(p))
-			record_free(p);
-		errno = e;
-		real_free(p);
-		ht_guard = 0;
-		return;
-	}
-	int e = errno;
-	record_free(p);
-	errno = e;
-	real_free(p);
-	ht_guard = 0;
+	if (ht_opt_sample_rate)
+		free_sampled(p);
+	else
+		free_full(p);
 }
 
 /* Common body of realloc and reallocarray. */
@@ -611,11 +707,24 @@ static inline void *real_aligned(size_t align, size_t n)
  * call of the next definition when it fails. */
 #define NEW_HOOK(sym, fn, params, alloc, args, size)                           \
 	HT_EXPORT void *sym params;                                            \
+	HT_NOINLINE static void *sym##_full params;                            \
+	/* sampling: a failure takes the full path, which calls next */       \
+	HT_NOINLINE static void *sym##_sampled params                          \
+	{                                                                      \
+		SAMPLED_ALLOC_BODY(fn, size, alloc, sym##_full args,           \
+				   sym##_full args);                           \
+	}                                                                      \
 	void *sym params                                                       \
 	{                                                                      \
-		static void *(*next) params;                                   \
 		if (HT_UNLIKELY(!real_malloc))                                 \
 			resolve_reals();                                       \
+		if (ht_opt_sample_rate)                                        \
+			return sym##_sampled args;                             \
+		return sym##_full args;                                        \
+	}                                                                      \
+	static void *sym##_full params                                         \
+	{                                                                      \
+		static void *(*next) params;                                   \
 		if (HT_LIKELY(should_record())) {                              \
 			ht_guard = 1;                                          \
 			void *p = alloc;                                       \

@@ -35,6 +35,7 @@ import test_export_tools  # noqa: E402
 import test_functions  # noqa: E402
 import test_tags_phases  # noqa: E402
 import test_pools_snapshots  # noqa: E402
+import test_sampling  # noqa: E402
 
 
 def all_tests():
@@ -42,7 +43,7 @@ def all_tests():
     return (test_real.TESTS + test_programs.TESTS + test_cli.TESTS + test_signals.TESTS +
             test_export_pprof.TESTS + test_export_graphs.TESTS + test_export_tools.TESTS +
             test_functions.TESTS + test_tags_phases.TESTS +
-            test_pools_snapshots.TESTS)
+            test_pools_snapshots.TESTS + test_sampling.TESTS)
 
 
 def run_one(name, fn, verbose):

@@ -22,6 +22,7 @@
  *
  * No malloc: the shards' tables come from mmap and grow by doubling.
  */
+#include <errno.h>
 #include <math.h>
 
 #include "agent.h"
@@ -77,7 +78,11 @@ void ht_sample_thread_init(ht_thread_t *t)
 
 bool ht_sample_slow(size_t size)
 {
-	ht_thread_t *t = ht_thread_get(); /* the thread's first event creates it */
+	/* the thread's first event creates its state, which may set errno
+	 * (callers evaluate this before saving it) */
+	int e = errno;
+	ht_thread_t *t = ht_thread_get();
+	errno = e;
 	if (HT_UNLIKELY(!t))
 		return false;
 	int64_t left = t->sample_left - (int64_t)size;

@@ -590,8 +590,33 @@ static void *realloc_common(unsigned fn, void *old, size_t size, size_t nmemb,
 #undef REAL_CALL
 }
 
+/* Sampling's fast path for realloc: an old block that was not sampled (or
+ * none) and a new one that is not either only count. realloc(p, 0), boot
+ * blocks and sampled old blocks take realloc_common. */
+HT_NOINLINE static void *realloc_sampled(void *old, size_t size)
+{
+	ht_thread_t *t = sampled_thread();
+	if (HT_UNLIKELY(!t) ||
+	    (old && (HT_UNLIKELY(!size) || HT_UNLIKELY(is_boot(old)) || ht_sampled_maybe(old))))
+		return realloc_common(HT_FN_REALLOC, old, size, 0, 0);
+	void *q = real_realloc(old, size);
+	if (HT_UNLIKELY(!q))
+		return q; /* failed: the old block is untouched */
+	if (old)
+		t->n_frees++;
+	int64_t left = t->sample_left - (int64_t)size;
+	if (HT_UNLIKELY(left <= 0))
+		return sampled_alloc_slow(HT_FN_REALLOC, q, size);
+	t->sample_left = left;
+	t->n_allocs++;
+	t->n_bytes += size;
+	return q;
+}
+
 HT_EXPORT void *realloc(void *old, size_t size)
 {
+	if (ht_opt_sample_rate && HT_LIKELY(real_malloc != NULL))
+		return realloc_sampled(old, size);
 	return realloc_common(HT_FN_REALLOC, old, size, 0, 0);
 }
 

@@ -248,6 +248,19 @@ void ht_snapshot_signal_handler(int sig);
  * in a set, so that only their frees are written; a counting filter in
  * front of it answers "not sampled" for most frees with one load. */
 
+/* sample_rate is set and recording switched on: the allocation hooks' one
+ * test before their fast path. Follows ht_recording_on (ht_sample_fast_update
+ * after each store); two threads switching at once may leave it set while
+ * recording is off, which only counts some allocations that exact mode
+ * would not (nothing is recorded: the slow path checks the switch). */
+extern _Atomic bool ht_sample_fast;
+static inline void ht_sample_fast_update(void)
+{
+	atomic_store_explicit(&ht_sample_fast,
+			      ht_opt_sample_rate && atomic_load(&ht_recording_on),
+			      memory_order_relaxed);
+}
+
 /* Counts an allocation of size bytes on the fast path. True when it is not
  * sampled (nothing more to do); false when the caller must take the slow
  * path (ht_sample_slow). */
@@ -273,9 +286,11 @@ void ht_sample_thread_init(ht_thread_t *t);
 
 #define HT_SFILTER_BITS 16
 extern uint8_t ht_sfilter[1u << HT_SFILTER_BITS];
+/* The address's 16-byte granule modulo the filter size: sampled blocks are
+ * sparse, so plain low bits spread them well enough, without a multiply. */
 static inline size_t ht_sfilter_index(const void *p)
 {
-	return (size_t)(((uintptr_t)p >> 4) * 0x9e3779b97f4a7c15ull >> (64 - HT_SFILTER_BITS));
+	return (size_t)((uintptr_t)p >> 4) & ((1u << HT_SFILTER_BITS) - 1);
 }
 /* False when p is surely not a sampled block (the common free). */
 static inline bool ht_sampled_maybe(const void *p)

@@ -343,21 +343,23 @@ static bool sampled_free_counted(void *p)
 	} while (0)
 
 /* ---- sampling's fast path ---------------------------------------------------
- * With sample_rate set, nearly every call is only counted: the hook jumps
- * to a small function of its own that calls the real one and moves the
- * countdown, without the guard, errno or the recording path's registers
- * (those live in noinline functions it calls when a sample is due). A
- * signal handler that allocates meanwhile only moves the same countdown. */
+ * With sample_rate set, nearly every call is only counted: the exported
+ * hook itself calls the real function and moves the countdown, without the
+ * guard, errno or the recording path's registers (those live in noinline
+ * functions it tail-calls, or calls when a sample is due). A signal handler
+ * that allocates meanwhile only moves the same countdown. The agent's state
+ * is not checked here: once the trace is finished or the agent disabled,
+ * the counts no longer matter, and the slow paths check it. */
 
-/* The thread's state when the fast path may run: recording, switched on,
- * outside the agent, and the thread known (its first event takes the full
- * path, which creates the state). NULL otherwise. */
+/* The thread's state when an allocation's fast path may run: sampling and
+ * switched on (ht_sample_fast), outside the agent, and the thread known
+ * (its first event takes the full path, which creates the state; a thread
+ * state also means the reals are resolved). NULL otherwise. */
 static inline ht_thread_t *sampled_thread(void)
 {
 	ht_thread_t *t = ht_tls_thread;
-	if (HT_UNLIKELY(!t || ht_guard ||
-			atomic_load_explicit(&ht_state, memory_order_relaxed) != HT_STATE_RECORDING ||
-			!atomic_load_explicit(&ht_recording_on, memory_order_relaxed)))
+	if (HT_UNLIKELY(!atomic_load_explicit(&ht_sample_fast, memory_order_relaxed) || !t ||
+			ht_guard))
 		return NULL;
 	return t;
 }
@@ -365,6 +367,8 @@ static inline ht_thread_t *sampled_thread(void)
 /* The allocation p reached its thread's sample point: record it. */
 HT_NOINLINE static void *sampled_alloc_slow(unsigned fn, void *p, size_t size)
 {
+	if (atomic_load_explicit(&ht_state, memory_order_relaxed) != HT_STATE_RECORDING)
+		return p;
 	ht_guard = 1;
 	int e = errno;
 	if (ht_sample_slow(size))
@@ -394,40 +398,24 @@ HT_NOINLINE static void *sampled_alloc_slow(unsigned fn, void *p, size_t size)
 		return p_;                                                     \
 	} while (0)
 
+/* The whole hook but sampling's fast path; a tail call, so its frame is
+ * still the program's callee when it records. */
 HT_NOINLINE static void *malloc_full(size_t size)
-{
-	ALLOC_HOOK_BODY(HT_FN_MALLOC, size, real_malloc(size));
-}
-
-HT_NOINLINE static void *malloc_sampled(size_t size)
-{
-	SAMPLED_ALLOC_BODY(HT_FN_MALLOC, size, real_malloc(size), malloc_full(size), NULL);
-}
-
-HT_EXPORT void *malloc(size_t size)
 {
 	if (HT_UNLIKELY(!real_malloc)) {
 		resolve_reals();
 		if (!real_malloc)
 			return boot_alloc(size, 16);
 	}
-	/* tail calls: the exact path's frame is still the caller's callee */
-	if (ht_opt_sample_rate)
-		return malloc_sampled(size);
-	return malloc_full(size);
+	ALLOC_HOOK_BODY(HT_FN_MALLOC, size, real_malloc(size));
+}
+
+HT_EXPORT void *malloc(size_t size)
+{
+	SAMPLED_ALLOC_BODY(HT_FN_MALLOC, size, real_malloc(size), malloc_full(size), NULL);
 }
 
 HT_NOINLINE static void *calloc_full(size_t n, size_t size)
-{
-	ALLOC_HOOK_BODY(HT_FN_CALLOC, n * size, real_calloc(n, size));
-}
-
-HT_NOINLINE static void *calloc_sampled(size_t n, size_t size)
-{
-	SAMPLED_ALLOC_BODY(HT_FN_CALLOC, n * size, real_calloc(n, size), calloc_full(n, size), NULL);
-}
-
-HT_EXPORT void *calloc(size_t n, size_t size)
 {
 	if (HT_UNLIKELY(!real_malloc)) {
 		resolve_reals();
@@ -438,9 +426,12 @@ HT_EXPORT void *calloc(size_t n, size_t size)
 			return boot_alloc(total, 16);
 		}
 	}
-	if (ht_opt_sample_rate)
-		return calloc_sampled(n, size);
-	return calloc_full(n, size);
+	ALLOC_HOOK_BODY(HT_FN_CALLOC, n * size, real_calloc(n, size));
+}
+
+HT_EXPORT void *calloc(size_t n, size_t size)
+{
+	SAMPLED_ALLOC_BODY(HT_FN_CALLOC, n * size, real_calloc(n, size), calloc_full(n, size), NULL);
 }
 
 /* A sampled run's free that the filter could not clear. */
@@ -459,18 +450,6 @@ HT_NOINLINE static void free_sampled_slow(void *p)
 	ht_guard = 0;
 }
 
-HT_NOINLINE static void free_sampled(void *p)
-{
-	/* the common case: one filter load says p was not sampled */
-	ht_thread_t *t = sampled_thread();
-	if (HT_LIKELY(t != NULL) && HT_LIKELY(!ht_sampled_maybe(p))) {
-		t->n_frees++;
-		real_free(p);
-		return;
-	}
-	free_sampled_slow(p);
-}
-
 HT_NOINLINE static void free_full(void *p)
 {
 	if (HT_UNLIKELY(!should_record())) {
@@ -485,16 +464,32 @@ HT_NOINLINE static void free_full(void *p)
 	ht_guard = 0;
 }
 
-HT_EXPORT void free(void *p)
+HT_NOINLINE static void free_entry(void *p)
 {
 	if (HT_UNLIKELY(p == NULL))
 		return;
 	if (HT_UNLIKELY(is_boot(p)))
 		return;
 	if (ht_opt_sample_rate)
-		free_sampled(p);
+		free_sampled_slow(p);
 	else
 		free_full(p);
+}
+
+HT_EXPORT void free(void *p)
+{
+	/* sampling's common case: one filter load says p was not sampled (a
+	 * free is counted whether recording is switched on or not, as in an
+	 * exact run) */
+	ht_thread_t *t;
+	if (HT_LIKELY(ht_opt_sample_rate) && HT_LIKELY(p != NULL) && HT_LIKELY(!is_boot(p)) &&
+	    HT_LIKELY((t = ht_tls_thread) != NULL) && HT_LIKELY(!ht_guard) &&
+	    HT_LIKELY(!ht_sampled_maybe(p))) {
+		t->n_frees++;
+		real_free(p);
+		return;
+	}
+	free_entry(p);
 }
 
 /* Common body of realloc and reallocarray. */
@@ -615,8 +610,8 @@ HT_NOINLINE static void *realloc_sampled(void *old, size_t size)
 
 HT_EXPORT void *realloc(void *old, size_t size)
 {
-	if (ht_opt_sample_rate && HT_LIKELY(real_malloc != NULL))
-		return realloc_sampled(old, size);
+	if (ht_opt_sample_rate)
+		return realloc_sampled(old, size); /* a thread state: reals resolved */
 	return realloc_common(HT_FN_REALLOC, old, size, 0, 0);
 }
 
@@ -734,22 +729,16 @@ static inline void *real_aligned(size_t align, size_t n)
 	HT_EXPORT void *sym params;                                            \
 	HT_NOINLINE static void *sym##_full params;                            \
 	/* sampling: a failure takes the full path, which calls next */       \
-	HT_NOINLINE static void *sym##_sampled params                          \
+	void *sym params                                                       \
 	{                                                                      \
 		SAMPLED_ALLOC_BODY(fn, size, alloc, sym##_full args,           \
 				   sym##_full args);                           \
 	}                                                                      \
-	void *sym params                                                       \
-	{                                                                      \
-		if (HT_UNLIKELY(!real_malloc))                                 \
-			resolve_reals();                                       \
-		if (ht_opt_sample_rate)                                        \
-			return sym##_sampled args;                             \
-		return sym##_full args;                                        \
-	}                                                                      \
 	static void *sym##_full params                                         \
 	{                                                                      \
 		static void *(*next) params;                                   \
+		if (HT_UNLIKELY(!real_malloc))                                 \
+			resolve_reals();                                       \
 		if (HT_LIKELY(should_record())) {                              \
 			ht_guard = 1;                                          \
 			void *p = alloc;                                       \

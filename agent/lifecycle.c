@@ -247,6 +247,7 @@ void ht_init(void)
 	ht_clock_init();
 	ht_pid = getpid();
 	atomic_store(&ht_recording_on, !ht_opt_start_off);
+	ht_sample_fast_update();
 	ht_modules_init();
 	ht_stacks_init();
 	ht_thread_init_process();

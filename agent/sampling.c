@@ -30,6 +30,7 @@
 /* ---- the countdown ------------------------------------------------------------ */
 
 static _Atomic uint64_t thread_ordinal;
+_Atomic bool ht_sample_fast;
 
 /* splitmix64: seeds from any value; the generator itself (xorshift64*)
  * needs a non-zero state. */

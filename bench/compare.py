@@ -396,6 +396,8 @@ def main():
     ap.add_argument("--sample-rate", type=int, default=524288,
                     help="also run `heaptrail run --sample-rate N` as a mode, 'heaptrail-sampled' "
                          "(default 524288, 512 KiB; 0: not)")
+    ap.add_argument("--sampled-only", action="store_true",
+                    help="of heaptrail's modes run only heaptrail-sampled (quicker, for its ratio to plain)")
     ap.add_argument("--no-heaptrack", action="store_true", help="skip heaptrack")
     ap.add_argument("--heaptrail-options", default="",
                     help="extra HEAPTRAIL_OPTIONS, e.g. unwind=fp (preload mode: appended to output=)")
@@ -450,9 +452,10 @@ def main():
             notes.append("heaptrail: not built yet (%s missing): skipped" %
                          ", ".join(os.path.relpath(p, ROOT) for p in missing))
         else:
-            modes.append("heaptrail")
-            if args.heaptrail_mode == "both":
-                modes.append("heaptrail-preload")
+            if not args.sampled_only:
+                modes.append("heaptrail")
+                if args.heaptrail_mode == "both":
+                    modes.append("heaptrail-preload")
             if args.sample_rate:
                 modes.append("heaptrail-sampled")
             build_desc = snapshot_heaptrail(tmp)

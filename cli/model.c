@@ -187,8 +187,9 @@ static int site_for(replay_t *r, uint64_t stack_id, uint64_t time, uint32_t *out
 	return 0;
 }
 
-/* Returns the size of the block freed, or UINT64_MAX when it was unknown. */
-static uint64_t do_free(replay_t *r, uint64_t addr)
+/* Returns the bytes the block freed stood for (its size unless sampled)
+ * and *w the blocks, or UINT64_MAX when it was unknown. */
+static uint64_t do_free(replay_t *r, uint64_t addr, double *w)
 {
 	live_t *b = live_find(&r->live, addr);
 	ht_totals_t *tot = &r->m->totals;
@@ -198,6 +199,7 @@ static uint64_t do_free(replay_t *r, uint64_t addr)
 		return UINT64_MAX;
 	}
 	uint64_t size = b->wsize;
+	*w = b->w;
 	ht_site_t *s = &r->m->sites[b->site];
 	s->live_bytes -= b->wsize;
 	s->live_blocks--;
@@ -294,8 +296,9 @@ static ht_pool_stat_t *pool_row(replay_t *r, uint64_t id, uint64_t time, bool cr
 	return p;
 }
 
-/* Count one POOL event, or a pool block's allocation or free. */
-static int pool_event(replay_t *r, const ht_event_t *ev, uint64_t freed)
+/* Count one POOL event, or a pool block's allocation or free (freed: the
+ * bytes it stood for, fw the blocks). */
+static int pool_event(replay_t *r, const ht_event_t *ev, uint64_t freed, double fw)
 {
 	ht_pool_stat_t *p = pool_row(r, ev->pool, ev->time,
 				     ev->type == HT_EV_POOL && ev->size == HT_POOL_CREATE);
@@ -310,18 +313,28 @@ static int pool_event(replay_t *r, const ht_event_t *ev, uint64_t freed)
 		else if (ev->size == HT_POOL_DESTROY)
 			p->destroyed = true;
 		break; /* unknown ops: a newer minor's, nothing to count */
-	case HT_EV_ALLOC:
+	case HT_EV_ALLOC: {
 		p->allocations++;
 		p->bytes_allocated += ev->size;
 		p->live_blocks++;
 		p->live_bytes += ev->size;
+		double w, var;
+		weigh(r->rate, ev->size, &w, &var);
+		p->est[0] += w;
+		p->est[1] += w * (double)ev->size;
+		p->est[3] += w;
+		p->est[4] += w * (double)ev->size;
 		break;
+	}
 	case HT_EV_FREE:
 		if (freed == UINT64_MAX)
 			break; /* the model never saw it live: no change */
 		p->freed_by_ops += ev->from_pool_op;
 		p->live_blocks--;
-		p->live_bytes -= freed;
+		p->live_bytes -= r->rate ? 0 : freed; /* sampled: from est[] below */
+		p->est[2] += ev->from_pool_op ? fw : 0;
+		p->est[3] -= fw;
+		p->est[4] -= (double)freed;
 		break;
 	}
 	return 0;
@@ -382,13 +395,14 @@ static int replay_run(replay_t *r, uint64_t limit, uint64_t *peak_ord)
 	for (; ord <= limit && ht_merge_next(mg, &ev); ord++) {
 		switch (ev.type) {
 		case HT_EV_FREE: { /* for a REALLOC, its free half came first */
-			uint64_t freed = do_free(r, ev.addr);
-			if (r->counting && ev.pooled && (e = pool_event(r, &ev, freed)))
+			double fw = 0;
+			uint64_t freed = do_free(r, ev.addr, &fw);
+			if (r->counting && ev.pooled && (e = pool_event(r, &ev, freed, fw)))
 				goto out;
 			break;
 		}
 		case HT_EV_POOL:
-			if (r->counting && (e = pool_event(r, &ev, 0)))
+			if (r->counting && (e = pool_event(r, &ev, 0, 0)))
 				goto out;
 			break;
 		case HT_EV_SNAPSHOT:
@@ -402,7 +416,7 @@ static int replay_run(replay_t *r, uint64_t limit, uint64_t *peak_ord)
 		case HT_EV_ALLOC:
 			if ((e = do_alloc(r, &ev)))
 				goto out;
-			if (r->counting && ev.pooled && (e = pool_event(r, &ev, 0)))
+			if (r->counting && ev.pooled && (e = pool_event(r, &ev, 0, 0)))
 				goto out;
 			if (r->counting && r->cur_bytes > tot->peak_heap_bytes) {
 				tot->peak_heap_bytes = r->cur_bytes;
@@ -562,6 +576,14 @@ static void use_estimates(ht_model_t *m)
 	tot->leaked_blocks = round_u64(tot->est.leaked_blocks);
 	tot->leaked_bytes = round_u64(tot->est.leaked_bytes);
 	tot->peak_heap_bytes = round_u64(tot->est.peak_bytes);
+	for (size_t i = 0; i < m->npools; i++) {
+		ht_pool_stat_t *p = &m->pools[i];
+		p->allocations = round_u64(p->est[0]);
+		p->bytes_allocated = round_u64(p->est[1]);
+		p->freed_by_ops = round_u64(p->est[2]);
+		p->live_blocks = round_u64(p->est[3]);
+		p->live_bytes = round_u64(p->est[4]);
+	}
 }
 
 int ht_model_build(const ht_trace_t *t, ht_model_t **out)

@@ -81,6 +81,9 @@ typedef struct ht_pool_stat {
 	bool destroyed;
 	uint64_t live_blocks, live_bytes; /* at the end of the trace */
 	uint64_t first_time;   /* CREATE, or its first event: orders the rows */
+	/* sampled trace: allocations, bytes_allocated, freed_by_ops,
+	 * live_blocks, live_bytes weighted (the fields above, rounded) */
+	double est[5];
 } ht_pool_stat_t;
 
 /* Top sites kept per snapshot. */

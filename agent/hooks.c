@@ -19,6 +19,9 @@
  *     requests are served from a static buffer that free() ignores.
  *  8. fork, exec, _exit and fatal signals finish or hand over the trace
  *     (lifecycle.c); nothing here may break a program that uses them.
+ *  9. Sampling (sample_rate): a call that is only counted takes a fast path
+ *     that reads the guard but does not set it, touches no errno and no
+ *     buffer; everything that records goes through the rules above.
  *
  * Counting follows valgrind memcheck: every successful allocation call is one
  * allocation of the requested size; realloc(p, n>0) of a non-NULL p is one

@@ -29,7 +29,7 @@ CFLAGS ?=
 # compiler must not turn our code into malloc calls), frame pointers kept, and
 # unwind tables so C++ exceptions thrown by operator new cross our frames.
 AGENT_CFLAGS := -fPIC -fvisibility=hidden -ftls-model=initial-exec -fno-builtin-malloc -fno-omit-frame-pointer -fexceptions
-AGENT_LIBS := $(shell $(PKG_CONFIG) --libs libunwind libzstd) -ldl -lpthread
+AGENT_LIBS := $(shell $(PKG_CONFIG) --libs libunwind libzstd) -ldl -lpthread -lm
 
 CLI_LIBS := $(shell $(PKG_CONFIG) --libs libdw libzstd libprotobuf-c zlib) -lstdc++ -lm
 

@@ -56,6 +56,9 @@ extern unsigned ht_opt_summary_sites; /* rows of the summary's site table */
  * frees. The hooks test ht_break_on; the calls count and compare. */
 extern bool ht_break_on;
 bool ht_break_parse(const char *v, size_t len);
+extern uint64_t ht_opt_sample_rate; /* mean bytes between samples; 0 = exact */
+extern uint64_t ht_opt_sample_seed; /* seeds the threads' generators if set */
+extern bool ht_opt_sample_seed_set;
 void ht_options_parse(void);
 
 /* Recording switched on/off by the program (heaptrail_set_recording).
@@ -144,6 +147,10 @@ typedef struct ht_thread {
 	/* memcheck-convention counts, summed into END and the manifest, so
 	 * that `heaptrail run` can summarize a huge trace without reading it */
 	uint64_t n_allocs, n_frees, n_bytes;
+	/* sampling (agent/sampling.c): bytes left until the next sample, and
+	 * the thread's random generator */
+	int64_t sample_left;
+	uint64_t sample_rng;
 	/* cold */
 	uint32_t ordinal;   /* allocation-number prefix: 1 main thread, then 2, 3... */
 	uint64_t alloc_seq; /* allocations so far, counted only with break=LIST */
@@ -169,6 +176,10 @@ typedef struct ht_thread {
 	} name_cache[32];
 	void *frames[HT_MAX_DEPTH + 16];
 } ht_thread_t;
+
+/* The current thread's state, or NULL before its first event. Read directly
+ * only by the sampling fast path, which must not pay for a call. */
+extern __thread ht_thread_t *ht_tls_thread;
 
 /* The current thread's state, created on first need. NULL if the agent
  * cannot record on this thread (out of memory, thread being torn down). */
@@ -245,6 +256,71 @@ uint32_t ht_name_intern(ht_thread_t *t, const char *name);
 void ht_names_fork_child(ht_thread_t *self);
 /* Handler of the snapshot signal (option snapshot_signal=N). */
 void ht_snapshot_signal_handler(int sig);
+
+/* ---- sampling (agent/sampling.c, option sample_rate) ----------------------
+ * A Poisson process over allocated bytes: each thread counts down bytes to
+ * its next sample point; an allocation that reaches it is recorded with its
+ * stack, the others are only counted. The addresses of recorded blocks live
+ * in a set, so that only their frees are written; a counting filter in
+ * front of it answers "not sampled" for most frees with one load. */
+
+/* sample_rate is set and recording switched on: the allocation hooks' one
+ * test before their fast path. Follows ht_recording_on (ht_sample_fast_update
+ * after each store); two threads switching at once may leave it set while
+ * recording is off, which only counts some allocations that exact mode
+ * would not (nothing is recorded: the slow path checks the switch). */
+extern _Atomic bool ht_sample_fast;
+static inline void ht_sample_fast_update(void)
+{
+	atomic_store_explicit(&ht_sample_fast,
+			      ht_opt_sample_rate && atomic_load(&ht_recording_on),
+			      memory_order_relaxed);
+}
+
+/* Counts an allocation of size bytes on the fast path. True when it is not
+ * sampled (nothing more to do); false when the caller must take the slow
+ * path (ht_sample_slow). */
+static inline bool ht_sample_skip(size_t size)
+{
+	ht_thread_t *t = ht_tls_thread;
+	if (HT_LIKELY(t != NULL)) {
+		int64_t left = t->sample_left - (int64_t)size;
+		if (HT_LIKELY(left > 0)) {
+			t->sample_left = left;
+			t->n_allocs++;
+			t->n_bytes += size;
+			return true;
+		}
+	}
+	return false;
+}
+/* The slow path of ht_sample_skip: true if the allocation is a sample (the
+ * caller records it and calls ht_sampled_add), false if it was counted. */
+bool ht_sample_slow(size_t size);
+/* A new thread's generator and first countdown. */
+void ht_sample_thread_init(ht_thread_t *t);
+
+#define HT_SFILTER_BITS 16
+extern uint8_t ht_sfilter[1u << HT_SFILTER_BITS];
+/* The address's 16-byte granule modulo the filter size: sampled blocks are
+ * sparse, so plain low bits spread them well enough, without a multiply. */
+static inline size_t ht_sfilter_index(const void *p)
+{
+	return (size_t)((uintptr_t)p >> 4) & ((1u << HT_SFILTER_BITS) - 1);
+}
+/* False when p is surely not a sampled block (the common free). */
+static inline bool ht_sampled_maybe(const void *p)
+{
+	return __atomic_load_n(&ht_sfilter[ht_sfilter_index(p)], __ATOMIC_RELAXED) != 0;
+}
+/* Adds p to the sampled set; removes it, true if it was there. */
+void ht_sampled_add(const void *p);
+bool ht_sampled_remove(const void *p);
+/* True if p is in the set (TAG events of unsampled blocks are dropped). */
+bool ht_sampled_has(const void *p);
+void ht_sampling_fork_prepare(void);
+void ht_sampling_fork_parent(void);
+void ht_sampling_fork_child(void);
 
 /* Per-thread reentrancy guard (agent/hooks.c). Set while the agent works. */
 extern __thread int ht_guard;

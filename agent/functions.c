@@ -106,6 +106,7 @@ int heaptrail_agent_set_recording(int on)
 {
 	bool want = on != 0;
 	atomic_store(&ht_recording_on, want);
+	ht_sample_fast_update();
 	if (ht_guard || atomic_load(&ht_state) != HT_STATE_RECORDING)
 		return 0;
 	ht_guard = 1;

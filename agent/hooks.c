@@ -19,6 +19,9 @@
  *     requests are served from a static buffer that free() ignores.
  *  8. fork, exec, _exit and fatal signals finish or hand over the trace
  *     (lifecycle.c); nothing here may break a program that uses them.
+ *  9. Sampling (sample_rate): a call that is only counted takes a fast path
+ *     that reads the guard but does not set it, touches no errno and no
+ *     buffer; everything that records goes through the rules above.
  *
  * Counting follows valgrind memcheck: every successful allocation call is one
  * allocation of the requested size; realloc(p, n>0) of a non-NULL p is one
@@ -199,11 +202,6 @@ __attribute__((always_inline)) static inline void record_alloc_in(unsigned fn, v
 		ht_break_alloc(t, p); /* after recording: the trace has the block */
 }
 
-__attribute__((always_inline)) static inline void record_alloc(unsigned fn, void *p, size_t size)
-{
-	record_alloc_in(fn, p, size, 0);
-}
-
 /* Records the free of p, before the real free runs. */
 static void record_free(void *p)
 {
@@ -231,13 +229,14 @@ static void record_free(void *p)
 /* realloc family: old is freed at free_time, q allocated now. The buffer
  * was reserved before free_time was taken (rule 6). */
 __attribute__((always_inline)) static inline void record_realloc(unsigned fn, void *old, void *q, size_t size,
-			   uint64_t free_time)
+			   uint64_t free_time, bool free_only)
 {
 	ht_thread_t *t = ht_thread_get();
 	if (HT_UNLIKELY(!t))
 		return;
-	if (HT_UNLIKELY(!atomic_load_explicit(&ht_recording_on, memory_order_relaxed))) {
-		/* Switched off: only the free half, stamped before the call. */
+	if (HT_UNLIKELY(free_only || !atomic_load_explicit(&ht_recording_on, memory_order_relaxed))) {
+		/* Switched off, or a sampled block became an unsampled one: only
+		 * the free half, stamped before the call. */
 		if (free_time < t->last_time)
 			free_time = t->last_time;
 		uint8_t *b = t->buf + t->len;
@@ -306,22 +305,115 @@ static void realloc_abort(void)
 /* ---- the malloc family ---------------------------------------------------- */
 
 /* Wraps the real call r for an allocation of size bytes made by function fn. */
+/* True when sampling leaves the allocation of size bytes unrecorded (it
+ * was only counted): the fast path of a sampled run, one subtract and a
+ * branch. Recording switched off by the program takes the exact path,
+ * which records and counts nothing, as without sampling. */
+static inline bool sample_skip(size_t size)
+{
+	return ht_opt_sample_rate && HT_LIKELY(atomic_load_explicit(&ht_recording_on,
+								       memory_order_relaxed)) &&
+	       (HT_LIKELY(ht_sample_skip(size)) || !ht_sample_slow(size));
+}
+
+/* Records an allocation that sampling did not skip. Called with the guard
+ * set; errno is the caller's to keep. */
+__attribute__((always_inline)) static inline void record_alloc_sampled(unsigned fn, void *p,
+								      size_t size, uintptr_t pool)
+{
+	record_alloc_in(fn, p, size, pool);
+	if (ht_opt_sample_rate && atomic_load_explicit(&ht_recording_on, memory_order_relaxed))
+		ht_sampled_add(p);
+}
+
+/* With sampling, the free of a block that was not recorded is only
+ * counted; true if p was recorded (its free must be written). Must run
+ * before the real free, like record_free (another thread may get p back
+ * and sample it). */
+static bool sampled_free_counted(void *p)
+{
+	if (ht_sampled_maybe(p) && ht_sampled_remove(p))
+		return true;
+	ht_thread_t *t = ht_thread_get();
+	if (t)
+		t->n_frees++;
+	return false;
+}
+
 #define ALLOC_HOOK_BODY(fn, size, call)                                        \
 	do {                                                                   \
 		if (HT_UNLIKELY(!should_record()))                             \
 			return call;                                           \
 		ht_guard = 1;                                                  \
 		void *p_ = call;                                               \
-		if (HT_LIKELY(p_ != NULL)) {                                   \
+		if (HT_LIKELY(p_ != NULL) && !sample_skip(size)) {             \
 			int e_ = errno;                                        \
-			record_alloc(fn, p_, size);                            \
+			record_alloc_sampled(fn, p_, size, 0);                 \
 			errno = e_;                                            \
 		}                                                              \
 		ht_guard = 0;                                                  \
 		return p_;                                                     \
 	} while (0)
 
-HT_EXPORT void *malloc(size_t size)
+/* ---- sampling's fast path ---------------------------------------------------
+ * With sample_rate set, nearly every call is only counted: the exported
+ * hook itself calls the real function and moves the countdown, without the
+ * guard, errno or the recording path's registers (those live in noinline
+ * functions it tail-calls, or calls when a sample is due). A signal handler
+ * that allocates meanwhile only moves the same countdown. The agent's state
+ * is not checked here: once the trace is finished or the agent disabled,
+ * the counts no longer matter, and the slow paths check it. */
+
+/* The thread's state when an allocation's fast path may run: sampling and
+ * switched on (ht_sample_fast), outside the agent, and the thread known
+ * (its first event takes the full path, which creates the state; a thread
+ * state also means the reals are resolved). NULL otherwise. */
+static inline ht_thread_t *sampled_thread(void)
+{
+	ht_thread_t *t = ht_tls_thread;
+	if (HT_UNLIKELY(!atomic_load_explicit(&ht_sample_fast, memory_order_relaxed) || !t ||
+			ht_guard))
+		return NULL;
+	return t;
+}
+
+/* The allocation p reached its thread's sample point: record it. */
+HT_NOINLINE static void *sampled_alloc_slow(unsigned fn, void *p, size_t size)
+{
+	if (atomic_load_explicit(&ht_state, memory_order_relaxed) != HT_STATE_RECORDING)
+		return p;
+	ht_guard = 1;
+	int e = errno;
+	if (ht_sample_slow(size))
+		record_alloc_sampled(fn, p, size, 0);
+	errno = e;
+	ht_guard = 0;
+	return p;
+}
+
+/* The body of a sampled allocation hook: `call` allocates size bytes;
+ * `fallback` is the full hook, for whatever the fast path does not take;
+ * `on_null` what a failed call returns. */
+#define SAMPLED_ALLOC_BODY(fn, size, call, fallback, on_null)                  \
+	do {                                                                   \
+		ht_thread_t *t_ = sampled_thread();                            \
+		if (HT_UNLIKELY(!t_))                                          \
+			return fallback;                                       \
+		void *p_ = call;                                               \
+		if (HT_UNLIKELY(!p_))                                          \
+			return on_null;                                        \
+		int64_t left_ = t_->sample_left - (int64_t)(size);             \
+		if (HT_UNLIKELY(left_ <= 0))                                   \
+			return sampled_alloc_slow(fn, p_, size);               \
+		t_->sample_left = left_;                                       \
+		t_->n_allocs++;                                                \
+		t_->n_bytes += (size);                                         \
+		return p_;                                                     \
+	} while (0)
+
+/* The whole hook but sampling's fast path; a tail call, so its frame is
+ * still the program's callee when it records. */
+HT_NOINLINE static void *malloc_full(size_t size)
 {
 	if (HT_UNLIKELY(!real_malloc)) {
 		resolve_reals();
@@ -331,7 +423,12 @@ HT_EXPORT void *malloc(size_t size)
 	ALLOC_HOOK_BODY(HT_FN_MALLOC, size, real_malloc(size));
 }
 
-HT_EXPORT void *calloc(size_t n, size_t size)
+HT_EXPORT void *malloc(size_t size)
+{
+	SAMPLED_ALLOC_BODY(HT_FN_MALLOC, size, real_malloc(size), malloc_full(size), NULL);
+}
+
+HT_NOINLINE static void *calloc_full(size_t n, size_t size)
 {
 	if (HT_UNLIKELY(!real_malloc)) {
 		resolve_reals();
@@ -345,12 +442,29 @@ HT_EXPORT void *calloc(size_t n, size_t size)
 	ALLOC_HOOK_BODY(HT_FN_CALLOC, n * size, real_calloc(n, size));
 }
 
-HT_EXPORT void free(void *p)
+HT_EXPORT void *calloc(size_t n, size_t size)
 {
-	if (HT_UNLIKELY(p == NULL))
+	SAMPLED_ALLOC_BODY(HT_FN_CALLOC, n * size, real_calloc(n, size), calloc_full(n, size), NULL);
+}
+
+/* A sampled run's free that the filter could not clear. */
+HT_NOINLINE static void free_sampled_slow(void *p)
+{
+	if (HT_UNLIKELY(!should_record())) {
+		real_free(p);
 		return;
-	if (HT_UNLIKELY(is_boot(p)))
-		return;
+	}
+	ht_guard = 1;
+	int e = errno;
+	if (sampled_free_counted(p))
+		record_free(p);
+	errno = e;
+	real_free(p);
+	ht_guard = 0;
+}
+
+HT_NOINLINE static void free_full(void *p)
+{
 	if (HT_UNLIKELY(!should_record())) {
 		real_free(p);
 		return;
@@ -361,6 +475,34 @@ HT_EXPORT void free(void *p)
 	errno = e;
 	real_free(p);
 	ht_guard = 0;
+}
+
+HT_NOINLINE static void free_entry(void *p)
+{
+	if (HT_UNLIKELY(p == NULL))
+		return;
+	if (HT_UNLIKELY(is_boot(p)))
+		return;
+	if (ht_opt_sample_rate)
+		free_sampled_slow(p);
+	else
+		free_full(p);
+}
+
+HT_EXPORT void free(void *p)
+{
+	/* sampling's common case: one filter load says p was not sampled (a
+	 * free is counted whether recording is switched on or not, as in an
+	 * exact run) */
+	ht_thread_t *t;
+	if (HT_LIKELY(ht_opt_sample_rate) && HT_LIKELY(p != NULL) && HT_LIKELY(!is_boot(p)) &&
+	    HT_LIKELY((t = ht_tls_thread) != NULL) && HT_LIKELY(!ht_guard) &&
+	    HT_LIKELY(!ht_sampled_maybe(p))) {
+		t->n_frees++;
+		real_free(p);
+		return;
+	}
+	free_entry(p);
 }
 
 /* Common body of realloc and reallocarray. */
@@ -389,45 +531,100 @@ static void *realloc_common(unsigned fn, void *old, size_t size, size_t nmemb,
 	ht_guard = 1;
 	if (old == NULL) {
 		void *q = REAL_CALL();
-		if (q) {
+		if (q && !sample_skip(size)) {
 			int e = errno;
-			record_alloc(fn, q, size);
+			record_alloc_sampled(fn, q, size, 0);
 			errno = e;
 		}
 		ht_guard = 0;
 		return q;
 	}
+	bool sampling = ht_opt_sample_rate != 0;
 	if (size == 0 && !is_array) {
 		/* glibc frees the block and returns NULL: one free. */
 		int e = errno;
-		record_free(old);
+		if (!sampling || sampled_free_counted(old))
+			record_free(old);
 		errno = e;
 		void *q = real_realloc(old, 0);
-		if (q) { /* an allocator that returns a minimal block instead */
+		if (q && !sample_skip(0)) { /* an allocator that returns a minimal block */
 			e = errno;
-			record_alloc(fn, q, 0);
+			record_alloc_sampled(fn, q, 0, 0);
 			errno = e;
 		}
 		ht_guard = 0;
 		return q;
 	}
 	int e = errno;
+	/* Sampling: the old block leaves the set before the real call (another
+	 * thread may get its address back at once). If it was not recorded,
+	 * the free half is only counted and the new block is sampled like any
+	 * allocation. */
+	if (sampling && !(ht_sampled_maybe(old) && ht_sampled_remove(old))) {
+		void *q = REAL_CALL();
+		if (q) {
+			ht_thread_t *t = ht_thread_get();
+			if (t)
+				t->n_frees++;
+			if (!sample_skip(size)) {
+				e = errno;
+				record_alloc_sampled(fn, q, size, 0);
+			}
+		}
+		errno = e;
+		ht_guard = 0;
+		return q;
+	}
 	uint64_t free_time = realloc_begin();
 	errno = e;
 	void *q = REAL_CALL();
 	e = errno;
-	if (q)
-		record_realloc(fn, old, q, size, free_time);
-	else
+	if (q) {
+		/* a recorded old block: its free half is written; the new block is
+		 * a sample or only counted */
+		bool free_only = sampling && sample_skip(size);
+		record_realloc(fn, old, q, size, free_time, free_only);
+		if (sampling && !free_only &&
+		    atomic_load_explicit(&ht_recording_on, memory_order_relaxed))
+			ht_sampled_add(q);
+	} else {
 		realloc_abort(); /* failed: the old block is untouched */
+		if (sampling)
+			ht_sampled_add(old);
+	}
 	errno = e;
 	ht_guard = 0;
 	return q;
 #undef REAL_CALL
 }
 
+/* Sampling's fast path for realloc: an old block that was not sampled (or
+ * none) and a new one that is not either only count. realloc(p, 0), boot
+ * blocks and sampled old blocks take realloc_common. */
+HT_NOINLINE static void *realloc_sampled(void *old, size_t size)
+{
+	ht_thread_t *t = sampled_thread();
+	if (HT_UNLIKELY(!t) ||
+	    (old && (HT_UNLIKELY(!size) || HT_UNLIKELY(is_boot(old)) || ht_sampled_maybe(old))))
+		return realloc_common(HT_FN_REALLOC, old, size, 0, 0);
+	void *q = real_realloc(old, size);
+	if (HT_UNLIKELY(!q))
+		return q; /* failed: the old block is untouched */
+	if (old)
+		t->n_frees++;
+	int64_t left = t->sample_left - (int64_t)size;
+	if (HT_UNLIKELY(left <= 0))
+		return sampled_alloc_slow(HT_FN_REALLOC, q, size);
+	t->sample_left = left;
+	t->n_allocs++;
+	t->n_bytes += size;
+	return q;
+}
+
 HT_EXPORT void *realloc(void *old, size_t size)
 {
+	if (ht_opt_sample_rate)
+		return realloc_sampled(old, size); /* a thread state: reals resolved */
 	return realloc_common(HT_FN_REALLOC, old, size, 0, 0);
 }
 
@@ -456,9 +653,9 @@ HT_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 		return real_posix_memalign(out, align, size);
 	ht_guard = 1;
 	int r = real_posix_memalign(out, align, size);
-	if (r == 0) {
+	if (r == 0 && !sample_skip(size)) {
 		int e = errno;
-		record_alloc(HT_FN_POSIX_MEMALIGN, *out, size);
+		record_alloc_sampled(HT_FN_POSIX_MEMALIGN, *out, size, 0);
 		errno = e;
 	}
 	ht_guard = 0;
@@ -543,7 +740,14 @@ static inline void *real_aligned(size_t align, size_t n)
  * call of the next definition when it fails. */
 #define NEW_HOOK(sym, fn, params, alloc, args, size)                           \
 	HT_EXPORT void *sym params;                                            \
+	HT_NOINLINE static void *sym##_full params;                            \
+	/* sampling: a failure takes the full path, which calls next */       \
 	void *sym params                                                       \
+	{                                                                      \
+		SAMPLED_ALLOC_BODY(fn, size, alloc, sym##_full args,           \
+				   sym##_full args);                           \
+	}                                                                      \
+	static void *sym##_full params                                         \
 	{                                                                      \
 		static void *(*next) params;                                   \
 		if (HT_UNLIKELY(!real_malloc))                                 \
@@ -552,9 +756,11 @@ static inline void *real_aligned(size_t align, size_t n)
 			ht_guard = 1;                                          \
 			void *p = alloc;                                       \
 			if (HT_LIKELY(p != NULL)) {                            \
-				int e = errno;                                 \
-				record_alloc(fn, p, size);                     \
-				errno = e;                                     \
+				if (!sample_skip(size)) {                      \
+					int e = errno;                         \
+					record_alloc_sampled(fn, p, size, 0);  \
+					errno = e;                             \
+				}                                              \
 				ht_guard = 0;                                  \
 				return p;                                      \
 			}                                                      \
@@ -626,7 +832,8 @@ int heaptrail_agent_alloc(void *p, size_t size)
 		return 0;
 	ht_guard = 1;
 	int e = errno;
-	record_alloc(HT_FN_CUSTOM, p, size);
+	if (!sample_skip(size))
+		record_alloc_sampled(HT_FN_CUSTOM, p, size, 0);
 	errno = e;
 	ht_guard = 0;
 	return 0;
@@ -639,7 +846,8 @@ int heaptrail_agent_free(void *p)
 		return 0;
 	ht_guard = 1;
 	int e = errno;
-	record_free(p);
+	if (!ht_opt_sample_rate || sampled_free_counted(p))
+		record_free(p);
 	errno = e;
 	ht_guard = 0;
 	return 0;
@@ -654,11 +862,16 @@ int heaptrail_agent_realloc(void *old, void *p, size_t size)
 		return heaptrail_agent_free(old);
 	if (!should_record())
 		return 0;
+	if (ht_opt_sample_rate) {
+		/* both halves happen now, each sampled on its own */
+		heaptrail_agent_free(old);
+		return heaptrail_agent_alloc(p, size);
+	}
 	ht_guard = 1;
 	int e = errno;
 	/* The program moved the block already: both halves happen now. */
 	uint64_t free_time = realloc_begin();
-	record_realloc(HT_FN_CUSTOM, old, p, size, free_time);
+	record_realloc(HT_FN_CUSTOM, old, p, size, free_time, false);
 	errno = e;
 	ht_guard = 0;
 	return 0;
@@ -674,7 +887,8 @@ int heaptrail_agent_pool_alloc(const void *pool, void *p, size_t size)
 		return 0;
 	ht_guard = 1;
 	int e = errno;
-	record_alloc_in(HT_FN_CUSTOM, p, size, (uintptr_t)pool);
+	if (!sample_skip(size))
+		record_alloc_sampled(HT_FN_CUSTOM, p, size, (uintptr_t)pool);
 	errno = e;
 	ht_guard = 0;
 	return 0;

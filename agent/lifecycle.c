@@ -190,11 +190,13 @@ static void fork_prepare(void)
 	ht_modules_fork_prepare();
 	ht_lock(&ht_writer_lock);
 	ht_flusher_fork_prepare();
+	ht_sampling_fork_prepare(); /* leaf locks: nothing is taken under them */
 }
 
 static void fork_parent(void)
 {
 	if (atomic_load(&ht_state) == HT_STATE_RECORDING) {
+		ht_sampling_fork_parent();
 		ht_flusher_fork_parent();
 		ht_unlock(&ht_writer_lock);
 		ht_modules_fork_parent();
@@ -211,6 +213,7 @@ static void fork_child(void)
 		ht_clock_init();
 		ht_pid = getpid();
 		ht_writer_fork_child_close();
+		ht_sampling_fork_child();
 		ht_flusher_fork_child();
 		ht_modules_fork_child();
 		ht_stacks_fork_child();
@@ -272,6 +275,7 @@ void ht_init(void)
 	ht_clock_init();
 	ht_pid = getpid();
 	atomic_store(&ht_recording_on, !ht_opt_start_off);
+	ht_sample_fast_update();
 	ht_modules_init();
 	ht_stacks_init();
 	ht_thread_init_process();

@@ -155,6 +155,9 @@ int heaptrail_agent_tag(const void *p, const char *name)
 {
 	if (!p || !name || !atomic_load_explicit(&ht_recording_on, memory_order_relaxed))
 		return 0;
+	/* sampled run: a block that was not recorded has no type to record */
+	if (ht_opt_sample_rate && !ht_guard && !ht_sampled_has(p))
+		return 0;
 	ht_thread_t *t = api_enter();
 	if (!t)
 		return 0;

@@ -24,6 +24,9 @@ bool ht_opt_leak_check = true;
 bool ht_opt_summary;
 unsigned ht_opt_summary_sites = 4096;
 int ht_opt_leak_signal = -1; /* -1: SIGUSR2 unless the program handles it */
+uint64_t ht_opt_sample_rate;
+uint64_t ht_opt_sample_seed;
+bool ht_opt_sample_seed_set;
 
 extern char **environ;
 
@@ -135,6 +138,15 @@ static bool set_option(const char *k, size_t klen, const char *v, size_t vlen)
 	} else if (key_is(k, klen, "break")) {
 		if (!ht_break_parse(v, vlen))
 			return false;
+	} else if (key_is(k, klen, "sample_rate")) {
+		if (!parse_uint(v, vlen, &u))
+			return false;
+		ht_opt_sample_rate = u;
+	} else if (key_is(k, klen, "sample_seed")) {
+		if (!parse_uint(v, vlen, &u))
+			return false;
+		ht_opt_sample_seed = u;
+		ht_opt_sample_seed_set = true;
 	} else if (key_is(k, klen, "enabled")) {
 		if (!parse_uint(v, vlen, &u) || u > 1)
 			return false;
@@ -167,5 +179,10 @@ void ht_options_parse(void)
 				ht_log("ignoring bad option: ", item);
 		}
 		s = *end ? end + 1 : end;
+	}
+	if (ht_opt_summary && ht_opt_sample_rate) {
+		/* summary rows count what they see: they would need the weights */
+		ht_log("summary=1 records every allocation: sample_rate ignored", NULL);
+		ht_opt_sample_rate = 0;
 	}
 }

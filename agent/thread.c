@@ -6,7 +6,7 @@
  *
  * Invariants:
  * - A thread's state is reached through the initial-exec TLS pointer
- *   tls_thread; it is created on the thread's first event, from mmap.
+ *   ht_tls_thread; it is created on the thread's first event, from mmap.
  * - t->len only grows by whole events: an event is encoded past t->len and
  *   then published by bumping t->len, so a fatal signal in the middle of an
  *   event leaves a consistent buffer for the final flush.
@@ -21,7 +21,7 @@
 
 #include "agent.h"
 
-static __thread ht_thread_t *tls_thread;
+__thread ht_thread_t *ht_tls_thread;
 /* Set once the thread's key destructor ran: later events of this thread
  * (from other destructors) get a fresh state that only the final flush sees. */
 static __thread bool tls_thread_exited;
@@ -64,7 +64,7 @@ static void thread_exit(void *arg)
 	ht_guard = 1;
 	if (atomic_load(&ht_state) == HT_STATE_RECORDING)
 		ht_thread_flush(t);
-	tls_thread = NULL;
+	ht_tls_thread = NULL;
 	tls_thread_exited = true;
 	ht_lock(&registry_lock);
 	t->exited = true;
@@ -113,6 +113,8 @@ HT_NOINLINE HT_COLD static ht_thread_t *thread_create(void)
 	t->last_addr = 0;
 	t->last_fn = 0;
 	ht_unlock(&registry_lock);
+	if (ht_opt_sample_rate)
+		ht_sample_thread_init(t);
 	if (!t->blk) {
 		t->blk = ht_block_get();
 		if (!t->blk) {
@@ -128,7 +130,7 @@ HT_NOINLINE HT_COLD static ht_thread_t *thread_create(void)
 	ht_scache_forget(t); /* a reused state: the old thread's chains */
 	t->stack_lo = t->stack_hi = 0;
 	stack_bounds(t);
-	tls_thread = t;
+	ht_tls_thread = t;
 	if (thread_key_ok && !tls_thread_exited)
 		pthread_setspecific(thread_key, t);
 	return t;
@@ -136,12 +138,12 @@ HT_NOINLINE HT_COLD static ht_thread_t *thread_create(void)
 
 ht_thread_t *ht_thread_peek(void)
 {
-	return tls_thread;
+	return ht_tls_thread;
 }
 
 ht_thread_t *ht_thread_get(void)
 {
-	ht_thread_t *t = tls_thread;
+	ht_thread_t *t = ht_tls_thread;
 	if (HT_LIKELY(t != NULL))
 		return t;
 	return thread_create();
@@ -212,7 +214,7 @@ void ht_thread_flush_all(void)
 {
 	/* Called with the state already moved out of RECORDING, so threads
 	 * start no new event; wait a little for the ones in the middle of one. */
-	ht_thread_t *self = tls_thread;
+	ht_thread_t *self = ht_tls_thread;
 	for (ht_thread_t *t = registry; t; t = t->next) {
 		if (t == self)
 			continue;
@@ -275,7 +277,7 @@ void ht_thread_fork_child(void)
 	 * unflushed events: the parent ships those, the child drops them. */
 	ht_lock_reset(&registry_lock);
 	next_ordinal = 2;
-	ht_thread_t *self = tls_thread;
+	ht_thread_t *self = ht_tls_thread;
 	ht_names_fork_child(self);
 	for (ht_thread_t *t = registry; t; t = t->next) {
 		t->n_allocs = t->n_frees = t->n_bytes = 0; /* the child counts its own */

@@ -298,7 +298,7 @@ static void write_process_record(bool forked)
 {
 	static uint8_t rec[40000];
 	static char cmdline[32768];
-	size_t n = 0, cap = sizeof rec;
+	size_t n = 0, cap = sizeof rec - HT_VARINT_MAX; /* room for sample_rate */
 	n += ht_varint_put(rec + n, HT_FORMAT_MAJOR);
 	n += ht_varint_put(rec + n, HT_FORMAT_MINOR);
 	put_string(rec, &n, cap, HT_VERSION, ht_strlen(HT_VERSION));
@@ -313,7 +313,8 @@ static void write_process_record(bool forked)
 			 (ht_opt_functions ? HT_PROC_FUNCTIONS : 0) |
 			 (ht_opt_functions && ht_opt_stacks_shadow ? HT_PROC_STACKS_SHADOW : 0) |
 			 (ht_opt_start_off ? HT_PROC_START_OFF : 0) |
-			 (ht_opt_summary ? HT_PROC_SUMMARY : 0);
+			 (ht_opt_summary ? HT_PROC_SUMMARY : 0) |
+			 (ht_opt_sample_rate ? HT_PROC_SAMPLED : 0);
 	n += ht_varint_put(rec + n, flags);
 	n += ht_varint_put(rec + n, ht_opt_depth);
 	char exe[4096];
@@ -329,6 +330,8 @@ static void write_process_record(bool forked)
 		put_string(rec, &n, cap, cmdline + i, len);
 		i += (long)len + 1;
 	}
+	if (ht_opt_sample_rate)
+		n += ht_varint_put(rec + n, ht_opt_sample_rate);
 	ht_writer_record(HT_REC_PROCESS, rec, n);
 }
 

@@ -275,6 +275,11 @@ def fmt_ratio(x):
     return "%.1f×" % x if x < 100 else "%.0f×" % x
 
 
+def fmt_ratio_fine(x):
+    """A ratio near 1 (the sampled mode's): to the percent."""
+    return "-" if x is None else "%.3f×" % x
+
+
 def fmt_s(x):
     return "-" if x is None else "%.2f" % x
 
@@ -344,6 +349,8 @@ def build(wls, notes, quiet):
 
 def variant(mode, args):
     """How a heaptrail mode runs the program: 'run' (the CLI) or 'preload'."""
+    if mode == "heaptrail-sampled":
+        return "run"
     if mode == "heaptrail-preload" or args.heaptrail_mode == "preload":
         return "preload"
     return "run"
@@ -386,6 +393,11 @@ def main():
                          "(the preload runs as a fourth mode, 'heaptrail-preload': the agent alone, "
                          "without the CLI's closing summary)")
     ap.add_argument("--no-heaptrail", action="store_true", help="skip heaptrail")
+    ap.add_argument("--sample-rate", type=int, default=524288,
+                    help="also run `heaptrail run --sample-rate N` as a mode, 'heaptrail-sampled' "
+                         "(default 524288, 512 KiB; 0: not)")
+    ap.add_argument("--sampled-only", action="store_true",
+                    help="of heaptrail's modes run only heaptrail-sampled (quicker, for its ratio to plain)")
     ap.add_argument("--no-heaptrack", action="store_true", help="skip heaptrack")
     ap.add_argument("--heaptrail-options", default="",
                     help="extra HEAPTRAIL_OPTIONS, e.g. unwind=fp (preload mode: appended to output=)")
@@ -440,9 +452,12 @@ def main():
             notes.append("heaptrail: not built yet (%s missing): skipped" %
                          ", ".join(os.path.relpath(p, ROOT) for p in missing))
         else:
-            modes.append("heaptrail")
-            if args.heaptrail_mode == "both":
-                modes.append("heaptrail-preload")
+            if not args.sampled_only:
+                modes.append("heaptrail")
+                if args.heaptrail_mode == "both":
+                    modes.append("heaptrail-preload")
+            if args.sample_rate:
+                modes.append("heaptrail-sampled")
             build_desc = snapshot_heaptrail(tmp)
     ht_script = ht_wrapper = None
     if args.no_heaptrack:
@@ -497,7 +512,9 @@ def main():
                     tdir = os.path.join(rdir, "trace")
                     os.makedirs(tdir)
                     if variant(mode, args) == "run":
-                        argv = [HEAPTRAIL, "run", "-o", os.path.join(tdir, "x.ht"), "--"] + cmd
+                        argv = [HEAPTRAIL, "run", "-o", os.path.join(tdir, "x.ht")] + (
+                            ["--sample-rate", str(args.sample_rate)] if mode == "heaptrail-sampled" else []
+                        ) + ["--"] + cmd
                         env["HEAPTRAIL_AGENT"] = AGENT
                         if args.heaptrail_options:
                             env["HEAPTRAIL_OPTIONS"] = args.heaptrail_options
@@ -640,10 +657,16 @@ def main():
                ("trail", "trail×", "heaptrail ×plain")]
     if both:
         columns.append(("agent", "agent×", "heaptrail preload ×plain"))
+    sampled = "heaptrail-sampled" in modes
+    if sampled:
+        columns.append(("sampled", "sampled×", "heaptrail sampled ×plain"))
     columns += [("track", "track×", "heaptrack ×plain"),
                 ("trail_cpu", "trail CPU×", "heaptrail CPU ×plain")]
     if both:
         columns.append(("agent_cpu", "agent CPU×", "heaptrail preload CPU ×plain"))
+    if sampled:
+        columns.append(("sampled_cpu", "sampled CPU×", "heaptrail sampled CPU ×plain"))
+        columns.append(("sampled_trace", "sampled trace", "heaptrail sampled trace"))
     columns += [("track_cpu", "track CPU×", "heaptrack CPU ×plain"),
                 ("trail_trace", "trail trace", "heaptrail trace"), ("track_trace", "track trace", "heaptrack trace"),
                 ("tt", "trail/track", "trace heaptrail/heaptrack"),
@@ -671,7 +694,7 @@ def main():
         pc = median(r["cpu"] for r in runs.get("plain", []))
         s = {"plain_s": pw, "plain_cpu_s": pc,
              "plain_rss_kib": median(r["maxrss_kib"] for r in runs.get("plain", []))}
-        for m in ("heaptrail", "heaptrail-preload", "heaptrack"):
+        for m in ("heaptrail", "heaptrail-preload", "heaptrail-sampled", "heaptrack"):
             rs = runs.get(m, [])
             if m not in modes:
                 s[m] = "skipped"
@@ -730,6 +753,9 @@ def main():
              "track": cell("heaptrack", "ratio", fmt_ratio),
              "trail_cpu": cell("heaptrail", "cpu_ratio", fmt_ratio),
              "agent_cpu": cell("heaptrail-preload", "cpu_ratio", fmt_ratio),
+             "sampled": cell("heaptrail-sampled", "ratio", fmt_ratio_fine),
+             "sampled_cpu": cell("heaptrail-sampled", "cpu_ratio", fmt_ratio_fine),
+             "sampled_trace": cell("heaptrail-sampled", "trace_bytes", fmt_bytes),
              "track_cpu": cell("heaptrack", "cpu_ratio", fmt_ratio),
              "trail_trace": cell("heaptrail", "trace_bytes", fmt_bytes),
              "track_trace": cell("heaptrack", "trace_bytes", fmt_bytes),

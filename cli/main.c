@@ -29,6 +29,7 @@
 static const char usage_text[] =
 	"usage: heaptrail run [-o FILE] [--depth N] [--unwind fp|libunwind] [--no-follow-fork]\n"
 	"                     [--functions] [--start-off] [--summary [--summary-sites N]]\n"
+	"                     [--sample-rate BYTES [--sample-seed N]]\n"
 	"                     [--break-alloc LIST] [--leak-exitcode N [--no-leak-report]]\n"
 	"                     [SUPPRESSIONS] [--] PROGRAM [ARGS...]\n"
 	"       heaptrail report [--format text|json] [--top N] [--show-reachable] [SUPPRESSIONS]\n"
@@ -68,6 +69,10 @@ static const char help_text[] =
 	"    --leak-exitcode N       exit with N when definite or indirect leaks remain (a\n"
 	"                            trace without classes: any leak), printing them on stderr\n"
 	"    --no-leak-report        with --leak-exitcode: the exit status only, no leak list\n"
+	"    --sample-rate BYTES     record one allocation per BYTES allocated on average\n"
+	"                            (Poisson sampling); reports show estimates with their\n"
+	"                            95% interval. 0: every allocation (default)\n"
+	"    --sample-seed N         seed the sampling, for reproducible runs\n"
 	"\n"
 	"heaptrail report [options] FILE\n"
 	"  Symbolize a trace and print its summary, top sites, leaks and temporary\n"
@@ -794,10 +799,26 @@ static int cmd_run(int argc, char **argv)
 			o.leak_exitcode = (int)n;
 		} else if (!strcmp(a, "--no-leak-report")) {
 			no_report = true;
+		} else if ((v = opt_value(argc, argv, &i, "--sample-rate", &missing)) || missing) {
+			if (missing)
+				return usage_error("run: %s needs a value", "--sample-rate");
+			if (!parse_uint(v, 1000000000ULL, &o.sample_rate))
+				return usage_error("run: --sample-rate needs a number of bytes up to "
+						   "1000000000, not '%s'", v);
+		} else if ((v = opt_value(argc, argv, &i, "--sample-seed", &missing)) || missing) {
+			if (missing)
+				return usage_error("run: %s needs a value", "--sample-seed");
+			if (!parse_uint(v, 1000000000ULL, &o.sample_seed))
+				return usage_error("run: --sample-seed needs a number up to 1000000000, "
+						   "not '%s'", v);
+			o.sample_seed_set = true;
 		} else {
 			return usage_error("run: unknown option '%s'", a);
 		}
 	}
+	if (o.summary && o.sample_rate)
+		return usage_error("run: --summary counts every allocation; it does not go with "
+				   "--sample-rate%s", "");
 	if (i >= argc)
 		return usage_error("run: no program given%s", "");
 	o.argv = argv + i;

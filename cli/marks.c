@@ -20,6 +20,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -198,6 +199,7 @@ typedef struct segment {
 
 typedef struct replay {
 	ht_marks_t *mk;
+	double rate; /* the trace's sample rate; 0 = exact */
 	blk_table_t live;
 	thread_state_t *th;
 	segment_t *seg;
@@ -250,6 +252,18 @@ static uint64_t seg_close(replay_t *r, uint64_t serial)
 	return max;
 }
 
+/* Blocks a recorded block of size bytes stands for (1 unless sampled). */
+static double weight(const replay_t *r, uint64_t size)
+{
+	double p = r->rate > 0 ? -expm1(-(double)size / r->rate) : 1.0;
+	return p > 0 ? 1 / p : 1.0;
+}
+
+static uint64_t rounded(double x)
+{
+	return x > 0 ? (uint64_t)llround(x) : 0;
+}
+
 /* A block leaves the heap (freed, dropped, or at the end with live set):
  * it counts under the tag it carries now. */
 static int block_done(replay_t *r, const blk_t *b, bool live)
@@ -269,6 +283,12 @@ static int block_done(replay_t *r, const blk_t *b, bool live)
 		g->stacks[si].first_time = b->time;
 	}
 	ht_tag_stack_t *st = &g->stacks[si];
+	double w = weight(r, b->size), add[4] = { w, w * (double)b->size, live ? w : 0,
+						 live ? w * (double)b->size : 0 };
+	for (int k = 0; k < 4; k++) {
+		g->est[k] += add[k];
+		st->est[k] += add[k];
+	}
 	g->allocations++;
 	g->bytes_allocated += b->size;
 	st->allocations++;
@@ -325,6 +345,9 @@ static int do_alloc(replay_t *r, const ht_event_t *ev)
 	r->heap += ev->size;
 	mk->allocations++;
 	mk->bytes_allocated += ev->size;
+	double w = weight(r, ev->size);
+	mk->est[0] += w;
+	mk->est[1] += w * (double)ev->size;
 	r->nallocs++;
 	/* inclusive: every phase open on this thread, once per name */
 	for (size_t i = 0; i < ts->nopen; i++) {
@@ -334,6 +357,8 @@ static int do_alloc(replay_t *r, const ht_event_t *ev)
 		p->counted_at = r->nallocs;
 		p->allocations++;
 		p->bytes_allocated += ev->size;
+		p->est[0] += w;
+		p->est[1] += w * (double)ev->size;
 	}
 	seg_raise(r);
 	return 0;
@@ -459,6 +484,32 @@ static int replay_all(replay_t *r)
 	return 0;
 }
 
+/* A sampled trace: the figures become their rounded estimates (the heap
+ * of the phases' peaks stays in recorded bytes: a known limit). */
+static void use_estimates(ht_marks_t *mk)
+{
+	for (size_t i = 0; i < mk->ntags; i++) {
+		ht_tag_stat_t *g = &mk->tags[i];
+		g->allocations = rounded(g->est[0]);
+		g->bytes_allocated = rounded(g->est[1]);
+		g->live_blocks = rounded(g->est[2]);
+		g->live_bytes = rounded(g->est[3]);
+		for (size_t j = 0; j < g->nstacks; j++) {
+			ht_tag_stack_t *st = &g->stacks[j];
+			st->allocations = rounded(st->est[0]);
+			st->bytes_allocated = rounded(st->est[1]);
+			st->live_blocks = rounded(st->est[2]);
+			st->live_bytes = rounded(st->est[3]);
+		}
+	}
+	for (size_t i = 0; i < mk->nphases; i++) {
+		mk->phases[i].allocations = rounded(mk->phases[i].est[0]);
+		mk->phases[i].bytes_allocated = rounded(mk->phases[i].est[1]);
+	}
+	mk->allocations = rounded(mk->est[0]);
+	mk->bytes_allocated = rounded(mk->est[1]);
+}
+
 static void free_threads(replay_t *r, size_t n)
 {
 	for (size_t i = 0; r->th && i < n; i++)
@@ -490,8 +541,11 @@ int ht_marks_build(const ht_trace_t *t, ht_marks_t **out)
 		goto fail;
 	for (size_t i = 0; i < t->nthreads; i++)
 		r.th[i].realloc_tag = NONE;
+	r.rate = (double)t->sample_rate;
 	if ((e = replay_all(&r)))
 		goto fail;
+	if (r.rate)
+		use_estimates(mk);
 	free(r.live.slot);
 	free_threads(&r, t->nthreads);
 	free(r.seg);

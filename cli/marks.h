@@ -52,6 +52,7 @@ typedef struct ht_tag_stack {
 	uint64_t first_time; /* first allocation: picks modules for its frames */
 	uint64_t allocations, bytes_allocated;
 	uint64_t live_blocks, live_bytes; /* at the end of the trace */
+	double est[4]; /* sampled trace: the four figures above, weighted */
 } ht_tag_stack_t;
 
 typedef struct ht_tag_stat {
@@ -59,6 +60,7 @@ typedef struct ht_tag_stat {
 	char *name;	  /* "untagged", the trace's name, or "#ID" when undefined */
 	uint64_t allocations, bytes_allocated;
 	uint64_t live_blocks, live_bytes; /* at the end of the trace (leaked) */
+	double est[4]; /* sampled trace: the four figures above, weighted */
 	ht_tag_stack_t *stacks;
 	size_t nstacks, cap_stacks;
 	ht_map_t stack_idx; /* stack id -> index in stacks */
@@ -70,6 +72,7 @@ typedef struct ht_phase_stat {
 	uint64_t entered;
 	uint64_t open_at_end; /* entries still open when the trace ended */
 	uint64_t allocations, bytes_allocated;
+	double est[2]; /* sampled trace: the two figures above, weighted */
 	int64_t net_live_bytes;
 	uint64_t peak_inside;
 	uint64_t first_time; /* first begin: orders ties */
@@ -89,10 +92,14 @@ typedef struct ht_marks {
 	uint64_t unmatched_ends; /* end of a phase not open on its thread */
 	bool depth_capped;	 /* some begins were past HT_MARKS_MAX_DEPTH */
 	uint64_t allocations, bytes_allocated; /* all blocks: = the heap model's */
+	double est[2]; /* sampled trace: the two figures above, weighted */
 	ht_map_t tag_idx, phase_idx;	       /* name id -> index */
 } ht_marks_t;
 
-/* Replay t's tags and phases. A trace without TAG or PHASE events gives
+/* In a sampled trace (t->sample_rate) the figures are estimates: each
+ * recorded block of s bytes stands for 1/(1-exp(-s/R)) blocks (model.h);
+ * est[] holds the unrounded sums, the integer fields their rounding.
+ * Replay t's tags and phases. A trace without TAG or PHASE events gives
  * marks with tag_events == phase_events == 0 (every block untagged), not
  * an error. Returns 0 or -ENOMEM (*out then NULL). Free with ht_marks_free. */
 int ht_marks_build(const ht_trace_t *t, ht_marks_t **out);

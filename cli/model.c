@@ -9,6 +9,7 @@
 #include "model.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +20,8 @@
 
 typedef struct live {
 	uint64_t addr, size;
+	uint64_t wsize; /* bytes it stands for: size, or size/p when sampled */
+	double w;	/* blocks it stands for: 1, or 1/p when sampled */
 	uint64_t seq;	 /* allocating thread's allocation number */
 	uint32_t site;	 /* UINT32_MAX = empty slot */
 	uint32_t thread;
@@ -105,6 +108,49 @@ static int live_insert(live_table_t *lt, const live_t *v)
 	return 0;
 }
 
+/* ---- sampling weights (docs/INTERNALS.md) ------------------------------------ */
+
+/* A recorded block of size bytes in a trace sampled at mean rate R was
+ * sampled with probability p = 1 - exp(-size/R): it stands for w = 1/p
+ * blocks, and adds (1-p)/p^2 per unit of x^2 to a sum's variance. */
+static void weigh(double rate, uint64_t size, double *w, double *v)
+{
+	double p = rate > 0 ? -expm1(-(double)size / rate) : 1.0;
+	if (!(p > 0)) { /* size 0: the agent never samples one; count it once */
+		*w = 1;
+		*v = 0;
+		return;
+	}
+	*w = 1 / p;
+	*v = (1 - p) / (p * p);
+}
+
+double ht_ci95(double var)
+{
+	return var > 0 ? 1.96 * sqrt(var) : 0.0;
+}
+
+static uint64_t round_u64(double x)
+{
+	return x > 0 ? (uint64_t)llround(x) : 0;
+}
+
+static void est_add(ht_est_t *d, const ht_est_t *s)
+{
+	d->allocations += s->allocations;
+	d->bytes_allocated += s->bytes_allocated;
+	d->frees += s->frees;
+	d->temporary += s->temporary;
+	d->leaked_blocks += s->leaked_blocks;
+	d->leaked_bytes += s->leaked_bytes;
+	d->peak_bytes += s->peak_bytes;
+	d->var_allocations += s->var_allocations;
+	d->var_bytes_allocated += s->var_bytes_allocated;
+	d->var_leaked_blocks += s->var_leaked_blocks;
+	d->var_leaked_bytes += s->var_leaked_bytes;
+	d->var_peak_bytes += s->var_peak_bytes;
+}
+
 /* ---- replay ----------------------------------------------------------------- */
 
 typedef struct replay {
@@ -114,6 +160,8 @@ typedef struct replay {
 	ht_map_t site_by_stack;
 	size_t cap_sites;
 	uint64_t cur_bytes, cur_blocks;
+	double cur_w; /* blocks the live samples stand for */
+	double rate;  /* the trace's sample rate; 0 = exact */
 	bool counting; /* pass 1: count; pass 2: only track live bytes */
 	ht_map_t pool_row; /* pool id -> its current row in m->pools */
 	size_t cap_pools, cap_snapshots, cap_checks;
@@ -145,8 +193,9 @@ static int site_for(replay_t *r, uint64_t stack_id, uint64_t time, uint32_t *out
 	return 0;
 }
 
-/* Returns the size of the block freed, or UINT64_MAX when it was unknown. */
-static uint64_t do_free(replay_t *r, uint64_t addr)
+/* Returns the bytes the block freed stood for (its size unless sampled)
+ * and *w the blocks, or UINT64_MAX when it was unknown. */
+static uint64_t do_free(replay_t *r, uint64_t addr, double *w)
 {
 	live_t *b = live_find(&r->live, addr);
 	ht_totals_t *tot = &r->m->totals;
@@ -155,18 +204,25 @@ static uint64_t do_free(replay_t *r, uint64_t addr)
 			tot->ignored_frees++;
 		return UINT64_MAX;
 	}
-	uint64_t size = b->size;
+	uint64_t size = b->wsize;
+	*w = b->w;
 	ht_site_t *s = &r->m->sites[b->site];
-	s->live_bytes -= b->size;
+	s->live_bytes -= b->wsize;
 	s->live_blocks--;
-	r->cur_bytes -= b->size;
+	s->live_w -= b->w;
+	r->cur_bytes -= b->wsize;
 	r->cur_blocks--;
+	r->cur_w -= b->w;
 	if (r->counting) {
 		tot->frees++;
 		s->frees++;
+		tot->est.frees += b->w;
+		s->est.frees += b->w;
 		if (r->thread_seq[b->thread] == b->seq) {
 			tot->temporary++;
 			s->temporary++;
+			tot->est.temporary += b->w;
+			s->est.temporary += b->w;
 		}
 	}
 	live_remove(&r->live, b);
@@ -181,10 +237,12 @@ static int do_alloc(replay_t *r, const ht_event_t *ev)
 		/* its free went unrecorded (e.g. from a signal handler): drop it
 		 * silently, neither a free nor a leak */
 		ht_site_t *os = &r->m->sites[old->site];
-		os->live_bytes -= old->size;
+		os->live_bytes -= old->wsize;
 		os->live_blocks--;
-		r->cur_bytes -= old->size;
+		os->live_w -= old->w;
+		r->cur_bytes -= old->wsize;
 		r->cur_blocks--;
+		r->cur_w -= old->w;
 		live_remove(&r->live, old);
 		if (r->counting)
 			tot->reused_addresses++;
@@ -194,13 +252,19 @@ static int do_alloc(replay_t *r, const ht_event_t *ev)
 	if (e)
 		return e;
 	ht_site_t *s = &r->m->sites[si];
-	live_t v = { ev->addr, ev->size, ++r->thread_seq[ev->thread], si, ev->thread, ev->time };
+	double w, var;
+	weigh(r->rate, ev->size, &w, &var);
+	double sz = (double)ev->size;
+	live_t v = { ev->addr, ev->size, r->rate ? round_u64(sz * w) : ev->size, w,
+		     ++r->thread_seq[ev->thread], si, ev->thread, ev->time };
 	if ((e = live_insert(&r->live, &v)))
 		return e;
-	s->live_bytes += ev->size;
+	s->live_bytes += v.wsize;
 	s->live_blocks++;
-	r->cur_bytes += ev->size;
+	s->live_w += w;
+	r->cur_bytes += v.wsize;
 	r->cur_blocks++;
+	r->cur_w += w;
 	if (r->counting) {
 		tot->allocations++;
 		tot->bytes_allocated += ev->size;
@@ -208,6 +272,10 @@ static int do_alloc(replay_t *r, const ht_event_t *ev)
 		s->bytes_allocated += ev->size;
 		if (ev->size > s->largest)
 			s->largest = ev->size;
+		ht_est_t add = { .allocations = w, .bytes_allocated = sz * w,
+				 .var_allocations = var, .var_bytes_allocated = sz * sz * var };
+		est_add(&s->est, &add);
+		est_add(&tot->est, &add);
 	}
 	return 0;
 }
@@ -234,8 +302,9 @@ static ht_pool_stat_t *pool_row(replay_t *r, uint64_t id, uint64_t time, bool cr
 	return p;
 }
 
-/* Count one POOL event, or a pool block's allocation or free. */
-static int pool_event(replay_t *r, const ht_event_t *ev, uint64_t freed)
+/* Count one POOL event, or a pool block's allocation or free (freed: the
+ * bytes it stood for, fw the blocks). */
+static int pool_event(replay_t *r, const ht_event_t *ev, uint64_t freed, double fw)
 {
 	ht_pool_stat_t *p = pool_row(r, ev->pool, ev->time,
 				     ev->type == HT_EV_POOL && ev->size == HT_POOL_CREATE);
@@ -250,18 +319,28 @@ static int pool_event(replay_t *r, const ht_event_t *ev, uint64_t freed)
 		else if (ev->size == HT_POOL_DESTROY)
 			p->destroyed = true;
 		break; /* unknown ops: a newer minor's, nothing to count */
-	case HT_EV_ALLOC:
+	case HT_EV_ALLOC: {
 		p->allocations++;
 		p->bytes_allocated += ev->size;
 		p->live_blocks++;
 		p->live_bytes += ev->size;
+		double w, var;
+		weigh(r->rate, ev->size, &w, &var);
+		p->est[0] += w;
+		p->est[1] += w * (double)ev->size;
+		p->est[3] += w;
+		p->est[4] += w * (double)ev->size;
 		break;
+	}
 	case HT_EV_FREE:
 		if (freed == UINT64_MAX)
 			break; /* the model never saw it live: no change */
 		p->freed_by_ops += ev->from_pool_op;
 		p->live_blocks--;
-		p->live_bytes -= freed;
+		p->live_bytes -= r->rate ? 0 : freed; /* sampled: from est[] below */
+		p->est[2] += ev->from_pool_op ? fw : 0;
+		p->est[3] -= fw;
+		p->est[4] -= (double)freed;
 		break;
 	}
 	return 0;
@@ -282,7 +361,7 @@ static int take_snapshot(replay_t *r, const ht_event_t *ev)
 	sn->time = ev->time;
 	sn->thread = ev->thread;
 	sn->live_bytes = r->cur_bytes;
-	sn->live_blocks = r->cur_blocks;
+	sn->live_blocks = r->rate ? round_u64(r->cur_w) : r->cur_blocks;
 	for (size_t i = 0; i < m->nsites; i++) {
 		const ht_site_t *s = &m->sites[i];
 		if (!s->live_blocks)
@@ -299,7 +378,7 @@ static int take_snapshot(replay_t *r, const ht_event_t *ev)
 		memmove(&sn->top[k + 1], &sn->top[k], (last - k) * sizeof(sn->top[0]));
 		sn->top[k].site = (uint32_t)i;
 		sn->top[k].live_bytes = s->live_bytes;
-		sn->top[k].live_blocks = s->live_blocks;
+		sn->top[k].live_blocks = r->rate ? round_u64(s->live_w) : s->live_blocks;
 		if (sn->ntop < HT_SNAPSHOT_TOP)
 			sn->ntop++;
 	}
@@ -440,13 +519,14 @@ static int replay_run(replay_t *r, uint64_t limit, uint64_t *peak_ord)
 		}
 		switch (ev.type) {
 		case HT_EV_FREE: { /* for a REALLOC, its free half came first */
-			uint64_t freed = do_free(r, ev.addr);
-			if (r->counting && ev.pooled && (e = pool_event(r, &ev, freed)))
+			double fw = 0;
+			uint64_t freed = do_free(r, ev.addr, &fw);
+			if (r->counting && ev.pooled && (e = pool_event(r, &ev, freed, fw)))
 				goto out;
 			break;
 		}
 		case HT_EV_POOL:
-			if (r->counting && (e = pool_event(r, &ev, 0)))
+			if (r->counting && (e = pool_event(r, &ev, 0, 0)))
 				goto out;
 			break;
 		case HT_EV_SNAPSHOT:
@@ -464,7 +544,7 @@ static int replay_run(replay_t *r, uint64_t limit, uint64_t *peak_ord)
 		case HT_EV_ALLOC:
 			if ((e = do_alloc(r, &ev)))
 				goto out;
-			if (r->counting && ev.pooled && (e = pool_event(r, &ev, 0)))
+			if (r->counting && ev.pooled && (e = pool_event(r, &ev, 0, 0)))
 				goto out;
 			if (r->counting && r->cur_bytes > tot->peak_heap_bytes) {
 				tot->peak_heap_bytes = r->cur_bytes;
@@ -582,6 +662,7 @@ static int merge_same_stacks(ht_model_t *m, uint32_t **remap_out)
 		d->leaked_blocks += s->leaked_blocks;
 		d->leaked_bytes += s->leaked_bytes;
 		d->temporary += s->temporary;
+		est_add(&d->est, &s->est);
 		if (s->largest > d->largest)
 			d->largest = s->largest;
 		if (s->first_time < d->first_time)
@@ -653,6 +734,74 @@ static int remap_leaks_growth(replay_t *r, const uint32_t *remap)
 	return 0;
 }
 
+/* Sum the estimates over the live blocks: what leaked (at the end of pass
+ * 1) or what each site held at the peak (pass 2 stops there). */
+static void live_estimates(replay_t *r, bool at_peak)
+{
+	ht_totals_t *tot = &r->m->totals;
+	for (size_t i = 0; i < r->live.cap; i++) {
+		const live_t *b = &r->live.slot[i];
+		if (b->site == EMPTY)
+			continue;
+		double w, var, sz = (double)b->size;
+		weigh(r->rate, b->size, &w, &var);
+		ht_est_t add = { 0 };
+		if (at_peak) {
+			add.peak_bytes = sz * w;
+			add.var_peak_bytes = sz * sz * var;
+		} else {
+			add.leaked_blocks = w;
+			add.leaked_bytes = sz * w;
+			add.var_leaked_blocks = var;
+			add.var_leaked_bytes = sz * sz * var;
+		}
+		est_add(&r->m->sites[b->site].est, &add);
+		est_add(&tot->est, &add);
+	}
+}
+
+/* A sampled trace: the figures become the rounded estimates, but for the
+ * totals the agent counted exactly (END), which are exact, and temporary
+ * allocations, which are unknown (0). */
+static void use_estimates(ht_model_t *m)
+{
+	for (size_t i = 0; i < m->nsites; i++) {
+		ht_site_t *s = &m->sites[i];
+		s->allocations = round_u64(s->est.allocations);
+		s->bytes_allocated = round_u64(s->est.bytes_allocated);
+		s->frees = round_u64(s->est.frees);
+		/* the samples cannot tell whether a block was freed before its
+		 * thread's next allocation (the unsampled ones are unseen) */
+		s->temporary = 0;
+		s->leaked_blocks = round_u64(s->est.leaked_blocks);
+		s->leaked_bytes = round_u64(s->est.leaked_bytes);
+		s->peak_bytes = round_u64(s->est.peak_bytes);
+	}
+	ht_totals_t *tot = &m->totals;
+	const ht_trace_t *t = m->trace;
+	if (t->have_end_counts) {
+		tot->est.allocations = (double)t->end_allocs;
+		tot->est.frees = (double)t->end_frees;
+		tot->est.bytes_allocated = (double)t->end_bytes;
+		tot->est.var_allocations = tot->est.var_bytes_allocated = 0;
+	}
+	tot->allocations = round_u64(tot->est.allocations);
+	tot->frees = round_u64(tot->est.frees);
+	tot->bytes_allocated = round_u64(tot->est.bytes_allocated);
+	tot->temporary = 0;
+	tot->leaked_blocks = round_u64(tot->est.leaked_blocks);
+	tot->leaked_bytes = round_u64(tot->est.leaked_bytes);
+	tot->peak_heap_bytes = round_u64(tot->est.peak_bytes);
+	for (size_t i = 0; i < m->npools; i++) {
+		ht_pool_stat_t *p = &m->pools[i];
+		p->allocations = round_u64(p->est[0]);
+		p->bytes_allocated = round_u64(p->est[1]);
+		p->freed_by_ops = round_u64(p->est[2]);
+		p->live_blocks = round_u64(p->est[3]);
+		p->live_bytes = round_u64(p->est[4]);
+	}
+}
+
 int ht_model_build(const ht_trace_t *t, ht_model_t **out)
 {
 	*out = NULL;
@@ -660,9 +809,11 @@ int ht_model_build(const ht_trace_t *t, ht_model_t **out)
 	if (!m)
 		return -ENOMEM;
 	m->trace = t;
+	m->sample_rate = (double)t->sample_rate;
 	replay_t r;
 	memset(&r, 0, sizeof(r));
 	r.m = m;
+	r.rate = m->sample_rate;
 	r.counting = true;
 	r.thread_seq = calloc(t->nthreads ? t->nthreads : 1, sizeof(*r.thread_seq));
 	r.thread_num = calloc(t->nthreads ? t->nthreads : 1, sizeof(*r.thread_num));
@@ -690,6 +841,7 @@ int ht_model_build(const ht_trace_t *t, ht_model_t **out)
 	tot->leaked_bytes = r.cur_bytes;
 	if ((e = grow_sample(&r, UINT64_MAX)) || (e = collect_live_end(&r)))
 		goto fail;
+	live_estimates(&r, false);
 
 	/* second pass: what each site held at the peak */
 	if (tot->peak_heap_bytes > 0) {
@@ -703,7 +855,10 @@ int ht_model_build(const ht_trace_t *t, ht_model_t **out)
 			goto fail;
 		for (size_t i = 0; i < m->nsites; i++)
 			m->sites[i].peak_bytes = m->sites[i].live_bytes;
+		live_estimates(&r, true);
 	}
+	if (r.rate)
+		use_estimates(m);
 
 	if (t->have_summary && (e = summary_sites(&r)))
 		goto fail;
@@ -904,18 +1059,23 @@ int ht_model_replay(const ht_model_t *m, ht_replay_fn fn, void *ctx)
 		free(lt.slot);
 		return e;
 	}
-	ht_replay_step_t st = { 0, 0, 0, false };
+	ht_replay_step_t st = { 0, 0, 0, false, 0, 0 };
+	double rate = m->sample_rate;
+	double heap_w = 0; /* exact in an unsampled trace: sums of 1 */
 	ht_event_t ev;
 	while (!e && ht_merge_next(mg, &ev)) {
 		live_t *b;
 		st.freed_bytes = 0;
 		st.ignored = false;
+		st.weight = st.weight_bytes = 0;
 		switch (ev.type) {
 		case HT_EV_FREE:
 			if ((b = live_find(&lt, ev.addr))) {
-				st.freed_bytes = b->size;
-				st.heap_bytes -= b->size;
-				st.heap_blocks--;
+				st.freed_bytes = b->wsize;
+				st.weight = b->w;
+				st.weight_bytes = (double)b->wsize;
+				st.heap_bytes -= b->wsize;
+				heap_w -= b->w;
 				live_remove(&lt, b);
 			} else {
 				st.ignored = true;
@@ -924,20 +1084,25 @@ int ht_model_replay(const ht_model_t *m, ht_replay_fn fn, void *ctx)
 		case HT_EV_ALLOC:
 		case HT_EV_REALLOC: {
 			if ((b = live_find(&lt, ev.addr))) {
-				st.heap_bytes -= b->size;
-				st.heap_blocks--;
+				st.heap_bytes -= b->wsize;
+				heap_w -= b->w;
 				live_remove(&lt, b);
 			}
-			live_t v = { ev.addr, ev.size, 0, 0, ev.thread, ev.time };
+			double var;
+			weigh(rate, ev.size, &st.weight, &var);
+			st.weight_bytes = (double)ev.size * st.weight;
+			live_t v = { ev.addr, ev.size, rate ? round_u64(st.weight_bytes) : ev.size,
+				     st.weight, 0, 0, ev.thread, ev.time };
 			if ((e = live_insert(&lt, &v)))
 				break;
-			st.heap_bytes += ev.size;
-			st.heap_blocks++;
+			st.heap_bytes += v.wsize;
+			heap_w += st.weight;
 			break;
 		}
 		default:
 			break;
 		}
+		st.heap_blocks = round_u64(heap_w);
 		if (!e)
 			e = fn(ctx, &ev, &st);
 	}
@@ -952,6 +1117,7 @@ typedef struct tl_ctx {
 	uint64_t rss;	      /* latest RSS sample */
 	uint64_t max_so_far;  /* highest heap so far (global) */
 	bool moved;	      /* the current bucket saw a heap event */
+	double allocs, bytes, frees; /* so far (weighted) */
 	ht_replay_fn fn;      /* the caller's own step, or NULL */
 	void *fn_ctx;
 } tl_ctx_t;
@@ -994,13 +1160,20 @@ static void tl_update(tl_ctx_t *c, const ht_event_t *ev, const ht_replay_step_t 
 			tl->rss_max = ev->size;
 		return;
 	case HT_EV_FREE:
-		if (!st->ignored)
-			b->frees++;
+		if (!st->ignored) {
+			b->frees += round_u64(c->frees + st->weight) - round_u64(c->frees);
+			c->frees += st->weight;
+		}
 		break;
 	case HT_EV_ALLOC:
 	case HT_EV_REALLOC:
-		b->allocations++;
-		b->bytes_allocated += ev->size;
+		/* differences of rounded running sums: a sampled trace's weights
+		 * add up without a rounding error per event */
+		b->allocations += round_u64(c->allocs + st->weight) - round_u64(c->allocs);
+		b->bytes_allocated +=
+			round_u64(c->bytes + st->weight_bytes) - round_u64(c->bytes);
+		c->allocs += st->weight;
+		c->bytes += st->weight_bytes;
 		break;
 	default:
 		return;
@@ -1057,7 +1230,7 @@ int ht_model_timeline_replay(const ht_model_t *m, size_t nbuckets, ht_replay_fn 
 			tl.b[i - 1].end_ns = tl.b[i].start_ns;
 	}
 	tl.b[nbuckets - 1].end_ns = tl.span_ns;
-	tl_ctx_t c = { &tl, 0, 0, 0, false, fn, ctx };
+	tl_ctx_t c = { &tl, 0, 0, 0, false, 0, 0, 0, fn, ctx };
 	int e = ht_model_replay(m, tl_step, &c);
 	if (e) {
 		free(tl.b);

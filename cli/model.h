@@ -15,6 +15,22 @@
 #include "reader.h"
 #include "symbolize.h"
 
+/* Estimates from a sampled trace (ht_trace_t.sample_rate != 0): each
+ * recorded block of s bytes stands for 1/p blocks, p = 1 - exp(-s/R), and
+ * for s/p bytes (Horvitz-Thompson). var_* are the estimates' variances,
+ * sums of (1-p)/p^2 * x^2 over the samples (x = 1 for blocks, s for bytes);
+ * the 95% interval is +-1.96 sqrt(var) (ht_ci95). In an exact trace the
+ * estimates equal the counts and the variances are 0. */
+typedef struct ht_est {
+	double allocations, bytes_allocated, frees, temporary;
+	double leaked_blocks, leaked_bytes, peak_bytes;
+	double var_allocations, var_bytes_allocated, var_leaked_blocks, var_leaked_bytes,
+		var_peak_bytes;
+} ht_est_t;
+
+/* Half width of the 95% interval of an estimate of variance var. */
+double ht_ci95(double var);
+
 typedef struct ht_site {
 	uint64_t stack_id;
 	const ht_stack_t *stack; /* NULL: id 0 or never defined (frames unknown) */
@@ -31,8 +47,11 @@ typedef struct ht_site {
 	/* summary mode: its blocks live at exit by class (HT_LEAK_*; 0:
 	 * unclassified), from the agent's SITES row */
 	uint64_t sum_kind_blocks[5], sum_kind_bytes[5];
+	/* sampled trace: the figures above are these estimates, rounded */
+	ht_est_t est;
 	/* replay scratch */
 	uint64_t live_bytes, live_blocks;
+	double live_w; /* blocks the live samples stand for */
 } ht_site_t;
 
 typedef struct ht_totals {
@@ -46,6 +65,10 @@ typedef struct ht_totals {
 	uint64_t ignored_frees;	 /* frees of blocks never seen allocated */
 	uint64_t reused_addresses; /* allocations over a block never freed */
 	uint64_t reallocs;
+	/* sampled trace: allocations, frees and bytes_allocated are END's exact
+	 * counts when the trace has them (est.var_* then 0), the other figures
+	 * rounded estimates */
+	ht_est_t est;
 } ht_totals_t;
 
 /* A pool of the program's own allocator (heaptrail_pool_*, issue 5), from
@@ -62,6 +85,9 @@ typedef struct ht_pool_stat {
 	bool destroyed;
 	uint64_t live_blocks, live_bytes; /* at the end of the trace */
 	uint64_t first_time;   /* CREATE, or its first event: orders the rows */
+	/* sampled trace: allocations, bytes_allocated, freed_by_ops,
+	 * live_blocks, live_bytes weighted (the fields above, rounded) */
+	double est[5];
 } ht_pool_stat_t;
 
 /* Top sites kept per snapshot. */
@@ -116,6 +142,7 @@ typedef struct ht_check_stat {
 
 typedef struct ht_model {
 	const ht_trace_t *trace;
+	double sample_rate; /* the trace's mean bytes between samples; 0 = exact */
 	ht_site_t *sites;
 	size_t nsites;
 	ht_totals_t totals;
@@ -171,6 +198,9 @@ void ht_model_add_modules(const ht_model_t *m, ht_symbolizer_t *sym);
 typedef struct ht_replay_step {
 	uint64_t heap_bytes, heap_blocks; /* live after the event */
 	uint64_t freed_bytes; /* FREE: size of the block freed; 0 if ignored */
+	/* ALLOC/REALLOC: the blocks and bytes the event stands for (1 and its
+	 * size, unless the trace is sampled); FREE: those of the block freed */
+	double weight, weight_bytes;
 	bool ignored;	      /* FREE of a block never seen allocated: no effect */
 } ht_replay_step_t;
 

@@ -642,6 +642,14 @@ static int parse_process(ht_trace_t *t, fields_t *f)
 			return field_fail(t, f, "PROCESS");
 		t->argc++;
 	}
+	/* format 1.4: a sampled trace ends the record with its rate; a record
+	 * without it reads as unsampled */
+	if ((t->proc_flags & HT_PROC_SAMPLED) && f->pos < f->end) {
+		uint64_t rate = f_u(f);
+		if (f->err)
+			return field_fail(t, f, "PROCESS");
+		t->sample_rate = rate;
+	}
 	t->have_process = true;
 	return 0;
 }
@@ -882,6 +890,14 @@ static int parse_body(ht_trace_t *t)
 			t->end_status = status;
 			t->end_peak_rss = rss;
 			t->agent_flags = flags;
+			/* the agent's exact counts (a sampled trace has no other) */
+			uint64_t na = f_u(&f), nf = f_u(&f), nb = f_u(&f);
+			if (!f.err) {
+				t->end_allocs = na;
+				t->end_frees = nf;
+				t->end_bytes = nb;
+				t->have_end_counts = true;
+			}
 			switch (how) {
 			case HT_END_EXIT: t->ending = HT_ENDING_EXIT; break;
 			case HT_END_UNDERSCORE_EXIT: t->ending = HT_ENDING_UNDERSCORE_EXIT; break;

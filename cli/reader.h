@@ -108,6 +108,7 @@ typedef struct ht_trace {
 	char *writer_version;
 	uint64_t pid, ppid, start_realtime_ns, start_mono_ns, page_size;
 	uint64_t proc_flags, max_depth;
+	uint64_t sample_rate; /* mean bytes between samples; 0: every allocation */
 	char *exe_path;
 	char **argv;
 	size_t argc;
@@ -116,6 +117,8 @@ typedef struct ht_trace {
 	ht_ending_t ending;
 	uint64_t end_time, end_status, end_peak_rss, agent_flags;
 	uint64_t end_how_raw; /* END.how as written (may be unknown) */
+	bool have_end_counts; /* END carried the agent's own counts: */
+	uint64_t end_allocs, end_frees, end_bytes; /* memcheck's convention */
 	char *exec_path;      /* EXEC target, when the trace ends with one */
 	uint64_t exec_time;
 

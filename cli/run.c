@@ -118,6 +118,10 @@ static int setup_env(const ht_run_opts_t *o, const char *agent, const char *mani
 		n += snprintf(opts + n, olen - (size_t)n, ",summary=1");
 	if (o->summary_sites)
 		n += snprintf(opts + n, olen - (size_t)n, ",summary_sites=%u", o->summary_sites);
+	if (o->sample_rate)
+		n += snprintf(opts + n, olen - (size_t)n, ",sample_rate=%llu", o->sample_rate);
+	if (o->sample_seed_set)
+		n += snprintf(opts + n, olen - (size_t)n, ",sample_seed=%llu", o->sample_seed);
 	if (o->break_alloc)
 		snprintf(opts + n, olen - (size_t)n, ",break=%s", o->break_alloc);
 	int r = 0;
@@ -255,13 +259,19 @@ static void print_summary(const entry_t *ent, const char *shown)
 	}
 	const ht_totals_t *tt = &m->totals;
 	char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN], d[HT_FMT_LEN], e[HT_FMT_LEN];
-	fprintf(stderr, "heaptrail: %s allocations, %s frees, %s allocated, peak heap %s, in %s\n",
+	const char *est = m->sample_rate ? "~" : ""; /* sampled: an estimate */
+	fprintf(stderr, "heaptrail: %s allocations, %s frees, %s allocated, peak heap %s%s, in %s\n",
 		ht_fmt_count(a, tt->allocations), ht_fmt_count(b, tt->frees),
-		ht_fmt_size(c, tt->bytes_allocated), ht_fmt_size(d, tt->peak_heap_bytes),
+		ht_fmt_size(c, tt->bytes_allocated), est, ht_fmt_size(d, tt->peak_heap_bytes),
 		ht_fmt_duration(e, tt->duration_ns));
-	fprintf(stderr, "heaptrail: leaked %s in %s blocks; %s temporary allocations\n",
-		ht_fmt_size(a, tt->leaked_bytes), ht_fmt_count(b, tt->leaked_blocks),
-		ht_fmt_count(c, tt->temporary));
+	if (m->sample_rate)
+		fprintf(stderr, "heaptrail: leaked ~%s in ~%s blocks (sampled every %s on average)\n",
+			ht_fmt_size(a, tt->leaked_bytes), ht_fmt_count(b, tt->leaked_blocks),
+			ht_fmt_size(c, t->sample_rate));
+	else
+		fprintf(stderr, "heaptrail: leaked %s in %s blocks; %s temporary allocations\n",
+			ht_fmt_size(a, tt->leaked_bytes), ht_fmt_count(b, tt->leaked_blocks),
+			ht_fmt_count(c, tt->temporary));
 	if (t->error)
 		fprintf(stderr, "heaptrail: warning: %s\n", t->message);
 	if (t->have_summary)

@@ -19,6 +19,9 @@ typedef struct ht_run_opts {
 	int leak_exitcode;	 /* exit status when definite/indirect leaks remain; -1: off */
 	bool no_leak_report;	 /* with leak_exitcode: no leak section on stderr */
 	ht_supp_list_t *supps;	 /* suppressions for the leak exit code; may be NULL */
+	unsigned long long sample_rate; /* agent option sample_rate; 0 = exact */
+	bool sample_seed_set;
+	unsigned long long sample_seed; /* agent option sample_seed */
 	char **argv; /* PROGRAM ARGS..., NULL-terminated */
 } ht_run_opts_t;
 

@@ -175,6 +175,12 @@ int ht_report_json_leaks(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 	fprintf(out, ", \"ending\": \"%s\", \"exec\": ", ending_name(t->ending));
 	ht_json_str(out, t->ending == HT_ENDING_EXEC ? t->exec_path : NULL);
 	fprintf(out, ", \"forked\": %s},\n", t->proc_flags & HT_PROC_FORKED ? "true" : "false");
+	/* a sampled trace: figures are estimates, with *_ci95 companions (the
+	 * half width of their 95% interval); temporary allocations are unknown */
+	bool sampled = m->sample_rate != 0;
+	if (sampled)
+		fprintf(out, " \"sampled\": {\"rate\": %" PRIu64 ", \"exact_totals\": %s},\n",
+			t->sample_rate, t->have_end_counts ? "true" : "false");
 
 	/* totals */
 	fprintf(out,
@@ -187,15 +193,30 @@ int ht_report_json_leaks(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 		fprintf(out, "%" PRIu64, tt->peak_rss_bytes);
 	else
 		fputs("null", out);
+	fprintf(out, ",\n            \"leaked_blocks\": %" PRIu64 ", \"leaked_bytes\": %" PRIu64,
+		tt->leaked_blocks, tt->leaked_bytes);
+	if (sampled)
+		fputs(", \"temporary_allocations\": null", out);
+	else
+		fprintf(out, ", \"temporary_allocations\": %" PRIu64, tt->temporary);
 	fprintf(out,
-		",\n            \"leaked_blocks\": %" PRIu64 ", \"leaked_bytes\": %" PRIu64
-		", \"temporary_allocations\": %" PRIu64 ",\n            \"duration_seconds\": %.9f"
+		",\n            \"duration_seconds\": %.9f"
 		", \"allocations_per_second\": %.1f, \"sites\": %zu,\n            \"reallocs\": %" PRIu64
-		", \"ignored_frees\": %" PRIu64 ", \"reused_addresses\": %" PRIu64 ",\n            ",
-		tt->leaked_blocks, tt->leaked_bytes, tt->temporary, (double)tt->duration_ns / 1e9,
-		tt->allocs_per_second, m->nsites, tt->reallocs, tt->ignored_frees, tt->reused_addresses);
-	fprintf(out, "\"leaks_classified\": %s", lk->classified ? "true" : "false");
+		", \"ignored_frees\": %" PRIu64 ", \"reused_addresses\": %" PRIu64,
+		(double)tt->duration_ns / 1e9, tt->allocs_per_second, m->nsites, tt->reallocs,
+		tt->ignored_frees, tt->reused_addresses);
+	fprintf(out, ",\n            \"leaks_classified\": %s", lk->classified ? "true" : "false");
 	ht_report_leak_totals_json(out, lk);
+	if (sampled) {
+		const ht_est_t *e = &tt->est;
+		fprintf(out,
+			",\n            \"allocations_ci95\": %.0f, \"bytes_allocated_ci95\": %.0f"
+			", \"peak_heap_bytes_ci95\": %.0f,\n            \"leaked_blocks_ci95\": %.0f"
+			", \"leaked_bytes_ci95\": %.0f",
+			ht_ci95(e->var_allocations), ht_ci95(e->var_bytes_allocated),
+			ht_ci95(e->var_peak_bytes), ht_ci95(e->var_leaked_blocks),
+			ht_ci95(e->var_leaked_bytes));
+	}
 	fputs("},\n", out);
 
 	/* trace health */
@@ -232,12 +253,24 @@ int ht_report_json_leaks(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 		fprintf(out,
 			"%s\n  {\"allocations\": %" PRIu64 ", \"bytes_allocated\": %" PRIu64
 			", \"peak_bytes\": %" PRIu64 ", \"leaked_blocks\": %" PRIu64
-			", \"leaked_bytes\": %" PRIu64 ", \"temporary_allocations\": %" PRIu64
-			", \"frees\": %" PRIu64 ", \"largest\": %" PRIu64 ", \"stack_id\": %" PRIu64
-			",\n   \"stack\": ",
+			", \"leaked_bytes\": %" PRIu64,
 			i ? "," : "", s->allocations, s->bytes_allocated, s->peak_bytes, s->leaked_blocks,
-			s->leaked_bytes, s->temporary, s->frees, s->largest,
-			s->overflow ? (uint64_t)0 : s->stack_id);
+			s->leaked_bytes);
+		if (sampled)
+			fputs(", \"temporary_allocations\": null", out);
+		else
+			fprintf(out, ", \"temporary_allocations\": %" PRIu64, s->temporary);
+		fprintf(out, ", \"frees\": %" PRIu64 ", \"largest\": %" PRIu64 ", \"stack_id\": %" PRIu64,
+			s->frees, s->largest, s->overflow ? (uint64_t)0 : s->stack_id);
+		if (sampled)
+			fprintf(out,
+				",\n   \"allocations_ci95\": %.0f, \"bytes_allocated_ci95\": %.0f"
+				", \"peak_bytes_ci95\": %.0f, \"leaked_blocks_ci95\": %.0f"
+				", \"leaked_bytes_ci95\": %.0f",
+				ht_ci95(s->est.var_allocations), ht_ci95(s->est.var_bytes_allocated),
+				ht_ci95(s->est.var_peak_bytes), ht_ci95(s->est.var_leaked_blocks),
+				ht_ci95(s->est.var_leaked_bytes));
+		fputs(",\n   \"stack\": ", out);
 		ht_json_frames(out, frames, nf);
 		if (s->overflow)
 			fputs(", \"overflow\": true", out);

@@ -79,6 +79,10 @@ int ht_report_by_tag_text(FILE *out, const ht_marks_t *mk, const char *trace_pat
 	fputs("\n  A block counts once, under the tag it had when freed (or at the end);"
 	      "\n  live = still allocated when the trace ended.\n",
 	      out);
+	if (mk->trace->sample_rate)
+		fprintf(out, "  Sampled trace (one sample per %" PRIu64 " bytes on average): the "
+			     "figures are estimates,\n  and blocks that were not sampled left no tag.\n",
+			mk->trace->sample_rate);
 	if (mk->retagged)
 		fprintf(out, "  %s block%s tagged again with another tag (counted under the last)\n",
 			ht_fmt_count(a, mk->retagged), mk->retagged == 1 ? " was" : "s were");

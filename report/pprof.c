@@ -576,7 +576,10 @@ int ht_export_pprof(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const 
 	p.time_nanos = (int64_t)t->start_realtime_ns;
 	p.duration_nanos = (int64_t)m->totals.duration_ns;
 	p.period_type = &period_type;
-	p.period = 1; /* every allocation is recorded: nothing to scale */
+	/* every allocation is recorded, or (a sampled trace) the values are
+	 * already the weighted estimates: nothing for pprof to scale. The
+	 * period says the sampling rate, as Go's heap profiles do. */
+	p.period = m->sample_rate ? (int64_t)m->trace->sample_rate : 1;
 	p.n_comment = 1;
 	p.comment = &comment;
 	p.default_sample_type = types[DEFAULT_SAMPLE_TYPE].type;

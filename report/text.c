@@ -260,79 +260,127 @@ int ht_report_stack_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, c
 	return c.err;
 }
 
+/* ---- estimates of a sampled trace ---------------------------------------------------
+ * A sampled trace's figures are estimates: shown as "~12.3 MiB", followed
+ * by the half width of their 95% interval, "(+-0.4 MiB)". An exact trace
+ * prints neither. */
+
+/* "~" + ht_fmt_size/ht_fmt_count of v when m is sampled (buf: 2 * HT_FMT_LEN). */
+static char *est_size(char *buf, const ht_model_t *m, uint64_t v)
+{
+	char tmp[HT_FMT_LEN];
+	snprintf(buf, 2 * HT_FMT_LEN, "%s%s", m->sample_rate ? "~" : "", ht_fmt_size(tmp, v));
+	return buf;
+}
+
+static char *est_count(char *buf, const ht_model_t *m, uint64_t v)
+{
+	char tmp[HT_FMT_LEN];
+	snprintf(buf, 2 * HT_FMT_LEN, "%s%s", m->sample_rate ? "~" : "", ht_fmt_count(tmp, v));
+	return buf;
+}
+
+/* " (+-X)" for an estimate of variance var, X a size when bytes; "" when
+ * m is exact (buf: 2 * HT_FMT_LEN). */
+static char *est_ci(char *buf, const ht_model_t *m, double var, bool bytes)
+{
+	char tmp[HT_FMT_LEN];
+	buf[0] = 0;
+	if (m->sample_rate) {
+		uint64_t h = (uint64_t)(ht_ci95(var) + 0.5);
+		snprintf(buf, 2 * HT_FMT_LEN, " (+-%s)", bytes ? ht_fmt_size(tmp, h) : ht_fmt_count(tmp, h));
+	}
+	return buf;
+}
+
 /* ---- sections ---------------------------------------------------------------------- */
 
 static void print_summary(FILE *out, const ht_model_t *m)
 {
 	const ht_totals_t *tt = &m->totals;
-	char a[HT_FMT_LEN], b[HT_FMT_LEN], cbuf[HT_FMT_LEN];
+	const ht_est_t *e = &tt->est;
+	char a[2 * HT_FMT_LEN], b[HT_FMT_LEN], cbuf[2 * HT_FMT_LEN], d[2 * HT_FMT_LEN];
 	rule(out, "SUMMARY");
-	fprintf(out, "  %-18s %14s", "allocations", ht_fmt_count(a, tt->allocations));
+	/* sampled: the totals the agent counted (END) are exact */
+	bool exact = !m->sample_rate || m->trace->have_end_counts;
+	fprintf(out, "  %-18s %14s", "allocations",
+		exact ? ht_fmt_count(a, tt->allocations) : est_count(a, m, tt->allocations));
 	if (tt->duration_ns)
 		fprintf(out, "   %s per second", ht_fmt_count(b, (uint64_t)(tt->allocs_per_second + 0.5)));
+	fputs(exact ? "" : est_ci(d, m, e->var_allocations, false), out);
 	fputc('\n', out);
-	fprintf(out, "  %-18s %14s\n", "frees", ht_fmt_count(a, tt->frees));
-	fprintf(out, "  %-18s %14s   %s B\n", "bytes allocated", ht_fmt_size(a, tt->bytes_allocated),
-		ht_fmt_count(b, tt->bytes_allocated));
-	fprintf(out, "  %-18s %14s   %s B at %s\n", "peak heap", ht_fmt_size(a, tt->peak_heap_bytes),
-		ht_fmt_count(b, tt->peak_heap_bytes), ht_fmt_duration(cbuf, tt->peak_time_ns));
+	fprintf(out, "  %-18s %14s\n", "frees",
+		exact ? ht_fmt_count(a, tt->frees) : est_count(a, m, tt->frees));
+	fprintf(out, "  %-18s %14s   %s B%s\n", "bytes allocated",
+		exact ? ht_fmt_size(a, tt->bytes_allocated) : est_size(a, m, tt->bytes_allocated),
+		ht_fmt_count(b, tt->bytes_allocated),
+		exact ? "" : est_ci(d, m, e->var_bytes_allocated, true));
+	fprintf(out, "  %-18s %14s   %s B at %s%s\n", "peak heap", est_size(a, m, tt->peak_heap_bytes),
+		ht_fmt_count(b, tt->peak_heap_bytes), ht_fmt_duration(cbuf, tt->peak_time_ns),
+		est_ci(d, m, e->var_peak_bytes, true));
 	if (tt->peak_rss_bytes)
 		fprintf(out, "  %-18s %14s   %s B\n", "peak RSS", ht_fmt_size(a, tt->peak_rss_bytes),
 			ht_fmt_count(b, tt->peak_rss_bytes));
 	else
 		fprintf(out, "  %-18s %14s\n", "peak RSS", "unknown");
-	fprintf(out, "  %-18s %14s   %s B in %s blocks\n", "leaked", ht_fmt_size(a, tt->leaked_bytes),
-		ht_fmt_count(b, tt->leaked_bytes), ht_fmt_count(cbuf, tt->leaked_blocks));
-	fprintf(out, "  %-18s %14s", "temporary allocs", ht_fmt_count(a, tt->temporary));
-	if (tt->allocations)
+	fprintf(out, "  %-18s %14s   %s B%s in %s blocks%s\n", "leaked",
+		est_size(a, m, tt->leaked_bytes), ht_fmt_count(b, tt->leaked_bytes),
+		est_ci(d, m, e->var_leaked_bytes, true), est_count(cbuf, m, tt->leaked_blocks),
+		m->sample_rate ? est_ci(d + HT_FMT_LEN, m, e->var_leaked_blocks, false) : "");
+	if (m->sample_rate)
+		fprintf(out, "  %-18s %14s   not known from samples", "temporary allocs", "?");
+	else
+		fprintf(out, "  %-18s %14s", "temporary allocs", ht_fmt_count(a, tt->temporary));
+	if (tt->allocations && !m->sample_rate)
 		fprintf(out, "   %.1f%% of allocations",
 			100.0 * (double)tt->temporary / (double)tt->allocations);
 	fputc('\n', out);
 	fprintf(out, "  %-18s %14s\n", "run time", ht_fmt_duration(a, tt->duration_ns));
 }
 
-typedef void (*headline_fn)(FILE *out, const ht_site_t *s, const ht_totals_t *tt);
+typedef void (*headline_fn)(FILE *out, const ht_site_t *s, const ht_model_t *m);
 
-static void head_bytes(FILE *out, const ht_site_t *s, const ht_totals_t *tt)
+static void head_bytes(FILE *out, const ht_site_t *s, const ht_model_t *m)
 {
-	char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN];
-	(void)tt;
-	fprintf(out, "%10s  %s B in %s allocation%s", ht_fmt_size(a, s->bytes_allocated),
-		ht_fmt_count(b, s->bytes_allocated), ht_fmt_count(c, s->allocations),
-		s->allocations == 1 ? "" : "s");
+	char a[2 * HT_FMT_LEN], b[HT_FMT_LEN], c[2 * HT_FMT_LEN], d[2 * HT_FMT_LEN];
+	fprintf(out, "%10s  %s B%s in %s allocation%s%s", est_size(a, m, s->bytes_allocated),
+		ht_fmt_count(b, s->bytes_allocated), est_ci(d, m, s->est.var_bytes_allocated, true),
+		est_count(c, m, s->allocations), s->allocations == 1 ? "" : "s",
+		est_ci(d + HT_FMT_LEN, m, s->est.var_allocations, false));
 	if (s->peak_bytes)
-		fprintf(out, ", %s at peak", ht_fmt_size(a, s->peak_bytes));
+		fprintf(out, ", %s at peak", est_size(a, m, s->peak_bytes));
 	if (s->leaked_bytes)
-		fprintf(out, ", %s leaked", ht_fmt_size(a, s->leaked_bytes));
+		fprintf(out, ", %s leaked", est_size(a, m, s->leaked_bytes));
 }
 
-static void head_count(FILE *out, const ht_site_t *s, const ht_totals_t *tt)
+static void head_count(FILE *out, const ht_site_t *s, const ht_model_t *m)
 {
-	char a[HT_FMT_LEN], b[HT_FMT_LEN];
-	fprintf(out, "%10s  allocation%s", ht_fmt_count(a, s->allocations),
-		s->allocations == 1 ? "" : "s");
+	const ht_totals_t *tt = &m->totals;
+	char a[2 * HT_FMT_LEN], b[2 * HT_FMT_LEN], d[2 * HT_FMT_LEN];
+	fprintf(out, "%10s  allocation%s%s", est_count(a, m, s->allocations),
+		s->allocations == 1 ? "" : "s", est_ci(d, m, s->est.var_allocations, false));
 	if (tt->allocations)
 		fprintf(out, " (%.1f%%)", 100.0 * (double)s->allocations / (double)tt->allocations);
-	fprintf(out, ", %s total", ht_fmt_size(b, s->bytes_allocated));
+	fprintf(out, ", %s total", est_size(b, m, s->bytes_allocated));
 	if (s->temporary)
-		fprintf(out, ", %s temporary", ht_fmt_count(a, s->temporary));
+		fprintf(out, ", %s temporary", est_count(a, m, s->temporary));
 }
 
-static void head_peak(FILE *out, const ht_site_t *s, const ht_totals_t *tt)
+static void head_peak(FILE *out, const ht_site_t *s, const ht_model_t *m)
 {
-	char a[HT_FMT_LEN], b[HT_FMT_LEN];
-	fprintf(out, "%10s  %s B live at the peak", ht_fmt_size(a, s->peak_bytes),
-		ht_fmt_count(b, s->peak_bytes));
+	const ht_totals_t *tt = &m->totals;
+	char a[2 * HT_FMT_LEN], b[HT_FMT_LEN], d[2 * HT_FMT_LEN];
+	fprintf(out, "%10s  %s B%s live at the peak", est_size(a, m, s->peak_bytes),
+		ht_fmt_count(b, s->peak_bytes), est_ci(d, m, s->est.var_peak_bytes, true));
 	if (tt->peak_heap_bytes)
 		fprintf(out, " (%.1f%%)", 100.0 * (double)s->peak_bytes / (double)tt->peak_heap_bytes);
 }
 
-static void head_temp(FILE *out, const ht_site_t *s, const ht_totals_t *tt)
+static void head_temp(FILE *out, const ht_site_t *s, const ht_model_t *m)
 {
-	char a[HT_FMT_LEN], b[HT_FMT_LEN];
-	(void)tt;
-	fprintf(out, "%10s  temporary of %s allocations (%.0f%%)", ht_fmt_count(a, s->temporary),
-		ht_fmt_count(b, s->allocations),
+	char a[2 * HT_FMT_LEN], b[2 * HT_FMT_LEN];
+	fprintf(out, "%10s  temporary of %s allocations (%.0f%%)", est_count(a, m, s->temporary),
+		est_count(b, m, s->allocations),
 		s->allocations ? 100.0 * (double)s->temporary / (double)s->allocations : 0.0);
 }
 
@@ -359,7 +407,7 @@ static void print_list(textctx_t *c, const char *title, ht_site_order_t order, h
 		if (!repeat)
 			c->label[idx[i]] = ++c->next_label;
 		fprintf(out, "%s#%-3zu", i ? "\n" : "", i + 1);
-		head(out, s, &m->totals);
+		head(out, s, m);
 		fprintf(out, "  [site %u]\n", c->label[idx[i]]);
 		print_stack(c, s, repeat);
 	}
@@ -429,6 +477,12 @@ int ht_report_text_leaks(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 	fputs(", ", out);
 	print_ending(out, t);
 	fputc('\n', out);
+	if (m->sample_rate) {
+		char r[HT_FMT_LEN];
+		fprintf(out, "  sampling    one sample per %s allocated on average (Poisson): ~ marks "
+			     "estimates, (+-x) their 95%% interval\n",
+			ht_fmt_size(r, t->sample_rate));
+	}
 
 	char w[8][HT_WARN_LEN];
 	size_t nw = ht_report_warnings(m, w, 8);
@@ -459,7 +513,7 @@ int ht_report_text_leaks(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 	if (lk == &own)
 		ht_leaks_free(&own);
 	print_list(&c, "TEMPORARY ALLOCATIONS", HT_BY_TEMPORARY, head_temp, top, idx,
-		   "no temporary allocations");
+		   m->sample_rate ? "not known in a sampled trace" : "no temporary allocations");
 	/* heaptrail.h's pools and snapshots: only when the trace has them */
 	int e = ht_report_pools_text(out, m);
 	if (!e)

@@ -39,6 +39,7 @@ import test_leak_classes  # noqa: E402
 import test_summary  # noqa: E402
 import test_leaks  # noqa: E402
 import test_resources  # noqa: E402
+import test_sampling  # noqa: E402
 
 
 def all_tests():
@@ -47,7 +48,8 @@ def all_tests():
             test_export_pprof.TESTS + test_export_graphs.TESTS + test_export_tools.TESTS +
             test_functions.TESTS + test_tags_phases.TESTS +
             test_pools_snapshots.TESTS + test_leak_classes.TESTS +
-            test_summary.TESTS + test_leaks.TESTS + test_resources.TESTS)
+            test_summary.TESTS + test_leaks.TESTS + test_resources.TESTS +
+            test_sampling.TESTS)
 
 
 def run_one(name, fn, verbose):

@@ -6,6 +6,7 @@
  * names the right offset and keeps what came before it.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
@@ -1846,6 +1847,109 @@ static void test_ext(void)
 	free(body.p);
 }
 
+/* ---- sampled traces (format 1.4) ------------------------------------------------- */
+
+/* PROCESS of a sampled run: flags HT_PROC_SAMPLED, then the rate unless
+ * rate is 0 (a record without it must read as unsampled). */
+static void rec_process_sampled(buf_t *body, uint64_t rate)
+{
+	buf_t pl = { 0 };
+	put_u(&pl, 1);
+	put_u(&pl, 4);
+	put_str(&pl, "test");
+	put_u(&pl, 4242);
+	put_u(&pl, 1);
+	put_u(&pl, 1700000000000000000ULL);
+	put_u(&pl, 123456789);
+	put_u(&pl, 4096);
+	put_u(&pl, HT_PROC_SAMPLED);
+	put_u(&pl, 64);
+	put_str(&pl, "/usr/bin/prog");
+	put_u(&pl, 0);
+	if (rate)
+		put_u(&pl, rate);
+	record(body, HT_REC_PROCESS, &pl);
+	free(pl.p);
+}
+
+static bool near(double a, double b)
+{
+	return fabs(a - b) <= 1e-9 * (fabs(b) + 1);
+}
+
+static void test_sampled(void)
+{
+	for (int with_rate = 0; with_rate < 2; with_rate++) {
+		buf_t body = { 0 };
+		rec_process_sampled(&body, with_rate ? 1000 : 0);
+		blk_t k;
+		blk_begin(&k, 4242, 0);
+		uint64_t ip1[] = { 0x1000 }, ip2[] = { 0x2000 };
+		ev_stack(&k, 1, 1, ip1);
+		ev_stack(&k, 2, 1, ip2);
+		ev_alloc(&k, 10, 0x10000, 1000, 1); /* p = 1-e^-1: leaked */
+		ev_alloc(&k, 20, 0x20000, 4000, 2); /* p = 1-e^-4: freed */
+		ev_free(&k, 30, 0x20000);
+		blk_end(&body, &k);
+		buf_t pl = { 0 }; /* END with the agent's counts */
+		put_u(&pl, 40);
+		put_u(&pl, HT_END_EXIT);
+		put_u(&pl, 0);
+		put_u(&pl, 0);
+		put_u(&pl, 0);
+		put_u(&pl, 10);
+		put_u(&pl, 7);
+		put_u(&pl, 12345);
+		record(&body, HT_REC_END, &pl);
+		free(pl.p);
+		buf_t file = make_file(&body, false, HT_FORMAT_MAJOR);
+		ht_trace_t *t;
+		int rc;
+		ht_model_t *m = load(&file, &t, &rc);
+		CHECK_EQ(rc, 0);
+		CHECK(m != NULL);
+		if (m) {
+			CHECK_EQ(t->error, 0);
+			CHECK_EQ(t->sample_rate, with_rate ? 1000 : 0);
+			CHECK(t->have_end_counts);
+			const ht_site_t *a = site_of(m, 1), *b = site_of(m, 2);
+			CHECK(a && b);
+			if (with_rate && a && b) {
+				double pa = 1 - exp(-1.0), pb = 1 - exp(-4.0);
+				CHECK(near(a->est.allocations, 1 / pa));
+				CHECK(near(a->est.bytes_allocated, 1000 / pa));
+				CHECK(near(a->est.var_allocations, (1 - pa) / (pa * pa)));
+				CHECK(near(a->est.var_bytes_allocated, 1e6 * (1 - pa) / (pa * pa)));
+				CHECK(near(a->est.leaked_blocks, 1 / pa));
+				CHECK_EQ(a->allocations, 2); /* 1.58 rounded */
+				CHECK_EQ(a->bytes_allocated, 1582);
+				CHECK_EQ(a->leaked_bytes, 1582);
+				CHECK_EQ(b->allocations, 1); /* 1.019 */
+				CHECK_EQ(b->bytes_allocated, 4075);
+				CHECK_EQ(b->frees, 1);
+				CHECK_EQ(b->leaked_blocks, 0);
+				/* totals: END's exact counts; the rest estimates */
+				CHECK_EQ(m->totals.allocations, 10);
+				CHECK_EQ(m->totals.frees, 7);
+				CHECK_EQ(m->totals.bytes_allocated, 12345);
+				CHECK_EQ(m->totals.leaked_bytes, 1582);
+				CHECK_EQ(m->totals.peak_heap_bytes, 1582 + 4075);
+				CHECK_EQ(m->totals.temporary, 0);
+				CHECK(near(m->totals.est.var_peak_bytes,
+					   1e6 * (1 - pa) / (pa * pa) + 16e6 * (1 - pb) / (pb * pb)));
+			} else if (a && b) { /* no rate: every block counts once */
+				CHECK_EQ(a->allocations, 1);
+				CHECK_EQ(m->totals.allocations, 2);
+				CHECK_EQ(m->totals.leaked_bytes, 1000);
+			}
+		}
+		ht_model_free(m);
+		ht_trace_free(t);
+		free(file.p);
+		free(body.p);
+	}
+}
+
 int main(void)
 {
 	test_basic();
@@ -1860,5 +1964,6 @@ int main(void)
 	test_marks_damage();
 	test_pools();
 	test_ext();
+	test_sampled();
 	return TEST_DONE();
 }

@@ -21,6 +21,7 @@ bool ht_opt_stacks_shadow = true; /* used only with functions=1 */
 bool ht_opt_start_off;
 int ht_opt_snapshot_signal;
 bool ht_opt_leak_check = true;
+static bool leak_check_set; /* leak_check given explicitly */
 bool ht_opt_summary;
 unsigned ht_opt_summary_sites = 4096;
 int ht_opt_leak_signal = -1; /* -1: SIGUSR2 unless the program handles it */
@@ -123,6 +124,7 @@ static bool set_option(const char *k, size_t klen, const char *v, size_t vlen)
 		if (!parse_uint(v, vlen, &u) || u > 1)
 			return false;
 		ht_opt_leak_check = u;
+		leak_check_set = true;
 	} else if (key_is(k, klen, "summary")) {
 		if (!parse_uint(v, vlen, &u) || u > 1)
 			return false;
@@ -180,6 +182,10 @@ void ht_options_parse(void)
 		}
 		s = *end ? end + 1 : end;
 	}
+	/* A sampled run is for production: the scan at exit reads all of the
+	 * program's memory to classify the few sampled blocks. Ask for it. */
+	if (ht_opt_sample_rate && !leak_check_set)
+		ht_opt_leak_check = false;
 	if (ht_opt_summary && ht_opt_sample_rate) {
 		/* summary rows count what they see: they would need the weights */
 		ht_log("summary=1 records every allocation: sample_rate ignored", NULL);

@@ -17,17 +17,7 @@
 #include "trace_format.h"
 #include "util.h"
 
-#define WIDTH 100
 #define DEFAULT_TOP 10
-
-static void rule(FILE *out, const char *title)
-{
-	size_t n = strlen(title);
-	fprintf(out, "\n%s ", title);
-	for (size_t i = n + 1; i < WIDTH; i++)
-		fputc('-', out);
-	fputc('\n', out);
-}
 
 static const char *const class_title[HT_LEAK_KINDS] = {
 	"leaked (not classified: no leak check saw these blocks)",
@@ -92,7 +82,7 @@ int ht_report_leaks_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, c
 	for (unsigned k = 0; k < HT_LEAK_KINDS; k++)
 		if (k != HT_LEAK_REACHABLE)
 			lost += l->blocks[k];
-	rule(out, l->classified ? "LEAKS BY CLASS, LARGEST FIRST" : "LEAKS, LARGEST FIRST");
+	ht_report_rule(out, l->classified ? "LEAKS BY CLASS, LARGEST FIRST" : "LEAKS, LARGEST FIRST");
 	if (!l->nshown)
 		fprintf(out, "  %s\n", t->ending == HT_ENDING_EXEC ? "nothing was live at exec"
 					: l->supp_blocks ? "no leaks but the suppressed ones"
@@ -161,7 +151,7 @@ int ht_report_checks_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym)
 	char a[HT_FMT_LEN], b[HT_FMT_LEN];
 	ht_frame_t *frames = NULL;
 	size_t cap = 0;
-	rule(out, "LEAK CHECKS DURING THE RUN");
+	ht_report_rule(out, "LEAK CHECKS DURING THE RUN");
 	for (size_t i = 0; i < m->nchecks; i++) {
 		const ht_check_stat_t *c = &m->checks[i];
 		fprintf(out, "%scheck %" PRIu64 " at %s%s\n", i ? "\n" : "", c->check_id,
@@ -200,7 +190,7 @@ int ht_report_growth_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, 
 		ns += g[i].suspect;
 	char title[128];
 	snprintf(title, sizeof(title), "GROWTH SUSPECTS (%zu of %ld rising sites)", ns, n);
-	rule(out, title);
+	ht_report_rule(out, title);
 	fprintf(out, "  live bytes of each site at %d points over %s; trend = least-squares slope,\n"
 		     "  fit = R^2, highs = share of points setting a new high; suspects fit >= 0.80"
 		     " with highs >= 0.50\n",

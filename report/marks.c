@@ -17,20 +17,10 @@
 #include "report.h"
 #include "util.h"
 
-#define WIDTH 100
 #define DEFAULT_TOP 10
 
 const char ht_marks_no_tags_msg[] =
 	"no tags: the program tags no blocks (heaptrail_tag in heaptrail.h)";
-
-static void rule(FILE *out, const char *title)
-{
-	size_t n = strlen(title);
-	fprintf(out, "\n%s ", title);
-	for (size_t i = n + 1; i < WIDTH; i++)
-		fputc('-', out);
-	fputc('\n', out);
-}
 
 static int done(FILE *out)
 {
@@ -51,7 +41,7 @@ int ht_report_by_tag_text(FILE *out, const ht_marks_t *mk, const char *trace_pat
 	char title[96];
 	snprintf(title, sizeof(title), "ALLOCATIONS BY TAG (%zu tag%s)", mk->ntags - 1,
 		 mk->ntags == 2 ? "" : "s");
-	rule(out, title);
+	ht_report_rule(out, title);
 	if (mk->tag_events == 0)
 		fprintf(out, "  %s\n", ht_marks_no_tags_msg);
 	/* the tag column fits the longest name, within reason */
@@ -301,7 +291,7 @@ int ht_report_tag_text(FILE *out, const ht_model_t *m, const ht_marks_t *mk,
 			snprintf(dep, sizeof(dep), "all frames");
 		snprintf(title, sizeof(title), "CALL STACKS (%zu of %zu distinct, %s, at least %" PRIu64
 			 " allocation%s)", shown, nu, dep, o->min_count, o->min_count == 1 ? "" : "s");
-		rule(out, title);
+		ht_report_rule(out, title);
 		if (!shown)
 			fprintf(out, "  no stack made at least %" PRIu64 " allocations\n", o->min_count);
 		for (size_t i = 0; i < shown; i++) {
@@ -341,7 +331,7 @@ int ht_report_phases_text(FILE *out, const ht_marks_t *mk)
 	char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN], d[HT_FMT_LEN], e[HT_FMT_LEN];
 	char title[64];
 	snprintf(title, sizeof(title), "PHASES (%zu)", n);
-	rule(out, title);
+	ht_report_rule(out, title);
 	int col = 8;
 	for (size_t i = 0; i < n; i++) {
 		size_t l = strlen(mk->phases[idx[i]].name);

@@ -15,16 +15,6 @@
 #include "report.h"
 #include "util.h"
 
-#define WIDTH 100
-
-static void rule(FILE *out, const char *title)
-{
-	size_t n = strlen(title);
-	fprintf(out, "\n%s ", title);
-	for (size_t i = n + 1; i < WIDTH; i++)
-		fputc('-', out);
-	fputc('\n', out);
-}
 
 static const char *base_name(const char *p)
 {
@@ -98,7 +88,7 @@ int ht_report_pools_text(FILE *out, const ht_model_t *m)
 		return 0;
 	const ht_trace_t *t = m->trace;
 	char nb[32], a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN], d[HT_FMT_LEN], e[HT_FMT_LEN];
-	rule(out, "POOLS");
+	ht_report_rule(out, "POOLS");
 	fprintf(out, "  %-20s %12s %14s %7s %10s %12s %14s\n", "pool", "allocations", "bytes",
 		"resets", "destroyed", "live blocks", "live bytes");
 	for (size_t i = 0; i < m->npools; i++) {
@@ -121,7 +111,7 @@ int ht_report_snapshots_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sy
 	size_t cap = 0;
 	int err = 0;
 	char nb[32], a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN], lab[600];
-	rule(out, "SNAPSHOTS");
+	ht_report_rule(out, "SNAPSHOTS");
 	fprintf(out, "  %-16s %10s %14s %12s  %s\n", "snapshot", "time", "live bytes",
 		"live blocks", "top sites by live bytes");
 	for (size_t i = 0; i < m->nsnapshots && !err; i++) {

@@ -62,6 +62,9 @@ int ht_report_suppressions_json(FILE *out, const struct ht_leaks *l);
 int ht_report_checks_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym);
 int ht_report_growth_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym);
 
+/* A section title of the text reports: "\nTITLE ---...---" to 100 columns. */
+void ht_report_rule(FILE *out, const char *title);
+
 /* A site's stack as the text report prints it (leaf first, `function
  * file:line`); brief: its top frames only (it was printed in full above). */
 int ht_report_stack_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,

@@ -16,17 +16,7 @@
 #include "resources.h"
 #include "util.h"
 
-#define WIDTH 100
 #define MAX_TEXT_FRAMES 16
-
-static void rule(FILE *out, const char *title)
-{
-	size_t n = strlen(title);
-	fprintf(out, "\n%s ", title);
-	for (size_t i = n + 1; i < WIDTH; i++)
-		fputc('-', out);
-	fputc('\n', out);
-}
 
 /* Frames of a stack, from the program's first frame (past heaptrail.h's
  * inlined wrappers). *first: index of that frame. Returns the count, or a
@@ -113,7 +103,7 @@ int ht_report_resources_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sy
 	size_t cap = 0;
 	long first;
 	const char *when = t->ending == HT_ENDING_EXEC ? "exec" : "exit";
-	rule(out, "RESOURCE LEAKS");
+	ht_report_rule(out, "RESOURCE LEAKS");
 	fprintf(out,
 		"  file descriptors still open at %s: %" PRIu64 " (%" PRIu64 " opened, %" PRIu64
 		" closed; 0-2 and inherited ones are not counted)\n",

@@ -52,7 +52,7 @@ size_t ht_report_warnings(const ht_model_t *m, char buf[][HT_WARN_LEN], size_t m
 
 /* ---- helpers ------------------------------------------------------------------ */
 
-static void rule(FILE *out, const char *title)
+void ht_report_rule(FILE *out, const char *title)
 {
 	size_t n = strlen(title);
 	fprintf(out, "\n%s ", title);
@@ -300,7 +300,7 @@ static void print_summary(FILE *out, const ht_model_t *m)
 	const ht_totals_t *tt = &m->totals;
 	const ht_est_t *e = &tt->est;
 	char a[2 * HT_FMT_LEN], b[HT_FMT_LEN], cbuf[2 * HT_FMT_LEN], d[2 * HT_FMT_LEN];
-	rule(out, "SUMMARY");
+	ht_report_rule(out, "SUMMARY");
 	/* sampled: the totals the agent counted (END) are exact */
 	bool exact = !m->sample_rate || m->trace->have_end_counts;
 	fprintf(out, "  %-18s %14s", "allocations",
@@ -396,7 +396,7 @@ static void print_list(textctx_t *c, const char *title, ht_site_order_t order, h
 		snprintf(t, sizeof(t), "%s (top %zu of %zu sites)", title, shown, n);
 	else
 		snprintf(t, sizeof(t), "%s (%zu site%s)", title, n, n == 1 ? "" : "s");
-	rule(out, t);
+	ht_report_rule(out, t);
 	if (!n) {
 		fprintf(out, "  %s\n", none);
 		return;

@@ -16,174 +16,13 @@
 #include "trace_format.h"
 #include "util.h"
 
-/* ---- a tiny trace writer (as in test_reader.c) ------------------------------ */
+#include "trace_writer.h"
 
-typedef struct buf {
-	uint8_t *p;
-	size_t len, cap;
-} buf_t;
-
-static void put(buf_t *b, const void *d, size_t n)
+/* PROCESS of pid 4242 (thread 4242 is the main thread), no argv. */
+static void rec_process_main(buf_t *body)
 {
-	if (b->len + n > b->cap) {
-		b->cap = (b->len + n) * 2 + 64;
-		b->p = realloc(b->p, b->cap);
-		if (!b->p)
-			abort();
-	}
-	memcpy(b->p + b->len, d, n);
-	b->len += n;
+	rec_process(body, 0, NULL);
 }
-
-static void put_u8(buf_t *b, uint8_t v)
-{
-	put(b, &v, 1);
-}
-
-static void put_u(buf_t *b, uint64_t v)
-{
-	uint8_t tmp[HT_VARINT_MAX];
-	put(b, tmp, ht_varint_put(tmp, v));
-}
-
-static void put_s(buf_t *b, int64_t v)
-{
-	put_u(b, ht_zigzag(v));
-}
-
-static void put_str(buf_t *b, const char *s)
-{
-	put_u(b, strlen(s));
-	put(b, s, strlen(s));
-}
-
-/* Append payload as a record of body, then empty payload. */
-static void record(buf_t *body, uint8_t tag, buf_t *pl)
-{
-	put_u8(body, tag);
-	put_u(body, pl->len);
-	put(body, pl->p, pl->len);
-	pl->len = 0;
-}
-
-static void rec_process(buf_t *body)
-{
-	buf_t pl = { 0 };
-	put_u(&pl, 1);
-	put_u(&pl, 4);
-	put_str(&pl, "test");
-	put_u(&pl, 4242); /* pid: thread 4242 is the main thread */
-	put_u(&pl, 1);
-	put_u(&pl, 1700000000000000000ULL);
-	put_u(&pl, 123456789);
-	put_u(&pl, 4096);
-	put_u(&pl, 0);
-	put_u(&pl, 64);
-	put_str(&pl, "/usr/bin/prog");
-	put_u(&pl, 0);
-	record(body, HT_REC_PROCESS, &pl);
-	free(pl.p);
-}
-
-static void rec_end(buf_t *body, uint64_t time, uint64_t how, uint64_t status, uint64_t rss)
-{
-	buf_t pl = { 0 };
-	put_u(&pl, time);
-	put_u(&pl, how);
-	put_u(&pl, status);
-	put_u(&pl, rss);
-	put_u(&pl, 0);
-	record(body, HT_REC_END, &pl);
-	free(pl.p);
-}
-
-/* A thread block under construction. fn: the previous ENTER's function
- * (ENTER addresses are deltas on their own chain). */
-typedef struct blk {
-	buf_t pl;
-	uint64_t time, addr, fn;
-} blk_t;
-
-static void blk_begin(blk_t *k, uint64_t tid, uint64_t base)
-{
-	memset(k, 0, sizeof(*k));
-	put_u(&k->pl, tid);
-	put_u(&k->pl, base);
-	k->time = base;
-}
-
-static void ev_alloc(blk_t *k, uint64_t time, uint64_t addr, uint64_t size, uint64_t sid)
-{
-	put_u8(&k->pl, HT_EV_ALLOC);
-	put_u(&k->pl, time - k->time);
-	put_s(&k->pl, (int64_t)(addr - k->addr));
-	put_u(&k->pl, size);
-	put_u(&k->pl, sid);
-	k->time = time;
-	k->addr = addr;
-}
-
-static void ev_free(blk_t *k, uint64_t time, uint64_t addr)
-{
-	put_u8(&k->pl, HT_EV_FREE);
-	put_u(&k->pl, time - k->time);
-	put_s(&k->pl, (int64_t)(addr - k->addr));
-	k->time = time;
-	k->addr = addr;
-}
-
-static void blk_end(buf_t *body, blk_t *k)
-{
-	record(body, HT_REC_THREAD_BLOCK, &k->pl);
-	free(k->pl.p);
-}
-
-/* Header + body, compressed if asked. */
-static buf_t make_file(const buf_t *body, bool zstd, unsigned major)
-{
-	buf_t f = { 0 };
-	uint8_t hdr[HT_FILE_HEADER_LEN] = { 0 };
-	memcpy(hdr, HT_FILE_MAGIC, HT_FILE_MAGIC_LEN);
-	hdr[8] = (uint8_t)major;
-	hdr[10] = HT_FORMAT_MINOR;
-	hdr[12] = zstd ? HT_FILE_ZSTD : 0;
-	put(&f, hdr, sizeof(hdr));
-	if (zstd) {
-		size_t cap = ZSTD_compressBound(body->len);
-		uint8_t *z = malloc(cap);
-		size_t n = ZSTD_compress(z, cap, body->p, body->len, 3);
-		if (ZSTD_isError(n))
-			abort();
-		put(&f, z, n);
-		free(z);
-	} else {
-		put(&f, body->p, body->len);
-	}
-	return f;
-}
-
-static ht_model_t *load(const buf_t *file, ht_trace_t **t, int *rc)
-{
-	ht_model_t *m = NULL;
-	*rc = ht_reader_load_mem(file->p, file->len, NULL, t);
-	if (*rc == 0 && ht_model_build(*t, &m) != 0)
-		m = NULL;
-	return m;
-}
-
-
-static void ev_stack(blk_t *k, uint64_t sid, int depth, const uint64_t *ips)
-{
-	put_u8(&k->pl, HT_EV_STACK);
-	put_u(&k->pl, sid);
-	put_u(&k->pl, (uint64_t)depth);
-	uint64_t prev = 0;
-	for (int i = 0; i < depth; i++) {
-		put_s(&k->pl, (int64_t)(ips[i] - prev));
-		prev = ips[i];
-	}
-}
-
 
 /* Stacks 1..3, one distinct frame each (undefined ids would fold into one
  * unknown site). */
@@ -256,7 +95,7 @@ static const ht_leak_group_t *group_of(const ht_model_t *m, const ht_leaks_t *l,
 static buf_t classes_body(void)
 {
 	buf_t body = { 0 };
-	rec_process(&body);
+	rec_process_main(&body);
 	blk_t k;
 	blk_begin(&k, 4242, 0);
 	ev_stacks(&k);
@@ -376,7 +215,7 @@ static void test_classes(void)
 static void test_unclassified_and_exit(void)
 {
 	buf_t body = { 0 };
-	rec_process(&body);
+	rec_process_main(&body);
 	blk_t k;
 	blk_begin(&k, 4242, 0);
 	ev_alloc(&k, 1, 0x1000, 8, 1);
@@ -487,7 +326,7 @@ static void test_supp_file(void)
 static void test_growth(void)
 {
 	buf_t body = { 0 };
-	rec_process(&body);
+	rec_process_main(&body);
 	blk_t k;
 	blk_begin(&k, 4242, 0);
 	ev_stacks(&k);

@@ -64,14 +64,7 @@ def thread_events(path):
     blocks; a realloc counts one free and one allocation."""
     _, _, buf = body(path)
     threads = {}
-    pos = 0
-    while pos < len(buf):
-        tag = buf[pos]
-        n, p2 = _varint(buf, pos + 1)
-        payload = buf[p2:p2 + n]
-        if len(payload) != n:
-            raise TraceError("record at %d truncated" % pos)
-        pos = p2 + n
+    for tag, payload in _records(buf):
         if tag != REC_THREAD_BLOCK:
             continue
         q = 0

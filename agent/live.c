@@ -146,13 +146,15 @@ static void stack_def_keep(const uint8_t *p, size_t n)
 	stack_defs_len += n;
 }
 
-/* Slots keep the heap's locality: addresses within one MiB go to nearby
- * slots in their order (blocks allocated together are digested, and
- * often freed, together: the probes stay in cache), while MiB windows are
- * scattered by a multiplicative hash so that arenas do not collide. */
+/* Slots keep the heap's locality within a page: the 16-byte granules of
+ * one 4 KiB page map to a run of 256 slots in address order (blocks
+ * allocated together are digested, and often freed, together: their probes
+ * share cache lines), while pages are scattered by a multiplicative hash
+ * so that neither arenas nor dense pages pile up into long clusters. */
 static inline size_t hash_addr(uintptr_t a, size_t mask)
 {
-	return (size_t)((a >> 4) + (((a >> 20) * 0x9E3779B97F4A7C15ull) >> 40)) & mask;
+	uint64_t page = ((a >> 12) * 0x9E3779B97F4A7C15ull) >> 24;
+	return (size_t)((page << 8) + ((a >> 4) & 0xff)) & mask;
 }
 
 /* ---- the block table: open addressing, linear probing ------------------ */

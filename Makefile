@@ -157,7 +157,7 @@ fuzz: $(B)/fuzz/fuzz_reader
 programs: $(PROGS) $(B)/tests/libdlplugin.so
 bench: all $(BENCHES) $(B)/bench/api_arena_bare
 
-check: all $(B)/asan/heaptrail programs $(UNITS) $(B)/fuzz/replay_reader
+check: all $(B)/asan/heaptrail programs $(B)/examples/leaky $(UNITS) $(B)/fuzz/replay_reader
 	@sh tests/run.sh
 
 # The API is a header only (weak symbols resolved against the agent), so

@@ -389,6 +389,9 @@ void ht_finish(unsigned how, unsigned status);
 /* Flush all and mark the trace with an EXEC record before exec. */
 void ht_before_exec(const char *path);
 void ht_after_failed_exec(void);
+/* Where the exiting thread's live stack begins (exit, _exit, return from
+ * main): the leak scan at the end reads that thread's stack from sp up. */
+void ht_note_exit_sp(uintptr_t sp);
 /* Our handler for fatal signals; hooks.c hides it from the program. */
 void ht_fatal_signal_handler(int sig);
 bool ht_is_fatal_signal(int sig);

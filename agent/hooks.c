@@ -902,6 +902,12 @@ int heaptrail_agent_pool_alloc(const void *pool, void *p, size_t size)
 
 HT_EXPORT void exit(int status)
 {
+	/* The leak scan at the end reads this thread's stack from here up:
+	 * the exit machinery's frames below hold stale copies of pointers the
+	 * program dropped. The program's callee-saved registers are spilled
+	 * into this frame first, so that a pointer held only there counts. */
+	__builtin_unwind_init();
+	ht_note_exit_sp((uintptr_t)__builtin_frame_address(0) - 64);
 	if (HT_UNLIKELY(!real_malloc))
 		resolve_reals();
 	atomic_store(&ht_exit_code, status & 0xff);
@@ -911,6 +917,8 @@ HT_EXPORT void exit(int status)
 
 HT_EXPORT void _exit(int status)
 {
+	__builtin_unwind_init(); /* as in exit() */
+	ht_note_exit_sp((uintptr_t)__builtin_frame_address(0) - 64);
 	if (HT_UNLIKELY(!real_malloc))
 		resolve_reals();
 	ht_finish(HT_END_UNDERSCORE_EXIT, (unsigned)status & 0xff);
@@ -1079,6 +1087,8 @@ static main_fn real_main;
 static int main_wrapper(int argc, char **argv, char **envp)
 {
 	int r = real_main(argc, argv, envp);
+	/* main's frames are dead now: the leak scan starts above them */
+	ht_note_exit_sp((uintptr_t)__builtin_frame_address(0));
 	atomic_store(&ht_exit_code, r & 0xff);
 	atomic_store(&ht_exit_code_known, true);
 	return r;

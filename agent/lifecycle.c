@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -307,6 +308,19 @@ void ht_init(void)
 	ht_guard--;
 }
 
+static uintptr_t exit_sp;
+static pid_t exit_tid;
+
+void ht_note_exit_sp(uintptr_t sp)
+{
+	/* the first one counts (exit() from an atexit handler does not move
+	 * it); a vfork child, on our memory, must not set it */
+	if (!exit_sp && getpid() == ht_pid) {
+		exit_tid = (pid_t)syscall(SYS_gettid);
+		exit_sp = sp;
+	}
+}
+
 void ht_finish(unsigned how, unsigned status)
 {
 	/* A vfork child shares our memory: it must not touch the parent's
@@ -322,6 +336,8 @@ void ht_finish(unsigned how, unsigned status)
 	 * just below the frame address, where they are pushed). */
 	__builtin_unwind_init();
 	uintptr_t sp = (uintptr_t)__builtin_frame_address(0) - 64;
+	if (exit_sp && exit_tid == (pid_t)syscall(SYS_gettid))
+		sp = exit_sp; /* the exit path's frames are not the program's */
 	/* Exit and _exit wait as long as it takes; a signal handler must not
 	 * hang if the crashing thread holds the lock itself. */
 	if (ht_lock_timed(&ht_writer_lock, how == HT_END_SIGNAL ? 2000 : 60000)) {

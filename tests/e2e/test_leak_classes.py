@@ -21,6 +21,9 @@ bytes under 128.
   leaks.classes.exitcode     run --leak-exitcode 23: 23 when definite or indirect
                              leaks remain (list), 0 when only possible and
                              reachable ones do (interior)
+  leaks.classes.example     the README's example (examples/leaky.c, which returns
+                             from main right after dropping its last pointers):
+                             classes and bytes equal memcheck's exactly
   leaks.classes.summary      summary mode: `heaptrail leaks` on the summary file
                              gives the same per-class totals as the full trace
   leaks.classes.off          leak_check=0: no LEAKS record, the run is normal
@@ -194,6 +197,24 @@ def t_summary(t):
     t.eq("summary mode's classes == the full trace's", full, json_classes(t, tr.out_path))
 
 
+def t_example(t):
+    from harness import BUILD
+    need_tools(t)
+    prog = BUILD / "examples" / "leaky"
+    t.need(prog.exists(), "%s not built (make build/examples/leaky)" % prog)
+    tr = memo(("leak_classes", "example"),
+              lambda: heaptrail_run([str(prog)], timeout=TIMEOUT))
+    t.need(tr.proc.rc == 0 and tr.out_path.exists(), "leaky under heaptrail: %s" % tail(tr.proc.err))
+    ht = tracefile.leak_totals(str(tr.out_path))
+    t.need(ht is not None, "no LEAKS record")
+    import re
+    vg = memcheck_single(t, ("leaky-classes",), [str(prog)])
+    for kind in KINDS:
+        m = re.search(VG_NAMES[kind] + r": ([\d,]+) bytes in ([\d,]+) blocks", vg.log)
+        want = [int(m.group(2).replace(",", "")), int(m.group(1).replace(",", ""))] if m else [0, 0]
+        t.eq("%s [blocks, bytes]" % kind, want, ht[kind])
+
+
 TESTS = [("leaks.classes." + s, check_scenario(s)) for s in SCENARIOS] + [
     ("leaks.classes.complete", t_complete),
     ("leaks.classes.off", t_off),
@@ -202,4 +223,5 @@ TESTS = [("leaks.classes." + s, check_scenario(s)) for s in SCENARIOS] + [
     ("leaks.classes.report", t_report),
     ("leaks.classes.exitcode", t_exitcode),
     ("leaks.classes.summary", t_summary),
+    ("leaks.classes.example", t_example),
 ]

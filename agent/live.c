@@ -15,10 +15,13 @@
  *    (its free is on its way, or was seen): dropped;
  *  - a free older than the entry at its address belongs to an earlier
  *    block there: dropped;
- *  - a free that finds no entry is kept aside as an orphan; an allocation
- *    at that address no later than the orphan is the block it freed (both
- *    vanish). Orphans older than a few seconds of trace time are frees of
- *    blocks the agent never saw, and are forgotten.
+ *  - a free that finds no entry is kept aside as an orphan; when a block
+ *    of events is done, an orphan frees the live block at its address if
+ *    that block is older than the free (the latest such allocation of
+ *    the block, not the first: the thread may have freed and reused the
+ *    address meanwhile); a newer block leaves the orphan waiting.
+ *    Orphans older than a few seconds of trace time are frees of blocks
+ *    the agent never saw, and are forgotten.
  * Within one thread events come in order, so equal times mean "in order".
  */
 #include <errno.h>
@@ -31,11 +34,6 @@
  * older than that cannot meet their allocation any more. */
 #define ORPHAN_MAX_AGE_NS 2000000000ull
 
-typedef struct {
-	uintptr_t addr; /* 0: empty slot */
-	uint64_t time;
-	uint32_t tid;
-} orphan_t;
 
 typedef struct {
 	ht_live_block_t *slots;
@@ -44,8 +42,6 @@ typedef struct {
 } live_table_t;
 
 static live_table_t blocks;
-static orphan_t *orphans;
-static size_t orphan_mask, orphan_count;
 static uint64_t newest_time;	/* latest event time digested */
 static uint64_t orphans_swept_at;
 static size_t pool_blocks;	/* live blocks with a pool: resets must look */
@@ -147,14 +143,15 @@ static void stack_def_keep(const uint8_t *p, size_t n)
 }
 
 /* Slots keep the heap's locality within a page: the 16-byte granules of
- * one 4 KiB page map to a run of 256 slots in address order (blocks
- * allocated together are digested, and often freed, together: their probes
- * share cache lines), while pages are scattered by a multiplicative hash
- * so that neither arenas nor dense pages pile up into long clusters. */
+ * one 4 KiB page map to a run of slots in address order (blocks allocated
+ * together are digested, and often freed, together: their probes share
+ * cache lines), each page's run starting at a slot its multiplicative hash
+ * picks, so that neither arenas nor dense pages line up into long
+ * clusters, whatever the table's size. */
 static inline size_t hash_addr(uintptr_t a, size_t mask)
 {
 	uint64_t page = ((a >> 12) * 0x9E3779B97F4A7C15ull) >> 24;
-	return (size_t)((page << 8) + ((a >> 4) & 0xff)) & mask;
+	return (size_t)(page + ((a >> 4) & 0xff)) & mask;
 }
 
 /* ---- the block table: open addressing, linear probing ------------------ */
@@ -235,76 +232,45 @@ static ht_live_block_t *table_upsert(live_table_t *t, uintptr_t addr, bool *fres
 	return &t->slots[i];
 }
 
-/* ---- orphan frees ---------------------------------------------------------- */
+/* ---- orphan frees ----------------------------------------------------------
+ * A table like the blocks' (entries: address, time, thread), so that
+ * adding and removing one is as cheap as for a block: with threads that
+ * free each other's blocks, an orphan is met every few thousand events. */
 
-static orphan_t *orphan_find(uintptr_t addr)
+static live_table_t orphans;
+static bool orphans_pending; /* a digested allocation met an orphan */
+
+static ht_live_block_t *orphan_find(uintptr_t addr)
 {
-	if (!orphans)
-		return NULL;
-	for (size_t i = hash_addr(addr, orphan_mask);; i = (i + 1) & orphan_mask) {
-		if (orphans[i].addr == addr)
-			return &orphans[i];
-		if (!orphans[i].addr)
-			return NULL;
-	}
+	return orphans.count ? table_find(&orphans, addr) : NULL;
 }
 
-/* Rebuilds the orphan table, keeping only orphans not older than
- * min_time, at a size fit for them. */
-static void orphans_rebuild(uint64_t min_time, size_t extra)
-{
-	size_t keep = 0;
-	for (size_t i = 0; orphans && i <= orphan_mask; i++)
-		keep += orphans[i].addr && orphans[i].time >= min_time;
-	size_t cap = 256;
-	while (cap < (keep + extra) * 2)
-		cap *= 2;
-	orphan_t *o = ht_mmap(cap * sizeof *o);
-	if (!o)
-		return;
-	size_t n = 0;
-	for (size_t i = 0; orphans && i <= orphan_mask; i++) {
-		if (!orphans[i].addr || orphans[i].time < min_time)
-			continue;
-		size_t j = hash_addr(orphans[i].addr, cap - 1);
-		while (o[j].addr)
-			j = (j + 1) & (cap - 1);
-		o[j] = orphans[i];
-		n++;
-	}
-	if (orphans)
-		ht_munmap(orphans, (orphan_mask + 1) * sizeof *o);
-	orphans = o;
-	orphan_mask = cap - 1;
-	orphan_count = n;
-}
-
+/* An orphan counts its frees (size): several threads can free blocks at
+ * one address whose allocations are all still on their way. Its time is
+ * the latest of them. */
 static void orphan_add(uintptr_t addr, uint64_t time, uint32_t tid)
 {
-	if (!orphans || (orphan_count + 1) * 2 > orphan_mask + 1) {
-		uint64_t min = newest_time > ORPHAN_MAX_AGE_NS ? newest_time - ORPHAN_MAX_AGE_NS : 0;
-		orphans_rebuild(min, 1);
-		if (!orphans)
-			return;
+	bool fresh;
+	ht_live_block_t *o = table_upsert(&orphans, addr, &fresh);
+	if (!o)
+		return; /* out of memory: the block will look leaked */
+	if (fresh)
+		o->size = 0;
+	o->size++;
+	if (fresh || time >= o->time) {
+		o->time = time;
+		o->tid = tid;
 	}
-	orphan_t *o = orphan_find(addr);
-	if (!o) {
-		size_t i = hash_addr(addr, orphan_mask);
-		while (orphans[i].addr)
-			i = (i + 1) & orphan_mask;
-		o = &orphans[i];
-		orphan_count++;
-	}
-	o->addr = addr;
-	o->time = time;
-	o->tid = tid;
 }
 
-static void orphan_remove(orphan_t *o)
+/* Forgets orphans older than min_time: frees of blocks never seen. */
+static void orphans_sweep(uint64_t min_time)
 {
-	/* Rare (a free overtaking its allocation): rebuild without it. */
-	o->time = 0;
-	orphans_rebuild(1, 0);
+	for (size_t i = 0; orphans.slots && i <= orphans.mask; i++) {
+		ht_live_block_t *o = &orphans.slots[i];
+		while (o->addr && o->time < min_time)
+			table_remove(&orphans, o); /* moves a later entry into o */
+	}
 }
 
 /* ---- applying events ------------------------------------------------------- */
@@ -323,15 +289,12 @@ static void site_free(const ht_live_block_t *e)
 static void live_alloc(uintptr_t addr, uint64_t size, uint64_t time, uint32_t tid,
 		       uint64_t pool, bool custom, uint32_t stack_id)
 {
-	orphan_t *o = orphan_count ? orphan_find(addr) : NULL;
-	if (o) {
-		bool freed = o->time > time || (o->time == time && o->tid == tid);
-		if (freed) {
-			orphan_remove(o); /* the free arrived first: nothing is live */
-			return;
-		}
-		orphan_remove(o); /* an older free of something else */
-	}
+	/* An orphan here may be this block's free; but a later allocation of
+	 * the same block of events may be the one it freed (the thread freed
+	 * and reallocated the address meanwhile): settled when the block is
+	 * done (orphans_resolve). */
+	if (orphans.count && orphan_find(addr))
+		orphans_pending = true;
 	bool fresh;
 	ht_live_block_t *e = table_upsert(&blocks, addr, &fresh);
 	if (HT_UNLIKELY(!e)) {
@@ -376,6 +339,16 @@ static void live_alloc(uintptr_t addr, uint64_t size, uint64_t time, uint32_t ti
 	}
 }
 
+static void entry_remove(ht_live_block_t *e)
+{
+	ht_live_stats.bytes -= e->size;
+	if (e->pool)
+		pool_blocks--;
+	site_free(e);
+	table_remove(&blocks, e);
+	ht_live_stats.blocks = blocks.count;
+}
+
 static void live_free(uintptr_t addr, uint64_t time, uint32_t tid)
 {
 	ht_live_block_t *e = table_find(&blocks, addr);
@@ -385,12 +358,25 @@ static void live_free(uintptr_t addr, uint64_t time, uint32_t tid)
 	}
 	if (e->time > time || (e->time == time && e->tid != tid))
 		return; /* frees an earlier block at this address */
-	ht_live_stats.bytes -= e->size;
-	if (e->pool)
-		pool_blocks--;
-	site_free(e);
-	table_remove(&blocks, e);
-	ht_live_stats.blocks = blocks.count;
+	entry_remove(e);
+}
+
+/* After a block with allocations at orphans' addresses: an orphan frees
+ * the live block at its address if that block is older than the free. */
+static void orphans_resolve(void)
+{
+	for (size_t i = 0; orphans.slots && i <= orphans.mask; i++) {
+		ht_live_block_t *o = &orphans.slots[i];
+		while (o->addr) {
+			ht_live_block_t *e = table_find(&blocks, o->addr);
+			if (!e || e->time > o->time || (e->time == o->time && e->tid != o->tid))
+				break; /* still waiting for its own allocation */
+			entry_remove(e);
+			if (--o->size)
+				break;
+			table_remove(&orphans, o); /* moves a later orphan into o */
+		}
+	}
 }
 
 /* A pool reset or destroyed at time: every block of it allocated before
@@ -548,11 +534,15 @@ void ht_live_digest(const ht_block_t *b)
 			break;
 		}
 	}
+	if (orphans_pending) {
+		orphans_pending = false;
+		orphans_resolve();
+	}
 	if (time > newest_time)
 		newest_time = time;
-	if (orphan_count && newest_time - orphans_swept_at > ORPHAN_MAX_AGE_NS) {
+	if (orphans.count && newest_time - orphans_swept_at > ORPHAN_MAX_AGE_NS) {
 		orphans_swept_at = newest_time;
-		orphans_rebuild(newest_time - ORPHAN_MAX_AGE_NS, 0);
+		orphans_sweep(newest_time - ORPHAN_MAX_AGE_NS);
 	}
 }
 

@@ -26,6 +26,7 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -224,7 +225,7 @@ static void after_fault(void)
 }
 
 /* Scans a root range. */
-static void scan_root(uintptr_t lo, uintptr_t hi)
+static void scan_root_piece(uintptr_t lo, uintptr_t hi)
 {
 	in_libc_data = lo < ht_libc_data_hi && hi > ht_libc_data_lo;
 	if (sigsetjmp(fault_jmp, 0) == 0) {
@@ -235,6 +236,44 @@ static void scan_root(uintptr_t lo, uintptr_t hi)
 	}
 	scanning = false;
 	in_libc_data = false;
+}
+
+/* Big mappings (a runtime's reserved heap, sparse arrays) are mostly
+ * pages never touched: they hold zeros, and reading them would fault
+ * each one in. Only the resident pages of those are read (mincore); a
+ * page swapped out is skipped with them, which may miss a pointer on a
+ * machine that swaps. */
+#define SCAN_SPARSE_MIN (16u << 20)
+#define SCAN_WINDOW (4u << 20)
+
+static void scan_root(uintptr_t lo, uintptr_t hi)
+{
+	if (hi - lo < SCAN_SPARSE_MIN) {
+		scan_root_piece(lo, hi);
+		return;
+	}
+	static unsigned char vec[SCAN_WINDOW / 4096];
+	uintptr_t page_lo = lo & ~(uintptr_t)4095;
+	for (uintptr_t w = page_lo; w < hi; w += SCAN_WINDOW) {
+		uintptr_t we = w + SCAN_WINDOW < hi ? w + SCAN_WINDOW : hi;
+		size_t npages = (we - w + 4095) / 4096;
+		if (mincore((void *)w, we - w, vec) != 0) {
+			scan_root_piece(w < lo ? lo : w, we); /* unknown: read it all */
+			continue;
+		}
+		for (size_t i = 0; i < npages;) {
+			if (!(vec[i] & 1)) {
+				i++;
+				continue;
+			}
+			size_t j = i;
+			while (j < npages && (vec[j] & 1))
+				j++;
+			uintptr_t a = w + i * 4096, b = w + j * 4096;
+			scan_root_piece(a < lo ? lo : a, b > we ? we : b);
+			i = j;
+		}
+	}
 }
 
 static void drain(int mode, size_t leader)

@@ -21,6 +21,10 @@ bytes under 128.
   leaks.classes.exitcode     run --leak-exitcode 23: 23 when definite or indirect
                              leaks remain (list), 0 when only possible and
                              reachable ones do (interior)
+  leaks.classes.sparse       a 4 GiB mapping with one page in use holds the only
+                             pointer to a block: reachable (the scan reads the
+                             resident pages of big mappings only), and the lost
+                             block definite; by construction
   leaks.classes.example     the README's example (examples/leaky.c, which returns
                              from main right after dropping its last pointers):
                              classes and bytes equal memcheck's exactly
@@ -215,6 +219,16 @@ def t_example(t):
         t.eq("%s [blocks, bytes]" % kind, want, ht[kind])
 
 
+def t_sparse(t):
+    path = traced(t, "sparse")
+    ht = tracefile.leak_totals(str(path))
+    t.need(ht is not None, "no LEAKS record")
+    got = {k: ht[k] for k in KINDS}
+    # libc's own blocks (stdio and the like) do not occur in this scenario
+    t.eq("classes", {"definite": [1, 50], "indirect": [0, 0], "possible": [0, 0],
+                     "reachable": [1, 100]}, got)
+
+
 TESTS = [("leaks.classes." + s, check_scenario(s)) for s in SCENARIOS] + [
     ("leaks.classes.complete", t_complete),
     ("leaks.classes.off", t_off),
@@ -224,4 +238,5 @@ TESTS = [("leaks.classes." + s, check_scenario(s)) for s in SCENARIOS] + [
     ("leaks.classes.exitcode", t_exitcode),
     ("leaks.classes.summary", t_summary),
     ("leaks.classes.example", t_example),
+    ("leaks.classes.sparse", t_sparse),
 ]

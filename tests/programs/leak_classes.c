@@ -25,6 +25,9 @@
  *             (definite)
  *   mixed     all of the above at once
  *   exit_      like list, leaving through _exit
+ *   sparse     a 4 GiB anonymous mapping, one page of it used, holds the
+ *              only pointer to a 100-byte block (reachable); a 50-byte
+ *              block is dropped (definite)
  *   ondemand   like list, then heaptrail_leak_check() and SIGUSR2: two
  *              checks while running, each with list's classes
  */
@@ -36,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "heaptrail.h"
@@ -183,6 +187,17 @@ static NOINLINE void scenario_dlopen(void)
 	leak(10); /* 1010 bytes, dropped */
 }
 
+static NOINLINE void scenario_sparse(void)
+{
+	char *big = mmap(NULL, 4ul << 30, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (big == MAP_FAILED)
+		exit(2);
+	*(void **)(big + (3ul << 30)) = malloc(100);
+	char *lost = malloc(50);
+	memset(lost, 0, 50);
+}
+
 int main(int argc, char **argv)
 {
 	const char *s = argc > 1 ? argv[1] : "mixed";
@@ -199,6 +214,8 @@ int main(int argc, char **argv)
 		scenario_tls();
 	if (all || !strcmp(s, "dlopen"))
 		scenario_dlopen();
+	if (!strcmp(s, "sparse"))
+		scenario_sparse();
 	if (all || !strcmp(s, "thread") || !strcmp(s, "tls"))
 		start_holder();
 	wipe_stack();

@@ -423,8 +423,31 @@ HT_NOINLINE static void *malloc_full(size_t size)
 	ALLOC_HOOK_BODY(HT_FN_MALLOC, size, real_malloc(size));
 }
 
+/* malloc and calloc, whose failure the program sees as NULL anyway, go
+ * one step further: a call that is only counted is counted first and the
+ * real function is then tail-called (no frame, no register saved). A
+ * failed call would be counted as an allocation; only requests under
+ * 1 MiB take this path, which fail only when the machine is out of memory. */
+#define HT_TAIL_MAX (1u << 20)
+
+static inline bool sample_count_first(size_t size)
+{
+	ht_thread_t *t = sampled_thread();
+	if (HT_UNLIKELY(!t) || HT_UNLIKELY(size >= HT_TAIL_MAX))
+		return false;
+	int64_t left = t->sample_left - (int64_t)size;
+	if (HT_UNLIKELY(left <= 0))
+		return false;
+	t->sample_left = left;
+	t->n_allocs++;
+	t->n_bytes += size;
+	return true;
+}
+
 HT_EXPORT void *malloc(size_t size)
 {
+	if (HT_LIKELY(sample_count_first(size)))
+		return real_malloc(size);
 	SAMPLED_ALLOC_BODY(HT_FN_MALLOC, size, real_malloc(size), malloc_full(size), NULL);
 }
 
@@ -444,6 +467,9 @@ HT_NOINLINE static void *calloc_full(size_t n, size_t size)
 
 HT_EXPORT void *calloc(size_t n, size_t size)
 {
+	size_t total;
+	if (HT_LIKELY(!__builtin_mul_overflow(n, size, &total)) && HT_LIKELY(sample_count_first(total)))
+		return real_calloc(n, size);
 	SAMPLED_ALLOC_BODY(HT_FN_CALLOC, n * size, real_calloc(n, size), calloc_full(n, size), NULL);
 }
 

@@ -345,6 +345,9 @@ extern _Atomic unsigned ht_agent_flags;
 void ht_modules_refresh(void);
 /* Forget what was written (a new trace file starts) and write all again. */
 void ht_modules_rewrite_all(void);
+/* The PT_GNU_RELRO ranges of the loaded modules (read-only after start-up,
+ * roots of the leak scan all the same): fills out, returns how many. */
+unsigned ht_modules_relro(uintptr_t (*out)[2], unsigned cap);
 /* True if addr lies in a module already written to the trace. */
 bool ht_modules_known(uintptr_t addr);
 /* Address range of libheaptrail.so, to drop our own frames. */

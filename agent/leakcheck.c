@@ -297,6 +297,7 @@ static void drain(int mode, size_t leader)
 static uintptr_t (*excl)[2];
 static unsigned n_excl;
 #define EXCL_MAX (8192 + 256)
+#define HT_MAX_RELRO 4096 /* as many as modules.c keeps */
 
 static void excl_add(uintptr_t lo, uintptr_t hi)
 {
@@ -340,13 +341,46 @@ static void scan_root_minus_excl(uintptr_t lo, uintptr_t hi)
 		scan_root(cur, hi);
 }
 
-/* True if [lo, hi) holds the start of a malloc-family block: heap memory. */
-static bool holds_heap(uintptr_t lo, uintptr_t hi)
+/* glibc's heaps: the main arena is the [heap] (brk) mapping; every other
+ * arena's heap is a HEAP_MAX-aligned mapping (64 MiB on 64-bit), and a
+ * block of HT_MMAP_CHUNK_BIT is a mapping of its own. */
+#define HEAP_MAX ((uintptr_t)64 << 20)
+#define MMAPPED_CHUNK 0x2 /* glibc's IS_MMAPPED, in the size word before a block */
+
+/* Scans the mapping [lo, hi) as roots minus the heap in it: the arena
+ * heaps its small blocks live in (free chunks there hold stale pointers),
+ * and blocks that are mappings of their own or the program's (they are
+ * scanned only when reached). The kernel merges adjacent anonymous
+ * mappings into one, so an arena or a big block can share a line of
+ * /proc/self/maps with the program's own memory (Python's object arenas,
+ * for one): only the heap part is left out. */
+static void scan_mapping(uintptr_t lo, uintptr_t hi)
 {
-	for (size_t i = lower_bound(lo); i < n_blk && blk[i].addr < hi; i++)
-		if (!(blk[i].size & CUSTOM_BIT))
-			return true;
-	return false;
+	uintptr_t cur = lo;
+	for (size_t i = lower_bound(lo); i < n_blk && blk[i].addr < hi;) {
+		uintptr_t a = blk[i].addr, from, to;
+		bool custom = blk[i].size & CUSTOM_BIT;
+		if (!custom && !(*(const size_t *)(a - 8) & MMAPPED_CHUNK)) {
+			from = a & ~(HEAP_MAX - 1); /* the arena heap holding it */
+			to = from + HEAP_MAX;
+		} else {
+			from = custom ? a : a - 16; /* an mmapped chunk's header */
+			to = a + blk_size(i);
+		}
+		if (from < lo)
+			from = lo;
+		if (to > hi)
+			to = hi;
+		if (from > cur)
+			scan_root_minus_excl(cur, from);
+		if (to > cur)
+			cur = to;
+		i++;
+		while (i < n_blk && blk[i].addr < cur) /* inside what was just left out */
+			i++;
+	}
+	if (cur < hi)
+		scan_root_minus_excl(cur, hi);
 }
 
 static uintptr_t parse_hex(const char **s)
@@ -412,13 +446,20 @@ static void scan_roots(uintptr_t sp)
 			continue;
 		if (!ht_strncmp(path, "/dev/", 5) && ht_strncmp(path, "/dev/zero", 9))
 			continue;
-		if (holds_heap(lo, hi))
-			continue;
+		if (!ht_strncmp(path, "[heap]", 6))
+			continue; /* the main arena */
 		if (sp >= lo && sp < hi) /* our own stack: from sp up */
 			lo = sp;
-		scan_root_minus_excl(lo, hi);
+		scan_mapping(lo, hi);
 	}
 	ht_munmap(maps, maps_cap);
+	/* relro (.data.rel.ro, .got): pointers stored before start-up made
+	 * them read-only, e.g. in the loader's own tables. Those mappings are
+	 * r--p, so the pass above did not read them. */
+	static uintptr_t relro[HT_MAX_RELRO][2];
+	unsigned nr = ht_modules_relro(relro, HT_MAX_RELRO);
+	for (unsigned i = 0; i < nr; i++)
+		scan_root_minus_excl(relro[i][0], relro[i][1]);
 }
 
 /* ---- the check --------------------------------------------------------- */

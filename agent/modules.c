@@ -25,6 +25,7 @@ typedef struct module {
 	uintptr_t bias;
 	uintptr_t lo, hi; /* union of its PT_LOAD segments */
 	uint64_t name_hash;
+	uintptr_t relro_lo, relro_hi; /* PT_GNU_RELRO: read-only after start-up */
 	bool seen; /* found in the current dl_iterate_phdr pass */
 } module_t;
 
@@ -184,6 +185,14 @@ static int visit(struct dl_phdr_info *info, size_t size, void *arg)
 	m->lo = lo;
 	m->hi = hi;
 	m->name_hash = h;
+	m->relro_lo = m->relro_hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_GNU_RELRO) {
+			m->relro_lo = info->dlpi_addr + ph->p_vaddr;
+			m->relro_hi = m->relro_lo + ph->p_memsz;
+		}
+	}
 	m->seen = true;
 	write_module(m, info, path);
 	if (m == &modules[nmodules])
@@ -323,4 +332,20 @@ void ht_modules_fork_parent(void)
 void ht_modules_fork_child(void)
 {
 	ht_lock_reset(&module_lock);
+}
+
+unsigned ht_modules_relro(uintptr_t (*out)[2], unsigned cap)
+{
+	/* racy read of an append-only array (unloads clear id): at worst a
+	 * module loaded this instant is missed */
+	unsigned n = __atomic_load_n(&nmodules, __ATOMIC_ACQUIRE), k = 0;
+	for (unsigned i = 0; i < n && k < cap; i++) {
+		const module_t *m = &modules[i];
+		if (m->id && m->relro_hi > m->relro_lo) {
+			out[k][0] = m->relro_lo;
+			out[k][1] = m->relro_hi;
+			k++;
+		}
+	}
+	return k;
 }

@@ -4,7 +4,8 @@ scan the agent runs at exit, against valgrind memcheck.
 tests/programs/leak_classes.c builds blocks of every class in one scenario
 per argument (lists with a lost head, trees, cycles, interior pointers, a
 block held only by a waiting thread's stack, TLS of two threads, a global of
-a dlopen'ed library, all at once, and an exit through _exit). For each, the
+a dlopen'ed library, all at once, an exit through _exit, and a pointer held
+in memory the kernel merged into one mapping with a big block). For each, the
 LEAKS record of the trace (read by tests/e2e/tracefile.py, independently of
 the CLI) must give memcheck's LEAK SUMMARY: blocks per class exactly, bytes
 per class exactly, but for one block: the thread-local storage vector glibc
@@ -21,6 +22,10 @@ bytes under 128.
   leaks.classes.exitcode     run --leak-exitcode 23: 23 when definite or indirect
                              leaks remain (list), 0 when only possible and
                              reachable ones do (interior)
+  leaks.classes.pymalloc     /usr/bin/python3 with its own object allocator (pymalloc's
+                             arenas are anonymous mappings the kernel merges with
+                             glibc's big blocks): definitely and indirectly lost
+                             equal memcheck's, possibly + still reachable too
   leaks.classes.sparse       a 4 GiB mapping with one page in use holds the only
                              pointer to a block: reachable (the scan reads the
                              resident pages of big mappings only), and the lost
@@ -48,7 +53,8 @@ from harness import PROGS, heaptrail_run, memcheck_single, memo, need_tools, tai
 
 TIMEOUT = 60
 PROG = "leak_classes"
-SCENARIOS = ["list", "tree", "cycle", "interior", "thread", "tls", "dlopen", "mixed", "exit_"]
+SCENARIOS = ["list", "tree", "cycle", "interior", "thread", "tls", "dlopen", "mixed", "exit_",
+             "merged"]
 THREADED = {"thread", "tls", "mixed"}
 VG_NAMES = {"definite": "definitely lost", "indirect": "indirectly lost",
             "possible": "possibly lost", "reachable": "still reachable"}
@@ -136,7 +142,36 @@ def t_ondemand(t):
         t.eq("classes of check %d" % c, want, tracefile.leak_totals(str(path), c))
 
 
+DLFO_BYTES = 2304  # glibc 2.36's dl_find_object segment for this many objects
 PY_CODE = "import json; x = [{'a': i} for i in range(1000)]"
+PYMALLOC_CODE = "import json; d = [{'k': i, 'v': [i] * 10} for i in range(3000)]; s = json.dumps(d[:500])"
+
+
+def t_pymalloc(t):
+    import re
+    py = "/usr/bin/python3"
+    t.need(os.path.exists(py), "no /usr/bin/python3")
+    need_tools(t)
+    env = dict(os.environ)
+    env.pop("PYTHONMALLOC", None)
+    tr = memo(("leak_classes", "pymalloc"),
+              lambda: heaptrail_run([py, "-c", PYMALLOC_CODE], env=env, timeout=TIMEOUT))
+    t.need(tr.proc.rc == 0 and tr.out_path.exists(), "python under heaptrail: %s %s" % (
+        tr.proc.describe(), tail(tr.proc.err)))
+    ht = tracefile.leak_totals(str(tr.out_path))
+    t.need(ht is not None, "no LEAKS record")
+    vg = memcheck_single(t, ("pymalloc-classes",), [py, "-c", PYMALLOC_CODE], env=env)
+    mc = {}
+    for kind in VG_NAMES:
+        m = re.search(VG_NAMES[kind] + r": ([\d,]+) bytes in ([\d,]+) blocks", vg.log)
+        mc[kind] = [int(m.group(2).replace(",", "")), int(m.group(1).replace(",", ""))] if m else [0, 0]
+    for kind in ("definite", "indirect"):
+        t.eq("%s [blocks, bytes]" % kind, mc[kind], ht[kind])
+    # memcheck itself calls the loader's 2,304-byte dl_find_object segment
+    # possibly lost in some runs and still reachable in others: the two
+    # classes are compared together
+    both = lambda c: [c["possible"][0] + c["reachable"][0], c["possible"][1] + c["reachable"][1]]
+    t.eq("possible + reachable [blocks, bytes]", both(mc), both(ht))
 
 
 def t_python(t):
@@ -159,6 +194,13 @@ def t_python(t):
     for kind in ("definite", "indirect", "possible"):
         m = re.search(VG_NAMES[kind] + r": ([\d,]+) bytes in ([\d,]+) blocks", vg.log)
         want = [int(m.group(2).replace(",", "")), int(m.group(1).replace(",", ""))] if m else [0, 0]
+        if kind == "possible" and want != ht[kind]:
+            # the loader's 2,304-byte dl_find_object segment is possibly
+            # lost or still reachable from run to run, in either tool
+            d = [want[0] - ht[kind][0], want[1] - ht[kind][1]]
+            t.check(d in ([1, DLFO_BYTES], [-1, -DLFO_BYTES]),
+                    "possibly lost: memcheck %r, heaptrail %r" % (want, ht[kind]))
+            continue
         t.eq("%s [blocks, bytes]" % kind, want, ht[kind])
     t.check(ht["possible"][0] > 0, "python has no possibly lost blocks: the test checks nothing")
 
@@ -234,6 +276,7 @@ TESTS = [("leaks.classes." + s, check_scenario(s)) for s in SCENARIOS] + [
     ("leaks.classes.off", t_off),
     ("leaks.classes.ondemand", t_ondemand),
     ("leaks.classes.python", t_python),
+    ("leaks.classes.pymalloc", t_pymalloc),
     ("leaks.classes.report", t_report),
     ("leaks.classes.exitcode", t_exitcode),
     ("leaks.classes.summary", t_summary),

@@ -25,6 +25,10 @@
  *             (definite)
  *   mixed     all of the above at once
  *   exit_      like list, leaving through _exit
+ *   merged     a page mapped right after a big (mmapped) block, so that the
+ *              kernel merges the two into one mapping, holds the only
+ *              pointer to a 40-byte block (reachable); the big block is
+ *              held by a global (reachable)
  *   sparse     a 4 GiB anonymous mapping, one page of it used, holds the
  *              only pointer to a 100-byte block (reachable); a 50-byte
  *              block is dropped (definite)
@@ -187,6 +191,24 @@ static NOINLINE void scenario_dlopen(void)
 	leak(10); /* 1010 bytes, dropped */
 }
 
+static void *kept_big;
+
+static NOINLINE void scenario_merged(void)
+{
+	size_t len = 1 << 20;
+	char *big = malloc(len);
+	kept_big = big;
+	/* glibc maps a block this big on its own, its 16-byte header at the
+	 * start of a page; mappings grow downwards, so the page before it is
+	 * free: a neighbour with the same protection, one mapping */
+	uintptr_t start = ((uintptr_t)big - 16) & ~(uintptr_t)4095;
+	char *page = mmap((void *)(start - 4096), 4096, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (page == MAP_FAILED) /* taken (another allocator): anywhere */
+		page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	*(void **)(page + 64) = malloc(40);
+}
+
 static NOINLINE void scenario_sparse(void)
 {
 	char *big = mmap(NULL, 4ul << 30, PROT_READ | PROT_WRITE,
@@ -216,6 +238,8 @@ int main(int argc, char **argv)
 		scenario_dlopen();
 	if (!strcmp(s, "sparse"))
 		scenario_sparse();
+	if (!strcmp(s, "merged"))
+		scenario_merged();
 	if (all || !strcmp(s, "thread") || !strcmp(s, "tls"))
 		start_holder();
 	wipe_stack();

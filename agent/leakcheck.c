@@ -3,12 +3,13 @@
  * At exit (and on demand) every block the writer knows live (live.c) is
  * classified the way valgrind memcheck does it:
  *  1. Roots are the program's readable and writable memory that is not heap:
- *     the writable segments of loaded objects (.data, .bss, relro), thread
- *     stacks (the calling thread's from its stack pointer up), static TLS
- *     (it sits in those mappings), anonymous mappings. Excluded: mappings
- *     holding malloc blocks (the heap: free chunks there keep stale
- *     pointers; live blocks are scanned when reached), the agent's own
- *     memory and its writer thread's stack, stacks of exited threads.
+ *     the writable segments of loaded objects (.data, .bss) and their relro,
+ *     thread stacks (the exiting thread's from where it called exit up),
+ *     static TLS (it sits in those mappings), anonymous mappings. Excluded:
+ *     the heap (glibc's [heap] and arena heaps, where free chunks keep stale
+ *     pointers, and the ranges of big and custom blocks: live blocks are
+ *     scanned when reached), the agent's own memory, its libraries' data and
+ *     its writer thread's stack, stacks of exited threads.
  *  2. An aligned word equal to a block's start makes it reachable; one
  *     inside it, possibly reachable. Scanning propagates: what a reachable
  *     block points to is reachable (possibly, for interior pointers), what a

@@ -239,6 +239,72 @@ static bool valid_break_list(const char *s)
 
 /* Loads and replays a trace, printing why when it cannot. Returns 0 (a
  * damaged trace gives a warning and what was read before the damage). */
+/* Options report and leaks share: the trace path, --format, --top,
+ * --show-reachable, the suppression options, --, --help. */
+typedef struct common_opts {
+	const char *path;
+	bool json, show_reachable, only_args;
+	size_t top; /* 0: the writer's default; SIZE_MAX (--top 0): all */
+	supp_opts_t so;
+} common_opts_t;
+
+enum { OPT_NOT_OURS, OPT_TAKEN, OPT_EXIT };
+
+/* Consume argv[*i] if it is one of those. OPT_EXIT: the command ends now
+ * with *status (a usage error, or --help). */
+static int common_option(int argc, char **argv, int *i, const char *cmd, common_opts_t *c,
+			 int *status)
+{
+	const char *a = argv[*i];
+	const char *v;
+	bool missing = false;
+	char what[64];
+	int sr;
+	if (c->only_args || a[0] != '-' || !a[1]) {
+		if (c->path) {
+			snprintf(what, sizeof what, "%s: more than one trace file ('%%s')", cmd);
+			*status = usage_error(what, a);
+			return OPT_EXIT;
+		}
+		c->path = a;
+	} else if ((sr = supp_option(argc, argv, i, cmd, &c->so))) {
+		if (sr == 2) {
+			*status = 2;
+			return OPT_EXIT;
+		}
+	} else if (!strcmp(a, "--show-reachable")) {
+		c->show_reachable = true;
+	} else if (!strcmp(a, "--")) {
+		c->only_args = true;
+	} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+		fputs(help_text, stdout);
+		*status = 0;
+		return OPT_EXIT;
+	} else if ((v = opt_value(argc, argv, i, "--format", &missing)) || missing) {
+		if (missing || (strcmp(v, "json") && strcmp(v, "text"))) {
+			snprintf(what, sizeof what, missing ? "%s: %%s needs a value"
+							    : "%s: unknown format '%%s' (text or json)",
+				 cmd);
+			*status = usage_error(what, missing ? "--format" : v);
+			return OPT_EXIT;
+		}
+		c->json = !strcmp(v, "json");
+	} else if ((v = opt_value(argc, argv, i, "--top", &missing)) || missing) {
+		unsigned long long n;
+		if (missing || !parse_uint(v, SIZE_MAX, &n)) {
+			snprintf(what, sizeof what, missing ? "%s: %%s needs a value"
+							    : "%s: --top needs a number, not '%%s'",
+				 cmd);
+			*status = usage_error(what, missing ? "--top" : v);
+			return OPT_EXIT;
+		}
+		c->top = n ? (size_t)n : SIZE_MAX;
+	} else {
+		return OPT_NOT_OURS;
+	}
+	return OPT_TAKEN;
+}
+
 static int load_model(const char *path, ht_trace_t **tp, ht_model_t **mp)
 {
 	ht_trace_t *t = NULL;
@@ -310,7 +376,6 @@ static int report_json_extra(FILE *out, const ht_model_t *m, ht_symbolizer_t *sy
 
 static int cmd_report(int argc, char **argv)
 {
-	bool json = false;
 	bool functions = false;
 	ht_fn_report_opts_t fo = { NULL, HT_TIME_AUTO, false, 0 };
 	bool unit_given = false;
@@ -318,47 +383,17 @@ static int cmd_report(int argc, char **argv)
 	bool by_tag = false;
 	ht_tag_report_opts_t to = { NULL, NULL, 0, 1, 0 };
 	bool depth_given = false, min_given = false;
-	const char *path = NULL;
-	bool only_args = false;
-	supp_opts_t so = { { NULL }, 0, false };
-	bool show_reachable = false;
-
+	common_opts_t co = { NULL, false, false, false, 0, { { NULL }, 0, false } };
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		const char *v;
 		bool missing = false;
-		int sr;
-		if (only_args || a[0] != '-' || !a[1]) {
-			if (path)
-				return usage_error("report: more than one trace file ('%s')", a);
-			path = a;
-		} else if ((sr = supp_option(argc, argv, &i, "report", &so))) {
-			if (sr == 2)
-				return 2;
-		} else if (!strcmp(a, "--show-reachable")) {
-			show_reachable = true;
-		} else if (!strcmp(a, "--")) {
-			only_args = true;
-		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			fputs(help_text, stdout);
-			return 0;
-		} else if ((v = opt_value(argc, argv, &i, "--format", &missing)) || missing) {
-			if (missing)
-				return usage_error("report: %s needs a value", "--format");
-			if (!strcmp(v, "json"))
-				json = true;
-			else if (!strcmp(v, "text"))
-				json = false;
-			else
-				return usage_error("report: unknown format '%s' (text or json)", v);
-		} else if ((v = opt_value(argc, argv, &i, "--top", &missing)) || missing) {
-			unsigned long long n;
-			if (missing)
-				return usage_error("report: %s needs a value", "--top");
-			if (!parse_uint(v, SIZE_MAX, &n))
-				return usage_error("report: --top needs a number, not '%s'", v);
-			ro.top = n ? (size_t)n : SIZE_MAX;
-		} else if (!strcmp(a, "--functions")) {
+		int st, c = common_option(argc, argv, &i, "report", &co, &st);
+		if (c == OPT_EXIT)
+			return st;
+		if (c == OPT_TAKEN)
+			continue;
+		if (!strcmp(a, "--functions")) {
 			functions = true;
 		} else if (!strcmp(a, "--by-tag")) {
 			by_tag = true;
@@ -394,6 +429,10 @@ static int cmd_report(int argc, char **argv)
 			return usage_error("report: unknown option '%s'", a);
 		}
 	}
+	const char *path = co.path;
+	bool json = co.json, show_reachable = co.show_reachable;
+	supp_opts_t so = co.so;
+	ro.top = co.top;
 	if (!path)
 		return usage_error("report: no trace file given%s", "");
 	if (!functions && (fo.memory || unit_given))
@@ -506,50 +545,25 @@ static int cmd_report(int argc, char **argv)
 /* `heaptrail leaks`: the leak section alone, or the growth suspects. */
 static int cmd_leaks(int argc, char **argv)
 {
-	bool json = false, growth = false, show_reachable = false;
-	size_t top = 0;
-	const char *path = NULL;
-	bool only_args = false;
-	supp_opts_t so = { { NULL }, 0, false };
-
+	bool growth = false;
+	common_opts_t co = { NULL, false, false, false, 0, { { NULL }, 0, false } };
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
-		const char *v;
-		bool missing = false;
-		int sr;
-		if (only_args || a[0] != '-' || !a[1]) {
-			if (path)
-				return usage_error("leaks: more than one trace file ('%s')", a);
-			path = a;
-		} else if ((sr = supp_option(argc, argv, &i, "leaks", &so))) {
-			if (sr == 2)
-				return 2;
-		} else if (!strcmp(a, "--")) {
-			only_args = true;
-		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			fputs(help_text, stdout);
-			return 0;
-		} else if ((v = opt_value(argc, argv, &i, "--format", &missing)) || missing) {
-			if (missing)
-				return usage_error("leaks: %s needs a value", "--format");
-			if (strcmp(v, "json") && strcmp(v, "text"))
-				return usage_error("leaks: unknown format '%s' (text or json)", v);
-			json = !strcmp(v, "json");
-		} else if ((v = opt_value(argc, argv, &i, "--top", &missing)) || missing) {
-			unsigned long long n;
-			if (missing)
-				return usage_error("leaks: %s needs a value", "--top");
-			if (!parse_uint(v, SIZE_MAX, &n))
-				return usage_error("leaks: --top needs a number, not '%s'", v);
-			top = n ? (size_t)n : SIZE_MAX;
-		} else if (!strcmp(a, "--show-reachable")) {
-			show_reachable = true;
-		} else if (!strcmp(a, "--growth")) {
+		int st, c = common_option(argc, argv, &i, "leaks", &co, &st);
+		if (c == OPT_EXIT)
+			return st;
+		if (c == OPT_TAKEN)
+			continue;
+		if (!strcmp(a, "--growth")) {
 			growth = true;
 		} else {
 			return usage_error("leaks: unknown option '%s'", a);
 		}
 	}
+	const char *path = co.path;
+	bool json = co.json, show_reachable = co.show_reachable;
+	size_t top = co.top;
+	supp_opts_t so = co.so;
 	if (!path)
 		return usage_error("leaks: no trace file given%s", "");
 	ht_supp_list_t supps;

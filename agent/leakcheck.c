@@ -361,7 +361,10 @@ static void scan_mapping(uintptr_t lo, uintptr_t hi)
 	for (size_t i = lower_bound(lo); i < n_blk && blk[i].addr < hi;) {
 		uintptr_t a = blk[i].addr, from, to;
 		bool custom = blk[i].size & CUSTOM_BIT;
-		if (!custom && !(*(const size_t *)(a - 8) & MMAPPED_CHUNK)) {
+		/* glibc's size word sits just before the block; a block at the
+		 * start of a page is not glibc's (another allocator's: the page
+		 * before may be unmapped) and is left out on its own */
+		if (!custom && (a & 4095) >= 16 && !(*(const size_t *)(a - 8) & MMAPPED_CHUNK)) {
 			from = a & ~(HEAP_MAX - 1); /* the arena heap holding it */
 			to = from + HEAP_MAX;
 		} else {

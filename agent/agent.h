@@ -225,6 +225,28 @@ static inline void ht_put_marker(ht_thread_t *t, uint8_t op, const uint64_t *fie
 	t->last_time = now;
 	t->len += (uint32_t)k;
 }
+/* Appends an EXT event (format 1.4): op HT_EV_EXT | kind << 4, the time
+ * delta, the payload's length, then the payload: n varint fields (at most
+ * 4). The caller holds the guard and has captured any stack first (a STACK
+ * definition may ship the buffer, rule 6 of hooks.c). */
+static inline void ht_put_ext(ht_thread_t *t, unsigned kind, const uint64_t *fields, unsigned n)
+{
+	uint8_t pay[4 * HT_VARINT_MAX];
+	size_t len = 0;
+	for (unsigned i = 0; i < n; i++)
+		len += ht_varint_put(pay + len, fields[i]);
+	ht_thread_reserve(t, HT_MARKER_MAX(1) + len);
+	uint64_t now = ht_event_time(t);
+	uint8_t *b = t->buf + t->len;
+	size_t k = 0;
+	b[k++] = (uint8_t)(HT_EV_EXT | kind << 4);
+	k += ht_varint_put(b + k, now - t->last_time);
+	k += ht_varint_put(b + k, len);
+	for (size_t i = 0; i < len; i++)
+		b[k + i] = pay[i];
+	t->last_time = now;
+	t->len += (uint32_t)(k + len);
+}
 void ht_thread_init_process(void);
 /* Flush every thread's buffer (exit, exec, fatal signal). Waits briefly for
  * threads in the middle of an event. */

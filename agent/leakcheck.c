@@ -584,24 +584,10 @@ static int check_now(unsigned reason)
 	uintptr_t sp = (uintptr_t)__builtin_frame_address(0) - 64;
 	uint64_t id = atomic_fetch_add(&next_check_id, 1);
 	atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
-	uint8_t payload[HT_VARINT_MAX];
-	size_t plen = ht_varint_put(payload, id);
-	ht_thread_reserve(t, 1 + 2 * HT_VARINT_MAX + plen);
-	uint64_t now = ht_event_time(t);
-	uint8_t *b = t->buf + t->len;
-	size_t k = 0;
-	b[k++] = (uint8_t)(HT_EV_EXT | HT_EXT_LEAK_CHECK << 4);
-	k += ht_varint_put(b + k, now - t->last_time);
-	k += ht_varint_put(b + k, plen);
-	memcpy(b + k, payload, plen);
-	k += plen;
-	t->last_time = now;
-	t->len += (uint32_t)k;
-	ht_thread_flush(t);
+	ht_put_ext(t, HT_EXT_LEAK_CHECK, &id, 1);
 	atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
-	if (!ht_lock_timed(&ht_writer_lock, 10000))
+	if (!ht_live_sync(t))
 		return -1;
-	ht_blocks_drain_locked();
 	ht_leak_check(reason, id, sp);
 	ht_writer_flush(false);
 	ht_unlock(&ht_writer_lock);

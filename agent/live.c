@@ -609,6 +609,19 @@ void ht_summary_write(void)
 
 /* ---- queries from the program (heaptrail.h) ------------------------------------ */
 
+bool ht_live_sync(ht_thread_t *t)
+{
+	if (t) {
+		atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
+		ht_thread_flush(t);
+		atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
+	}
+	if (!ht_lock_timed(&ht_writer_lock, 10000))
+		return false;
+	ht_blocks_drain_locked();
+	return true;
+}
+
 /* Mirrors struct heaptrail_stats in include/heaptrail.h. */
 struct ht_api_stats {
 	uint64_t size; /* sizeof the caller's struct: fields past it are not written */
@@ -637,14 +650,7 @@ int heaptrail_agent_stats(struct ht_api_stats *out)
 	    atomic_load(&ht_state) == HT_STATE_RECORDING) {
 		int saved = errno;
 		ht_guard = 1;
-		ht_thread_t *t = ht_thread_peek();
-		if (t) {
-			atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
-			ht_thread_flush(t);
-			atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
-		}
-		if (ht_lock_timed(&ht_writer_lock, 10000)) {
-			ht_blocks_drain_locked();
+		if (ht_live_sync(ht_thread_peek())) {
 			s.live_bytes = ht_live_stats.bytes;
 			s.live_blocks = ht_live_stats.blocks;
 			s.peak_live_bytes = ht_live_stats.peak_bytes;

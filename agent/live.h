@@ -29,6 +29,12 @@ void ht_summary_leak(uint32_t site, unsigned kind, uint64_t size);
 /* Summary mode: writes the STACK definitions and the SITES record. */
 void ht_summary_write(void);
 
+/* Ships the events of t (the calling thread's state, or NULL) and takes
+ * ht_writer_lock with every shipped block digested: the table is up to
+ * date for this thread. The caller holds the guard and unlocks. False,
+ * lock not taken, after waiting 10 s for it. */
+bool ht_live_sync(ht_thread_t *t);
+
 /* Applies the allocations and frees of one shipped block of events. */
 void ht_live_digest(const ht_block_t *b);
 /* The table's slots (empty ones have addr 0) and its capacity. */

@@ -144,27 +144,7 @@ static inline bool should_record_res(void *ret)
 	return getpid() == ht_pid; /* not a vfork child */
 }
 
-/* ---- events ---------------------------------------------------------------------
- * EXT: op (HT_EV_EXT | kind << 4), varint dtime, varint len, payload. The
- * caller holds the guard and has captured any stack first (a STACK
- * definition may ship the buffer, rule 6 of hooks.c). */
-static void put_ext(ht_thread_t *t, unsigned kind, const uint64_t *fields, unsigned n)
-{
-	uint8_t pay[4 * HT_VARINT_MAX];
-	size_t len = 0;
-	for (unsigned i = 0; i < n; i++)
-		len += ht_varint_put(pay + len, fields[i]);
-	ht_thread_reserve(t, HT_MARKER_MAX(1) + len);
-	uint64_t now = ht_event_time(t);
-	uint8_t *b = t->buf + t->len;
-	size_t k = 0;
-	b[k++] = (uint8_t)(HT_EV_EXT | kind << 4);
-	k += ht_varint_put(b + k, now - t->last_time);
-	k += ht_varint_put(b + k, len);
-	memcpy(b + k, pay, len);
-	t->last_time = now;
-	t->len += (uint32_t)(k + len);
-}
+/* ---- events (EXT, written with ht_put_ext) ----------------------------------------- */
 
 /* Records FD_OPEN of fd (and of fd2 when >= 0: pipe, socketpair), made by
  * call. Inline, so that the stack starts in the hook (ht_capture). */
@@ -178,10 +158,10 @@ __attribute__((always_inline)) static inline void record_open(int fd, int fd2, u
 	if (t) {
 		atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
 		uint64_t f[3] = {(unsigned)fd, ht_capture(t), call};
-		put_ext(t, HT_EXT_FD_OPEN, f, 3);
+		ht_put_ext(t, HT_EXT_FD_OPEN, f, 3);
 		if (fd2 >= 0) {
 			f[0] = (unsigned)fd2;
-			put_ext(t, HT_EXT_FD_OPEN, f, 3);
+			ht_put_ext(t, HT_EXT_FD_OPEN, f, 3);
 		}
 		atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
 	}
@@ -200,7 +180,7 @@ static void record_close(int fd)
 	if (t) {
 		atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
 		uint64_t f = (unsigned)fd;
-		put_ext(t, HT_EXT_FD_CLOSE, &f, 1);
+		ht_put_ext(t, HT_EXT_FD_CLOSE, &f, 1);
 		atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
 	}
 	ht_guard = 0;
@@ -536,7 +516,7 @@ int heaptrail_agent_handle_acquire(const char *kind, uintptr_t handle)
 		uint32_t id = ht_name_intern(t, kind);
 		if (id) {
 			uint64_t f[3] = {id, handle, ht_capture(t)};
-			put_ext(t, HT_EXT_HANDLE_ACQUIRE, f, 3);
+			ht_put_ext(t, HT_EXT_HANDLE_ACQUIRE, f, 3);
 		}
 		atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
 	}
@@ -559,7 +539,7 @@ int heaptrail_agent_handle_release(const char *kind, uintptr_t handle)
 		uint32_t id = ht_name_intern(t, kind);
 		if (id) {
 			uint64_t f[2] = {id, handle};
-			put_ext(t, HT_EXT_HANDLE_RELEASE, f, 2);
+			ht_put_ext(t, HT_EXT_HANDLE_RELEASE, f, 2);
 		}
 		atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
 	}

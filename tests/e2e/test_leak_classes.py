@@ -81,9 +81,10 @@ def traced(t, scenario, opts=""):
     return tr.out_path
 
 
-def memcheck_classes(t, scenario):
+def memcheck_classes(t, key, args, env=None):
+    """{kind: [blocks, bytes]} from memcheck's LEAK SUMMARY of args."""
     import re
-    vg = memcheck_single(t, (PROG, scenario), [str(PROGS / PROG), scenario])
+    vg = memcheck_single(t, key, [str(a) for a in args], env=env)
     got = {}
     for kind, name in VG_NAMES.items():
         m = re.search(name + r": ([\d,]+) bytes in ([\d,]+) blocks", vg.log)
@@ -91,12 +92,24 @@ def memcheck_classes(t, scenario):
     return got
 
 
+def traced_classes(t, key, args, env=None):
+    """{kind: [blocks, bytes]} of the exit check of args run under heaptrail."""
+    need_tools(t)
+    tr = memo(("leak_classes",) + tuple(key),
+              lambda: heaptrail_run([str(a) for a in args], env=env, timeout=TIMEOUT))
+    t.need(tr.proc.rc == 0 and tr.out_path.exists(), "%s under heaptrail: %s %s" % (
+        args[0], tr.proc.describe(), tail(tr.proc.err)))
+    ht = tracefile.leak_totals(str(tr.out_path))
+    t.need(ht is not None, "no LEAKS record")
+    return ht
+
+
 def check_scenario(scenario):
     def t_fn(t):
         path = traced(t, scenario)
         ht = tracefile.leak_totals(str(path))
         t.need(ht is not None, "the trace has no LEAKS record of the exit check")
-        mc = memcheck_classes(t, scenario)
+        mc = memcheck_classes(t, (PROG, scenario), [PROGS / PROG, scenario])
         for kind in VG_NAMES:
             t.eq("%s blocks" % kind, mc[kind][0], ht[kind][0])
             diff = ht[kind][1] - mc[kind][1]
@@ -148,23 +161,12 @@ PYMALLOC_CODE = "import json; d = [{'k': i, 'v': [i] * 10} for i in range(3000)]
 
 
 def t_pymalloc(t):
-    import re
     py = "/usr/bin/python3"
     t.need(os.path.exists(py), "no /usr/bin/python3")
-    need_tools(t)
     env = dict(os.environ)
     env.pop("PYTHONMALLOC", None)
-    tr = memo(("leak_classes", "pymalloc"),
-              lambda: heaptrail_run([py, "-c", PYMALLOC_CODE], env=env, timeout=TIMEOUT))
-    t.need(tr.proc.rc == 0 and tr.out_path.exists(), "python under heaptrail: %s %s" % (
-        tr.proc.describe(), tail(tr.proc.err)))
-    ht = tracefile.leak_totals(str(tr.out_path))
-    t.need(ht is not None, "no LEAKS record")
-    vg = memcheck_single(t, ("pymalloc-classes",), [py, "-c", PYMALLOC_CODE], env=env)
-    mc = {}
-    for kind in VG_NAMES:
-        m = re.search(VG_NAMES[kind] + r": ([\d,]+) bytes in ([\d,]+) blocks", vg.log)
-        mc[kind] = [int(m.group(2).replace(",", "")), int(m.group(1).replace(",", ""))] if m else [0, 0]
+    ht = traced_classes(t, ("pymalloc",), [py, "-c", PYMALLOC_CODE], env=env)
+    mc = memcheck_classes(t, ("pymalloc-classes",), [py, "-c", PYMALLOC_CODE], env=env)
     for kind in ("definite", "indirect"):
         t.eq("%s [blocks, bytes]" % kind, mc[kind], ht[kind])
     # memcheck itself calls the loader's 2,304-byte dl_find_object segment
@@ -175,25 +177,13 @@ def t_pymalloc(t):
 
 
 def t_python(t):
-    import shutil
     py = "/usr/bin/python3"
     t.need(os.path.exists(py), "no /usr/bin/python3")
-    need_tools(t)
     env = dict(os.environ, PYTHONMALLOC="malloc")
-
-    def go():
-        tr = heaptrail_run([py, "-c", PY_CODE], env=env, timeout=TIMEOUT)
-        return tr
-    tr = memo(("leak_classes", "python"), go)
-    t.need(tr.proc.rc == 0 and tr.out_path.exists(), "python under heaptrail: %s %s" % (
-        tr.proc.describe(), tail(tr.proc.err)))
-    ht = tracefile.leak_totals(str(tr.out_path))
-    t.need(ht is not None, "no LEAKS record")
-    import re
-    vg = memcheck_single(t, ("python-classes",), [py, "-c", PY_CODE], env=env)
+    ht = traced_classes(t, ("python",), [py, "-c", PY_CODE], env=env)
+    mc = memcheck_classes(t, ("python-classes",), [py, "-c", PY_CODE], env=env)
     for kind in ("definite", "indirect", "possible"):
-        m = re.search(VG_NAMES[kind] + r": ([\d,]+) bytes in ([\d,]+) blocks", vg.log)
-        want = [int(m.group(2).replace(",", "")), int(m.group(1).replace(",", ""))] if m else [0, 0]
+        want = mc[kind]
         if kind == "possible" and want != ht[kind]:
             # the loader's 2,304-byte dl_find_object segment is possibly
             # lost or still reachable from run to run, in either tool
@@ -245,20 +235,12 @@ def t_summary(t):
 
 def t_example(t):
     from harness import BUILD
-    need_tools(t)
     prog = BUILD / "examples" / "leaky"
     t.need(prog.exists(), "%s not built (make build/examples/leaky)" % prog)
-    tr = memo(("leak_classes", "example"),
-              lambda: heaptrail_run([str(prog)], timeout=TIMEOUT))
-    t.need(tr.proc.rc == 0 and tr.out_path.exists(), "leaky under heaptrail: %s" % tail(tr.proc.err))
-    ht = tracefile.leak_totals(str(tr.out_path))
-    t.need(ht is not None, "no LEAKS record")
-    import re
-    vg = memcheck_single(t, ("leaky-classes",), [str(prog)])
+    ht = traced_classes(t, ("example",), [prog])
+    mc = memcheck_classes(t, ("leaky-classes",), [prog])
     for kind in KINDS:
-        m = re.search(VG_NAMES[kind] + r": ([\d,]+) bytes in ([\d,]+) blocks", vg.log)
-        want = [int(m.group(2).replace(",", "")), int(m.group(1).replace(",", ""))] if m else [0, 0]
-        t.eq("%s [blocks, bytes]" % kind, want, ht[kind])
+        t.eq("%s [blocks, bytes]" % kind, mc[kind], ht[kind])
 
 
 def t_sparse(t):

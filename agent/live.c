@@ -41,13 +41,8 @@ typedef struct {
 	size_t count;
 } live_table_t;
 
-static live_table_t blocks;
-static uint64_t newest_time;	/* latest event time digested */
-static uint64_t orphans_swept_at;
-static size_t pool_blocks;	/* live blocks with a pool: resets must look */
 
-ht_live_stats_t ht_live_stats;
-static uint64_t peak_time;
+HT_CACHE_ALIGN ht_live_stats_t ht_live_stats;
 
 /* ---- summary mode: per-site rows ----------------------------------------------
  * Row 0 is the overflow row: sites that came after the table was full
@@ -63,32 +58,46 @@ typedef struct {
 	uint64_t kind_blocks[4], kind_bytes[4];
 } site_t;
 
-static site_t *sites;
-static uint32_t nsites, sites_cap; /* sites_cap includes row 0 */
-static uint32_t *site_index;	   /* stack id + 1 -> row; 0 = empty */
-static uint32_t *site_keys;
-static size_t site_index_mask;
-static uint64_t peak_epoch;
-static uint8_t *stack_defs;	   /* STACK events seen, for the file */
-static size_t stack_defs_len, stack_defs_cap;
+
+/* Everything the writer changes as it digests, in cache lines of its own:
+ * the program's threads read the agent's flags on every call, and a line
+ * shared with these counters would move between cores at each event. */
+static struct {
+	live_table_t blocks;
+	live_table_t orphans;
+	bool orphans_pending;	/* a digested allocation met an orphan */
+	uint64_t newest_time;	/* latest event time digested */
+	uint64_t orphans_swept_at;
+	size_t pool_blocks;	/* live blocks with a pool: resets must look */
+	uint64_t peak_time;
+	/* summary mode */
+	site_t *sites;
+	uint32_t nsites, sites_cap; /* sites_cap includes row 0 */
+	uint32_t *site_index;	   /* stack id + 1 -> row; 0 = empty */
+	uint32_t *site_keys;
+	size_t site_index_mask;
+	uint64_t peak_epoch;
+	uint8_t *stack_defs;	   /* STACK events seen, for the file */
+	size_t stack_defs_len, stack_defs_cap;
+} HT_CACHE_ALIGN lv;
 
 static bool summary_init(void)
 {
-	if (sites)
+	if (lv.sites)
 		return true;
-	sites_cap = ht_opt_summary_sites + 1;
+	lv.sites_cap = ht_opt_summary_sites + 1;
 	size_t idx = 1;
-	while (idx < (size_t)sites_cap * 2)
+	while (idx < (size_t)lv.sites_cap * 2)
 		idx *= 2;
-	sites = ht_mmap(sites_cap * sizeof *sites);
-	site_index = ht_mmap(idx * sizeof *site_index);
-	site_keys = ht_mmap(idx * sizeof *site_keys);
-	if (!sites || !site_index || !site_keys) {
+	lv.sites = ht_mmap(lv.sites_cap * sizeof *lv.sites);
+	lv.site_index = ht_mmap(idx * sizeof *lv.site_index);
+	lv.site_keys = ht_mmap(idx * sizeof *lv.site_keys);
+	if (!lv.sites || !lv.site_index || !lv.site_keys) {
 		atomic_fetch_or(&ht_agent_flags, HT_AGENT_OUT_OF_MEMORY);
 		return false;
 	}
-	site_index_mask = idx - 1;
-	nsites = 1; /* row 0: overflow */
+	lv.site_index_mask = idx - 1;
+	lv.nsites = 1; /* row 0: overflow */
 	return true;
 }
 
@@ -96,50 +105,50 @@ static uint32_t site_of(uint32_t stack_id)
 {
 	if (!summary_init())
 		return 0;
-	size_t i = ((stack_id + 1) * 0x9E3779B1u) & site_index_mask;
-	for (;; i = (i + 1) & site_index_mask) {
-		if (site_keys[i] == stack_id + 1)
-			return site_index[i];
-		if (!site_keys[i])
+	size_t i = ((stack_id + 1) * 0x9E3779B1u) & lv.site_index_mask;
+	for (;; i = (i + 1) & lv.site_index_mask) {
+		if (lv.site_keys[i] == stack_id + 1)
+			return lv.site_index[i];
+		if (!lv.site_keys[i])
 			break;
 	}
-	if (nsites == sites_cap)
+	if (lv.nsites == lv.sites_cap)
 		return 0; /* full: the overflow row */
-	site_keys[i] = stack_id + 1;
-	site_index[i] = nsites;
-	sites[nsites].stack_id = stack_id;
-	return nsites++;
+	lv.site_keys[i] = stack_id + 1;
+	lv.site_index[i] = lv.nsites;
+	lv.sites[lv.nsites].stack_id = stack_id;
+	return lv.nsites++;
 }
 
 /* Before a change of row r's live bytes. */
 static inline void site_touch(site_t *r)
 {
-	if (r->epoch != peak_epoch) {
+	if (r->epoch != lv.peak_epoch) {
 		r->at_peak = r->live_bytes;
-		r->epoch = peak_epoch;
+		r->epoch = lv.peak_epoch;
 	}
 }
 
 static void stack_def_keep(const uint8_t *p, size_t n)
 {
-	if (stack_defs_len + n > stack_defs_cap) {
-		size_t cap = stack_defs_cap ? stack_defs_cap * 2 : 1 << 20;
-		while (cap < stack_defs_len + n)
+	if (lv.stack_defs_len + n > lv.stack_defs_cap) {
+		size_t cap = lv.stack_defs_cap ? lv.stack_defs_cap * 2 : 1 << 20;
+		while (cap < lv.stack_defs_len + n)
 			cap *= 2;
 		uint8_t *d = ht_mmap(cap);
 		if (!d) {
 			atomic_fetch_or(&ht_agent_flags, HT_AGENT_OUT_OF_MEMORY);
 			return;
 		}
-		if (stack_defs) {
-			memcpy(d, stack_defs, stack_defs_len);
-			ht_munmap(stack_defs, stack_defs_cap);
+		if (lv.stack_defs) {
+			memcpy(d, lv.stack_defs, lv.stack_defs_len);
+			ht_munmap(lv.stack_defs, lv.stack_defs_cap);
 		}
-		stack_defs = d;
-		stack_defs_cap = cap;
+		lv.stack_defs = d;
+		lv.stack_defs_cap = cap;
 	}
-	memcpy(stack_defs + stack_defs_len, p, n);
-	stack_defs_len += n;
+	memcpy(lv.stack_defs + lv.stack_defs_len, p, n);
+	lv.stack_defs_len += n;
 }
 
 /* Slots keep the heap's locality within a page: the 16-byte granules of
@@ -237,12 +246,10 @@ static ht_live_block_t *table_upsert(live_table_t *t, uintptr_t addr, bool *fres
  * adding and removing one is as cheap as for a block: with threads that
  * free each other's blocks, an orphan is met every few thousand events. */
 
-static live_table_t orphans;
-static bool orphans_pending; /* a digested allocation met an orphan */
 
 static ht_live_block_t *orphan_find(uintptr_t addr)
 {
-	return orphans.count ? table_find(&orphans, addr) : NULL;
+	return lv.orphans.count ? table_find(&lv.orphans, addr) : NULL;
 }
 
 /* An orphan counts its frees (size): several threads can free blocks at
@@ -251,7 +258,7 @@ static ht_live_block_t *orphan_find(uintptr_t addr)
 static void orphan_add(uintptr_t addr, uint64_t time, uint32_t tid)
 {
 	bool fresh;
-	ht_live_block_t *o = table_upsert(&orphans, addr, &fresh);
+	ht_live_block_t *o = table_upsert(&lv.orphans, addr, &fresh);
 	if (!o)
 		return; /* out of memory: the block will look leaked */
 	if (fresh)
@@ -266,10 +273,10 @@ static void orphan_add(uintptr_t addr, uint64_t time, uint32_t tid)
 /* Forgets orphans older than min_time: frees of blocks never seen. */
 static void orphans_sweep(uint64_t min_time)
 {
-	for (size_t i = 0; orphans.slots && i <= orphans.mask; i++) {
-		ht_live_block_t *o = &orphans.slots[i];
+	for (size_t i = 0; lv.orphans.slots && i <= lv.orphans.mask; i++) {
+		ht_live_block_t *o = &lv.orphans.slots[i];
 		while (o->addr && o->time < min_time)
-			table_remove(&orphans, o); /* moves a later entry into o */
+			table_remove(&lv.orphans, o); /* moves a later entry into o */
 	}
 }
 
@@ -279,7 +286,7 @@ static void site_free(const ht_live_block_t *e)
 {
 	if (!ht_opt_summary)
 		return;
-	site_t *r = &sites[e->site];
+	site_t *r = &lv.sites[e->site];
 	site_touch(r);
 	r->frees++;
 	r->live_blocks--;
@@ -293,10 +300,10 @@ static void live_alloc(uintptr_t addr, uint64_t size, uint64_t time, uint32_t ti
 	 * the same block of events may be the one it freed (the thread freed
 	 * and reallocated the address meanwhile): settled when the block is
 	 * done (orphans_resolve). */
-	if (orphans.count && orphan_find(addr))
-		orphans_pending = true;
+	if (lv.orphans.count && orphan_find(addr))
+		lv.orphans_pending = true;
 	bool fresh;
-	ht_live_block_t *e = table_upsert(&blocks, addr, &fresh);
+	ht_live_block_t *e = table_upsert(&lv.blocks, addr, &fresh);
 	if (HT_UNLIKELY(!e)) {
 		atomic_fetch_or(&ht_agent_flags, HT_AGENT_OUT_OF_MEMORY);
 		return;
@@ -307,7 +314,7 @@ static void live_alloc(uintptr_t addr, uint64_t size, uint64_t time, uint32_t ti
 		/* the entry's free is still on its way: it will be dropped */
 		ht_live_stats.bytes -= e->size;
 		if (e->pool)
-			pool_blocks--;
+			lv.pool_blocks--;
 		site_free(e);
 	}
 	e->size = size;
@@ -316,12 +323,12 @@ static void live_alloc(uintptr_t addr, uint64_t size, uint64_t time, uint32_t ti
 	e->pool = pool;
 	e->custom = custom;
 	if (pool)
-		pool_blocks++;
+		lv.pool_blocks++;
 	ht_live_stats.bytes += size;
-	ht_live_stats.blocks = blocks.count;
+	ht_live_stats.blocks = lv.blocks.count;
 	if (ht_opt_summary) {
 		e->site = site_of(stack_id);
-		site_t *r = &sites[e->site];
+		site_t *r = &lv.sites[e->site];
 		site_touch(r);
 		r->allocs++;
 		r->bytes += size;
@@ -334,8 +341,8 @@ static void live_alloc(uintptr_t addr, uint64_t size, uint64_t time, uint32_t ti
 	}
 	if (ht_live_stats.bytes > ht_live_stats.peak_bytes) {
 		ht_live_stats.peak_bytes = ht_live_stats.bytes;
-		peak_time = time;
-		peak_epoch++; /* every row's live bytes are its figure at this peak */
+		lv.peak_time = time;
+		lv.peak_epoch++; /* every row's live bytes are its figure at this peak */
 	}
 }
 
@@ -343,15 +350,15 @@ static void entry_remove(ht_live_block_t *e)
 {
 	ht_live_stats.bytes -= e->size;
 	if (e->pool)
-		pool_blocks--;
+		lv.pool_blocks--;
 	site_free(e);
-	table_remove(&blocks, e);
-	ht_live_stats.blocks = blocks.count;
+	table_remove(&lv.blocks, e);
+	ht_live_stats.blocks = lv.blocks.count;
 }
 
 static void live_free(uintptr_t addr, uint64_t time, uint32_t tid)
 {
-	ht_live_block_t *e = table_find(&blocks, addr);
+	ht_live_block_t *e = table_find(&lv.blocks, addr);
 	if (!e) {
 		orphan_add(addr, time, tid);
 		return;
@@ -365,16 +372,16 @@ static void live_free(uintptr_t addr, uint64_t time, uint32_t tid)
  * the live block at its address if that block is older than the free. */
 static void orphans_resolve(void)
 {
-	for (size_t i = 0; orphans.slots && i <= orphans.mask; i++) {
-		ht_live_block_t *o = &orphans.slots[i];
+	for (size_t i = 0; lv.orphans.slots && i <= lv.orphans.mask; i++) {
+		ht_live_block_t *o = &lv.orphans.slots[i];
 		while (o->addr) {
-			ht_live_block_t *e = table_find(&blocks, o->addr);
+			ht_live_block_t *e = table_find(&lv.blocks, o->addr);
 			if (!e || e->time > o->time || (e->time == o->time && e->tid != o->tid))
 				break; /* still waiting for its own allocation */
 			entry_remove(e);
 			if (--o->size)
 				break;
-			table_remove(&orphans, o); /* moves a later orphan into o */
+			table_remove(&lv.orphans, o); /* moves a later orphan into o */
 		}
 	}
 }
@@ -383,18 +390,18 @@ static void orphans_resolve(void)
  * is freed. Walks the whole table, only while pool blocks are live. */
 static void live_pool_clear(uint64_t pool, uint64_t time)
 {
-	if (!pool_blocks || !blocks.slots)
+	if (!lv.pool_blocks || !lv.blocks.slots)
 		return;
-	for (size_t i = 0; i <= blocks.mask; i++) {
-		ht_live_block_t *e = &blocks.slots[i];
+	for (size_t i = 0; i <= lv.blocks.mask; i++) {
+		ht_live_block_t *e = &lv.blocks.slots[i];
 		while (e->addr && e->pool == pool && e->time <= time) {
 			ht_live_stats.bytes -= e->size;
-			pool_blocks--;
+			lv.pool_blocks--;
 			site_free(e);
-			table_remove(&blocks, e); /* moves a later entry into e */
+			table_remove(&lv.blocks, e); /* moves a later entry into e */
 		}
 	}
-	ht_live_stats.blocks = blocks.count;
+	ht_live_stats.blocks = lv.blocks.count;
 }
 
 /* ---- digest: reading a block of events ------------------------------------ */
@@ -534,45 +541,45 @@ void ht_live_digest(const ht_block_t *b)
 			break;
 		}
 	}
-	if (orphans_pending) {
-		orphans_pending = false;
+	if (lv.orphans_pending) {
+		lv.orphans_pending = false;
 		orphans_resolve();
 	}
-	if (time > newest_time)
-		newest_time = time;
-	if (orphans.count && newest_time - orphans_swept_at > ORPHAN_MAX_AGE_NS) {
-		orphans_swept_at = newest_time;
-		orphans_sweep(newest_time - ORPHAN_MAX_AGE_NS);
+	if (time > lv.newest_time)
+		lv.newest_time = time;
+	if (lv.orphans.count && lv.newest_time - lv.orphans_swept_at > ORPHAN_MAX_AGE_NS) {
+		lv.orphans_swept_at = lv.newest_time;
+		orphans_sweep(lv.newest_time - ORPHAN_MAX_AGE_NS);
 	}
 }
 
 const ht_live_block_t *ht_live_slots(size_t *capacity)
 {
-	*capacity = blocks.slots ? blocks.mask + 1 : 0;
-	return blocks.slots;
+	*capacity = lv.blocks.slots ? lv.blocks.mask + 1 : 0;
+	return lv.blocks.slots;
 }
 
 size_t ht_live_count(void)
 {
-	return blocks.count;
+	return lv.blocks.count;
 }
 
 /* ---- summary mode: the file --------------------------------------------------- */
 
 void ht_summary_leak(uint32_t site, unsigned kind, uint64_t size)
 {
-	if (sites && site < nsites && kind >= HT_LEAK_DEFINITE && kind <= HT_LEAK_REACHABLE) {
-		sites[site].kind_blocks[kind - 1]++;
-		sites[site].kind_bytes[kind - 1] += size;
+	if (lv.sites && site < lv.nsites && kind >= HT_LEAK_DEFINITE && kind <= HT_LEAK_REACHABLE) {
+		lv.sites[site].kind_blocks[kind - 1]++;
+		lv.sites[site].kind_bytes[kind - 1] += size;
 	}
 }
 
 void ht_summary_write(void)
 {
-	if (stack_defs_len) {
+	if (lv.stack_defs_len) {
 		/* one THREAD_BLOCK of STACK events: tid 0, base time 0 */
 		uint8_t head[2] = {0, 0};
-		ht_writer_record2(HT_REC_THREAD_BLOCK, head, 2, stack_defs, stack_defs_len);
+		ht_writer_record2(HT_REC_THREAD_BLOCK, head, 2, lv.stack_defs, lv.stack_defs_len);
 	}
 	if (!summary_init())
 		return;
@@ -584,11 +591,11 @@ void ht_summary_write(void)
 	do {
 		size_t n = ht_varint_put(rec, ht_now());
 		n += ht_varint_put(rec + n, ht_live_stats.peak_bytes);
-		n += ht_varint_put(rec + n, peak_time);
+		n += ht_varint_put(rec + n, lv.peak_time);
 		n += ht_varint_put(rec + n, ht_live_stats.blocks);
 		n += ht_varint_put(rec + n, ht_live_stats.bytes);
-		for (; i < nsites && n + 30 * HT_VARINT_MAX < cap; i++) {
-			site_t *r = &sites[i];
+		for (; i < lv.nsites && n + 30 * HT_VARINT_MAX < cap; i++) {
+			site_t *r = &lv.sites[i];
 			if (i == 0 && !r->allocs)
 				continue; /* no overflow */
 			site_touch(r);
@@ -603,7 +610,7 @@ void ht_summary_write(void)
 			}
 		}
 		ht_writer_record(HT_REC_SITES, rec, n);
-	} while (i < nsites);
+	} while (i < lv.nsites);
 	ht_munmap(rec, cap);
 }
 

@@ -176,6 +176,7 @@ typedef struct ht_thread {
 	ht_block_t *blk; /* the block being filled; buf == blk->data */
 	uint8_t *buf;
 	struct ht_scache *scache; /* validated stack cache (agent/scache.c) */
+	struct ht_fsize_table *fsizes; /* frame sizes by return address (same) */
 	uint64_t scache_hits, scache_misses, scache_walks;
 	/* function profiler (agent/functions.c): the shadow stack */
 	uint64_t last_fn;	     /* previous ENTER's function in this block */

@@ -9,6 +9,16 @@
  * (below). A program whose chains never repeat pays one table lookup per
  * event and nothing else.
  *
+ * A walk also teaches the thread each return address's frame size: the
+ * distance from the slot of return address r to the next slot up is the
+ * frame of the function r returns into, at that call, the same at every
+ * activation (libunwind's fast trace relies on the same fact). A chain made
+ * only of return addresses with known sizes gets its slots by addition,
+ * checked against the live stack, without a walk: a recursion that takes
+ * hundreds of shapes through a few functions learns them all from a few
+ * walks. A return address seen with two different sizes (alloca, dynamic
+ * realignment) is marked variable and always needs a walk.
+ *
  * A chain is not cached when it goes through a signal frame (its return
  * address is not in a call slot), is deeper than HT_SCACHE_FRAMES, or when
  * the two walks disagree.
@@ -42,10 +52,86 @@ static bool may_walk(const ht_thread_t *t)
 	       w * HT_CAPTURES_PER_BLIND_WALK < captures;
 }
 
+/* ---- frame sizes by return address -----------------------------------------
+ * Open addressing, per thread, no lock; a full table just stops learning. */
+#define HT_FSIZE_BITS 12
+#define HT_FSIZE_VARIABLE UINT32_MAX
+
+typedef struct ht_fsize_table {
+	struct {
+		uintptr_t ret; /* 0: empty */
+		uint32_t size; /* HT_FSIZE_VARIABLE: seen with two sizes */
+	} e[1u << HT_FSIZE_BITS];
+	uint32_t used;
+} ht_fsize_table_t;
+
+static size_t fsize_home(uintptr_t ret)
+{
+	return (size_t)((ret * 0x9e3779b97f4a7c15ull) >> (64 - HT_FSIZE_BITS));
+}
+
+/* The frame size after return address ret; 0 if unknown or variable. */
+static uint32_t fsize_get(const ht_fsize_table_t *ft, uintptr_t ret)
+{
+	const size_t mask = (1u << HT_FSIZE_BITS) - 1;
+	for (size_t i = fsize_home(ret), n = 0; n <= mask; i = (i + 1) & mask, n++) {
+		if (ft->e[i].ret == ret)
+			return ft->e[i].size == HT_FSIZE_VARIABLE ? 0 : ft->e[i].size;
+		if (!ft->e[i].ret)
+			return 0;
+	}
+	return 0;
+}
+
+static void fsize_learn(ht_fsize_table_t *ft, uintptr_t ret, uint32_t size)
+{
+	const size_t mask = (1u << HT_FSIZE_BITS) - 1;
+	for (size_t i = fsize_home(ret);; i = (i + 1) & mask) {
+		if (ft->e[i].ret == ret) {
+			if (ft->e[i].size != size)
+				ft->e[i].size = HT_FSIZE_VARIABLE;
+			return;
+		}
+		if (!ft->e[i].ret) {
+			if ((ft->used + 1) * 4 > (mask + 1) * 3)
+				return; /* full enough: keep probes short */
+			ft->e[i].ret = ret;
+			ft->e[i].size = size;
+			ft->used++;
+			return;
+		}
+	}
+}
+
+/* Fills e->slot by adding up known frame sizes from the key's slot, each
+ * slot checked to hold its return address now. False if a size is unknown
+ * or a check fails (the caller may walk). */
+static bool derive_slots(const ht_thread_t *t, ht_scache_entry_t *e)
+{
+	const ht_fsize_table_t *ft = t->fsizes;
+	if (!ft)
+		return false;
+	uintptr_t slot = e->cfa0 - 8; /* where ret0 lives */
+	uint32_t off[HT_SCACHE_FRAMES];
+	for (unsigned k = 1; k < e->n; k++) {
+		uint32_t size = fsize_get(ft, e->frames[k - 1]);
+		if (!size)
+			return false;
+		slot += size;
+		if (slot + 8 > t->stack_hi || slot - e->cfa0 > UINT32_MAX ||
+		    *(const uintptr_t *)slot != e->frames[k])
+			return false;
+		off[k] = (uint32_t)(slot - e->cfa0);
+	}
+	e->slot[0] = 0;
+	memcpy(&e->slot[1], &off[1], (e->n - 1) * sizeof off[0]);
+	return true;
+}
+
 /* Walks the stack with unw_step and fills e->slot for the frames in
  * e->frames (e->n of them, agent frames excluded). Returns false if the
  * walk does not reproduce the same frames. */
-static bool learn_slots(ht_scache_entry_t *e)
+static bool learn_slots(ht_thread_t *t, ht_scache_entry_t *e)
 {
 	unw_context_t uc;
 	unw_cursor_t c;
@@ -72,7 +158,16 @@ static bool learn_slots(ht_scache_entry_t *e)
 		if (unw_step(&c) <= 0)
 			break;
 	}
-	return k == e->n;
+	if (k != e->n)
+		return false;
+	/* a good walk: its frame sizes serve other chains */
+	if (!t->fsizes)
+		t->fsizes = ht_mmap(sizeof *t->fsizes);
+	if (t->fsizes)
+		for (unsigned i = 1; i < e->n; i++)
+			fsize_learn(t->fsizes, e->frames[i - 1],
+				    (uint32_t)(e->slot[i] - (i > 1 ? e->slot[i - 1] : (uint32_t)-8)));
+	return true;
 }
 
 uint32_t ht_capture_slow(ht_thread_t *t, uintptr_t ret0, uintptr_t cfa0)
@@ -100,9 +195,11 @@ uint32_t ht_capture_slow(ht_thread_t *t, uintptr_t ret0, uintptr_t cfa0)
 		 * where its return addresses live, if the budget allows. (With
 		 * slots, it missed: the stack above changed under the same key,
 		 * a dynamic frame perhaps; learn again.) */
-		if (may_walk(t)) {
+		if (derive_slots(t, e)) {
+			e->has_slots = 1;
+		} else if (may_walk(t)) {
 			t->scache_walks++;
-			e->has_slots = learn_slots(e);
+			e->has_slots = learn_slots(t, e);
 		}
 		return sid;
 	}
@@ -130,5 +227,7 @@ void ht_scache_forget(ht_thread_t *t)
 {
 	if (t->scache)
 		memset(t->scache, 0, sizeof *t->scache);
+	if (t->fsizes)
+		memset(t->fsizes, 0, sizeof *t->fsizes);
 	t->scache_hits = t->scache_misses = t->scache_walks = 0;
 }

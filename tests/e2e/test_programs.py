@@ -107,8 +107,9 @@ SPECS = {
     # leaf's callers alternate under the same stack address: the agent's
     # stack cache must tell them apart (sites checked below by caller).
     "stack_cache": dict(
-        totals=(6500, 6500, 64000, 0, 0), exit=0, memcheck=True,
-        sites={"leaf": S(5000, 40000), "leaf_vla": S(1500, 24000)}),
+        totals=(9700, 9700, 3288000, 0, 0), exit=0, memcheck=True,
+        sites={"leaf": S(5000, 40000), "leaf_vla": S(1500, 24000),
+               "shape_leaf": S(3200, 3224000)}),
     # the program's own allocator, reported through heaptrail.h (no malloc)
     "custom_alloc": dict(
         totals=(51, 21, 2200, 30, 1360), exit=0, memcheck=False,
@@ -407,6 +408,19 @@ def t_stack_cache_callers(t):
     t.eq("leaf <- via_a allocations", 3000, by_caller.get(("leaf", "via_a")))
     t.eq("leaf <- via_b allocations", 2000, by_caller.get(("leaf", "via_b")))
     t.eq("leaf_vla <- via_vla allocations", 1500, by_caller.get(("leaf_vla", "via_vla")))
+    # 16 recursion shapes through the same functions: every allocation's
+    # whole chain matches its shape (size 1000 + shape)
+    shapes = {}
+    for s in rep.get("sites", []):
+        st = s.get("stack") or []
+        if not st or st[0].get("function") != "shape_leaf" or not s.get("allocations"):
+            continue
+        shape = s["bytes_allocated"] // s["allocations"] - 1000
+        want = ["rec_a" if (shape >> (d % 4)) & 1 else "rec_b" for d in range(11)] + ["main"]
+        got = [f.get("function") for f in st[1:13]]
+        t.eq("shape %d chain" % shape, want, got)
+        shapes[shape] = shapes.get(shape, 0) + s["allocations"]
+    t.eq("shapes seen, 200 allocations each", {k: 200 for k in range(16)}, shapes)
 
 
 add("stack_cache.callers", t_stack_cache_callers)

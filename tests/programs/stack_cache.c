@@ -8,8 +8,14 @@
  *   via_vla(n) -> leaf_vla: 1500 x malloc(16) with n cycling over 3 sizes of
  *                 a variable-length array, freed (a frame of changing size)
  *   via_a -> leaf, via_b -> leaf: first alternating, then two a's per b.
- * Totals: 6500 allocations, 6500 frees, 3000*8 + 2000*8 + 1500*16 = 64000
- * bytes; nothing leaked. Each leaf's caller is known by construction.
+ *   rec_a/rec_b -> shape_leaf: 16 shapes of an 11-level mutual recursion,
+ *                 200 x malloc(1000 + shape) each, freed: the function at
+ *                 depth d is rec_a when bit d % 4 of the shape is set (the
+ *                 agent learns frame sizes from some chains and derives the
+ *                 others' slots from them)
+ * Totals: 9700 allocations, 9700 frees, 3000*8 + 2000*8 + 1500*16 +
+ * 200*(16*1000 + 120) = 3288000 bytes; nothing leaked. Each leaf's
+ * callers are known by construction.
  */
 #include <stdlib.h>
 
@@ -51,6 +57,45 @@ NOINLINE static void via_vla(int n)
 	(void)buf[0];
 }
 
+NOINLINE static void shape_leaf(unsigned shape)
+{
+	sink = malloc(1000 + shape);
+	free(sink);
+}
+
+static void rec_a(int depth, unsigned shape);
+static void rec_b(int depth, unsigned shape);
+
+/* Calls the function of depth d for shape; the volatile read after the
+ * call keeps it from being a tail call (a frame of its own). */
+#define DESCEND(d, shape)                                                      \
+	do {                                                                   \
+		if (((shape) >> ((d) % 4)) & 1)                                \
+			rec_a(d, shape);                                       \
+		else                                                           \
+			rec_b(d, shape);                                       \
+	} while (0)
+
+NOINLINE static void rec_a(int depth, unsigned shape)
+{
+	volatile int pad = depth;
+	if (depth == 0)
+		shape_leaf(shape);
+	else
+		DESCEND(depth - 1, shape);
+	(void)pad;
+}
+
+NOINLINE static void rec_b(int depth, unsigned shape)
+{
+	volatile int pad[2] = {depth, depth};
+	if (depth == 0)
+		shape_leaf(shape);
+	else
+		DESCEND(depth - 1, shape);
+	(void)pad[1];
+}
+
 int main(void)
 {
 	/* 1000 alternations: a, b, a, b ... */
@@ -69,5 +114,7 @@ int main(void)
 	}
 	for (int i = 0; i < 1500; i++)
 		via_vla(16 + 64 * (i % 3));
+	for (unsigned i = 0; i < 3200; i++)
+		DESCEND(10, i % 16);
 	return 0;
 }

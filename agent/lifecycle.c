@@ -214,6 +214,7 @@ static void fork_child(void)
 		ht_clock_init();
 		ht_pid = getpid();
 		ht_writer_fork_child_close();
+		ht_live_fork_child();
 		ht_sampling_fork_child();
 		ht_flusher_fork_child();
 		ht_modules_fork_child();

@@ -79,7 +79,21 @@ static struct {
 	uint64_t peak_epoch;
 	uint8_t *stack_defs;	   /* STACK events seen, for the file */
 	size_t stack_defs_len, stack_defs_cap;
+	/* heaptrail run's summary (ht_live_summary) */
+	uint64_t n_allocs, n_frees, n_bytes, n_temporary;
+	uint64_t seq;	   /* allocations digested */
+	uint32_t heap_tid; /* the thread of the first heap event */
+	bool inexact;	   /* the figures may differ from the reader's */
 } HT_CACHE_ALIGN lv;
+
+/* One thread's events arrive in order; a second thread's may not. */
+static inline void note_heap_thread(uint32_t tid)
+{
+	if (!lv.heap_tid)
+		lv.heap_tid = tid;
+	else if (tid != lv.heap_tid)
+		lv.inexact = true;
+}
 
 static bool summary_init(void)
 {
@@ -322,6 +336,12 @@ static void live_alloc(uintptr_t addr, uint64_t size, uint64_t time, uint32_t ti
 	e->tid = tid;
 	e->pool = pool;
 	e->custom = custom;
+	e->seq = (uint32_t)++lv.seq;
+	note_heap_thread(tid);
+	if (pool || custom)
+		lv.inexact = true; /* pool resets: not replayed here */
+	lv.n_allocs++;
+	lv.n_bytes += size;
 	if (pool)
 		lv.pool_blocks++;
 	ht_live_stats.bytes += size;
@@ -358,6 +378,7 @@ static void entry_remove(ht_live_block_t *e)
 
 static void live_free(uintptr_t addr, uint64_t time, uint32_t tid)
 {
+	note_heap_thread(tid);
 	ht_live_block_t *e = table_find(&lv.blocks, addr);
 	if (!e) {
 		orphan_add(addr, time, tid);
@@ -365,6 +386,11 @@ static void live_free(uintptr_t addr, uint64_t time, uint32_t tid)
 	}
 	if (e->time > time || (e->time == time && e->tid != tid))
 		return; /* frees an earlier block at this address */
+	lv.n_frees++;
+	/* freed before its thread allocated again (one thread: the digest's
+	 * count is the thread's) */
+	if (e->seq == (uint32_t)lv.seq)
+		lv.n_temporary++;
 	entry_remove(e);
 }
 
@@ -562,6 +588,29 @@ const ht_live_block_t *ht_live_slots(size_t *capacity)
 size_t ht_live_count(void)
 {
 	return lv.blocks.count;
+}
+
+bool ht_live_summary(ht_live_summary_t *out)
+{
+	if ((!ht_opt_leak_check && !ht_opt_summary) || ht_opt_summary || ht_opt_sample_rate ||
+	    lv.inexact || lv.orphans.count ||
+	    (atomic_load(&ht_agent_flags) & HT_AGENT_OUT_OF_MEMORY))
+		return false;
+	*out = (ht_live_summary_t){
+		.allocs = lv.n_allocs,
+		.frees = lv.n_frees,
+		.bytes = lv.n_bytes,
+		.peak_bytes = ht_live_stats.peak_bytes,
+		.live_bytes = ht_live_stats.bytes,
+		.live_blocks = lv.blocks.count,
+		.temporary = lv.n_temporary,
+	};
+	return true;
+}
+
+void ht_live_fork_child(void)
+{
+	lv.inexact = true;
 }
 
 /* ---- summary mode: the file --------------------------------------------------- */

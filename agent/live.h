@@ -14,6 +14,7 @@ typedef struct ht_live_block {
 	uint32_t tid;	/* the allocating thread */
 	uint32_t site;	/* summary mode: its row in the site table */
 	bool custom;	/* from the program's own allocator (heaptrail.h) */
+	uint32_t seq;	/* the digest's allocation count when it was made (low bits) */
 } ht_live_block_t;
 
 /* Totals of the table, in the order blocks were digested (exact for one
@@ -40,6 +41,19 @@ void ht_live_digest(const ht_block_t *b);
 /* The table's slots (empty ones have addr 0) and its capacity. */
 const ht_live_block_t *ht_live_slots(size_t *capacity);
 size_t ht_live_count(void);
+
+/* The figures heaptrail run prints, as the reader's replay of the trace
+ * would compute them (cli/model.c): allocations, frees and bytes of the
+ * recorded events, peak heap, blocks and bytes live at the end, temporary
+ * allocations. False when the digest cannot promise equality: more than one
+ * thread made heap events (blocks arrive out of time order), pool or custom
+ * blocks, a table inherited from the parent (fork), or the table not kept. */
+typedef struct {
+	uint64_t allocs, frees, bytes, peak_bytes, live_bytes, live_blocks, temporary;
+} ht_live_summary_t;
+bool ht_live_summary(ht_live_summary_t *out);
+/* In a fork child: the inherited table is the parent's history. */
+void ht_live_fork_child(void);
 
 /* Classifies every live block by reachability and writes LEAKS records
  * (reason HT_LEAK_AT_*, check_id). sp: the lowest live address of the

@@ -18,6 +18,7 @@
 #include <zstd.h>
 
 #include "agent.h"
+#include "live.h"
 
 ht_lock_t ht_writer_lock;
 
@@ -406,8 +407,10 @@ void ht_writer_finish(unsigned how, unsigned status)
 	ht_writer_flush(true);
 	close(out_fd);
 	out_fd = -1;
-	/* "end <allocs> <frees> <bytes> <ns>" for heaptrail run's summary */
-	char tail[128];
+	/* "end <allocs> <frees> <bytes> <ns>" for heaptrail run's summary, then
+	 * "exact" and the figures of the reader's replay when the digest can
+	 * give them (agent/live.h): run prints them without reading the trace */
+	char tail[384];
 	size_t k = ht_append_str(tail, 0, sizeof tail, "end\t");
 	k = ht_append_u64(tail, k, sizeof tail, allocs);
 	k = ht_append_str(tail, k, sizeof tail, "\t");
@@ -415,7 +418,17 @@ void ht_writer_finish(unsigned how, unsigned status)
 	k = ht_append_str(tail, k, sizeof tail, "\t");
 	k = ht_append_u64(tail, k, sizeof tail, bytes);
 	k = ht_append_str(tail, k, sizeof tail, "\t");
-	ht_append_u64(tail, k, sizeof tail, now);
+	k = ht_append_u64(tail, k, sizeof tail, now);
+	ht_live_summary_t ls;
+	if (ht_live_summary(&ls)) {
+		const uint64_t fig[] = {ls.allocs,     ls.frees,	ls.bytes,    ls.peak_bytes,
+					ls.live_bytes, ls.live_blocks, ls.temporary};
+		k = ht_append_str(tail, k, sizeof tail, "\texact");
+		for (size_t i = 0; i < sizeof fig / sizeof fig[0]; i++) {
+			k = ht_append_str(tail, k, sizeof tail, "\t");
+			k = ht_append_u64(tail, k, sizeof tail, fig[i]);
+		}
+	}
 	append_manifest(out_path, tail);
 }
 

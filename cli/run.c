@@ -140,6 +140,10 @@ typedef struct entry {
 	/* from the agent's "end" line, when the trace was finished */
 	bool ended;
 	unsigned long long allocs, frees, bytes, duration_ns;
+	/* "exact": the agent's figures equal the trace's replay (agent/live.h) */
+	bool exact;
+	unsigned long long x_allocs, x_frees, x_bytes, peak, leaked_bytes, leaked_blocks,
+		temporary;
 } entry_t;
 
 /* Read the manifest: a "pid<TAB>path" line when a trace is opened, and a
@@ -169,6 +173,12 @@ static size_t read_manifest(const char *path, entry_t **out)
 				if (!strcmp(e->path, tab + 1)) {
 					e->ended = sscanf(end + 5, "%llu\t%llu\t%llu\t%llu", &e->allocs,
 							  &e->frees, &e->bytes, &e->duration_ns) == 4;
+					const char *x = strstr(end + 5, "\texact\t");
+					e->exact = e->ended && x &&
+						   sscanf(x + 7, "%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu",
+							  &e->x_allocs, &e->x_frees, &e->x_bytes,
+							  &e->peak, &e->leaked_bytes,
+							  &e->leaked_blocks, &e->temporary) == 7;
 					break;
 				}
 			}
@@ -233,6 +243,20 @@ static void print_summary(const entry_t *ent, const char *shown)
 {
 	const char *path = ent->path;
 	struct stat st;
+	if (ent->exact) {
+		/* the figures the replay would give, counted by the agent: no
+		 * need to read the trace back (a third of a second for a
+		 * million allocations) */
+		char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN], d[HT_FMT_LEN], e[HT_FMT_LEN];
+		fprintf(stderr, "heaptrail: %s allocations, %s frees, %s allocated, peak heap %s, in %s\n",
+			ht_fmt_count(a, ent->x_allocs), ht_fmt_count(b, ent->x_frees),
+			ht_fmt_size(c, ent->x_bytes), ht_fmt_size(d, ent->peak),
+			ht_fmt_duration(e, ent->duration_ns));
+		fprintf(stderr, "heaptrail: leaked %s in %s blocks; %s temporary allocations\n",
+			ht_fmt_size(a, ent->leaked_bytes), ht_fmt_count(b, ent->leaked_blocks),
+			ht_fmt_count(c, ent->temporary));
+		return;
+	}
 	if (ent->ended && stat(path, &st) == 0 &&
 	    (unsigned long long)st.st_size > FULL_SUMMARY_MAX_BYTES) {
 		char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN], d[HT_FMT_LEN];

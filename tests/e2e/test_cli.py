@@ -6,7 +6,7 @@ import random
 import re
 
 import contract
-from harness import (HT, PROGS, T, heaptrail_run, need_report, need_tools, report,
+from harness import (AGENT, HT, PROGS, T, heaptrail_run, need_report, need_tools, report,
                      report_cli, run, tail, text, traced_report)
 
 TOT = ("allocations", "frees", "bytes_allocated", "leaked_blocks", "leaked_bytes")
@@ -252,8 +252,58 @@ def t_report_cli(t):
             "build/asan/heaptrail is missing: reports run without ASan/UBSan")
 
 
+# The agent's own figures (the manifest's "exact" fields) against the
+# report's replay of the same trace. Single-threaded programs must give
+# them; programs with threads may not, and when they do, equal.
+RUN_FIGURES = ("allocations", "frees", "bytes_allocated", "peak_heap_bytes",
+               "leaked_bytes", "leaked_blocks", "temporary_allocations")
+
+
+def agent_figures(t, name, args=()):
+    manifest = t.tmp / ("%s.manifest" % name)
+    manifest.write_bytes(b"")
+    out = t.tmp / ("%s.ht" % name)
+    env = dict(os.environ, LD_PRELOAD=str(AGENT),
+               HEAPTRAIL_OPTIONS="output=%s,manifest=%s" % (out, manifest))
+    p = run([prog(name)] + list(args), 60, env=env)
+    exact = None
+    for line in text(manifest.read_bytes()).splitlines():
+        f = line.split("\t")
+        if len(f) > 2 and f[1] == str(out) and "exact" in f:
+            i = f.index("exact")
+            exact = dict(zip(RUN_FIGURES, (int(v) for v in f[i + 1:i + 8])))
+    return p, out, exact
+
+
+def t_run_figures(t):
+    """heaptrail run prints the agent's figures instead of replaying the
+    trace when the agent can promise they are the replay's: check them
+    against the report on programs of every kind."""
+    need_tools(t)
+    for name, single in (("churn", True), ("leaks", True), ("temporaries", True),
+                         ("peak", True), ("stack_cache", True), ("exit3", True),
+                         ("fork", True), ("threads", False), ("custom_alloc", False)):
+        p, out, exact = agent_figures(t, name)
+        rep = need_report(t, out)
+        want = {k: rep.data["totals"].get(k) for k in RUN_FIGURES}
+        if single:
+            t.eq("%s: the agent gives its figures" % name, True, exact is not None)
+        if exact is not None:
+            t.eq("%s: agent figures vs the report's replay" % name, want, exact)
+    # and `heaptrail run` prints them
+    tr = heaptrail_run([prog("temporaries")])
+    rep = need_report(t, tr.out_path).data
+    m = re.search(r"leaked \S+ \S+ in ([\d,]+) blocks; ([\d,]+) temporary", text(tr.proc.err))
+    t.check(m, "run's summary: no leaked/temporary line: %s" % tail(tr.proc.err, 400))
+    if m:
+        t.eq("run's leaked blocks and temporary allocations",
+             (rep["totals"]["leaked_blocks"], rep["totals"]["temporary_allocations"]),
+             tuple(int(g.replace(",", "")) for g in m.groups()))
+
+
 TESTS = [
     ("cli.asan_report_cli", t_report_cli),
+    ("cli.run_figures", t_run_figures),
     ("cli.bad_options", t_bad_options),
     ("trace.truncated_half", t_truncated),
     ("trace.truncated_tiny", t_truncated_tiny),

@@ -207,9 +207,23 @@ void ht_thread_flush(ht_thread_t *t);
 /* The time stamp of t's next event: now, but never before t's previous
  * event (the varint deltas of a block are unsigned). Take it after any
  * ht_thread_reserve, which may ship the block and sample RSS (rule 6). */
+/* While one thread has made every event so far, times only place events
+ * for the reports (peak time, timelines) and the order of the thread's own
+ * events is the buffer's: their times are rounded down to HT_COARSE_NS,
+ * which halves what single-threaded traces take (the sub-microsecond noise
+ * is most of their compressed bytes). A second thread's state is counted
+ * before its first event is stamped; on x86 (TSO) a thread that sees a
+ * block another thread freed or published also sees that thread counted,
+ * so an event that follows another thread's event is never stamped coarse,
+ * and rounding down keeps the rest in order. Not with functions=1: the
+ * function profile measures short calls. */
+#define HT_COARSE_NS 1024u
+extern _Atomic uint32_t ht_thread_states; /* states made in this process */
 static inline uint64_t ht_event_time(const ht_thread_t *t)
 {
 	uint64_t now = ht_now();
+	if (atomic_load_explicit(&ht_thread_states, memory_order_acquire) == 1 && !ht_opt_functions)
+		now &= ~(uint64_t)(HT_COARSE_NS - 1);
 	return now < t->last_time ? t->last_time : now;
 }
 

@@ -28,6 +28,7 @@ static __thread bool tls_thread_exited;
 
 static ht_lock_t registry_lock;
 static uint32_t next_ordinal = 2; /* under registry_lock */
+_Atomic uint32_t ht_thread_states;
 static ht_thread_t *registry;
 static pthread_key_t thread_key;
 static bool thread_key_ok;
@@ -109,6 +110,8 @@ HT_NOINLINE HT_COLD static ht_thread_t *thread_create(void)
 	 * the order their states are made (trace_format.h) */
 	t->tid = (uint32_t)syscall(SYS_gettid);
 	t->ordinal = t->tid == (uint32_t)getpid() ? 1 : next_ordinal++;
+	/* before the thread stamps anything (ht_event_time) */
+	atomic_fetch_add(&ht_thread_states, 1);
 	t->alloc_seq = 0;
 	t->last_addr = 0;
 	t->last_fn = 0;
@@ -277,6 +280,7 @@ void ht_thread_fork_child(void)
 	 * unflushed events: the parent ships those, the child drops them. */
 	ht_lock_reset(&registry_lock);
 	next_ordinal = 2;
+	atomic_store(&ht_thread_states, ht_tls_thread ? 1 : 0);
 	ht_thread_t *self = ht_tls_thread;
 	ht_names_fork_child(self);
 	for (ht_thread_t *t = registry; t; t = t->next) {

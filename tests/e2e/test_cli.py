@@ -6,6 +6,7 @@ import random
 import re
 
 import contract
+import tracefile
 from harness import (AGENT, HT, PROGS, T, heaptrail_run, need_report, need_tools, report,
                      report_cli, run, tail, text, traced_report)
 
@@ -301,8 +302,32 @@ def t_run_figures(t):
              tuple(int(g.replace(",", "")) for g in m.groups()))
 
 
+def t_event_times(t):
+    """Event times are multiples of 16 ns, and of 1,024 ns while only one
+    thread makes events (agent.h, ht_event_time): the churn program's all
+    but its first few; the threads program's worker threads' nearly none."""
+    need_tools(t)
+    for name, coarse in (("churn", True), ("threads", False)):
+        tr = heaptrail_run([prog(name)])
+        times = tracefile.heap_event_times(str(tr.out_path))
+        allt = [x for v in times.values() for x in v]
+        t.check(allt, "%s: no heap events in the trace" % name)
+        t.eq("%s: times not a multiple of 16 ns" % name, 0, sum(1 for x in allt if x % 16))
+        if coarse:
+            fine = sum(1 for x in allt if x % 1024)
+            t.check(fine <= 2, "%s: %d of %d times not rounded to 1,024 ns" % (name, fine, len(allt)))
+        else:
+            pid_tids = sorted(times)  # worker threads: every tid but the smallest (main)
+            workers = [x for tid in pid_tids[1:] for x in times[tid]]
+            share = sum(1 for x in workers if x % 1024 == 0) / max(1, len(workers))
+            t.check(workers and share < 0.2,
+                    "%s: worker threads' times look rounded (%.0f%% multiples of 1,024 ns)"
+                    % (name, 100 * share))
+
+
 TESTS = [
     ("cli.asan_report_cli", t_report_cli),
+    ("trace.event_times", t_event_times),
     ("cli.run_figures", t_run_figures),
     ("cli.bad_options", t_bad_options),
     ("trace.truncated_half", t_truncated),

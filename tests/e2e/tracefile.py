@@ -107,6 +107,39 @@ def thread_events(path):
     return threads
 
 
+def heap_event_times(path):
+    """{tid: [time of each ALLOC, FREE and REALLOC event, in file order]}."""
+    _, _, buf = body(path)
+    times = {}
+    for tag, payload in _records(buf):
+        if tag != REC_THREAD_BLOCK:
+            continue
+        q = 0
+        tid, q = _varint(payload, q)
+        now, q = _varint(payload, q)  # base_time
+        out = times.setdefault(tid, [])
+        while q < len(payload):
+            ev = payload[q] & 0x0F
+            q += 1
+            fields = {EV_ALLOC: "usuu", EV_FREE: "us", EV_REALLOC: "usuusu",
+                      EV_STACK: None, EV_RSS: "uu"}.get(ev, "?")
+            if fields == "?":
+                raise TraceError("unknown event 0x%x in thread %d's block" % (payload[q - 1], tid))
+            if fields is None:  # STACK: id, depth, frames
+                _, q = _varint(payload, q)
+                depth, q = _varint(payload, q)
+                for _ in range(depth):
+                    _, q = _svarint(payload, q)
+                continue
+            dt, q = _varint(payload, q)
+            now += dt
+            for f in fields[1:]:
+                _, q = (_varint if f == "u" else _svarint)(payload, q)
+            if ev != EV_RSS:
+                out.append(now)
+    return times
+
+
 REC_LEAKS = 8
 LEAK_KINDS = {1: "definite", 2: "indirect", 3: "possible", 4: "reachable"}
 

@@ -353,7 +353,12 @@ bool ht_sample_slow(size_t size);
 void ht_sample_thread_init(ht_thread_t *t);
 
 #define HT_SFILTER_BITS 16
+/* Per bucket the number of set members (sampling.c, under the bucket's
+ * shard lock), and one bit per bucket, set while that number is not 0:
+ * the bits (8 KiB) stay in the L1 cache where the counts (64 KiB) would
+ * not, and every free reads one. */
 extern uint8_t ht_sfilter[1u << HT_SFILTER_BITS];
+extern uint64_t ht_sfilter_bits[(1u << HT_SFILTER_BITS) / 64];
 /* The address's 16-byte granule modulo the filter size: sampled blocks are
  * sparse, so plain low bits spread them well enough, without a multiply. */
 static inline size_t ht_sfilter_index(const void *p)
@@ -363,7 +368,8 @@ static inline size_t ht_sfilter_index(const void *p)
 /* False when p is surely not a sampled block (the common free). */
 static inline bool ht_sampled_maybe(const void *p)
 {
-	return __atomic_load_n(&ht_sfilter[ht_sfilter_index(p)], __ATOMIC_RELAXED) != 0;
+	size_t i = ht_sfilter_index(p);
+	return (__atomic_load_n(&ht_sfilter_bits[i / 64], __ATOMIC_RELAXED) >> (i % 64)) & 1;
 }
 /* Adds p to the sampled set; removes it, true if it was there. */
 void ht_sampled_add(const void *p);

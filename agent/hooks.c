@@ -515,7 +515,9 @@ HT_NOINLINE static void free_entry(void *p)
 		free_full(p);
 }
 
-HT_EXPORT void free(void *p)
+/* free's body, inline in free and in operator delete (a call of free from
+ * delete would go through the PLT). */
+__attribute__((always_inline)) static inline void free_body(void *p)
 {
 	/* sampling's common case: one filter load says p was not sampled (a
 	 * free is counted whether recording is switched on or not, as in an
@@ -529,6 +531,11 @@ HT_EXPORT void free(void *p)
 		return;
 	}
 	free_entry(p);
+}
+
+HT_EXPORT void free(void *p)
+{
+	free_body(p);
 }
 
 /* Common body of realloc and reallocarray. */
@@ -802,7 +809,7 @@ static inline void *real_aligned(size_t align, size_t n)
 	{                                                                      \
 		if (HT_UNLIKELY(ptr == NULL))                                  \
 			return;                                                \
-		free(ptr);                                                     \
+		free_body(ptr);                                                \
 	}
 
 typedef struct nothrow_s nothrow_t; /* std::nothrow_t, passed by reference */

@@ -15,8 +15,9 @@
  *
  * Recorded blocks go into a set so that their frees, and only theirs, are
  * written. In front of it a counting filter (one byte per hash bucket,
- * the number of set members in the bucket) lets the free of an unsampled
- * block leave after one load. The set is sharded by the same hash, so a
+ * the number of set members in the bucket, and a bit per bucket set while
+ * its count is not 0) lets the free of an unsampled block leave after one
+ * load of the bits. The set is sharded by the same hash, so a
  * bucket's counter only changes under its shard's lock; a counter that
  * reaches 255 stays there (the bucket then always asks the set).
  *
@@ -100,6 +101,7 @@ bool ht_sample_slow(size_t size)
 /* ---- the set of sampled blocks ------------------------------------------------- */
 
 uint8_t ht_sfilter[1u << HT_SFILTER_BITS];
+uint64_t ht_sfilter_bits[(1u << HT_SFILTER_BITS) / 64];
 
 #define SHARD_BITS 6
 #define NSHARDS (1u << SHARD_BITS)
@@ -177,6 +179,9 @@ void ht_sampled_add(const void *p)
 		s->slot[i] = a;
 		s->len++;
 		uint8_t c = ht_sfilter[fi];
+		if (c == 0) /* other buckets of the word belong to other shards */
+			__atomic_fetch_or(&ht_sfilter_bits[fi / 64], 1ull << (fi % 64),
+					  __ATOMIC_RELAXED);
 		if (c < 255)
 			__atomic_store_n(&ht_sfilter[fi], (uint8_t)(c + 1), __ATOMIC_RELAXED);
 	}
@@ -208,6 +213,9 @@ bool ht_sampled_remove(const void *p)
 	uint8_t c = ht_sfilter[fi];
 	if (c < 255)
 		__atomic_store_n(&ht_sfilter[fi], (uint8_t)(c - 1), __ATOMIC_RELAXED);
+	if (c == 1)
+		__atomic_fetch_and(&ht_sfilter_bits[fi / 64], ~(1ull << (fi % 64)),
+				   __ATOMIC_RELAXED);
 	ht_unlock(&s->lock);
 	return true;
 }

@@ -592,8 +592,10 @@ size_t ht_live_count(void)
 
 bool ht_live_summary(ht_live_summary_t *out)
 {
-	if ((!ht_opt_leak_check && !ht_opt_summary) || ht_opt_summary || ht_opt_sample_rate ||
-	    lv.inexact || lv.orphans.count ||
+	/* leak_check=0: no table; summary mode and sampling: run needs the
+	 * trace's rows, or estimates */
+	if (!ht_opt_leak_check || ht_opt_summary || ht_opt_sample_rate || lv.inexact ||
+	    lv.orphans.count ||
 	    (atomic_load(&ht_agent_flags) & HT_AGENT_OUT_OF_MEMORY))
 		return false;
 	*out = (ht_live_summary_t){

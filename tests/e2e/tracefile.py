@@ -59,73 +59,30 @@ def body(path):
     return major, minor, rest
 
 
-def thread_events(path):
-    """{tid: {"allocs": n, "frees": n, "sizes": {size: n}}} over all thread
-    blocks; a realloc counts one free and one allocation."""
-    _, _, buf = body(path)
-    threads = {}
-    for tag, payload in _records(buf):
-        if tag != REC_THREAD_BLOCK:
-            continue
-        q = 0
-        tid, q = _varint(payload, q)
-        _, q = _varint(payload, q)  # base_time
-        t = threads.setdefault(tid, {"allocs": 0, "frees": 0, "sizes": {}})
-        while q < len(payload):
-            ev = payload[q] & 0x0F
-            q += 1
-            if ev == EV_ALLOC:
-                _, q = _varint(payload, q)
-                _, q = _svarint(payload, q)
-                size, q = _varint(payload, q)
-                _, q = _varint(payload, q)
-                t["allocs"] += 1
-                t["sizes"][size] = t["sizes"].get(size, 0) + 1
-            elif ev == EV_FREE:
-                _, q = _varint(payload, q)
-                _, q = _svarint(payload, q)
-                t["frees"] += 1
-            elif ev == EV_REALLOC:
-                _, q = _varint(payload, q)
-                _, q = _svarint(payload, q)
-                size, q = _varint(payload, q)
-                _, q = _varint(payload, q)
-                _, q = _svarint(payload, q)
-                t["allocs"] += 1
-                t["frees"] += 1
-                t["sizes"][size] = t["sizes"].get(size, 0) + 1
-            elif ev == EV_STACK:
-                _, q = _varint(payload, q)
-                depth, q = _varint(payload, q)
-                for _ in range(depth):
-                    _, q = _svarint(payload, q)
-            elif ev == EV_RSS:
-                _, q = _varint(payload, q)
-                _, q = _varint(payload, q)
-            else:
-                raise TraceError("unknown event 0x%x in thread %d's block" % (payload[q - 1], tid))
-    return threads
+# Fields after each event's first byte: u varint, s zigzag varint; None for
+# STACK (id, depth, then depth frames). The first field of a timed event is
+# its time delta.
+_EVENT_FIELDS = {EV_ALLOC: "usuu", EV_FREE: "us", EV_REALLOC: "usuusu", EV_STACK: None,
+                 EV_RSS: "uu"}
 
 
-def heap_event_times(path):
-    """{tid: [time of each ALLOC, FREE and REALLOC event, in file order]}."""
+def _heap_events(path):
+    """(tid, event, time, fields) for each ALLOC, FREE, REALLOC and RSS
+    event, in file order; fields are the decoded values after the time."""
     _, _, buf = body(path)
-    times = {}
     for tag, payload in _records(buf):
         if tag != REC_THREAD_BLOCK:
             continue
         q = 0
         tid, q = _varint(payload, q)
         now, q = _varint(payload, q)  # base_time
-        out = times.setdefault(tid, [])
         while q < len(payload):
             ev = payload[q] & 0x0F
             q += 1
-            fields = {EV_ALLOC: "usuu", EV_FREE: "us", EV_REALLOC: "usuusu",
-                      EV_STACK: None, EV_RSS: "uu"}.get(ev, "?")
-            if fields == "?":
+            if ev not in _EVENT_FIELDS:
                 raise TraceError("unknown event 0x%x in thread %d's block" % (payload[q - 1], tid))
-            if fields is None:  # STACK: id, depth, frames
+            fields = _EVENT_FIELDS[ev]
+            if fields is None:
                 _, q = _varint(payload, q)
                 depth, q = _varint(payload, q)
                 for _ in range(depth):
@@ -133,10 +90,34 @@ def heap_event_times(path):
                 continue
             dt, q = _varint(payload, q)
             now += dt
+            vals = []
             for f in fields[1:]:
-                _, q = (_varint if f == "u" else _svarint)(payload, q)
-            if ev != EV_RSS:
-                out.append(now)
+                v, q = (_varint if f == "u" else _svarint)(payload, q)
+                vals.append(v)
+            yield tid, ev, now, vals
+
+
+def thread_events(path):
+    """{tid: {"allocs": n, "frees": n, "sizes": {size: n}}} over all thread
+    blocks; a realloc counts one free and one allocation."""
+    threads = {}
+    for tid, ev, _, vals in _heap_events(path):
+        t = threads.setdefault(tid, {"allocs": 0, "frees": 0, "sizes": {}})
+        if ev in (EV_ALLOC, EV_REALLOC):
+            size = vals[1]
+            t["allocs"] += 1
+            t["sizes"][size] = t["sizes"].get(size, 0) + 1
+        if ev in (EV_FREE, EV_REALLOC):
+            t["frees"] += 1
+    return threads
+
+
+def heap_event_times(path):
+    """{tid: [time of each ALLOC, FREE and REALLOC event, in file order]}."""
+    times = {}
+    for tid, ev, now, _ in _heap_events(path):
+        if ev != EV_RSS:
+            times.setdefault(tid, []).append(now)
     return times
 
 

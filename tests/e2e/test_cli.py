@@ -325,8 +325,23 @@ def t_event_times(t):
                     % (name, 100 * share))
 
 
+def t_duration(t):
+    """The trace's duration is the program's: /bin/sleep 0.3 lasts at least
+    0.3 s and at most the wall time of the whole `heaptrail run` (the TSC's
+    rate is measured at start-up; a preemption in the middle of the
+    measurement once stretched every time of a run 2.6 times)."""
+    need_tools(t)
+    for _ in range(3):
+        tr = heaptrail_run(["/bin/sleep", "0.3"])
+        rep = need_report(t, tr.out_path).data
+        d = rep["totals"]["duration_seconds"]
+        t.check(d is not None and 0.29 <= d <= tr.proc.secs + 0.01,
+                "duration %s s for sleep 0.3 run in %.3f s" % (d, tr.proc.secs))
+
+
 TESTS = [
     ("cli.asan_report_cli", t_report_cli),
+    ("trace.duration", t_duration),
     ("trace.event_times", t_event_times),
     ("cli.run_figures", t_run_figures),
     ("cli.bad_options", t_bad_options),

@@ -118,7 +118,7 @@ int ht_report_resources_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sy
 		}
 		fputc('\n', out);
 		print_fds(out, g);
-		print_stack(out, frames + first, n - first);
+		print_stack(out, frames ? frames + first : NULL, n - first);
 	}
 	if (r->nkinds) {
 		fprintf(out, "\n  handles still held at %s: %" PRIu64, when, r->handles_held);
@@ -141,7 +141,7 @@ int ht_report_resources_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sy
 				" acquired, %" PRIu64 " released)\n",
 				s->count, s->count == 1 ? "" : "s", hk->name ? hk->name : "?", hk->acquired,
 				hk->released);
-			print_stack(out, frames + first, n - first);
+			print_stack(out, frames ? frames + first : NULL, n - first);
 		}
 	}
 	free(frames);
@@ -176,7 +176,7 @@ int ht_report_resources_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sy
 		for (size_t k = 0; k < g->count; k++)
 			fprintf(out, "%s%" PRIu64, k ? ", " : "", g->fds[k]);
 		fprintf(out, "], \"stack_id\": %" PRIu64 ",\n   \"stack\": ", g->stack_id);
-		ht_json_frames(out, frames + first, n - first);
+		ht_json_frames(out, frames ? frames + first : NULL, n - first);
 		fputc('}', out);
 	}
 	fputs("],\n \"handle_leaks\": [", out);
@@ -199,7 +199,7 @@ int ht_report_resources_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sy
 			fprintf(out, "%s\n   {\"count\": %" PRIu64 ", \"stack_id\": %" PRIu64
 				", \"stack\": ",
 				i ? "," : "", s->count, s->stack_id);
-			ht_json_frames(out, frames + first, n - first);
+			ht_json_frames(out, frames ? frames + first : NULL, n - first);
 			fputc('}', out);
 		}
 		fputs("]}", out);

@@ -436,6 +436,8 @@ void ht_writer_record(uint8_t tag, const void *payload, size_t len);
 /* Same, but the payload comes in two parts (a header and a body). */
 void ht_writer_record2(uint8_t tag, const void *head, size_t head_len,
 		       const void *body, size_t body_len);
+/* One record made of nparts pieces, written one after the other. */
+void ht_writer_recordv(uint8_t tag, const void *const *part, const size_t *len, size_t nparts);
 /* Push everything buffered to the file. end_frame: close the zstd frame. */
 void ht_writer_flush(bool end_frame);
 /* Close the file: write END, end the frame, close. */

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "columns.h"
 #include "live.h"
 
 #define HT_MAX_QUEUED 32
@@ -50,16 +51,38 @@ static void block_put_locked(ht_block_t *b)
 	pool = b;
 }
 
+/* Room for a block's columns (common/columns.h), under ht_writer_lock. */
+static uint8_t *columns;
+
 void ht_block_write_locked(const ht_block_t *b)
 {
 	if (ht_opt_leak_check || ht_opt_summary)
 		ht_live_digest(b);
 	if (ht_opt_summary)
 		return; /* the digest is all that is kept */
-	uint8_t head[2 * HT_VARINT_MAX];
+	uint8_t head[(2 + HT_NCOLS) * HT_VARINT_MAX];
 	size_t n = ht_varint_put(head, b->tid);
 	n += ht_varint_put(head + n, b->base_time);
-	ht_writer_record2(HT_REC_THREAD_BLOCK, head, n, b->data, b->len);
+	if (!columns)
+		columns = ht_mmap((size_t)HT_NCOLS * HT_BUF_SIZE);
+	uint8_t *col[HT_NCOLS];
+	size_t len[HT_NCOLS];
+	for (unsigned c = 0; c < HT_NCOLS; c++)
+		col[c] = columns ? columns + (size_t)c * HT_BUF_SIZE : NULL;
+	if (!columns || b->len > HT_BUF_SIZE || !ht_columns_split(b->data, b->len, col, len)) {
+		/* out of memory, or bytes the split does not know: as they are */
+		ht_writer_record2(HT_REC_THREAD_BLOCK, head, n, b->data, b->len);
+		return;
+	}
+	for (unsigned c = 0; c < HT_NCOLS; c++)
+		n += ht_varint_put(head + n, len[c]);
+	const void *part[1 + HT_NCOLS] = {head};
+	size_t plen[1 + HT_NCOLS] = {n};
+	for (unsigned c = 0; c < HT_NCOLS; c++) {
+		part[1 + c] = col[c];
+		plen[1 + c] = len[c];
+	}
+	ht_writer_recordv(HT_REC_THREAD_COLUMNS, part, plen, 1 + HT_NCOLS);
 }
 
 void ht_blocks_drain_locked(void)

@@ -131,6 +131,21 @@ void ht_writer_record2(uint8_t tag, const void *head, size_t head_len,
 		feed(body, body_len);
 }
 
+void ht_writer_recordv(uint8_t tag, const void *const *part, const size_t *len, size_t nparts)
+{
+	size_t total = 0;
+	for (size_t i = 0; i < nparts; i++)
+		total += len[i];
+	uint8_t hdr[1 + HT_VARINT_MAX];
+	size_t n = 0;
+	hdr[n++] = tag;
+	n += ht_varint_put(hdr + n, total);
+	feed(hdr, n);
+	for (size_t i = 0; i < nparts; i++)
+		if (len[i])
+			feed(part[i], len[i]);
+}
+
 void ht_writer_record(uint8_t tag, const void *payload, size_t len)
 {
 	ht_writer_record2(tag, payload, len, NULL, 0);

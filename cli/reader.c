@@ -13,6 +13,7 @@
  * The first bad byte stops stage 2; what came before it stays usable.
  */
 #include "reader.h"
+#include "columns.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -472,6 +473,9 @@ static const char *event_name(uint8_t type)
 /* Parse a thread block's events in body[pos, end); end < the declared end
  * when the body was cut inside the block (cut = true). Valid events are kept
  * even when a later one is bad. Returns 0, -ENOMEM, or 1 to stop parsing. */
+static int parse_block_events(ht_trace_t *t, uint64_t tid, uint64_t base, size_t pos, size_t end,
+			      bool cut, uint64_t *scratch);
+
 static int parse_thread_block(ht_trace_t *t, size_t pos, size_t end, bool cut, uint64_t *scratch)
 {
 	const uint8_t *b = t->body;
@@ -482,6 +486,68 @@ static int parse_thread_block(ht_trace_t *t, size_t pos, size_t end, bool cut, u
 		     "thread block header %s", r == DEC_TRUNC ? "cut off" : "has a bad varint");
 		return 1;
 	}
+	return parse_block_events(t, tid, base, pos, end, cut, scratch);
+}
+
+/* A THREAD_COLUMNS record: its columns are joined back into the block's
+ * events in place (they have the same length), which then read as a
+ * THREAD_BLOCK's. A record cut short loses its events: its columns are
+ * not whole. */
+static int parse_thread_columns(ht_trace_t *t, size_t pos, size_t end, bool cut,
+				uint64_t *scratch)
+{
+	size_t rec = pos;
+	uint64_t tid, base, len[HT_NCOLS], total = 0;
+	int r = get_u(t->body, end, &pos, &tid);
+	if (!r)
+		r = get_u(t->body, end, &pos, &base);
+	for (unsigned c = 0; c < HT_NCOLS && !r; c++) {
+		r = get_u(t->body, end, &pos, &len[c]);
+		if (!r && len[c] > end - pos)
+			r = cut ? DEC_TRUNC : DEC_CORRUPT;
+		total += r ? 0 : len[c];
+	}
+	if (!r && total > end - pos)
+		r = cut ? DEC_TRUNC : DEC_CORRUPT;
+	if (r) {
+		fail(t, r == DEC_TRUNC ? -HT_ETRUNC : -HT_ECORRUPT, rec,
+		     "thread columns %s", r == DEC_TRUNC ? "cut off" : "have bad lengths");
+		return 1;
+	}
+	const uint8_t *col[HT_NCOLS];
+	size_t clen[HT_NCOLS], at = pos;
+	for (unsigned c = 0; c < HT_NCOLS; c++) {
+		col[c] = t->body + at;
+		clen[c] = (size_t)len[c];
+		at += clen[c];
+	}
+	uint8_t *joined = malloc(total ? (size_t)total : 1);
+	if (!joined)
+		return -ENOMEM;
+	bool bad;
+	size_t n = ht_columns_join(col, clen, joined, &bad);
+	memcpy(t->body + pos, joined, n);
+	free(joined);
+	r = parse_block_events(t, tid, base, pos, pos + n, false, scratch);
+	if (r)
+		return r;
+	if (bad) {
+		fail(t, -HT_ECORRUPT, pos + n,
+		     "damaged columns in the block of thread %" PRIu64 " (events before kept)", tid);
+		return 1;
+	}
+	if (!cut && pos + total != end) {
+		fail(t, -HT_ECORRUPT, pos + total, "bytes after the columns of thread %" PRIu64, tid);
+		return 1;
+	}
+	return 0;
+}
+
+static int parse_block_events(ht_trace_t *t, uint64_t tid, uint64_t base, size_t pos, size_t end,
+			      bool cut, uint64_t *scratch)
+{
+	const uint8_t *b = t->body;
+	int r;
 	uint32_t th;
 	if (thread_index(t, tid, &th))
 		return -ENOMEM;
@@ -832,7 +898,7 @@ static int parse_body(ht_trace_t *t)
 			fail(t, -HT_ECORRUPT, rec, "first record has tag 0x%02x, not PROCESS", tag);
 			break;
 		}
-		if (cut && tag != HT_REC_THREAD_BLOCK) {
+		if (cut && tag != HT_REC_THREAD_BLOCK && tag != HT_REC_THREAD_COLUMNS) {
 			fail(t, -HT_ETRUNC, rec, "body ends inside a record (tag 0x%02x, %" PRIu64
 			     " bytes declared, %zu present)", tag, plen, len - pos);
 			break;
@@ -864,6 +930,9 @@ static int parse_body(ht_trace_t *t)
 		}
 		case HT_REC_THREAD_BLOCK:
 			r = parse_thread_block(t, pos, end, cut, scratch);
+			break;
+		case HT_REC_THREAD_COLUMNS:
+			r = parse_thread_columns(t, pos, end, cut, scratch);
 			break;
 		case HT_REC_EXEC: {
 			uint64_t when = f_u(&f);

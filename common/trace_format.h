@@ -38,7 +38,7 @@
 #define HT_FILE_MAGIC_LEN 8
 #define HT_FILE_HEADER_LEN 16
 #define HT_FORMAT_MAJOR 1
-#define HT_FORMAT_MINOR 4
+#define HT_FORMAT_MINOR 5
 #define HT_FILE_ZSTD 0x1u /* body is one or more zstd frames */
 
 /* ---- top-level records ---------------------------------------------------- */
@@ -107,6 +107,12 @@ enum ht_record_tag {
 	 * that order) varint blocks, varint bytes each (all 0 when no leak
 	 * check ran). A site is one stack id. */
 	HT_REC_SITES = 0x09,
+
+	/* One thread's events in columns (format 1.5; common/columns.h):
+	 * varint tid, varint base_time, HT_NCOLS varint column lengths, then
+	 * the columns one after the other. Joined, the columns give exactly
+	 * the events of a THREAD_BLOCK with that tid and base_time. */
+	HT_REC_THREAD_COLUMNS = 0x0a,
 };
 
 /* SITES row flags */

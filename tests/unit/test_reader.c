@@ -22,6 +22,7 @@
 #include "trace_format.h"
 #include "util.h"
 
+#include "columns.h"
 #include "trace_writer.h"
 
 static const ht_site_t *site_of(const ht_model_t *m, uint64_t sid)
@@ -1660,6 +1661,141 @@ static void test_sampled(void)
 	}
 }
 
+
+/* ---- THREAD_COLUMNS: the same events as THREAD_BLOCKs (format 1.5) ----------------- */
+
+/* body with every THREAD_BLOCK record rewritten as THREAD_COLUMNS, the way
+ * the agent writes them (common/columns.h). */
+static buf_t as_columns(const buf_t *body)
+{
+	buf_t out = { 0 };
+	size_t pos = 0;
+	while (pos < body->len) {
+		uint8_t tag = body->p[pos++];
+		uint64_t len = 0;
+		unsigned shift = 0;
+		for (;;) {
+			uint8_t c = body->p[pos++];
+			len |= (uint64_t)(c & 0x7f) << shift;
+			shift += 7;
+			if (!(c & 0x80))
+				break;
+		}
+		const uint8_t *pl = body->p + pos;
+		pos += len;
+		if (tag != HT_REC_THREAD_BLOCK) {
+			buf_t r = { 0 };
+			put(&r, pl, len);
+			record(&out, tag, &r);
+			free(r.p);
+			continue;
+		}
+		size_t q = 0, n;
+		uint64_t tid = 0, base = 0;
+		CHECK((n = ht_varint_get(pl, len, &tid)) > 0);
+		q += n;
+		CHECK((n = ht_varint_get(pl + q, len - q, &base)) > 0);
+		q += n;
+		uint8_t *col[HT_NCOLS];
+		size_t clen[HT_NCOLS];
+		for (unsigned c = 0; c < HT_NCOLS; c++)
+			col[c] = malloc(len + 1);
+		CHECK(ht_columns_split(pl + q, len - q, col, clen));
+		buf_t r = { 0 };
+		put_u(&r, tid);
+		put_u(&r, base);
+		for (unsigned c = 0; c < HT_NCOLS; c++)
+			put_u(&r, clen[c]);
+		for (unsigned c = 0; c < HT_NCOLS; c++) {
+			put(&r, col[c], clen[c]);
+			free(col[c]);
+		}
+		record(&out, HT_REC_THREAD_COLUMNS, &r);
+		free(r.p);
+	}
+	return out;
+}
+
+static char *json_of(const buf_t *body, int *err)
+{
+	buf_t file = make_file(body, true, HT_FORMAT_MAJOR);
+	ht_trace_t *t;
+	int rc;
+	ht_model_t *m = load(&file, &t, &rc);
+	char *out = NULL;
+	size_t len = 0;
+	*err = t ? t->error : -1;
+	if (m) {
+		FILE *f = open_memstream(&out, &len);
+		CHECK_EQ(ht_report_json(f, m, NULL, NULL), 0);
+		fclose(f);
+	}
+	ht_model_free(m);
+	ht_trace_free(t);
+	free(file.p);
+	return out;
+}
+
+static void test_columns(void)
+{
+	/* every kind of event: heap, functions, tags and phases, pools */
+	buf_t bodies[] = { basic_body(NULL, true), fn_body(), marks_body(), pools_body() };
+	for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
+		buf_t cols = as_columns(&bodies[i]);
+		int e1, e2;
+		char *a = json_of(&bodies[i], &e1), *b = json_of(&cols, &e2);
+		CHECK_EQ(e1, e2);
+		CHECK(a && b && !strcmp(a, b)); /* the same report, to the byte */
+		free(a);
+		free(b);
+
+		/* cut inside the last columns record: an error with its offset,
+		 * the records before it kept */
+		buf_t cut = { 0 };
+		put(&cut, cols.p, cols.len - 3);
+		buf_t file = make_file(&cut, false, HT_FORMAT_MAJOR);
+		ht_trace_t *t;
+		int rc;
+		ht_model_t *m = load(&file, &t, &rc);
+		CHECK(t != NULL && t->error != 0);
+		ht_model_free(m);
+		ht_trace_free(t);
+		free(file.p);
+		free(cut.p);
+		free(cols.p);
+		free(bodies[i].p);
+	}
+
+	/* damaged columns: an event byte no format defines (0 is none) */
+	buf_t body = { 0 };
+	const char *argv[] = { "prog" };
+	rec_process(&body, 1, argv);
+	blk_t k;
+	blk_begin(&k, 1, 0);
+	ev_alloc(&k, 5, 0x1000, 10, 0);
+	ev_alloc(&k, 6, 0x2000, 20, 0);
+	size_t rec = body.len; /* the block's record starts here, in both forms */
+	blk_end(&body, &k);
+	buf_t cols = as_columns(&body);
+	CHECK_EQ(cols.p[rec], HT_REC_THREAD_COLUMNS);
+	/* the event column follows the tag, the length and the header's 8
+	 * varints, each one byte here: turn the second event byte into 0 */
+	size_t ev0 = rec + 2 + 8;
+	cols.p[ev0 + 1] = 0;
+	buf_t file = make_file(&cols, false, HT_FORMAT_MAJOR);
+	ht_trace_t *t;
+	int rc;
+	ht_model_t *m = load(&file, &t, &rc);
+	CHECK(t != NULL && t->error != 0);
+	if (m)
+		CHECK_EQ(m->totals.allocations, 1); /* the event before the damage */
+	ht_model_free(m);
+	ht_trace_free(t);
+	free(file.p);
+	free(cols.p);
+	free(body.p);
+}
+
 int main(void)
 {
 	test_basic();
@@ -1675,5 +1811,6 @@ int main(void)
 	test_pools();
 	test_ext();
 	test_sampled();
+	test_columns();
 	return TEST_DONE();
 }

@@ -222,8 +222,10 @@ extern _Atomic uint32_t ht_thread_states; /* states made in this process */
 static inline uint64_t ht_event_time(const ht_thread_t *t)
 {
 	uint64_t now = ht_now();
+#if defined(__x86_64__) /* the argument above needs TSO */
 	if (atomic_load_explicit(&ht_thread_states, memory_order_acquire) == 1 && !ht_opt_functions)
 		now &= ~(uint64_t)(HT_COARSE_NS - 1);
+#endif
 	return now < t->last_time ? t->last_time : now;
 }
 

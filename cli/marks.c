@@ -387,7 +387,8 @@ static void close_entry(replay_t *r, const open_phase_t *o)
 {
 	ht_phase_stat_t *p = &r->mk->phases[o->phase];
 	uint64_t max = seg_close(r, o->serial);
-	p->net_live_bytes += (int64_t)(r->heap - o->heap_at);
+	/* in unsigned arithmetic: a damaged trace's sizes may wrap, never UB */
+	p->net_live_bytes = (int64_t)((uint64_t)p->net_live_bytes + (r->heap - o->heap_at));
 	if (max >= o->heap_at && max - o->heap_at > p->peak_inside)
 		p->peak_inside = max - o->heap_at;
 }

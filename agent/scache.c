@@ -160,7 +160,8 @@ static bool learn_slots(ht_thread_t *t, ht_scache_entry_t *e)
 	}
 	if (k != e->n)
 		return false;
-	/* a good walk: its frame sizes serve other chains */
+	/* a good walk: its frame sizes serve other chains (slot[0] stands for
+	 * ret0's slot at cfa0 - 8, offset -8) */
 	if (!t->fsizes)
 		t->fsizes = ht_mmap(sizeof *t->fsizes);
 	if (t->fsizes)

@@ -239,6 +239,25 @@ static void summary_sites(const ht_model_t *m, const char *path, const char *sho
 	ht_symbolizer_free(sym);
 }
 
+/* The summary's two lines of totals; sample_rate != 0: estimates. */
+static void print_totals(const ht_totals_t *tt, uint64_t sample_rate)
+{
+	char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN], d[HT_FMT_LEN], e[HT_FMT_LEN];
+	const char *est = sample_rate ? "~" : "";
+	fprintf(stderr, "heaptrail: %s allocations, %s frees, %s allocated, peak heap %s%s, in %s\n",
+		ht_fmt_count(a, tt->allocations), ht_fmt_count(b, tt->frees),
+		ht_fmt_size(c, tt->bytes_allocated), est, ht_fmt_size(d, tt->peak_heap_bytes),
+		ht_fmt_duration(e, tt->duration_ns));
+	if (sample_rate)
+		fprintf(stderr, "heaptrail: leaked ~%s in ~%s blocks (sampled every %s on average)\n",
+			ht_fmt_size(a, tt->leaked_bytes), ht_fmt_count(b, tt->leaked_blocks),
+			ht_fmt_size(c, sample_rate));
+	else
+		fprintf(stderr, "heaptrail: leaked %s in %s blocks; %s temporary allocations\n",
+			ht_fmt_size(a, tt->leaked_bytes), ht_fmt_count(b, tt->leaked_blocks),
+			ht_fmt_count(c, tt->temporary));
+}
+
 static void print_summary(const entry_t *ent, const char *shown)
 {
 	const char *path = ent->path;
@@ -247,14 +266,17 @@ static void print_summary(const entry_t *ent, const char *shown)
 		/* the figures the replay would give, counted by the agent: no
 		 * need to read the trace back (a third of a second for a
 		 * million allocations) */
-		char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN], d[HT_FMT_LEN], e[HT_FMT_LEN];
-		fprintf(stderr, "heaptrail: %s allocations, %s frees, %s allocated, peak heap %s, in %s\n",
-			ht_fmt_count(a, ent->x_allocs), ht_fmt_count(b, ent->x_frees),
-			ht_fmt_size(c, ent->x_bytes), ht_fmt_size(d, ent->peak),
-			ht_fmt_duration(e, ent->duration_ns));
-		fprintf(stderr, "heaptrail: leaked %s in %s blocks; %s temporary allocations\n",
-			ht_fmt_size(a, ent->leaked_bytes), ht_fmt_count(b, ent->leaked_blocks),
-			ht_fmt_count(c, ent->temporary));
+		ht_totals_t tt = {
+			.allocations = ent->x_allocs,
+			.frees = ent->x_frees,
+			.bytes_allocated = ent->x_bytes,
+			.peak_heap_bytes = ent->peak,
+			.leaked_bytes = ent->leaked_bytes,
+			.leaked_blocks = ent->leaked_blocks,
+			.temporary = ent->temporary,
+			.duration_ns = ent->duration_ns,
+		};
+		print_totals(&tt, 0);
 		return;
 	}
 	if (ent->ended && stat(path, &st) == 0 &&
@@ -281,21 +303,7 @@ static void print_summary(const entry_t *ent, const char *shown)
 		ht_trace_free(t);
 		return;
 	}
-	const ht_totals_t *tt = &m->totals;
-	char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN], d[HT_FMT_LEN], e[HT_FMT_LEN];
-	const char *est = m->sample_rate ? "~" : ""; /* sampled: an estimate */
-	fprintf(stderr, "heaptrail: %s allocations, %s frees, %s allocated, peak heap %s%s, in %s\n",
-		ht_fmt_count(a, tt->allocations), ht_fmt_count(b, tt->frees),
-		ht_fmt_size(c, tt->bytes_allocated), est, ht_fmt_size(d, tt->peak_heap_bytes),
-		ht_fmt_duration(e, tt->duration_ns));
-	if (m->sample_rate)
-		fprintf(stderr, "heaptrail: leaked ~%s in ~%s blocks (sampled every %s on average)\n",
-			ht_fmt_size(a, tt->leaked_bytes), ht_fmt_count(b, tt->leaked_blocks),
-			ht_fmt_size(c, t->sample_rate));
-	else
-		fprintf(stderr, "heaptrail: leaked %s in %s blocks; %s temporary allocations\n",
-			ht_fmt_size(a, tt->leaked_bytes), ht_fmt_count(b, tt->leaked_blocks),
-			ht_fmt_count(c, tt->temporary));
+	print_totals(&m->totals, m->sample_rate ? t->sample_rate : 0);
 	if (t->error)
 		fprintf(stderr, "heaptrail: warning: %s\n", t->message);
 	if (t->have_summary)

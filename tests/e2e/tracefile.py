@@ -18,6 +18,15 @@ REC_THREAD_COLUMNS = 10
 EV_ALLOC, EV_FREE, EV_REALLOC, EV_STACK, EV_RSS = 1, 2, 3, 4, 5
 
 
+# Each event's fields after its first byte (common/columns.h): T time delta,
+# A address delta (zigzag), S size, K stack id, R a varint, L a length and its
+# bytes, D a count and its varints. In the column layout T, A, S, K have a
+# column each and the others share one.
+_FIELDS = {1: "TASK", 2: "TA", 3: "TASKRR", 4: "RD", 5: "TR", 6: "TRR", 7: "T", 8: "TR",
+           9: "RL", 10: "TAR", 11: "TRR", 12: "TRRR", 13: "TASKR", 14: "TR", 15: "TL"}
+_COLUMN = {"T": 1, "A": 2, "S": 3, "K": 4}
+
+
 class TraceError(Exception):
     pass
 
@@ -60,16 +69,12 @@ def body(path):
     return major, minor, rest
 
 
-# Fields after each event's first byte: u varint, s zigzag varint; None for
-# STACK (id, depth, then depth frames). The first field of a timed event is
-# its time delta.
-_EVENT_FIELDS = {EV_ALLOC: "usuu", EV_FREE: "us", EV_REALLOC: "usuusu", EV_STACK: None,
-                 EV_RSS: "uu"}
 
 
 def _heap_events(path):
     """(tid, event, time, fields) for each ALLOC, FREE, REALLOC and RSS
-    event, in file order; fields are the decoded values after the time."""
+    event, in file order; fields are the decoded values after the time
+    (the grammar is _FIELDS, below)."""
     _, _, buf = body(path)
     for tag, payload in _records(buf):
         if tag != REC_THREAD_BLOCK:
@@ -80,22 +85,22 @@ def _heap_events(path):
         while q < len(payload):
             ev = payload[q] & 0x0F
             q += 1
-            if ev not in _EVENT_FIELDS:
-                raise TraceError("unknown event 0x%x in thread %d's block" % (payload[q - 1], tid))
-            fields = _EVENT_FIELDS[ev]
+            fields = _FIELDS.get(ev)
             if fields is None:
-                _, q = _varint(payload, q)
-                depth, q = _varint(payload, q)
-                for _ in range(depth):
-                    _, q = _svarint(payload, q)
-                continue
-            dt, q = _varint(payload, q)
-            now += dt
+                raise TraceError("unknown event 0x%x in thread %d's block" % (payload[q - 1], tid))
             vals = []
-            for f in fields[1:]:
-                v, q = (_varint if f == "u" else _svarint)(payload, q)
+            for f in fields:
+                v, q = (_svarint if f == "A" else _varint)(payload, q)
+                if f == "L":
+                    q += v
+                elif f == "D":
+                    for _ in range(v):
+                        _, q = _varint(payload, q)
                 vals.append(v)
-            yield tid, ev, now, vals
+            if fields[0] == "T":
+                now += vals[0]
+            if ev in (EV_ALLOC, EV_FREE, EV_REALLOC, EV_RSS):
+                yield tid, ev, now, vals[1:]
 
 
 def thread_events(path):
@@ -138,13 +143,6 @@ def _records(buf):
         if tag == REC_THREAD_COLUMNS:
             tag, payload = REC_THREAD_BLOCK, _join_columns(payload)
         yield tag, payload
-
-
-# The column layout (common/columns.h): fields after each event's first
-# byte, by kind; T, A, S, K have a column each, the others share one.
-_FIELDS = {1: "TASK", 2: "TA", 3: "TASKRR", 4: "RD", 5: "TR", 6: "TRR", 7: "T", 8: "TR",
-           9: "RL", 10: "TAR", 11: "TRR", 12: "TRRR", 13: "TASKR", 14: "TR", 15: "TL"}
-_COLUMN = {"T": 1, "A": 2, "S": 3, "K": 4}
 
 
 def _join_columns(payload):

@@ -55,14 +55,14 @@ BENCHES := $(BENCH_C:bench/workloads/%.c=$(B)/bench/%) $(BENCH_CXX:bench/workloa
 
 all: $(B)/libheaptrail.so $(B)/heaptrail
 
-$(B)/agent/%.o: agent/%.c $(wildcard agent/*.h) common/trace_format.h
+$(B)/agent/%.o: agent/%.c $(wildcard agent/*.h) $(wildcard common/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) $(AGENT_CFLAGS) $(CFLAGS) -c $< -o $@
 
 $(B)/libheaptrail.so: $(AGENT_OBJ)
 	$(CC) -shared -o $@ $^ $(LDFLAGS) -Wl,-z,now -Wl,--no-undefined $(AGENT_LIBS)
 
-$(B)/%.o: %.c $(wildcard cli/*.h) $(wildcard report/*.h) common/trace_format.h
+$(B)/%.o: %.c $(wildcard cli/*.h) $(wildcard report/*.h) $(wildcard common/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) -Icli -Ireport $(CFLAGS) -c $< -o $@
 
@@ -114,7 +114,7 @@ $(B)/tests/libdlplugin.so: tests/programs/plugin/dlplugin.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O0 -g -fno-omit-frame-pointer -fPIC -shared -o $@ $<
 
-$(B)/unit/%: tests/unit/%.c $(CLI_LIB_OBJ)
+$(B)/unit/%: tests/unit/%.c $(CLI_LIB_OBJ) $(wildcard common/*.h) $(wildcard tests/include/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) -Icli -Ireport -Itests/include -o $@ $< $(CLI_LIB_OBJ) $(CLI_LIBS)
 

@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "columns.h"
 #include "live.h"
+#include "packed.h"
 
 #define HT_MAX_QUEUED 32
 
@@ -54,26 +54,73 @@ static void block_put_locked(ht_block_t *b)
 /* Room for a block's columns (common/columns.h), under ht_writer_lock. */
 static uint8_t *columns;
 
+/* The address-coding streams (common/packed.h), under ht_writer_lock:
+ * one per thread that wrote recently; the least recently used one goes to
+ * a new thread, which starts it afresh. */
+static struct {
+	ht_pk_writer_t *w; /* mmap'd on first use */
+	uint32_t tid;
+	bool started;
+	uint64_t last_use;
+} streams[HT_PK_STREAMS];
+static uint64_t stream_clock;
+
+/* The stream for tid's next block; *fresh when it starts afresh. */
+static unsigned stream_for(uint32_t tid, bool *fresh)
+{
+	for (unsigned i = 0; i < HT_PK_STREAMS; i++) {
+		if (streams[i].started && streams[i].tid == tid) {
+			*fresh = false;
+			streams[i].last_use = ++stream_clock;
+			return i;
+		}
+	}
+	unsigned pick = 0; /* an unused stream, else the least recently used */
+	for (unsigned i = 0; i < HT_PK_STREAMS; i++) {
+		if (!streams[i].started) {
+			pick = i;
+			break;
+		}
+		if (streams[i].last_use < streams[pick].last_use)
+			pick = i;
+	}
+	*fresh = true;
+	if (!streams[pick].w)
+		streams[pick].w = ht_mmap(sizeof(ht_pk_writer_t));
+	else
+		memset(streams[pick].w, 0, sizeof(ht_pk_writer_t));
+	streams[pick].tid = tid;
+	streams[pick].started = streams[pick].w != NULL;
+	streams[pick].last_use = ++stream_clock;
+	return pick;
+}
+
 void ht_block_write_locked(const ht_block_t *b)
 {
 	if (ht_opt_leak_check || ht_opt_summary)
 		ht_live_digest(b);
 	if (ht_opt_summary)
 		return; /* the digest is all that is kept */
-	uint8_t head[(2 + HT_NCOLS) * HT_VARINT_MAX];
+	uint8_t head[(3 + HT_NCOLS) * HT_VARINT_MAX];
 	size_t n = ht_varint_put(head, b->tid);
 	n += ht_varint_put(head + n, b->base_time);
 	if (!columns)
 		columns = ht_mmap((size_t)HT_NCOLS * HT_BUF_SIZE);
+	bool fresh;
+	unsigned s = stream_for(b->tid, &fresh);
 	uint8_t *col[HT_NCOLS];
 	size_t len[HT_NCOLS];
 	for (unsigned c = 0; c < HT_NCOLS; c++)
 		col[c] = columns ? columns + (size_t)c * HT_BUF_SIZE : NULL;
-	if (!columns || b->len > HT_BUF_SIZE || !ht_columns_split(b->data, b->len, col, len)) {
-		/* out of memory, or bytes the split does not know: as they are */
+	if (!columns || !streams[s].started || b->len > HT_BUF_SIZE ||
+	    !ht_packed_split(b->data, b->len, col, len, streams[s].w)) {
+		/* out of memory, or bytes the split does not know: as they are,
+		 * and the stream, now out of step, starts afresh next time */
+		streams[s].started = false;
 		ht_writer_record2(HT_REC_THREAD_BLOCK, head, n, b->data, b->len);
 		return;
 	}
+	n += ht_varint_put(head + n, (uint64_t)s << 1 | fresh);
 	for (unsigned c = 0; c < HT_NCOLS; c++)
 		n += ht_varint_put(head + n, len[c]);
 	const void *part[1 + HT_NCOLS] = {head};
@@ -82,7 +129,7 @@ void ht_block_write_locked(const ht_block_t *b)
 		part[1 + c] = col[c];
 		plen[1 + c] = len[c];
 	}
-	ht_writer_recordv(HT_REC_THREAD_COLUMNS, part, plen, 1 + HT_NCOLS);
+	ht_writer_recordv(HT_REC_THREAD_PACKED, part, plen, 1 + HT_NCOLS);
 }
 
 void ht_blocks_drain_locked(void)
@@ -204,4 +251,7 @@ void ht_flusher_fork_child(void)
 	queue_tail = NULL;
 	atomic_store(&queued, 0);
 	atomic_store(&writer_started, false);
+	/* the child's trace is a new file: its streams start afresh */
+	for (unsigned i = 0; i < HT_PK_STREAMS; i++)
+		streams[i].started = false;
 }

@@ -14,6 +14,7 @@
  */
 #include "reader.h"
 #include "columns.h"
+#include "packed.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -51,6 +52,13 @@ typedef struct trace_priv {
 	zmark_t *marks;
 	size_t nmarks, cap_marks;
 	bool zdamage; /* t->error came from decompression (body cut there) */
+	/* packed blocks (common/packed.h): the streams' states, and the
+	 * joined events, in chunks that never move (blocks point into them) */
+	ht_pk_reader_t *streams[HT_PK_STREAMS];
+	uint8_t **chunks;
+	size_t nchunks, cap_chunks, chunk_fill, chunk_size;
+	bool in_joined;	      /* parsing joined events: errors name the record */
+	size_t packed_record; /* the body offset of that record */
 } trace_priv_t;
 
 /* Outcome of decoding a field or event. */
@@ -90,6 +98,8 @@ static void fail(ht_trace_t *t, int err, uint64_t off, const char *fmt, ...)
 	if (t->error && !(p->zdamage && err == -HT_ECORRUPT))
 		return;
 	p->zdamage = false;
+	if (p->in_joined)
+		off = p->packed_record;
 	t->error = err;
 	t->error_offset = off;
 	locate(t, off);
@@ -473,8 +483,8 @@ static const char *event_name(uint8_t type)
 /* Parse a thread block's events in body[pos, end); end < the declared end
  * when the body was cut inside the block (cut = true). Valid events are kept
  * even when a later one is bad. Returns 0, -ENOMEM, or 1 to stop parsing. */
-static int parse_block_events(ht_trace_t *t, uint64_t tid, uint64_t base, size_t pos, size_t end,
-			      bool cut, uint64_t *scratch);
+static int parse_block_events(ht_trace_t *t, const uint8_t *b, uint64_t tid, uint64_t base,
+			      size_t pos, size_t end, bool cut, uint64_t *scratch);
 
 static int parse_thread_block(ht_trace_t *t, size_t pos, size_t end, bool cut, uint64_t *scratch)
 {
@@ -486,7 +496,7 @@ static int parse_thread_block(ht_trace_t *t, size_t pos, size_t end, bool cut, u
 		     "thread block header %s", r == DEC_TRUNC ? "cut off" : "has a bad varint");
 		return 1;
 	}
-	return parse_block_events(t, tid, base, pos, end, cut, scratch);
+	return parse_block_events(t, t->body, tid, base, pos, end, cut, scratch);
 }
 
 /* A THREAD_COLUMNS record: its columns are joined back into the block's
@@ -528,7 +538,7 @@ static int parse_thread_columns(ht_trace_t *t, size_t pos, size_t end, bool cut,
 	size_t n = ht_columns_join(col, clen, joined, &bad);
 	memcpy(t->body + pos, joined, n);
 	free(joined);
-	r = parse_block_events(t, tid, base, pos, pos + n, false, scratch);
+	r = parse_block_events(t, t->body, tid, base, pos, pos + n, false, scratch);
 	if (r)
 		return r;
 	if (bad) {
@@ -543,10 +553,98 @@ static int parse_thread_columns(ht_trace_t *t, size_t pos, size_t end, bool cut,
 	return 0;
 }
 
-static int parse_block_events(ht_trace_t *t, uint64_t tid, uint64_t base, size_t pos, size_t end,
-			      bool cut, uint64_t *scratch)
+/* Room for need bytes of joined events, in the current chunk or a new one. */
+static uint8_t *joined_room(trace_priv_t *p, size_t need)
 {
-	const uint8_t *b = t->body;
+	if (!p->nchunks || p->chunk_size - p->chunk_fill < need) {
+		size_t size = need > (16u << 20) ? need : (16u << 20);
+		if (ht_util_grow((void **)&p->chunks, &p->cap_chunks, p->nchunks + 1, sizeof(*p->chunks)))
+			return NULL;
+		if (!(p->chunks[p->nchunks] = malloc(size)))
+			return NULL;
+		p->nchunks++;
+		p->chunk_fill = 0;
+		p->chunk_size = size;
+	}
+	return p->chunks[p->nchunks - 1] + p->chunk_fill;
+}
+
+/* A THREAD_PACKED record (format 1.6): like THREAD_COLUMNS, but its
+ * addresses are coded against its stream's state, and joined its events
+ * are longer than the record: they go to a chunk of their own, which the
+ * block index points into. */
+static int parse_thread_packed(ht_trace_t *t, size_t pos, size_t end, bool cut, uint64_t *scratch)
+{
+	trace_priv_t *p = t->priv;
+	size_t rec = pos;
+	uint64_t tid, base, stream = 0, len[HT_NCOLS], total = 0;
+	int r = get_u(t->body, end, &pos, &tid);
+	if (!r)
+		r = get_u(t->body, end, &pos, &base);
+	if (!r)
+		r = get_u(t->body, end, &pos, &stream);
+	for (unsigned c = 0; c < HT_NCOLS && !r; c++) {
+		r = get_u(t->body, end, &pos, &len[c]);
+		if (!r && len[c] > end - pos)
+			r = cut ? DEC_TRUNC : DEC_CORRUPT;
+		total += r ? 0 : len[c];
+	}
+	if (!r && total > end - pos)
+		r = cut ? DEC_TRUNC : DEC_CORRUPT;
+	if (!r && (stream >> 1) >= HT_PK_STREAMS)
+		r = DEC_CORRUPT;
+	if (r) {
+		fail(t, r == DEC_TRUNC ? -HT_ETRUNC : -HT_ECORRUPT, rec,
+		     "packed thread block %s", r == DEC_TRUNC ? "cut off" : "has a bad header");
+		return 1;
+	}
+	ht_pk_reader_t **sp = &p->streams[stream >> 1];
+	if (!*sp && !(*sp = calloc(1, sizeof(**sp))))
+		return -ENOMEM;
+	if (stream & 1)
+		ht_pk_reader_reset(*sp);
+	if (!(*sp)->started) {
+		fail(t, -HT_ECORRUPT, rec,
+		     "packed block of thread %" PRIu64 " continues stream %" PRIu64
+		     " after damage or without its start", tid, stream >> 1);
+		return 1;
+	}
+	size_t clen[HT_NCOLS];
+	for (unsigned c = 0; c < HT_NCOLS; c++)
+		clen[c] = (size_t)len[c];
+	uint8_t *out = joined_room(p, ht_packed_join_bound(clen));
+	if (!out)
+		return -ENOMEM;
+	const uint8_t *col[HT_NCOLS];
+	size_t at = pos;
+	for (unsigned c = 0; c < HT_NCOLS; c++) {
+		col[c] = t->body + at;
+		at += clen[c];
+	}
+	bool bad;
+	size_t n = ht_packed_join(col, clen, out, *sp, &bad);
+	p->chunk_fill += n;
+	p->in_joined = true;
+	p->packed_record = rec;
+	r = parse_block_events(t, out, tid, base, 0, n, false, scratch);
+	p->in_joined = false;
+	if (r)
+		return r;
+	if (bad) {
+		fail(t, -HT_ECORRUPT, rec,
+		     "damaged packed block of thread %" PRIu64 " (events before kept)", tid);
+		return 1;
+	}
+	if (!cut && pos + total != end) {
+		fail(t, -HT_ECORRUPT, pos + total, "bytes after the columns of thread %" PRIu64, tid);
+		return 1;
+	}
+	return 0;
+}
+
+static int parse_block_events(ht_trace_t *t, const uint8_t *b, uint64_t tid, uint64_t base,
+			      size_t pos, size_t end, bool cut, uint64_t *scratch)
+{
 	int r;
 	uint32_t th;
 	if (thread_index(t, tid, &th))
@@ -644,7 +742,7 @@ static int parse_block_events(ht_trace_t *t, uint64_t tid, uint64_t base, size_t
 				 sizeof(*t->blocks)))
 			return -ENOMEM;
 		uint32_t bi = (uint32_t)t->nblocks++;
-		t->blocks[bi] = (ht_block_t){ evstart, pos, base, th, UINT32_MAX };
+		t->blocks[bi] = (ht_block_t){ b, evstart, pos, base, th, UINT32_MAX };
 		ht_thread_t *thr = &t->threads[th];
 		if (thr->first_block == UINT32_MAX)
 			thr->first_block = bi;
@@ -898,7 +996,8 @@ static int parse_body(ht_trace_t *t)
 			fail(t, -HT_ECORRUPT, rec, "first record has tag 0x%02x, not PROCESS", tag);
 			break;
 		}
-		if (cut && tag != HT_REC_THREAD_BLOCK && tag != HT_REC_THREAD_COLUMNS) {
+		if (cut && tag != HT_REC_THREAD_BLOCK && tag != HT_REC_THREAD_COLUMNS &&
+		    tag != HT_REC_THREAD_PACKED) {
 			fail(t, -HT_ETRUNC, rec, "body ends inside a record (tag 0x%02x, %" PRIu64
 			     " bytes declared, %zu present)", tag, plen, len - pos);
 			break;
@@ -933,6 +1032,9 @@ static int parse_body(ht_trace_t *t)
 			break;
 		case HT_REC_THREAD_COLUMNS:
 			r = parse_thread_columns(t, pos, end, cut, scratch);
+			break;
+		case HT_REC_THREAD_PACKED:
+			r = parse_thread_packed(t, pos, end, cut, scratch);
 			break;
 		case HT_REC_EXEC: {
 			uint64_t when = f_u(&f);
@@ -1373,6 +1475,11 @@ void ht_trace_free(ht_trace_t *t)
 		free(p->segs);
 		free(p->seg_maxend);
 		free(p->marks);
+		for (unsigned i = 0; i < HT_PK_STREAMS; i++)
+			free(p->streams[i]);
+		for (size_t i = 0; i < p->nchunks; i++)
+			free(p->chunks[i]);
+		free(p->chunks);
 		free(p);
 	}
 	free(t->writer_version);
@@ -1486,7 +1593,7 @@ static bool cursor_advance(ht_merge_t *m, cursor_t *c)
 		const ht_block_t *b = &t->blocks[c->block];
 		while (c->pos < b->end) {
 			stackdef_t sd;
-			if (decode_event(t->body, b->end, &c->pos, &c->st, &c->head, &sd, m->scratch))
+			if (decode_event(b->data, b->end, &c->pos, &c->st, &c->head, &sd, m->scratch))
 				break; /* cannot happen: validated; end the block */
 			if (c->head.type == HT_EV_STACK || c->head.type == HT_EV_NAME)
 				continue;

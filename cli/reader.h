@@ -56,8 +56,10 @@ typedef struct ht_thread {
 	uint64_t npool_events; /* POOL, SNAPSHOT (heaptrail.h); PALLOC is in nevents */
 } ht_thread_t;
 
-/* One thread block: its events span body[off, end) (validated). */
+/* One thread block: its events span data[off, end) (validated); data is
+ * the trace's body, or for a packed block the events joined from it. */
 typedef struct ht_block {
+	const uint8_t *data;
 	size_t off, end;
 	uint64_t base_time;
 	uint32_t thread;

@@ -38,7 +38,7 @@
 #define HT_FILE_MAGIC_LEN 8
 #define HT_FILE_HEADER_LEN 16
 #define HT_FORMAT_MAJOR 1
-#define HT_FORMAT_MINOR 5
+#define HT_FORMAT_MINOR 6
 #define HT_FILE_ZSTD 0x1u /* body is one or more zstd frames */
 
 /* ---- top-level records ---------------------------------------------------- */
@@ -113,6 +113,13 @@ enum ht_record_tag {
 	 * the columns one after the other. Joined, the columns give exactly
 	 * the events of a THREAD_BLOCK with that tid and base_time. */
 	HT_REC_THREAD_COLUMNS = 0x0a,
+
+	/* One thread's events in columns with coded addresses (format 1.6;
+	 * common/packed.h): varint tid, varint base_time, varint stream
+	 * (stream number << 1 | 1 when the stream starts afresh), HT_NCOLS
+	 * varint column lengths, then the columns. Joined with the stream's
+	 * state, they give exactly the events of a THREAD_BLOCK. */
+	HT_REC_THREAD_PACKED = 0x0b,
 };
 
 /* SITES row flags */

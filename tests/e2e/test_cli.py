@@ -44,10 +44,11 @@ def t_bad_options(t):
 
 
 def full_trace(t):
-    """The churn program's trace: 100,000 events, big enough that half of
-    it holds thousands of complete events."""
+    """The sampled program's exact trace: 1.1 million events in ~100 KB,
+    big enough that half of it holds thousands of complete events (churn's
+    100,000 regular events pack into one small zstd frame)."""
     need_tools(t)
-    tr, rep, err = traced_report(("churn",), [prog("churn")])
+    tr, rep, err = traced_report(("sampled",), [prog("sampled")])
     if err:
         t.fatal("cannot make the trace to cut: " + err)
     return tr.out_path, rep.data

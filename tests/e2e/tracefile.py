@@ -15,6 +15,7 @@ MAGIC = b"HEAPTRL\x1a"
 REC_PROCESS, REC_MODULE, REC_MODULE_UNLOAD, REC_THREAD_BLOCK = 1, 2, 3, 4
 REC_EXEC, REC_END, REC_THREAD_NAME = 5, 6, 7
 REC_THREAD_COLUMNS = 10
+REC_THREAD_PACKED = 11
 EV_ALLOC, EV_FREE, EV_REALLOC, EV_STACK, EV_RSS = 1, 2, 3, 4, 5
 
 
@@ -132,6 +133,7 @@ LEAK_KINDS = {1: "definite", 2: "indirect", 3: "possible", 4: "reachable"}
 
 
 def _records(buf):
+    streams = {}  # packed blocks' address-coding states, by stream number
     pos = 0
     while pos < len(buf):
         tag = buf[pos]
@@ -142,6 +144,8 @@ def _records(buf):
         pos = p2 + n
         if tag == REC_THREAD_COLUMNS:
             tag, payload = REC_THREAD_BLOCK, _join_columns(payload)
+        elif tag == REC_THREAD_PACKED:
+            tag, payload = REC_THREAD_BLOCK, _join_packed(payload, streams)
         yield tag, payload
 
 
@@ -188,6 +192,137 @@ def _join_columns(payload):
                     take_varint(c, out)
     if any(p != len(b) for b, p in cols):
         raise TraceError("thread %d's columns hold bytes no event uses" % tid)
+    return bytes(out)
+
+
+# Packed blocks (format 1.6, common/packed.h): the address column holds
+# codes: low 2 bits 0 delta (zigzag << 2; an ALLOC's from the end of the
+# stream's last allocated chunk), 1 the k-th newest address freed into the
+# new block's size class, 2 the address of the stream's allocation n - d,
+# 3 escape (a zigzag delta follows).
+PK_WINDOW, PK_BINS, PK_BIN_DEPTH = 16384, 64, 16
+
+
+def _pk_bin(size):
+    if size > 16 * PK_BINS:
+        return None
+    b = max(32, (size + 8 + 15) & ~15) // 16 - 2
+    return b if b < PK_BINS else None
+
+
+class _Stream:
+    def __init__(self):
+        self.n = 0
+        self.next = 0  # where the chunk after the last allocation's starts
+        self.ring = {}  # allocation number % window -> (address, class)
+        self.bins = [[] for _ in range(PK_BINS)]  # newest last
+
+    def push(self, b, addr):
+        if b is not None:
+            self.bins[b].append(addr)
+            del self.bins[b][:-PK_BIN_DEPTH]
+
+    def decode(self, cols, heap, alloc, size, prev):
+        c = take(cols, 2)
+        b = _pk_bin(size) if alloc else None
+        tag, v = c & 3, c >> 2
+        if tag == 0:
+            addr = prev + _unzigzag(v)
+        elif tag == 3:
+            if v:
+                raise TraceError("bad address escape")
+            addr = prev + _unzigzag(take(cols, 2))
+        elif tag == 1:
+            if b is None or v >= len(self.bins[b]):
+                raise TraceError("bad size-class address code")
+            addr = self.bins[b].pop(len(self.bins[b]) - 1 - v)
+        else:
+            if not heap or v >= PK_WINDOW or v >= self.n:
+                raise TraceError("bad allocation reference")
+            addr, rb = self.ring[(self.n - v) % PK_WINDOW]
+            if not alloc:
+                self.push(rb, addr)
+        addr &= (1 << 64) - 1
+        if alloc:
+            self.n += 1
+            self.ring[self.n % PK_WINDOW] = (addr, b)
+            self.next = (addr + max(32, (size + 8 + 15) & ~15)) & ((1 << 64) - 1)
+        return addr
+
+
+def _s64(v):
+    v &= (1 << 64) - 1
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+def _unzigzag(v):
+    return (v >> 1) ^ -(v & 1)
+
+
+def take(cols, c):
+    buf, pos = cols[c]
+    v, cols[c][1] = _varint(buf, pos)
+    return v
+
+
+def _join_packed(payload, streams):
+    """A THREAD_PACKED payload as the THREAD_BLOCK payload it stands for."""
+    q = 0
+    tid, q = _varint(payload, q)
+    base, q = _varint(payload, q)
+    stream, q = _varint(payload, q)
+    lens = []
+    for _ in range(6):
+        n, q = _varint(payload, q)
+        lens.append(n)
+    cols, at = [], q
+    for n in lens:
+        cols.append([payload[at:at + n], 0])
+        at += n
+    if stream & 1:
+        streams[stream >> 1] = _Stream()
+    st = streams.get(stream >> 1)
+    if st is None:
+        raise TraceError("packed block of stream %d before its start" % (stream >> 1))
+    out = bytearray(varint(tid) + varint(base))
+    blk_prev = pk_prev = 0
+    while cols[0][1] < len(cols[0][0]):
+        op = cols[0][0][cols[0][1]]
+        cols[0][1] += 1
+        out.append(op)
+        ev = op & 0x0F
+        fields = _FIELDS.get(ev)
+        if fields is None:
+            raise TraceError("unknown event 0x%x in thread %d's packed block" % (op, tid))
+        heap = ev in (EV_ALLOC, EV_FREE, EV_REALLOC)
+        addr = old = 0
+        for i, f in enumerate(fields):
+            if f == "A":
+                size = _varint(*cols[3])[0] if ev in (EV_ALLOC, EV_REALLOC) else 0
+                if ev == EV_REALLOC:
+                    old = st.decode(cols, True, False, 0, pk_prev)
+                    addr = st.decode(cols, True, True, size, old)
+                else:
+                    addr = st.decode(cols, heap, ev == EV_ALLOC, size,
+                                     st.next if ev == EV_ALLOC else pk_prev)
+                pk_prev = addr
+                out += svarint(_s64(addr - blk_prev))
+                blk_prev = addr
+            elif ev == EV_REALLOC and i == 4:
+                out += svarint(_s64(old - addr))
+            else:
+                c = _COLUMN.get(f, 5)
+                buf, pos = cols[c]
+                v, end = _varint(buf, pos)
+                if f == "L":
+                    end += v
+                elif f == "D":
+                    for _ in range(v):
+                        _, end = _varint(buf, end)
+                out += buf[pos:end]
+                cols[c][1] = end
+    if any(p != len(b) for b, p in cols):
+        raise TraceError("thread %d's packed columns hold bytes no event uses" % tid)
     return bytes(out)
 
 

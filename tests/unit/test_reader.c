@@ -23,6 +23,7 @@
 #include "util.h"
 
 #include "columns.h"
+#include "packed.h"
 #include "trace_writer.h"
 
 static const ht_site_t *site_of(const ht_model_t *m, uint64_t sid)
@@ -1665,10 +1666,18 @@ static void test_sampled(void)
 /* ---- THREAD_COLUMNS: the same events as THREAD_BLOCKs (format 1.5) ----------------- */
 
 /* body with every THREAD_BLOCK record rewritten as THREAD_COLUMNS, the way
- * the agent writes them (common/columns.h). */
-static buf_t as_columns(const buf_t *body)
+ * the agent wrote them in format 1.5 (common/columns.h), or as
+ * THREAD_PACKED (packed: common/packed.h) with nstreams coding streams given
+ * out like the agent does: a thread keeps its stream, a new one takes a
+ * free stream or the least recently used. */
+static buf_t as_layout(const buf_t *body, bool packed, unsigned nstreams)
 {
 	buf_t out = { 0 };
+	struct {
+		ht_pk_writer_t *w;
+		uint64_t tid, last_use;
+	} st[HT_PK_STREAMS] = { { 0 } };
+	uint64_t clock = 0;
 	size_t pos = 0;
 	while (pos < body->len) {
 		uint8_t tag = body->p[pos++];
@@ -1700,20 +1709,53 @@ static buf_t as_columns(const buf_t *body)
 		size_t clen[HT_NCOLS];
 		for (unsigned c = 0; c < HT_NCOLS; c++)
 			col[c] = malloc(len + 1);
-		CHECK(ht_columns_split(pl + q, len - q, col, clen));
 		buf_t r = { 0 };
 		put_u(&r, tid);
 		put_u(&r, base);
+		if (packed) {
+			unsigned s = 0;
+			bool fresh = true;
+			for (unsigned i = 0; i < nstreams; i++)
+				if (st[i].w && st[i].tid == tid) {
+					s = i;
+					fresh = false;
+				}
+			if (fresh) {
+				for (unsigned i = 0; i < nstreams; i++) {
+					if (!st[i].w) {
+						s = i;
+						break;
+					}
+					if (st[i].last_use < st[s].last_use)
+						s = i;
+				}
+				free(st[s].w);
+				st[s].w = calloc(1, sizeof(*st[s].w));
+				st[s].tid = tid;
+			}
+			st[s].last_use = ++clock;
+			CHECK(ht_packed_split(pl + q, len - q, col, clen, st[s].w));
+			put_u(&r, (uint64_t)s << 1 | fresh);
+		} else {
+			CHECK(ht_columns_split(pl + q, len - q, col, clen));
+		}
 		for (unsigned c = 0; c < HT_NCOLS; c++)
 			put_u(&r, clen[c]);
 		for (unsigned c = 0; c < HT_NCOLS; c++) {
 			put(&r, col[c], clen[c]);
 			free(col[c]);
 		}
-		record(&out, HT_REC_THREAD_COLUMNS, &r);
+		record(&out, packed ? HT_REC_THREAD_PACKED : HT_REC_THREAD_COLUMNS, &r);
 		free(r.p);
 	}
+	for (unsigned i = 0; i < HT_PK_STREAMS; i++)
+		free(st[i].w);
 	return out;
+}
+
+static buf_t as_columns(const buf_t *body)
+{
+	return as_layout(body, false, 0);
 }
 
 static char *json_of(const buf_t *body, int *err)
@@ -1796,6 +1838,161 @@ static void test_columns(void)
 	free(body.p);
 }
 
+/* ---- THREAD_PACKED: coded addresses (format 1.6) ---------------------------------- */
+
+static uint64_t lcg(uint64_t *r)
+{
+	*r = *r * 6364136223846793005ull + 1442695040888963407ull;
+	return *r >> 33;
+}
+
+/* Two threads allocating, freeing (now and then each other's blocks) and
+ * reallocating through a simulated allocator that reuses freed chunks of a
+ * size class last-in first-out, like glibc's: the addresses packed blocks
+ * code as BIN and REF; and some blocks far away, coded as escapes. */
+static buf_t churn_body(void)
+{
+	buf_t body = { 0 };
+	const char *argv[] = { "prog" };
+	rec_process(&body, 1, argv);
+	uint64_t rng = 42, now = 1000, bump = 0x100000;
+	static uint64_t freed[80][64], live[2][256], lsize[2][256];
+	unsigned nfreed[80] = { 0 }, nlive[2] = { 0 };
+#define CHUNK(sz) (((sz) + 8 + 15) & ~(uint64_t)15)
+#define CLASS(sz) ((unsigned)(CHUNK(sz) / 16) % 80)
+	for (int b = 0; b < 8; b++) {
+		unsigned th = (unsigned)b % 2;
+		blk_t k;
+		blk_begin(&k, th ? 101 : 100, now);
+		for (int i = 0; i < 400; i++) {
+			now += lcg(&rng) % 3;
+			unsigned op = (unsigned)(lcg(&rng) % 20);
+			uint64_t size = 1 + lcg(&rng) % (op < 2 ? 3000 : 400);
+			unsigned c = CLASS(size);
+			if (op < 9 && nlive[th] < 256) {
+				uint64_t a = nfreed[c] ? freed[c][--nfreed[c]] : (bump += CHUNK(size) + 4096);
+				ev_alloc(&k, now, a, size, 0);
+				live[th][nlive[th]] = a;
+				lsize[th][nlive[th]++] = size;
+			} else if (op < 17 && nlive[th ^ (op == 16)]) {
+				unsigned o = th ^ (op == 16); /* 16: the other thread's */
+				unsigned j = (unsigned)(lcg(&rng) % nlive[o]);
+				ev_free(&k, now, live[o][j]);
+				unsigned fc = CLASS(lsize[o][j]);
+				if (nfreed[fc] < 64)
+					freed[fc][nfreed[fc]++] = live[o][j];
+				live[o][j] = live[o][--nlive[o]];
+				lsize[o][j] = lsize[o][nlive[o]];
+			} else if (op < 19 && nlive[th]) {
+				unsigned j = (unsigned)(lcg(&rng) % nlive[th]);
+				uint64_t old = live[th][j], a = old;
+				if (CLASS(size) != CLASS(lsize[th][j])) {
+					unsigned fc = CLASS(lsize[th][j]);
+					a = nfreed[c] ? freed[c][--nfreed[c]] : (bump += CHUNK(size) + 4096);
+					if (nfreed[fc] < 64)
+						freed[fc][nfreed[fc]++] = old;
+				}
+				ev_realloc(&k, now, 0, old, a, size, 0);
+				live[th][j] = a;
+				lsize[th][j] = size;
+			} else { /* far away: an escape each way */
+				uint64_t far = 0xfff0000000000000ull + lcg(&rng) * 16;
+				ev_alloc(&k, now, far, size, 0);
+				ev_free(&k, now, far);
+			}
+		}
+		blk_end(&body, &k);
+	}
+#undef CHUNK
+#undef CLASS
+	rec_end(&body, now + 10, HT_END_EXIT, 0, 1 << 20);
+	return body;
+}
+
+static void test_packed(void)
+{
+	buf_t bodies[] = { churn_body(), basic_body(NULL, true), fn_body(), marks_body(),
+			   pools_body() };
+	for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
+		int e0;
+		char *plain = json_of(&bodies[i], &e0);
+		CHECK(plain != NULL);
+		/* 16 streams: one per thread; 1 stream: reset at every switch */
+		for (unsigned nstreams = 16; nstreams >= 1; nstreams /= 16) {
+			buf_t pk = as_layout(&bodies[i], true, nstreams);
+			int e;
+			char *j = json_of(&pk, &e);
+			CHECK_EQ(e0, e);
+			CHECK(j && plain && !strcmp(plain, j)); /* the same report, to the byte */
+			free(j);
+			if (i == 0 && nstreams == 16) {
+				/* the codes are used: smaller than plain columns,
+				 * which they would exceed by 2 bits an address */
+				buf_t cols = as_columns(&bodies[i]);
+				CHECK(pk.len * 10 < cols.len * 9);
+				free(cols.p);
+			}
+			free(pk.p);
+		}
+		free(plain);
+	}
+
+	/* a packed block whose codes are damaged: the events before are kept,
+	 * and the stream's later blocks are refused, not decoded wrongly */
+	buf_t pk = as_layout(&bodies[0], true, 16);
+	size_t pos = 0, nrec = 0, rec2 = 0;
+	while (pos < pk.len) { /* find the packed records */
+		uint8_t tag = pk.p[pos];
+		uint64_t len = 0;
+		size_t n = ht_varint_get(pk.p + pos + 1, pk.len - pos - 1, &len);
+		if (tag == HT_REC_THREAD_PACKED && ++nrec == 3)
+			rec2 = pos; /* thread 100's second block */
+		pos += 1 + n + len;
+	}
+	CHECK(rec2 > 0);
+	/* header: tag, length (2 bytes), tid, base, stream, 6 lengths */
+	size_t q = rec2 + 3, n;
+	uint64_t v, elen, tlen;
+	for (int f = 0; f < 3; f++) {
+		n = ht_varint_get(pk.p + q, pk.len - q, &v);
+		q += n;
+	}
+	n = ht_varint_get(pk.p + q, pk.len - q, &elen);
+	q += n;
+	n = ht_varint_get(pk.p + q, pk.len - q, &tlen);
+	q += n;
+	for (int f = 0; f < 4; f++) {
+		n = ht_varint_get(pk.p + q, pk.len - q, &v);
+		q += n;
+	}
+	size_t addr_col = q + elen + tlen;
+	pk.p[addr_col] = 0x7d; /* BIN 31: deeper than any class's stack */
+	buf_t file = make_file(&pk, false, HT_FORMAT_MAJOR);
+	ht_trace_t *t;
+	int rc;
+	ht_model_t *m = load(&file, &t, &rc);
+	CHECK(t != NULL && t->error == -HT_ECORRUPT);
+	if (t)
+		CHECK(t->error_offset == rec2 + 3); /* names the damaged record */
+	ht_model_free(m);
+	ht_trace_free(t);
+	free(file.p);
+
+	/* cut inside the last packed record: an error, the records before kept */
+	buf_t cut = { 0 };
+	put(&cut, pk.p, pk.len - 40);
+	file = make_file(&cut, false, HT_FORMAT_MAJOR);
+	m = load(&file, &t, &rc);
+	CHECK(t != NULL && t->error != 0);
+	ht_model_free(m);
+	ht_trace_free(t);
+	free(file.p);
+	free(cut.p);
+	free(pk.p);
+	for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++)
+		free(bodies[i].p);
+}
+
 int main(void)
 {
 	test_basic();
@@ -1812,5 +2009,6 @@ int main(void)
 	test_ext();
 	test_sampled();
 	test_columns();
+	test_packed();
 	return TEST_DONE();
 }

@@ -1,0 +1,373 @@
+/* packed.h - packed thread blocks (HT_REC_THREAD_PACKED, format 1.6).
+ *
+ * A packed block is a column block (columns.h) whose address column holds
+ * address codes instead of address deltas. Addresses are most of a trace's
+ * size: malloc hands out nearly random addresses, and deltas between them
+ * do not compress. But the addresses a thread uses repeat: malloc returns
+ * the chunk of the same size class that was freed last (glibc's tcache is
+ * a LIFO per 16-byte class), and a free names a block the thread itself
+ * allocated a while ago. So an address is coded, when it can be, as
+ *
+ *   BIN k  (allocations) the k-th most recent address this stream freed
+ *          into the size class of the new block (k = 0 nearly always);
+ *   REF d  the address of the stream's allocation n - d, where n counts
+ *          the stream's allocations so far (d < HT_PK_WINDOW);
+ *   DELTA  the difference to the previous address, as before.
+ *
+ * Each code only says "this address equals that earlier one", which is
+ * true whatever other threads did in between (a free by another thread, the
+ * address reused elsewhere), so decoding is exact without pairing frees
+ * with allocations. Writer and reader keep the same state per stream (the
+ * last HT_PK_WINDOW allocations, per-class stacks of freed addresses),
+ * updated by the same rules from the stream's own events in file order; the
+ * writer also keeps a hash table from address to allocation number to find
+ * REF candidates, which the reader never needs.
+ *
+ * A stream is a sequence of packed blocks of one thread; the writer keeps
+ * HT_PK_STREAMS of them, reused for other threads after a reset (a flag in
+ * the record: the reader starts that stream afresh). The reader joins a
+ * packed block into exactly the bytes of the THREAD_BLOCK it stands for.
+ *
+ * Header only, no allocation: the agent's writer and the reader share it.
+ */
+#ifndef HEAPTRAIL_PACKED_H
+#define HEAPTRAIL_PACKED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "columns.h"
+#include "trace_format.h"
+
+#define HT_PK_WINDOW 16384u	 /* allocations a REF reaches back; a power of 2 */
+#define HT_PK_BINS 64u		 /* size classes with freed-address stacks */
+#define HT_PK_BIN_DEPTH 16u	 /* addresses kept per class; a power of 2 */
+#define HT_PK_NO_BIN 0xffu	 /* a block too large for the classes */
+#define HT_PK_STREAMS 16u	 /* streams a writer keeps */
+#define HT_PK_TABLE_BITS 15u	 /* writer's address table: 2^15 entries */
+
+enum { HT_PK_DELTA = 0, HT_PK_BIN = 1, HT_PK_REF = 2, HT_PK_ESCAPE = 3 };
+
+/* The size class of a block: glibc's chunk size (size + 8 rounded up to
+ * 16, at least 32) in steps of 16; HT_PK_NO_BIN above the last class. */
+static inline unsigned ht_pk_bin(uint64_t size)
+{
+	if (size > 16 * HT_PK_BINS)
+		return HT_PK_NO_BIN;
+	uint64_t chunk = (size + 8 + 15) & ~(uint64_t)15;
+	unsigned b = (unsigned)(chunk < 32 ? 32 : chunk) / 16 - 2;
+	return b < HT_PK_BINS ? b : HT_PK_NO_BIN;
+}
+
+/* Where glibc puts the next chunk cut from the top of the heap: after
+ * this block's chunk. An allocation's DELTA counts from there. */
+static inline uint64_t ht_pk_after(uint64_t addr, uint64_t size)
+{
+	uint64_t chunk = (size + 8 + 15) & ~(uint64_t)15;
+	return addr + (chunk < 32 ? 32 : chunk);
+}
+
+/* Per class, the last HT_PK_BIN_DEPTH freed addresses, newest at top. */
+typedef struct {
+	uint64_t addr[HT_PK_BINS][HT_PK_BIN_DEPTH];
+	uint8_t top[HT_PK_BINS], count[HT_PK_BINS];
+} ht_pk_bins_t;
+
+#define HT_PK_AT(bs, b, k) ((bs)->addr[b][((bs)->top[b] - (k)) & (HT_PK_BIN_DEPTH - 1)])
+
+static inline void ht_pk_bin_push(ht_pk_bins_t *bs, unsigned b, uint64_t addr)
+{
+	if (b >= HT_PK_BINS)
+		return;
+	bs->top[b] = (uint8_t)((bs->top[b] + 1) & (HT_PK_BIN_DEPTH - 1));
+	bs->addr[b][bs->top[b]] = addr;
+	if (bs->count[b] < HT_PK_BIN_DEPTH)
+		bs->count[b]++;
+}
+
+/* Removes and returns the k-th newest address of class b (k < count). */
+static inline uint64_t ht_pk_bin_take(ht_pk_bins_t *bs, unsigned b, unsigned k)
+{
+	uint64_t a = HT_PK_AT(bs, b, k);
+	for (unsigned j = k; j > 0; j--)
+		HT_PK_AT(bs, b, j) = HT_PK_AT(bs, b, j - 1);
+	bs->top[b] = (uint8_t)((bs->top[b] - 1) & (HT_PK_BIN_DEPTH - 1));
+	bs->count[b]--;
+	return a;
+}
+
+/* ---- the writer ------------------------------------------------------------ */
+
+typedef struct {
+	uint64_t addr;
+	uint64_t num_bin; /* allocation number << 8 | class; 0: empty */
+} ht_pk_slot_t;
+
+typedef struct ht_pk_writer {
+	uint64_t n;    /* allocations coded so far */
+	uint64_t next; /* ht_pk_after the last allocation */
+	ht_pk_bins_t bins;
+	ht_pk_slot_t table[1u << HT_PK_TABLE_BITS];
+} ht_pk_writer_t;
+
+static inline ht_pk_slot_t *ht_pk_slot(ht_pk_writer_t *w, uint64_t addr)
+{
+	return &w->table[(addr * 0x9e3779b97f4a7c15ull) >> (64 - HT_PK_TABLE_BITS)];
+}
+
+static inline size_t ht_pk_put_delta(uint8_t *out, uint64_t addr, uint64_t prev)
+{
+	uint64_t z = ht_zigzag((int64_t)(addr - prev));
+	if (z < (1ull << 62))
+		return ht_varint_put(out, z << 2 | HT_PK_DELTA);
+	size_t n = ht_varint_put(out, HT_PK_ESCAPE);
+	return n + ht_varint_put(out + n, z);
+}
+
+/* The code of a freed address (a FREE, or the old block of a REALLOC). */
+static inline size_t ht_pk_put_free(ht_pk_writer_t *w, uint8_t *out, uint64_t addr, uint64_t prev)
+{
+	ht_pk_slot_t *s = ht_pk_slot(w, addr);
+	uint64_t num = s->num_bin >> 8;
+	if (s->num_bin && s->addr == addr && w->n - num < HT_PK_WINDOW) {
+		ht_pk_bin_push(&w->bins, (unsigned)(s->num_bin & 0xff), addr);
+		s->num_bin = 0;
+		return ht_varint_put(out, (w->n - num) << 2 | HT_PK_REF);
+	}
+	return ht_pk_put_delta(out, addr, prev);
+}
+
+/* The code of an allocated address (an ALLOC, or the new block of a
+ * REALLOC, whose DELTA counts from prev, the old block); the allocation
+ * then counts. */
+static inline size_t ht_pk_put_alloc(ht_pk_writer_t *w, uint8_t *out, uint64_t addr, uint64_t size,
+				     uint64_t prev)
+{
+	unsigned b = ht_pk_bin(size);
+	size_t n = 0;
+	if (b < HT_PK_BINS) {
+		for (unsigned k = 0; k < w->bins.count[b]; k++) {
+			if (HT_PK_AT(&w->bins, b, k) == addr) {
+				ht_pk_bin_take(&w->bins, b, k);
+				n = ht_varint_put(out, (uint64_t)k << 2 | HT_PK_BIN);
+				break;
+			}
+		}
+	}
+	ht_pk_slot_t *s = ht_pk_slot(w, addr);
+	if (!n) {
+		uint64_t num = s->num_bin >> 8;
+		if (s->num_bin && s->addr == addr && w->n - num < HT_PK_WINDOW)
+			n = ht_varint_put(out, (w->n - num) << 2 | HT_PK_REF);
+		else
+			n = ht_pk_put_delta(out, addr, prev);
+	}
+	w->n++;
+	w->next = ht_pk_after(addr, size);
+	s->addr = addr;
+	s->num_bin = w->n << 8 | b;
+	return n;
+}
+
+/* Reads one varint of in, or false. */
+static inline bool ht_pk_get(ht_col_in_t *in, uint64_t *v)
+{
+	size_t k = ht_varint_get(in->p + in->pos, in->len - in->pos, v);
+	in->pos += k;
+	return k > 0;
+}
+
+/* Splits the events ev[0..n) into columns like ht_columns_split, with the
+ * address column coded for stream w. Columns have room for n bytes each
+ * (no column gets longer than the events). False on bytes that are not
+ * whole events: w is then out of step and must be reset. */
+static inline bool ht_packed_split(const uint8_t *ev, size_t n, uint8_t *col[HT_NCOLS],
+				   size_t len[HT_NCOLS], ht_pk_writer_t *w)
+{
+	ht_col_in_t in = {ev, 0, n};
+	uint64_t blk_prev = 0, pk_prev = 0;
+	for (unsigned c = 0; c < HT_NCOLS; c++)
+		len[c] = 0;
+	while (in.pos < n) {
+		uint8_t op = ev[in.pos++];
+		unsigned kind = op & 0x0f;
+		const char *f = ht_event_fields(kind);
+		if (!f)
+			return false;
+		col[HT_COL_EVENT][len[HT_COL_EVENT]++] = op;
+		bool heap = kind == HT_EV_ALLOC || kind == HT_EV_FREE || kind == HT_EV_REALLOC;
+		uint64_t addr = 0, size = 0;
+		for (unsigned i = 0; f[i]; i++) {
+			unsigned c = ht_field_column(f[i]);
+			if (f[i] != 'A' && !(kind == HT_EV_REALLOC && i == 4)) {
+				if (!ht_col_copy_field(f[i], &in, col[c], &len[c]))
+					return false;
+				continue;
+			}
+			uint64_t v;
+			if (!ht_pk_get(&in, &v))
+				return false;
+			if (f[i] == 'A') {
+				addr = blk_prev + (uint64_t)ht_unzigzag(v);
+				blk_prev = addr;
+				if (kind == HT_EV_ALLOC || kind == HT_EV_REALLOC) {
+					ht_col_in_t s = in; /* the size follows: peek at it */
+					if (!ht_pk_get(&s, &size))
+						return false;
+				}
+				if (!heap)
+					len[c] += ht_pk_put_delta(col[c] + len[c], addr, pk_prev);
+				else if (kind == HT_EV_FREE)
+					len[c] += ht_pk_put_free(w, col[c] + len[c], addr, pk_prev);
+				else if (kind == HT_EV_ALLOC)
+					len[c] += ht_pk_put_alloc(w, col[c] + len[c], addr, size, w->next);
+				else
+					continue; /* a REALLOC's: coded at its old-block field */
+				pk_prev = addr;
+			} else { /* REALLOC field 4, old - new: code old, then new */
+				uint64_t old = addr + (uint64_t)ht_unzigzag(v);
+				uint8_t *a = col[HT_COL_ADDR];
+				len[HT_COL_ADDR] += ht_pk_put_free(w, a + len[HT_COL_ADDR], old, pk_prev);
+				len[HT_COL_ADDR] += ht_pk_put_alloc(w, a + len[HT_COL_ADDR], addr, size, old);
+				pk_prev = addr;
+			}
+		}
+	}
+	return true;
+}
+
+/* ---- the reader ------------------------------------------------------------ */
+
+typedef struct ht_pk_reader {
+	uint64_t n;    /* allocations decoded so far */
+	uint64_t next; /* ht_pk_after the last allocation */
+	bool started; /* false: before a reset, or after damage */
+	ht_pk_bins_t bins;
+	uint64_t ring[HT_PK_WINDOW];	 /* address of allocation m at m % W */
+	uint8_t ring_bin[HT_PK_WINDOW]; /* its class */
+} ht_pk_reader_t;
+
+static inline void ht_pk_reader_reset(ht_pk_reader_t *r)
+{
+	r->n = 0;
+	r->next = 0;
+	r->started = true;
+	memset(&r->bins, 0, sizeof r->bins);
+}
+
+/* Decodes one address code. alloc: an allocation of the given size (BIN
+ * allowed, and the allocation counts); else a free. */
+static inline bool ht_pk_decode(ht_pk_reader_t *r, ht_col_in_t *in, bool heap, bool alloc,
+				uint64_t size, uint64_t prev, uint64_t *addr)
+{
+	uint64_t c, z;
+	if (!ht_pk_get(in, &c))
+		return false;
+	unsigned b = alloc ? ht_pk_bin(size) : HT_PK_NO_BIN;
+	switch (c & 3) {
+	case HT_PK_DELTA:
+		*addr = prev + (uint64_t)ht_unzigzag(c >> 2);
+		break;
+	case HT_PK_ESCAPE:
+		if (c != HT_PK_ESCAPE || !ht_pk_get(in, &z))
+			return false;
+		*addr = prev + (uint64_t)ht_unzigzag(z);
+		break;
+	case HT_PK_BIN:
+		if (!alloc || b >= HT_PK_BINS || (c >> 2) >= r->bins.count[b])
+			return false;
+		*addr = ht_pk_bin_take(&r->bins, b, (unsigned)(c >> 2));
+		break;
+	default: { /* HT_PK_REF */
+		uint64_t d = c >> 2;
+		if (!heap || d >= HT_PK_WINDOW || d >= r->n)
+			return false;
+		uint64_t m = (r->n - d) & (HT_PK_WINDOW - 1);
+		*addr = r->ring[m];
+		if (!alloc)
+			ht_pk_bin_push(&r->bins, r->ring_bin[m], *addr);
+		break;
+	}
+	}
+	if (alloc) {
+		r->n++;
+		r->next = ht_pk_after(*addr, size);
+		r->ring[r->n & (HT_PK_WINDOW - 1)] = *addr;
+		r->ring_bin[r->n & (HT_PK_WINDOW - 1)] = (uint8_t)b;
+	}
+	return true;
+}
+
+/* The most bytes a packed block's events can take once joined: each byte
+ * of the address column may stand for two 10-byte fields. */
+static inline size_t ht_packed_join_bound(const size_t len[HT_NCOLS])
+{
+	size_t total = 0;
+	for (unsigned c = 0; c < HT_NCOLS; c++)
+		total += len[c];
+	return total + 2 * HT_VARINT_MAX * len[HT_COL_ADDR];
+}
+
+/* Joins a packed block's columns into the events of the THREAD_BLOCK it
+ * stands for, in out (room for ht_packed_join_bound bytes), decoding
+ * addresses with stream r. Returns the bytes written; on damage (*bad set)
+ * the bytes of the whole events before it, and r is no longer started. */
+static inline size_t ht_packed_join(const uint8_t *const col[HT_NCOLS], const size_t len[HT_NCOLS],
+				    uint8_t *out, ht_pk_reader_t *r, bool *bad)
+{
+	ht_col_in_t in[HT_NCOLS];
+	for (unsigned c = 0; c < HT_NCOLS; c++)
+		in[c] = (ht_col_in_t){col[c], 0, len[c]};
+	size_t o = 0, whole = 0;
+	uint64_t blk_prev = 0, pk_prev = 0;
+	*bad = false;
+	while (in[HT_COL_EVENT].pos < len[HT_COL_EVENT]) {
+		uint8_t op = col[HT_COL_EVENT][in[HT_COL_EVENT].pos++];
+		unsigned kind = op & 0x0f;
+		const char *f = ht_event_fields(kind);
+		if (!f)
+			goto damaged;
+		out[o++] = op;
+		bool heap = kind == HT_EV_ALLOC || kind == HT_EV_FREE || kind == HT_EV_REALLOC;
+		uint64_t addr = 0, old = 0;
+		for (unsigned i = 0; f[i]; i++) {
+			if (f[i] == 'A') {
+				uint64_t size = 0;
+				if (kind == HT_EV_ALLOC || kind == HT_EV_REALLOC) {
+					ht_col_in_t s = in[HT_COL_SIZE];
+					if (!ht_pk_get(&s, &size))
+						goto damaged;
+				}
+				ht_col_in_t *a = &in[HT_COL_ADDR];
+				if (kind == HT_EV_REALLOC) {
+					if (!ht_pk_decode(r, a, true, false, 0, pk_prev, &old) ||
+					    !ht_pk_decode(r, a, true, true, size, old, &addr))
+						goto damaged;
+				} else if (!ht_pk_decode(r, a, heap, kind == HT_EV_ALLOC, size,
+							 kind == HT_EV_ALLOC ? r->next : pk_prev, &addr)) {
+					goto damaged;
+				}
+				pk_prev = addr;
+				o += ht_varint_put(out + o, ht_zigzag((int64_t)(addr - blk_prev)));
+				blk_prev = addr;
+			} else if (kind == HT_EV_REALLOC && i == 4) {
+				o += ht_varint_put(out + o, ht_zigzag((int64_t)(old - addr)));
+			} else if (!ht_col_copy_field(f[i], &in[ht_field_column(f[i])], out, &o)) {
+				goto damaged;
+			}
+		}
+		whole = o;
+	}
+	for (unsigned c = 0; c < HT_NCOLS; c++)
+		if (in[c].pos != in[c].len)
+			goto damaged; /* bytes no event used */
+	return whole;
+damaged:
+	*bad = true;
+	r->started = false;
+	return whole;
+}
+
+#endif /* HEAPTRAIL_PACKED_H */

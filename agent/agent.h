@@ -209,15 +209,16 @@ void ht_thread_flush(ht_thread_t *t);
  * ht_thread_reserve, which may ship the block and sample RSS (rule 6). */
 /* While one thread has made every event so far, times only place events
  * for the reports (peak time, timelines) and the order of the thread's own
- * events is the buffer's: their times are rounded down to HT_COARSE_NS,
- * which halves what single-threaded traces take (the sub-microsecond noise
- * is most of their compressed bytes). A second thread's state is counted
+ * events is the buffer's: their times are rounded down to HT_COARSE_NS
+ * (16 us: finer than a timeline needs, far finer than heaptrack's 10 ms
+ * ticks), which halves what single-threaded traces take (the noise in the
+ * low bits is most of their compressed bytes). A second thread's state is counted
  * before its first event is stamped; on x86 (TSO) a thread that sees a
  * block another thread freed or published also sees that thread counted,
  * so an event that follows another thread's event is never stamped coarse,
  * and rounding down keeps the rest in order. Not with functions=1: the
  * function profile measures short calls. */
-#define HT_COARSE_NS 1024u
+#define HT_COARSE_NS 16384u
 extern _Atomic uint32_t ht_thread_states; /* states made in this process */
 static inline uint64_t ht_event_time(const ht_thread_t *t)
 {

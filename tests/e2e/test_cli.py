@@ -304,7 +304,7 @@ def t_run_figures(t):
 
 
 def t_event_times(t):
-    """Event times are multiples of 16 ns, and of 1,024 ns while only one
+    """Event times are multiples of 16 ns, and of 16,384 ns while only one
     thread makes events (agent.h, ht_event_time): the churn program's all
     but its first few; the threads program's worker threads' nearly none."""
     need_tools(t)
@@ -315,14 +315,14 @@ def t_event_times(t):
         t.check(allt, "%s: no heap events in the trace" % name)
         t.eq("%s: times not a multiple of 16 ns" % name, 0, sum(1 for x in allt if x % 16))
         if coarse:
-            fine = sum(1 for x in allt if x % 1024)
-            t.check(fine <= 2, "%s: %d of %d times not rounded to 1,024 ns" % (name, fine, len(allt)))
+            fine = sum(1 for x in allt if x % 16384)
+            t.check(fine <= 2, "%s: %d of %d times not rounded to 16,384 ns" % (name, fine, len(allt)))
         else:
             pid_tids = sorted(times)  # worker threads: every tid but the smallest (main)
             workers = [x for tid in pid_tids[1:] for x in times[tid]]
-            share = sum(1 for x in workers if x % 1024 == 0) / max(1, len(workers))
+            share = sum(1 for x in workers if x % 16384 == 0) / max(1, len(workers))
             t.check(workers and share < 0.2,
-                    "%s: worker threads' times look rounded (%.0f%% multiples of 1,024 ns)"
+                    "%s: worker threads' times look rounded (%.0f%% multiples of 16,384 ns)"
                     % (name, 100 * share))
 
 

@@ -26,6 +26,7 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "agent.h"
 #include "unwind.h"
@@ -171,6 +172,23 @@ static bool learn_slots(ht_thread_t *t, ht_scache_entry_t *e)
 	return true;
 }
 
+/* ret1's slot is offset above cfa0 under ret0 (see ht_scache_set). The
+ * set of a key moves when its ret0 is first learned here: its entries are
+ * found again after two misses. A ret0 seen with two offsets stays
+ * variable, so keys do not move back and forth. */
+static void learn_up(ht_scache_t *c, uintptr_t ret0, uint32_t offset)
+{
+	unsigned u = ht_scache_up_home(ret0);
+	if (c->up[u].ret0 == ret0) {
+		if (c->up[u].offset != offset)
+			c->up[u].offset = HT_SCACHE_UP_VARIABLE;
+	} else if (!c->up[u].ret0) {
+		c->up[u].ret0 = ret0;
+		c->up[u].offset = offset;
+	}
+	/* another ret0 holds the slot: this one keeps ret1 = 0 */
+}
+
 uint32_t ht_capture_slow(ht_thread_t *t, uintptr_t ret0, uintptr_t cfa0)
 {
 	unsigned n = ht_unwind(t);
@@ -184,13 +202,15 @@ uint32_t ht_capture_slow(ht_thread_t *t, uintptr_t ret0, uintptr_t cfa0)
 		if (!t->scache)
 			return sid;
 	}
-	unsigned set = ht_scache_index(ret0, cfa0);
-	ht_scache_entry_t *ways = t->scache->e[set];
+	ht_scache_t *c = t->scache;
+	unsigned set = ht_scache_set(t, c, ret0, cfa0);
+	ht_scache_key_t *key = c->key[set];
+	ht_scache_entry_t *ways = c->e[set];
 	for (unsigned w = 0; w < HT_SCACHE_WAYS; w++) {
 		ht_scache_entry_t *e = &ways[w];
 		/* Interned ids name the frames: equal ids, equal chains (id 0,
 		 * "table full", is never cached). */
-		if (e->ret0 != ret0 || e->cfa0 != cfa0 || e->sid != sid)
+		if (key[w].ret0 != ret0 || key[w].cfa0 != cfa0 || e->sid != sid)
 			continue;
 		/* This chain is known. Seen again without slots: worth learning
 		 * where its return addresses live, if the budget allows. (With
@@ -202,20 +222,24 @@ uint32_t ht_capture_slow(ht_thread_t *t, uintptr_t ret0, uintptr_t cfa0)
 			t->scache_walks++;
 			e->has_slots = learn_slots(t, e);
 		}
+		if (e->has_slots && e->n > 1)
+			learn_up(c, ret0, e->slot[1]);
 		return sid;
 	}
 	/* A new chain: an empty way, else one not learned yet (a chain seen
 	 * once must not push out one that hits), else round robin. */
-	ht_scache_entry_t *e = NULL;
-	for (unsigned w = 0; w < HT_SCACHE_WAYS && !e; w++)
-		if (!ways[w].ret0)
-			e = &ways[w];
-	for (unsigned w = 0; w < HT_SCACHE_WAYS && !e; w++)
-		if (!ways[w].has_slots)
-			e = &ways[w];
-	if (!e)
-		e = &ways[t->scache->next_victim[set]++ % HT_SCACHE_WAYS];
-	e->ret0 = ret0;
+	unsigned w = HT_SCACHE_WAYS;
+	for (unsigned i = 0; i < HT_SCACHE_WAYS && w == HT_SCACHE_WAYS; i++)
+		if (!key[i].ret0)
+			w = i;
+	for (unsigned i = 0; i < HT_SCACHE_WAYS && w == HT_SCACHE_WAYS; i++)
+		if (!ways[i].has_slots)
+			w = i;
+	if (w == HT_SCACHE_WAYS)
+		w = c->next_victim[set]++ % HT_SCACHE_WAYS;
+	ht_scache_entry_t *e = &ways[w];
+	key[w].ret0 = ret0;
+	key[w].cfa0 = cfa0;
 	e->cfa0 = cfa0;
 	e->sid = sid;
 	e->n = (uint16_t)n;
@@ -226,8 +250,9 @@ uint32_t ht_capture_slow(ht_thread_t *t, uintptr_t ret0, uintptr_t cfa0)
 
 void ht_scache_forget(ht_thread_t *t)
 {
+	/* zero pages again, and the memory back to the system */
 	if (t->scache)
-		memset(t->scache, 0, sizeof *t->scache);
+		madvise(t->scache, sizeof *t->scache, MADV_DONTNEED);
 	if (t->fsizes)
 		memset(t->fsizes, 0, sizeof *t->fsizes);
 	t->scache_hits = t->scache_misses = t->scache_walks = 0;

@@ -76,14 +76,29 @@ __attribute__((always_inline)) static inline unsigned ht_unwind(ht_thread_t *t)
  * equal return addresses put the next slot at the same place), and the
  * stack id is reused without unwinding or hashing. Anything else unwinds.
  * Slot positions come from a slow libunwind walk (unw_step), made only for
- * chains seen twice and within a budget (agent/scache.c). */
+ * chains seen twice and within a budget (agent/scache.c).
+ *
+ * The set is chosen by the key and, once known, by the return address one
+ * frame up (ret1): a helper like `new_node` called from many places at one
+ * depth makes dozens of chains with the same key, more than a set's ways.
+ * ret1's slot is at a fixed distance from cfa0 for a given ret0 (the frame
+ * of the function ret0 returns into), learned with the chain's slots and
+ * kept in a small table by ret0; until then, or when that frame varies,
+ * ret1 counts as 0. The set is only a hint: a hit still checks every slot. */
 
 #define HT_SCACHE_SETS 256
-#define HT_SCACHE_WAYS 8 /* chains that share a key (same call, same depth) */
+#define HT_SCACHE_WAYS 32 /* chains that share a set: deep's recursion puts
+			     up to 24 in one (bench/RESULTS.md) */
 #define HT_SCACHE_FRAMES 64
+#define HT_SCACHE_UP_BITS 8 /* the ret1 slot table: ret0 -> offset */
+#define HT_SCACHE_UP_VARIABLE UINT32_MAX
+
+typedef struct ht_scache_key {
+	uintptr_t ret0, cfa0; /* ret0 == 0: empty */
+} ht_scache_key_t;
 
 typedef struct ht_scache_entry {
-	uintptr_t ret0, cfa0; /* key; ret0 == 0: empty */
+	uintptr_t cfa0; /* the key's, for the miss path */
 	uint32_t sid;
 	uint16_t n;	   /* frames, ret0 included */
 	uint8_t has_slots; /* slot[] known: the entry can hit */
@@ -91,18 +106,39 @@ typedef struct ht_scache_entry {
 	uint32_t slot[HT_SCACHE_FRAMES]; /* slot address - cfa0 */
 } ht_scache_entry_t;
 
+/* Keys apart from the entries, so a lookup scans a set's keys in a few
+ * cache lines. One mapping per thread (ht_mmap: pages are touched as
+ * chains arrive); 6.4 MB of address space. */
 typedef struct ht_scache {
+	ht_scache_key_t key[HT_SCACHE_SETS][HT_SCACHE_WAYS];
 	ht_scache_entry_t e[HT_SCACHE_SETS][HT_SCACHE_WAYS];
 	uint8_t next_victim[HT_SCACHE_SETS];
+	struct {
+		uintptr_t ret0;	 /* 0: empty */
+		uint32_t offset; /* ret1's slot - cfa0; HT_SCACHE_UP_VARIABLE */
+	} up[1u << HT_SCACHE_UP_BITS];
 } ht_scache_t;
 
 /* The miss path: unwinds, interns, and maybe learns the slots. */
 uint32_t ht_capture_slow(ht_thread_t *t, uintptr_t ret0, uintptr_t cfa0);
 
-static inline unsigned ht_scache_index(uintptr_t ret0, uintptr_t cfa0)
+static inline unsigned ht_scache_up_home(uintptr_t ret0)
 {
-	uint64_t h = (ret0 ^ (cfa0 << 7)) * 0x9e3779b97f4a7c15ull;
-	return (unsigned)(h >> 56) & (HT_SCACHE_SETS - 1);
+	return (unsigned)((ret0 * 0x9e3779b97f4a7c15ull) >> (64 - HT_SCACHE_UP_BITS));
+}
+
+/* The set of key (ret0, cfa0), with ret1 read from the stack when its
+ * slot is known. */
+static inline unsigned ht_scache_set(const ht_thread_t *t, const ht_scache_t *c, uintptr_t ret0,
+				     uintptr_t cfa0)
+{
+	uintptr_t ret1 = 0;
+	unsigned u = ht_scache_up_home(ret0);
+	if (c->up[u].ret0 == ret0 && c->up[u].offset != HT_SCACHE_UP_VARIABLE &&
+	    cfa0 + c->up[u].offset + 8 <= t->stack_hi)
+		ret1 = *(const uintptr_t *)(cfa0 + c->up[u].offset);
+	uint64_t h = (ret0 ^ (cfa0 << 7) ^ (ret1 << 17)) * 0x9e3779b97f4a7c15ull;
+	return (unsigned)(h >> 48) & (HT_SCACHE_SETS - 1);
 }
 
 /* The frame of the hook the program called: climbs our own frames (the
@@ -150,10 +186,13 @@ __attribute__((always_inline)) static inline uint32_t ht_capture(ht_thread_t *t)
 		return ht_capture_slow(t, 0, 0); /* another stack (coroutine...) */
 	ht_scache_t *c = t->scache;
 	if (HT_LIKELY(c != NULL)) {
-		const ht_scache_entry_t *set = c->e[ht_scache_index(ret0, cfa0)];
+		unsigned s = ht_scache_set(t, c, ret0, cfa0);
+		const ht_scache_key_t *key = c->key[s];
 		for (unsigned w = 0; w < HT_SCACHE_WAYS; w++) {
-			const ht_scache_entry_t *e = &set[w];
-			if (e->ret0 != ret0 || e->cfa0 != cfa0 || !e->has_slots)
+			if (key[w].ret0 != ret0 || key[w].cfa0 != cfa0)
+				continue;
+			const ht_scache_entry_t *e = &c->e[s][w];
+			if (!e->has_slots)
 				continue;
 			unsigned i = 1;
 			while (i < e->n && *(const uintptr_t *)(cfa0 + e->slot[i]) == e->frames[i])

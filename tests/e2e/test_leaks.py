@@ -66,7 +66,7 @@ def ht_json(t, args):
 
 def classified_trace(t):
     """leaks.c's trace with the exit check's classes (KIND_BY_SIZE), an
-    on-demand check where the 6th allocation was made (all live blocks
+    on-demand check just after the 6th allocation was made (all live blocks
     definite then), and an EXT event of a kind no reader knows."""
     path, _ = traced_program(t, "leaks")
     recs = tracefile.records(path)
@@ -76,8 +76,11 @@ def classified_trace(t):
     end = [r for r in recs if r[0] == tracefile.REC_END]
     # the agent's own exit check is replaced by the made-up one
     body = [r for r in recs if r[0] not in (tracefile.REC_END, tracefile.REC_LEAKS)]
-    t6 = allocs[5]["time"]
-    at6 = [a for a in allocs[:6] if a["freed_at"] is None or a["freed_at"] > t6]
+    # just after the 6th allocation's time: times are coarse (16 us while
+    # one thread runs, agent.h), so others may share it, and those count too
+    k = max(i for i, a in enumerate(allocs) if a["time"] == allocs[5]["time"])
+    t6 = allocs[k]["time"] + 1
+    at6 = [a for a in allocs[:k + 1] if a["freed_at"] is None or a["freed_at"] > t6]
     fake_tid = 999999  # a thread of its own: its events merge by time
     body.append(tracefile.ext_block(fake_tid, t6, tracefile.EXT_LEAK_CHECK, tracefile.varint(1)))
     body.append(tracefile.ext_block(fake_tid, t6 + 1, 9, b"\x01\x02\x03"))

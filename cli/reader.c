@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
@@ -569,6 +570,21 @@ static uint8_t *joined_room(trace_priv_t *p, size_t need)
 	return p->chunks[p->nchunks - 1] + p->chunk_fill;
 }
 
+/* Gives the whole pages inside [p, p + n) back to the system: the packed
+ * records' columns, dead once joined (nothing reads them again; the body
+ * stays allocated and those pages read as zeros). A report of a large
+ * trace would otherwise hold its packed records and their joined events
+ * both. */
+static void release_pages(uint8_t *p, size_t n)
+{
+	static uintptr_t page;
+	if (!page)
+		page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t lo = ((uintptr_t)p + page - 1) & ~(page - 1), hi = ((uintptr_t)p + n) & ~(page - 1);
+	if (hi > lo)
+		madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
 /* A THREAD_PACKED record (format 1.6): like THREAD_COLUMNS, but its
  * addresses are coded against its stream's state, and joined its events
  * are longer than the record: they go to a chunk of their own, which the
@@ -639,6 +655,7 @@ static int parse_thread_packed(ht_trace_t *t, size_t pos, size_t end, bool cut, 
 		fail(t, -HT_ECORRUPT, pos + total, "bytes after the columns of thread %" PRIu64, tid);
 		return 1;
 	}
+	release_pages(t->body + pos, total);
 	return 0;
 }
 

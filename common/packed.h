@@ -197,8 +197,27 @@ static inline bool ht_packed_split(const uint8_t *ev, size_t n, uint8_t *col[HT_
 		if (!f)
 			return false;
 		col[HT_COL_EVENT][len[HT_COL_EVENT]++] = op;
-		bool heap = kind == HT_EV_ALLOC || kind == HT_EV_FREE || kind == HT_EV_REALLOC;
-		uint64_t addr = 0, size = 0;
+		uint64_t addr = 0, size = 0, v;
+		/* the two events nearly every block is made of, without going
+		 * through their field lists (the writer's hottest loop) */
+		if (kind == HT_EV_FREE || kind == HT_EV_ALLOC) { /* "TA", "TASK" */
+			if (!ht_col_copy_varint(&in, col[HT_COL_TIME], &len[HT_COL_TIME], NULL) ||
+			    !ht_pk_get(&in, &v))
+				return false;
+			addr = blk_prev + (uint64_t)ht_unzigzag(v);
+			blk_prev = addr;
+			uint8_t *a = col[HT_COL_ADDR] + len[HT_COL_ADDR];
+			if (kind == HT_EV_FREE) {
+				len[HT_COL_ADDR] += ht_pk_put_free(w, a, addr, pk_prev);
+			} else {
+				if (!ht_col_copy_varint(&in, col[HT_COL_SIZE], &len[HT_COL_SIZE], &size) ||
+				    !ht_col_copy_varint(&in, col[HT_COL_STACK], &len[HT_COL_STACK], NULL))
+					return false;
+				len[HT_COL_ADDR] += ht_pk_put_alloc(w, a, addr, size, w->next);
+			}
+			pk_prev = addr;
+			continue;
+		}
 		for (unsigned i = 0; f[i]; i++) {
 			unsigned c = ht_field_column(f[i]);
 			if (f[i] != 'A' && !(kind == HT_EV_REALLOC && i == 4)) {
@@ -206,25 +225,20 @@ static inline bool ht_packed_split(const uint8_t *ev, size_t n, uint8_t *col[HT_
 					return false;
 				continue;
 			}
-			uint64_t v;
 			if (!ht_pk_get(&in, &v))
 				return false;
 			if (f[i] == 'A') {
 				addr = blk_prev + (uint64_t)ht_unzigzag(v);
 				blk_prev = addr;
-				if (kind == HT_EV_ALLOC || kind == HT_EV_REALLOC) {
-					ht_col_in_t s = in; /* the size follows: peek at it */
+				if (kind == HT_EV_REALLOC) {
+					/* coded at its old-block field, with the size
+					 * that follows: peek at it */
+					ht_col_in_t s = in;
 					if (!ht_pk_get(&s, &size))
 						return false;
+					continue;
 				}
-				if (!heap)
-					len[c] += ht_pk_put_delta(col[c] + len[c], addr, pk_prev);
-				else if (kind == HT_EV_FREE)
-					len[c] += ht_pk_put_free(w, col[c] + len[c], addr, pk_prev);
-				else if (kind == HT_EV_ALLOC)
-					len[c] += ht_pk_put_alloc(w, col[c] + len[c], addr, size, w->next);
-				else
-					continue; /* a REALLOC's: coded at its old-block field */
+				len[c] += ht_pk_put_delta(col[c] + len[c], addr, pk_prev);
 				pk_prev = addr;
 			} else { /* REALLOC field 4, old - new: code old, then new */
 				uint64_t old = addr + (uint64_t)ht_unzigzag(v);

@@ -280,6 +280,17 @@ static char *est_count(char *buf, const ht_model_t *m, uint64_t v)
 	return buf;
 }
 
+/* x rounded to a whole number for printing, 0 below 0 and UINT64_MAX above:
+ * a damaged or hand-made trace can hold any counts and times (10^18
+ * allocations within a millisecond), and converting a double beyond
+ * uint64_t's range is undefined behaviour (x86 gives 0: "0 per second"). */
+static uint64_t round_sat(double x)
+{
+	if (!(x > 0))
+		return 0;
+	return x + 0.5 >= 0x1p64 ? UINT64_MAX : (uint64_t)(x + 0.5);
+}
+
 /* " (+-X)" for an estimate of variance var, X a size when bytes; "" when
  * m is exact (buf: 2 * HT_FMT_LEN). */
 static char *est_ci(char *buf, const ht_model_t *m, double var, bool bytes)
@@ -287,7 +298,7 @@ static char *est_ci(char *buf, const ht_model_t *m, double var, bool bytes)
 	char tmp[HT_FMT_LEN];
 	buf[0] = 0;
 	if (m->sample_rate) {
-		uint64_t h = (uint64_t)(ht_ci95(var) + 0.5);
+		uint64_t h = round_sat(ht_ci95(var));
 		snprintf(buf, 2 * HT_FMT_LEN, " (+-%s)", bytes ? ht_fmt_size(tmp, h) : ht_fmt_count(tmp, h));
 	}
 	return buf;
@@ -306,7 +317,7 @@ static void print_summary(FILE *out, const ht_model_t *m)
 	fprintf(out, "  %-18s %14s", "allocations",
 		exact ? ht_fmt_count(a, tt->allocations) : est_count(a, m, tt->allocations));
 	if (tt->duration_ns)
-		fprintf(out, "   %s per second", ht_fmt_count(b, (uint64_t)(tt->allocs_per_second + 0.5)));
+		fprintf(out, "   %s per second", ht_fmt_count(b, round_sat(tt->allocs_per_second)));
 	fputs(exact ? "" : est_ci(d, m, e->var_allocations, false), out);
 	fputc('\n', out);
 	fprintf(out, "  %-18s %14s\n", "frees",

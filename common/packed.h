@@ -218,35 +218,38 @@ static inline bool ht_packed_split(const uint8_t *ev, size_t n, uint8_t *col[HT_
 			pk_prev = addr;
 			continue;
 		}
+		if (kind == HT_EV_REALLOC) { /* "TASKRR": the new block, then old - new */
+			uint64_t d;
+			if (!ht_col_copy_varint(&in, col[HT_COL_TIME], &len[HT_COL_TIME], NULL) ||
+			    !ht_pk_get(&in, &v) ||
+			    !ht_col_copy_varint(&in, col[HT_COL_SIZE], &len[HT_COL_SIZE], &size) ||
+			    !ht_col_copy_varint(&in, col[HT_COL_STACK], &len[HT_COL_STACK], NULL) ||
+			    !ht_pk_get(&in, &d) ||
+			    !ht_col_copy_varint(&in, col[HT_COL_OTHER], &len[HT_COL_OTHER], NULL))
+				return false;
+			addr = blk_prev + (uint64_t)ht_unzigzag(v);
+			blk_prev = addr;
+			uint64_t old = addr + (uint64_t)ht_unzigzag(d);
+			uint8_t *a = col[HT_COL_ADDR];
+			len[HT_COL_ADDR] += ht_pk_put_free(w, a + len[HT_COL_ADDR], old, pk_prev);
+			len[HT_COL_ADDR] += ht_pk_put_alloc(w, a + len[HT_COL_ADDR], addr, size, old);
+			pk_prev = addr;
+			continue;
+		}
+		/* every other event: no heap address, its fields as they are */
 		for (unsigned i = 0; f[i]; i++) {
 			unsigned c = ht_field_column(f[i]);
-			if (f[i] != 'A' && !(kind == HT_EV_REALLOC && i == 4)) {
+			if (f[i] != 'A') {
 				if (!ht_col_copy_field(f[i], &in, col[c], &len[c]))
 					return false;
 				continue;
 			}
 			if (!ht_pk_get(&in, &v))
 				return false;
-			if (f[i] == 'A') {
-				addr = blk_prev + (uint64_t)ht_unzigzag(v);
-				blk_prev = addr;
-				if (kind == HT_EV_REALLOC) {
-					/* coded at its old-block field, with the size
-					 * that follows: peek at it */
-					ht_col_in_t s = in;
-					if (!ht_pk_get(&s, &size))
-						return false;
-					continue;
-				}
-				len[c] += ht_pk_put_delta(col[c] + len[c], addr, pk_prev);
-				pk_prev = addr;
-			} else { /* REALLOC field 4, old - new: code old, then new */
-				uint64_t old = addr + (uint64_t)ht_unzigzag(v);
-				uint8_t *a = col[HT_COL_ADDR];
-				len[HT_COL_ADDR] += ht_pk_put_free(w, a + len[HT_COL_ADDR], old, pk_prev);
-				len[HT_COL_ADDR] += ht_pk_put_alloc(w, a + len[HT_COL_ADDR], addr, size, old);
-				pk_prev = addr;
-			}
+			addr = blk_prev + (uint64_t)ht_unzigzag(v);
+			blk_prev = addr;
+			len[c] += ht_pk_put_delta(col[c] + len[c], addr, pk_prev);
+			pk_prev = addr;
 		}
 	}
 	return true;

@@ -394,6 +394,29 @@ static void live_free(uintptr_t addr, uint64_t time, uint32_t tid)
 	entry_remove(e);
 }
 
+/* An allocation freed by the very next event of its block (a temporary,
+ * the commonest pair of a busy program): what live_alloc then live_free
+ * would do, without the three probes, when nothing is at addr (no entry,
+ * no orphan) and the block is the program's own (no pool, no summary row).
+ * False: take the slow way. */
+static bool live_temporary(uintptr_t addr, uint64_t size, uint64_t time, uint32_t tid)
+{
+	if (table_find(&lv.blocks, addr) || (lv.orphans.count && orphan_find(addr)))
+		return false;
+	note_heap_thread(tid);
+	lv.seq++;
+	lv.n_allocs++;
+	lv.n_bytes += size;
+	lv.n_frees++;
+	lv.n_temporary++;
+	if (ht_live_stats.bytes + size > ht_live_stats.peak_bytes) {
+		ht_live_stats.peak_bytes = ht_live_stats.bytes + size;
+		lv.peak_time = time;
+		lv.peak_epoch++;
+	}
+	return true;
+}
+
 /* After a block with allocations at orphans' addresses: an orphan frees
  * the live block at its address if that block is older than the free. */
 static void orphans_resolve(void)
@@ -472,11 +495,22 @@ void ht_live_digest(const ht_block_t *b)
 	cursor_t c = {b->data, b->data + b->len, false};
 	uint64_t time = b->base_time;
 	uintptr_t addr = 0;
+	/* a plain allocation held back one event: freed by the next one, it
+	 * goes through live_temporary */
+	struct {
+		bool on;
+		uintptr_t addr;
+		uint64_t size, time, sid;
+	} held = {false, 0, 0, 0, 0};
 	while (c.p < c.end && !c.bad) {
 		uint8_t op = *c.p++;
 		unsigned ev = op & 0x0f;
 		uint64_t size, lead, pool, sid;
 		int64_t d;
+		if (held.on && ev != HT_EV_FREE) {
+			held.on = false;
+			live_alloc(held.addr, held.size, held.time, b->tid, 0, false, (uint32_t)held.sid);
+		}
 		switch (ev) {
 		case HT_EV_ALLOC:
 		case HT_EV_PALLOC:
@@ -485,13 +519,28 @@ void ht_live_digest(const ht_block_t *b)
 			size = get_u(&c);
 			sid = get_u(&c);
 			pool = ev == HT_EV_PALLOC ? get_u(&c) : 0;
-			if (!c.bad)
-				live_alloc(addr, size, time, b->tid, pool, (op >> 4) == HT_FN_CUSTOM,
-					   (uint32_t)sid);
+			if (c.bad)
+				break;
+			if (ev == HT_EV_ALLOC && (op >> 4) != HT_FN_CUSTOM && !ht_opt_summary) {
+				held.on = true;
+				held.addr = addr;
+				held.size = size;
+				held.time = time;
+				held.sid = sid;
+				break;
+			}
+			live_alloc(addr, size, time, b->tid, pool, (op >> 4) == HT_FN_CUSTOM, (uint32_t)sid);
 			break;
 		case HT_EV_FREE:
 			time += get_u(&c);
 			addr += (uintptr_t)get_s(&c);
+			if (held.on) {
+				held.on = false;
+				if (!c.bad && addr == held.addr &&
+				    live_temporary(held.addr, held.size, held.time, b->tid))
+					break;
+				live_alloc(held.addr, held.size, held.time, b->tid, 0, false, (uint32_t)held.sid);
+			}
 			if (!c.bad)
 				live_free(addr, time, b->tid);
 			break;
@@ -567,6 +616,8 @@ void ht_live_digest(const ht_block_t *b)
 			break;
 		}
 	}
+	if (held.on)
+		live_alloc(held.addr, held.size, held.time, b->tid, 0, false, (uint32_t)held.sid);
 	if (lv.orphans_pending) {
 		lv.orphans_pending = false;
 		orphans_resolve();

@@ -108,6 +108,8 @@ typedef struct {
 typedef struct ht_pk_writer {
 	uint64_t n;    /* allocations coded so far */
 	uint64_t next; /* ht_pk_after the last allocation */
+	uint64_t last; /* the last allocation's address, 0 once freed */
+	unsigned last_bin;
 	ht_pk_bins_t bins;
 	ht_pk_slot_t table[1u << HT_PK_TABLE_BITS];
 } ht_pk_writer_t;
@@ -129,6 +131,14 @@ static inline size_t ht_pk_put_delta(uint8_t *out, uint64_t addr, uint64_t prev)
 /* The code of a freed address (a FREE, or the old block of a REALLOC). */
 static inline size_t ht_pk_put_free(ht_pk_writer_t *w, uint8_t *out, uint64_t addr, uint64_t prev)
 {
+	if (addr && addr == w->last) {
+		/* the block allocated last (a temporary, the commonest free):
+		 * REF 0 without the table's cache miss; its slot, left as it
+		 * is, still names this allocation, which a REF may name again */
+		w->last = 0;
+		ht_pk_bin_push(&w->bins, w->last_bin, addr);
+		return ht_varint_put(out, HT_PK_REF);
+	}
 	ht_pk_slot_t *s = ht_pk_slot(w, addr);
 	uint64_t num = s->num_bin >> 8;
 	if (s->num_bin && s->addr == addr && w->n - num < HT_PK_WINDOW) {
@@ -166,6 +176,8 @@ static inline size_t ht_pk_put_alloc(ht_pk_writer_t *w, uint8_t *out, uint64_t a
 	}
 	w->n++;
 	w->next = ht_pk_after(addr, size);
+	w->last = addr;
+	w->last_bin = b;
 	s->addr = addr;
 	s->num_bin = w->n << 8 | b;
 	return n;

@@ -21,7 +21,8 @@
  * last HT_PK_WINDOW allocations, per-class stacks of freed addresses),
  * updated by the same rules from the stream's own events in file order; the
  * writer also keeps a hash table from address to allocation number to find
- * REF candidates, which the reader never needs.
+ * REF candidates, which the reader never needs (an allocation enters it
+ * only once another comes: a temporary's free is found without it).
  *
  * A stream is a sequence of packed blocks of one thread; the writer keeps
  * HT_PK_STREAMS of them, reused for other threads after a reset (a flag in
@@ -108,7 +109,8 @@ typedef struct {
 typedef struct ht_pk_writer {
 	uint64_t n;    /* allocations coded so far */
 	uint64_t next; /* ht_pk_after the last allocation */
-	uint64_t last; /* the last allocation's address, 0 once freed */
+	uint64_t last; /* the last allocation's address, not in the table yet;
+			  0: none (freed, or moved to the table) */
 	unsigned last_bin;
 	ht_pk_bins_t bins;
 	ht_pk_slot_t table[1u << HT_PK_TABLE_BITS];
@@ -133,8 +135,8 @@ static inline size_t ht_pk_put_free(ht_pk_writer_t *w, uint8_t *out, uint64_t ad
 {
 	if (addr && addr == w->last) {
 		/* the block allocated last (a temporary, the commonest free):
-		 * REF 0 without the table's cache miss; its slot, left as it
-		 * is, still names this allocation, which a REF may name again */
+		 * REF 0, and it never goes into the table (two cache misses
+		 * saved, the table being far larger than L2) */
 		w->last = 0;
 		ht_pk_bin_push(&w->bins, w->last_bin, addr);
 		return ht_varint_put(out, HT_PK_REF);
@@ -155,6 +157,11 @@ static inline size_t ht_pk_put_free(ht_pk_writer_t *w, uint8_t *out, uint64_t ad
 static inline size_t ht_pk_put_alloc(ht_pk_writer_t *w, uint8_t *out, uint64_t addr, uint64_t size,
 				     uint64_t prev)
 {
+	if (w->last) { /* the previous allocation outlived the next event */
+		ht_pk_slot_t *p = ht_pk_slot(w, w->last);
+		p->addr = w->last;
+		p->num_bin = w->n << 8 | w->last_bin;
+	}
 	unsigned b = ht_pk_bin(size);
 	size_t n = 0;
 	if (b < HT_PK_BINS) {
@@ -166,8 +173,8 @@ static inline size_t ht_pk_put_alloc(ht_pk_writer_t *w, uint8_t *out, uint64_t a
 			}
 		}
 	}
-	ht_pk_slot_t *s = ht_pk_slot(w, addr);
 	if (!n) {
+		ht_pk_slot_t *s = ht_pk_slot(w, addr);
 		uint64_t num = s->num_bin >> 8;
 		if (s->num_bin && s->addr == addr && w->n - num < HT_PK_WINDOW)
 			n = ht_varint_put(out, (w->n - num) << 2 | HT_PK_REF);
@@ -178,8 +185,6 @@ static inline size_t ht_pk_put_alloc(ht_pk_writer_t *w, uint8_t *out, uint64_t a
 	w->next = ht_pk_after(addr, size);
 	w->last = addr;
 	w->last_bin = b;
-	s->addr = addr;
-	s->num_bin = w->n << 8 | b;
 	return n;
 }
 

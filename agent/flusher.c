@@ -113,7 +113,7 @@ void ht_block_write_locked(const ht_block_t *b)
 	for (unsigned c = 0; c < HT_NCOLS; c++)
 		col[c] = columns ? columns + (size_t)c * HT_BUF_SIZE : NULL;
 	if (!columns || !streams[s].started || b->len > HT_BUF_SIZE ||
-	    !ht_packed_split(b->data, b->len, col, len, streams[s].w)) {
+	    !ht_packed_split(b->data, b->len, col, len, HT_BUF_SIZE, streams[s].w)) {
 		/* out of memory, or bytes the split does not know: as they are,
 		 * and the stream, now out of step, starts afresh next time */
 		streams[s].started = false;

@@ -50,6 +50,7 @@
 #define HT_PK_TABLE_BITS 15u	 /* writer's address table: 2^15 entries */
 
 enum { HT_PK_DELTA = 0, HT_PK_BIN = 1, HT_PK_REF = 2, HT_PK_ESCAPE = 3 };
+#define HT_PK_CODE_MAX (1 + HT_VARINT_MAX) /* an escape and its varint */
 
 /* The size class of a block: glibc's chunk size (size + 8 rounded up to
  * 16, at least 32) in steps of 16; HT_PK_NO_BIN above the last class. */
@@ -197,11 +198,12 @@ static inline bool ht_pk_get(ht_col_in_t *in, uint64_t *v)
 }
 
 /* Splits the events ev[0..n) into columns like ht_columns_split, with the
- * address column coded for stream w. Columns have room for n bytes each
- * (no column gets longer than the events). False on bytes that are not
- * whole events: w is then out of step and must be reset. */
+ * address column coded for stream w. Columns have room bytes each, room >=
+ * n (only the address column can outgrow the events). False on bytes that
+ * are not whole events, or when the address codes outgrow room: w is then
+ * out of step and must be reset. */
 static inline bool ht_packed_split(const uint8_t *ev, size_t n, uint8_t *col[HT_NCOLS],
-				   size_t len[HT_NCOLS], ht_pk_writer_t *w)
+				   size_t len[HT_NCOLS], size_t room, ht_pk_writer_t *w)
 {
 	ht_col_in_t in = {ev, 0, n};
 	uint64_t blk_prev = 0, pk_prev = 0;
@@ -214,6 +216,13 @@ static inline bool ht_packed_split(const uint8_t *ev, size_t n, uint8_t *col[HT_
 		if (!f)
 			return false;
 		col[HT_COL_EVENT][len[HT_COL_EVENT]++] = op;
+		/* The other columns only take the events' own bytes, but the
+		 * address codes count from other places than the raw deltas
+		 * (an allocation from the predicted chunk, say, after a free
+		 * far away), so their column can outgrow the events: room for
+		 * this event's two codes at most, or give up. */
+		if (len[HT_COL_ADDR] + 2 * HT_PK_CODE_MAX > room)
+			return false;
 		uint64_t addr = 0, size = 0, v;
 		/* the two events nearly every block is made of, without going
 		 * through their field lists (the writer's hottest loop) */

@@ -1708,7 +1708,7 @@ static buf_t as_layout(const buf_t *body, bool packed, unsigned nstreams)
 		uint8_t *col[HT_NCOLS];
 		size_t clen[HT_NCOLS];
 		for (unsigned c = 0; c < HT_NCOLS; c++)
-			col[c] = malloc(len + 1);
+			col[c] = malloc(2 * len + 64); /* address codes may outgrow len */
 		buf_t r = { 0 };
 		put_u(&r, tid);
 		put_u(&r, base);
@@ -1734,7 +1734,7 @@ static buf_t as_layout(const buf_t *body, bool packed, unsigned nstreams)
 				st[s].tid = tid;
 			}
 			st[s].last_use = ++clock;
-			CHECK(ht_packed_split(pl + q, len - q, col, clen, st[s].w));
+			CHECK(ht_packed_split(pl + q, len - q, col, clen, 2 * len + 64, st[s].w));
 			put_u(&r, (uint64_t)s << 1 | fresh);
 		} else {
 			CHECK(ht_columns_split(pl + q, len - q, col, clen));
@@ -1909,6 +1909,84 @@ static buf_t churn_body(void)
 	return body;
 }
 
+/* One thread freeing blocks it never allocated and allocating next to
+ * them, in two regions far apart by turns: each allocation's code counts
+ * from the chunk after the previous allocation, in the other region, so
+ * the address codes take more bytes than the events themselves. */
+static buf_t far_body(void)
+{
+	buf_t body = { 0 };
+	const char *argv[] = { "prog" };
+	rec_process(&body, 1, argv);
+	blk_t k;
+	blk_begin(&k, 100, 1000);
+	uint64_t now = 1000;
+	for (uint64_t i = 0; i < 400; i++) {
+		uint64_t region = (i & 1) ? 0x7f0000000000ull : 0x10000000ull;
+		uint64_t f = region + i * 4096;
+		ev_free(&k, ++now, f);
+		ev_alloc(&k, ++now, f + 16, 24, 0);
+	}
+	blk_end(&body, &k);
+	rec_end(&body, now + 10, HT_END_EXIT, 0, 1 << 20);
+	return body;
+}
+
+static void test_packed_room(void)
+{
+	buf_t body = far_body();
+	/* the block's events: after the record's tag and length, the tid and
+	 * base time */
+	size_t pos = 0, start = 0, n = 0;
+	while (pos < body.len) {
+		uint64_t len = 0;
+		size_t k = ht_varint_get(body.p + pos + 1, body.len - pos - 1, &len);
+		if (body.p[pos] == HT_REC_THREAD_BLOCK) {
+			uint64_t v;
+			start = pos + 1 + k;
+			start += ht_varint_get(body.p + start, body.len - start, &v);
+			start += ht_varint_get(body.p + start, body.len - start, &v);
+			n = pos + 1 + k + len - start;
+		}
+		pos += 1 + k + len;
+	}
+	CHECK(n > 0);
+	uint8_t *col[HT_NCOLS];
+	size_t clen[HT_NCOLS], room = n;
+	for (unsigned c = 0; c < HT_NCOLS; c++) {
+		col[c] = malloc(room + 64);
+		memset(col[c], 0xa5, room + 64);
+	}
+	/* with room for just the events: refused, nothing written past room */
+	ht_pk_writer_t *w = calloc(1, sizeof *w);
+	CHECK(!ht_packed_split(body.p + start, n, col, clen, room, w));
+	for (unsigned c = 0; c < HT_NCOLS; c++) {
+		CHECK(clen[c] <= room);
+		for (size_t i = room; i < room + 64; i++)
+			CHECK_EQ(col[c][i], 0xa5);
+	}
+	/* with more room it splits, the address column longer than the events */
+	for (unsigned c = 0; c < HT_NCOLS; c++)
+		col[c] = realloc(col[c], 2 * room + 64);
+	memset(w, 0, sizeof *w);
+	CHECK(ht_packed_split(body.p + start, n, col, clen, 2 * room + 64, w));
+	CHECK(clen[HT_COL_ADDR] > n);
+	/* and such a body reads back as it was */
+	int e0, e1;
+	char *plain = json_of(&body, &e0);
+	buf_t pk = as_layout(&body, true, 16);
+	char *j = json_of(&pk, &e1);
+	CHECK_EQ(e0, e1);
+	CHECK(plain && j && !strcmp(plain, j));
+	free(plain);
+	free(j);
+	free(pk.p);
+	free(w);
+	for (unsigned c = 0; c < HT_NCOLS; c++)
+		free(col[c]);
+	free(body.p);
+}
+
 static void test_packed(void)
 {
 	buf_t bodies[] = { churn_body(), basic_body(NULL, true), fn_body(), marks_body(),
@@ -2010,5 +2088,6 @@ int main(void)
 	test_sampled();
 	test_columns();
 	test_packed();
+	test_packed_room();
 	return TEST_DONE();
 }

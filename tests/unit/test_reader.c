@@ -1962,8 +1962,10 @@ static void test_packed_room(void)
 	CHECK(!ht_packed_split(body.p + start, n, col, clen, room, w));
 	for (unsigned c = 0; c < HT_NCOLS; c++) {
 		CHECK(clen[c] <= room);
+		size_t spoiled = 0;
 		for (size_t i = room; i < room + 64; i++)
-			CHECK_EQ(col[c][i], 0xa5);
+			spoiled += col[c][i] != 0xa5;
+		CHECK_EQ(spoiled, 0);
 	}
 	/* with more room it splits, the address column longer than the events */
 	for (unsigned c = 0; c < HT_NCOLS; c++)

@@ -216,13 +216,18 @@ static uint64_t do_free(replay_t *r, uint64_t addr, double *w)
 	if (r->counting) {
 		tot->frees++;
 		s->frees++;
-		tot->est.frees += b->w;
-		s->est.frees += b->w;
-		if (r->thread_seq[b->thread] == b->seq) {
+		bool temporary = r->thread_seq[b->thread] == b->seq;
+		if (temporary) {
 			tot->temporary++;
 			s->temporary++;
-			tot->est.temporary += b->w;
-			s->est.temporary += b->w;
+		}
+		if (r->rate) { /* estimates: only a sampled trace has any */
+			tot->est.frees += b->w;
+			s->est.frees += b->w;
+			if (temporary) {
+				tot->est.temporary += b->w;
+				s->est.temporary += b->w;
+			}
 		}
 	}
 	live_remove(&r->live, b);
@@ -272,10 +277,12 @@ static int do_alloc(replay_t *r, const ht_event_t *ev)
 		s->bytes_allocated += ev->size;
 		if (ev->size > s->largest)
 			s->largest = ev->size;
-		ht_est_t add = { .allocations = w, .bytes_allocated = sz * w,
-				 .var_allocations = var, .var_bytes_allocated = sz * sz * var };
-		est_add(&s->est, &add);
-		est_add(&tot->est, &add);
+		if (r->rate) {
+			ht_est_t add = { .allocations = w, .bytes_allocated = sz * w,
+					 .var_allocations = var, .var_bytes_allocated = sz * sz * var };
+			est_add(&s->est, &add);
+			est_add(&tot->est, &add);
+		}
 	}
 	return 0;
 }
@@ -841,7 +848,8 @@ int ht_model_build(const ht_trace_t *t, ht_model_t **out)
 	tot->leaked_bytes = r.cur_bytes;
 	if ((e = grow_sample(&r, UINT64_MAX)) || (e = collect_live_end(&r)))
 		goto fail;
-	live_estimates(&r, false);
+	if (r.rate)
+		live_estimates(&r, false);
 
 	/* second pass: what each site held at the peak */
 	if (tot->peak_heap_bytes > 0) {
@@ -855,7 +863,8 @@ int ht_model_build(const ht_trace_t *t, ht_model_t **out)
 			goto fail;
 		for (size_t i = 0; i < m->nsites; i++)
 			m->sites[i].peak_bytes = m->sites[i].live_bytes;
-		live_estimates(&r, true);
+		if (r.rate)
+			live_estimates(&r, true);
 	}
 	if (r.rate)
 		use_estimates(m);

@@ -490,27 +490,36 @@ static void skip(cursor_t *c, uint64_t n)
 	}
 }
 
+/* A plain allocation held back one event by the digest: freed by the
+ * next event of its block, it goes through live_temporary. */
+typedef struct {
+	bool on;
+	uintptr_t addr;
+	uint64_t size, time, sid;
+} held_alloc_t;
+
+/* The held allocation, if any, digested the usual way. */
+static void held_release(held_alloc_t *h, uint32_t tid)
+{
+	if (h->on) {
+		h->on = false;
+		live_alloc(h->addr, h->size, h->time, tid, 0, false, (uint32_t)h->sid);
+	}
+}
+
 void ht_live_digest(const ht_block_t *b)
 {
 	cursor_t c = {b->data, b->data + b->len, false};
 	uint64_t time = b->base_time;
 	uintptr_t addr = 0;
-	/* a plain allocation held back one event: freed by the next one, it
-	 * goes through live_temporary */
-	struct {
-		bool on;
-		uintptr_t addr;
-		uint64_t size, time, sid;
-	} held = {false, 0, 0, 0, 0};
+	held_alloc_t held = {false, 0, 0, 0, 0};
 	while (c.p < c.end && !c.bad) {
 		uint8_t op = *c.p++;
 		unsigned ev = op & 0x0f;
 		uint64_t size, lead, pool, sid;
 		int64_t d;
-		if (held.on && ev != HT_EV_FREE) {
-			held.on = false;
-			live_alloc(held.addr, held.size, held.time, b->tid, 0, false, (uint32_t)held.sid);
-		}
+		if (ev != HT_EV_FREE)
+			held_release(&held, b->tid);
 		switch (ev) {
 		case HT_EV_ALLOC:
 		case HT_EV_PALLOC:
@@ -534,13 +543,12 @@ void ht_live_digest(const ht_block_t *b)
 		case HT_EV_FREE:
 			time += get_u(&c);
 			addr += (uintptr_t)get_s(&c);
-			if (held.on) {
+			if (held.on && !c.bad && addr == held.addr &&
+			    live_temporary(held.addr, held.size, held.time, b->tid)) {
 				held.on = false;
-				if (!c.bad && addr == held.addr &&
-				    live_temporary(held.addr, held.size, held.time, b->tid))
-					break;
-				live_alloc(held.addr, held.size, held.time, b->tid, 0, false, (uint32_t)held.sid);
+				break;
 			}
+			held_release(&held, b->tid);
 			if (!c.bad)
 				live_free(addr, time, b->tid);
 			break;
@@ -616,8 +624,7 @@ void ht_live_digest(const ht_block_t *b)
 			break;
 		}
 	}
-	if (held.on)
-		live_alloc(held.addr, held.size, held.time, b->tid, 0, false, (uint32_t)held.sid);
+	held_release(&held, b->tid);
 	if (lv.orphans_pending) {
 		lv.orphans_pending = false;
 		orphans_resolve();

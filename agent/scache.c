@@ -104,25 +104,25 @@ static void fsize_learn(ht_fsize_table_t *ft, uintptr_t ret, uint32_t size)
 	}
 }
 
-/* Fills e->slot by adding up known frame sizes from the key's slot, each
- * slot checked to hold its return address now. False if a size is unknown
- * or a check fails (the caller may walk). */
-static bool derive_slots(const ht_thread_t *t, ht_scache_entry_t *e)
+/* Fills e->slot by adding up known frame sizes from the key's slot (at
+ * cfa0 - 8), each slot checked to hold its return address now. False if a
+ * size is unknown or a check fails (the caller may walk). */
+static bool derive_slots(const ht_thread_t *t, ht_scache_entry_t *e, uintptr_t cfa0)
 {
 	const ht_fsize_table_t *ft = t->fsizes;
 	if (!ft)
 		return false;
-	uintptr_t slot = e->cfa0 - 8; /* where ret0 lives */
+	uintptr_t slot = cfa0 - 8; /* where ret0 lives */
 	uint32_t off[HT_SCACHE_FRAMES];
 	for (unsigned k = 1; k < e->n; k++) {
 		uint32_t size = fsize_get(ft, e->frames[k - 1]);
 		if (!size)
 			return false;
 		slot += size;
-		if (slot + 8 > t->stack_hi || slot - e->cfa0 > UINT32_MAX ||
+		if (slot + 8 > t->stack_hi || slot - cfa0 > UINT32_MAX ||
 		    *(const uintptr_t *)slot != e->frames[k])
 			return false;
-		off[k] = (uint32_t)(slot - e->cfa0);
+		off[k] = (uint32_t)(slot - cfa0);
 	}
 	e->slot[0] = 0;
 	memcpy(&e->slot[1], &off[1], (e->n - 1) * sizeof off[0]);
@@ -132,7 +132,7 @@ static bool derive_slots(const ht_thread_t *t, ht_scache_entry_t *e)
 /* Walks the stack with unw_step and fills e->slot for the frames in
  * e->frames (e->n of them, agent frames excluded). Returns false if the
  * walk does not reproduce the same frames. */
-static bool learn_slots(ht_thread_t *t, ht_scache_entry_t *e)
+static bool learn_slots(ht_thread_t *t, ht_scache_entry_t *e, uintptr_t cfa0)
 {
 	unw_context_t uc;
 	unw_cursor_t c;
@@ -151,9 +151,9 @@ static bool learn_slots(ht_thread_t *t, ht_scache_entry_t *e)
 			 * first one is the key itself, at cfa0 - 8. */
 			if (ip != e->frames[k] || unw_is_signal_frame(&c) > 0)
 				return false;
-			if (k == 0 ? sp != e->cfa0 : sp <= e->cfa0 || sp - 8 - e->cfa0 > UINT32_MAX)
+			if (k == 0 ? sp != cfa0 : sp <= cfa0 || sp - 8 - cfa0 > UINT32_MAX)
 				return false;
-			e->slot[k] = k ? (uint32_t)(sp - 8 - e->cfa0) : 0;
+			e->slot[k] = k ? (uint32_t)(sp - 8 - cfa0) : 0;
 			k++;
 		}
 		if (unw_step(&c) <= 0)
@@ -216,11 +216,11 @@ uint32_t ht_capture_slow(ht_thread_t *t, uintptr_t ret0, uintptr_t cfa0)
 		 * where its return addresses live, if the budget allows. (With
 		 * slots, it missed: the stack above changed under the same key,
 		 * a dynamic frame perhaps; learn again.) */
-		if (derive_slots(t, e)) {
+		if (derive_slots(t, e, cfa0)) {
 			e->has_slots = 1;
 		} else if (may_walk(t)) {
 			t->scache_walks++;
-			e->has_slots = learn_slots(t, e);
+			e->has_slots = learn_slots(t, e, cfa0);
 		}
 		if (e->has_slots && e->n > 1)
 			learn_up(c, ret0, e->slot[1]);
@@ -240,7 +240,6 @@ uint32_t ht_capture_slow(ht_thread_t *t, uintptr_t ret0, uintptr_t cfa0)
 	ht_scache_entry_t *e = &ways[w];
 	key[w].ret0 = ret0;
 	key[w].cfa0 = cfa0;
-	e->cfa0 = cfa0;
 	e->sid = sid;
 	e->n = (uint16_t)n;
 	e->has_slots = 0;

@@ -97,8 +97,7 @@ typedef struct ht_scache_key {
 	uintptr_t ret0, cfa0; /* ret0 == 0: empty */
 } ht_scache_key_t;
 
-typedef struct ht_scache_entry {
-	uintptr_t cfa0; /* the key's, for the miss path */
+typedef struct ht_scache_entry { /* its key is in ht_scache_t.key */
 	uint32_t sid;
 	uint16_t n;	   /* frames, ret0 included */
 	uint8_t has_slots; /* slot[] known: the entry can hit */

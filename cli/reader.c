@@ -504,6 +504,24 @@ static int parse_thread_block(ht_trace_t *t, size_t pos, size_t end, bool cut, u
  * events in place (they have the same length), which then read as a
  * THREAD_BLOCK's. A record cut short loses its events: its columns are
  * not whole. */
+/* The HT_NCOLS column lengths of a THREAD_COLUMNS or THREAD_PACKED record
+ * at *pos, and their total, which must fit before end (a record cut short
+ * is DEC_TRUNC, a damaged one DEC_CORRUPT). */
+static int get_column_lengths(const uint8_t *b, size_t end, size_t *pos, bool cut,
+			      uint64_t len[HT_NCOLS], uint64_t *total)
+{
+	*total = 0;
+	for (unsigned c = 0; c < HT_NCOLS; c++) {
+		int r = get_u(b, end, pos, &len[c]);
+		if (r)
+			return r;
+		if (len[c] > end - *pos)
+			return cut ? DEC_TRUNC : DEC_CORRUPT;
+		*total += len[c];
+	}
+	return *total > end - *pos ? (cut ? DEC_TRUNC : DEC_CORRUPT) : 0;
+}
+
 static int parse_thread_columns(ht_trace_t *t, size_t pos, size_t end, bool cut,
 				uint64_t *scratch)
 {
@@ -512,14 +530,8 @@ static int parse_thread_columns(ht_trace_t *t, size_t pos, size_t end, bool cut,
 	int r = get_u(t->body, end, &pos, &tid);
 	if (!r)
 		r = get_u(t->body, end, &pos, &base);
-	for (unsigned c = 0; c < HT_NCOLS && !r; c++) {
-		r = get_u(t->body, end, &pos, &len[c]);
-		if (!r && len[c] > end - pos)
-			r = cut ? DEC_TRUNC : DEC_CORRUPT;
-		total += r ? 0 : len[c];
-	}
-	if (!r && total > end - pos)
-		r = cut ? DEC_TRUNC : DEC_CORRUPT;
+	if (!r)
+		r = get_column_lengths(t->body, end, &pos, cut, len, &total);
 	if (r) {
 		fail(t, r == DEC_TRUNC ? -HT_ETRUNC : -HT_ECORRUPT, rec,
 		     "thread columns %s", r == DEC_TRUNC ? "cut off" : "have bad lengths");
@@ -599,14 +611,8 @@ static int parse_thread_packed(ht_trace_t *t, size_t pos, size_t end, bool cut, 
 		r = get_u(t->body, end, &pos, &base);
 	if (!r)
 		r = get_u(t->body, end, &pos, &stream);
-	for (unsigned c = 0; c < HT_NCOLS && !r; c++) {
-		r = get_u(t->body, end, &pos, &len[c]);
-		if (!r && len[c] > end - pos)
-			r = cut ? DEC_TRUNC : DEC_CORRUPT;
-		total += r ? 0 : len[c];
-	}
-	if (!r && total > end - pos)
-		r = cut ? DEC_TRUNC : DEC_CORRUPT;
+	if (!r)
+		r = get_column_lengths(t->body, end, &pos, cut, len, &total);
 	if (!r && (stream >> 1) >= HT_PK_STREAMS)
 		r = DEC_CORRUPT;
 	if (r) {

@@ -122,6 +122,14 @@ static inline ht_pk_slot_t *ht_pk_slot(ht_pk_writer_t *w, uint64_t addr)
 	return &w->table[(addr * 0x9e3779b97f4a7c15ull) >> (64 - HT_PK_TABLE_BITS)];
 }
 
+/* addr's slot when it holds one of the stream's last HT_PK_WINDOW
+ * allocations at addr (a REF can name it), else NULL. */
+static inline ht_pk_slot_t *ht_pk_find(ht_pk_writer_t *w, uint64_t addr)
+{
+	ht_pk_slot_t *s = ht_pk_slot(w, addr);
+	return s->num_bin && s->addr == addr && w->n - (s->num_bin >> 8) < HT_PK_WINDOW ? s : NULL;
+}
+
 static inline size_t ht_pk_put_delta(uint8_t *out, uint64_t addr, uint64_t prev)
 {
 	uint64_t z = ht_zigzag((int64_t)(addr - prev));
@@ -142,12 +150,12 @@ static inline size_t ht_pk_put_free(ht_pk_writer_t *w, uint8_t *out, uint64_t ad
 		ht_pk_bin_push(&w->bins, w->last_bin, addr);
 		return ht_varint_put(out, HT_PK_REF);
 	}
-	ht_pk_slot_t *s = ht_pk_slot(w, addr);
-	uint64_t num = s->num_bin >> 8;
-	if (s->num_bin && s->addr == addr && w->n - num < HT_PK_WINDOW) {
+	ht_pk_slot_t *s = ht_pk_find(w, addr);
+	if (s) {
+		uint64_t d = w->n - (s->num_bin >> 8);
 		ht_pk_bin_push(&w->bins, (unsigned)(s->num_bin & 0xff), addr);
 		s->num_bin = 0;
-		return ht_varint_put(out, (w->n - num) << 2 | HT_PK_REF);
+		return ht_varint_put(out, d << 2 | HT_PK_REF);
 	}
 	return ht_pk_put_delta(out, addr, prev);
 }
@@ -175,12 +183,9 @@ static inline size_t ht_pk_put_alloc(ht_pk_writer_t *w, uint8_t *out, uint64_t a
 		}
 	}
 	if (!n) {
-		ht_pk_slot_t *s = ht_pk_slot(w, addr);
-		uint64_t num = s->num_bin >> 8;
-		if (s->num_bin && s->addr == addr && w->n - num < HT_PK_WINDOW)
-			n = ht_varint_put(out, (w->n - num) << 2 | HT_PK_REF);
-		else
-			n = ht_pk_put_delta(out, addr, prev);
+		const ht_pk_slot_t *s = ht_pk_find(w, addr);
+		n = s ? ht_varint_put(out, (w->n - (s->num_bin >> 8)) << 2 | HT_PK_REF)
+		      : ht_pk_put_delta(out, addr, prev);
 	}
 	w->n++;
 	w->next = ht_pk_after(addr, size);

@@ -149,11 +149,10 @@ def _records(buf):
         yield tag, payload
 
 
-def _join_columns(payload):
-    """A THREAD_COLUMNS payload as the THREAD_BLOCK payload it stands for."""
-    q = 0
-    tid, q = _varint(payload, q)
-    base, q = _varint(payload, q)
+def _columns(payload, q):
+    """The 6 columns of a THREAD_COLUMNS or THREAD_PACKED payload whose
+    lengths start at q, as [bytes, read position]; also where the lengths
+    end and the columns do."""
     lens = []
     for _ in range(6):
         n, q = _varint(payload, q)
@@ -162,6 +161,15 @@ def _join_columns(payload):
     for n in lens:
         cols.append([payload[at:at + n], 0])
         at += n
+    return cols, q, at
+
+
+def _join_columns(payload):
+    """A THREAD_COLUMNS payload as the THREAD_BLOCK payload it stands for."""
+    q = 0
+    tid, q = _varint(payload, q)
+    base, q = _varint(payload, q)
+    cols, q, at = _columns(payload, q)
     if at != len(payload):
         raise TraceError("thread columns of %d bytes, record of %d" % (at - q, len(payload) - q))
 
@@ -271,14 +279,7 @@ def _join_packed(payload, streams):
     tid, q = _varint(payload, q)
     base, q = _varint(payload, q)
     stream, q = _varint(payload, q)
-    lens = []
-    for _ in range(6):
-        n, q = _varint(payload, q)
-        lens.append(n)
-    cols, at = [], q
-    for n in lens:
-        cols.append([payload[at:at + n], 0])
-        at += n
+    cols, _, _ = _columns(payload, q)
     if stream & 1:
         streams[stream >> 1] = _Stream()
     st = streams.get(stream >> 1)

@@ -548,9 +548,11 @@ def allocations(path):
                 _, q = _varint(p, q)
                 if ev == EV_REALLOC:
                     dold, q = _svarint(p, q)
-                    _, q = _varint(p, q)
+                    lead, q = _varint(p, q)
                     if addr + dold in live:
-                        live.pop(addr + dold)["freed_at"] = t
+                        # the old block was freed lead ns before the event,
+                        # never before the previous one (FORMAT.md, REALLOC)
+                        live.pop(addr + dold)["freed_at"] = t - (lead if lead <= dt else dt)
                 if ev == EV_PALLOC:
                     _, q = _varint(p, q)
                 seq[tid] = seq.get(tid, 0) + 1

@@ -9,6 +9,7 @@
 #ifndef HEAPTRAIL_AGENT_H
 #define HEAPTRAIL_AGENT_H
 
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -178,6 +179,10 @@ typedef struct ht_thread {
 	struct ht_scache *scache; /* validated stack cache (agent/scache.c) */
 	struct ht_fsize_table *fsizes; /* frame sizes by return address (same) */
 	uint64_t scache_hits, scache_misses, scache_walks;
+	/* set while the thread unwinds; signals blocked on libunwind's first
+	 * request, until the unwind ends (agent/unwind.c) */
+	bool unwinding, unwind_masked;
+	sigset_t unwind_saved_mask;
 	/* function profiler (agent/functions.c): the shadow stack */
 	uint64_t last_fn;	     /* previous ENTER's function in this block */
 	struct ht_shadow_frame *shadow; /* mmap'd on the first function entry */
@@ -423,6 +428,8 @@ static inline bool ht_addr_in_agent(uintptr_t addr)
 {
 	return addr - ht_agent_lo < ht_agent_hi - ht_agent_lo;
 }
+/* Address range of libunwind (its sigprocmask calls, agent/unwind.c). */
+extern uintptr_t ht_libunwind_lo, ht_libunwind_hi;
 void ht_modules_init(void);
 void ht_modules_fork_prepare(void);
 void ht_modules_fork_parent(void);

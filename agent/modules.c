@@ -261,6 +261,7 @@ void ht_modules_rewrite_all(void)
 uintptr_t ht_agent_deps[HT_AGENT_DEPS_MAX][2];
 unsigned ht_agent_ndeps;
 uintptr_t ht_libc_data_lo, ht_libc_data_hi;
+uintptr_t ht_libunwind_lo, ht_libunwind_hi;
 
 /* libc's writable segment (where glibc keeps its main arena). */
 static void libc_data(const struct dl_phdr_info *info)
@@ -278,12 +279,18 @@ static void libc_data(const struct dl_phdr_info *info)
  * registers in its globals; the others are listed because only the agent
  * uses them in practice): the leak scan does not take their data for the
  * program's roots. */
-static bool is_agent_dep(const char *path)
+static const char *base_name(const char *path)
 {
 	const char *base = path;
 	for (const char *c = path; *c; c++)
 		if (*c == '/')
 			base = c + 1;
+	return base;
+}
+
+static bool is_agent_dep(const char *path)
+{
+	const char *base = base_name(path);
 	return !ht_strncmp(base, "libunwind", 9) || !ht_strncmp(base, "liblzma.", 8) ||
 	       !ht_strncmp(base, "libzstd.", 8);
 }
@@ -310,6 +317,10 @@ static int find_agent(struct dl_phdr_info *info, size_t size, void *arg)
 		ht_agent_deps[ht_agent_ndeps][0] = lo;
 		ht_agent_deps[ht_agent_ndeps][1] = hi;
 		ht_agent_ndeps++;
+		if (!ht_strncmp(base_name(info->dlpi_name), "libunwind.", 10)) {
+			ht_libunwind_lo = lo;
+			ht_libunwind_hi = hi;
+		}
 	}
 	return 0;
 }

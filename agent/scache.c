@@ -1,13 +1,14 @@
 /* scache.c - the miss path of the validated stack cache (agent/unwind.h
  * explains the idea and the hit path).
  *
- * A miss unwinds with unw_backtrace as before. When the same key (return
- * address, stack address) misses a second time, the chain is walked again
- * with unw_step, which reports each frame's stack pointer and so where each
- * return address lives; from then on the entry can hit. unw_step is slow
- * (~0.6 us per frame: full DWARF interpretation), so these walks are budgeted
- * (below). A program whose chains never repeat pays one table lookup per
- * event and nothing else.
+ * A miss unwinds with unw_backtrace as before. A new chain gets its slots
+ * at once when the frame sizes below tell them (next paragraph). Otherwise,
+ * when the same key (return address, stack address) misses a second time,
+ * the chain is walked again with unw_step, which reports each frame's stack
+ * pointer and so where each return address lives; from then on the entry
+ * can hit. unw_step is slow (full DWARF interpretation of every frame), so
+ * these walks are budgeted (below). A program whose chains never repeat
+ * pays one table lookup per event and nothing else.
  *
  * A walk also teaches the thread each return address's frame size: the
  * distance from the slot of return address r to the next slot up is the
@@ -31,15 +32,17 @@
 #include "agent.h"
 #include "unwind.h"
 
-/* A walk costs about as much as 150 unw_backtrace calls of the same depth
- * and pays off after as many hits. Budget: a few walks to start with; more
- * only while the walks made so far have paid off (HT_HITS_PER_WALK hits
- * each on average), and at most one per HT_CAPTURES_PER_WALK captures. A
+/* A walk costs as much as tens of unw_backtrace calls of the same depth
+ * (and taught frame sizes pay again in other chains). Budget: a few walks
+ * to start with; more only while the walks made so far have paid off
+ * (HT_HITS_PER_WALK hits each on average), and at most one per
+ * HT_CAPTURES_PER_WALK captures (gcc's cc1, 658k captures: 4 and 64 leave
+ * about 50k unwinds, 8 and 256 left 134k). A
  * program whose chains rarely repeat (a deep recursion that changes shape)
  * stops learning after the first few and loses nothing but a lookup. */
 #define HT_FREE_WALKS 32
-#define HT_HITS_PER_WALK 8
-#define HT_CAPTURES_PER_WALK 256
+#define HT_HITS_PER_WALK 4
+#define HT_CAPTURES_PER_WALK 64
 
 /* Without hits, still one walk per this many captures: the chains a
  * program repeats may come after the ones its start-up repeated. */
@@ -220,30 +223,39 @@ uint32_t ht_capture_slow(ht_thread_t *t, uintptr_t ret0, uintptr_t cfa0)
 			e->has_slots = 1;
 		} else if (may_walk(t)) {
 			t->scache_walks++;
+			ht_unwind_begin(t);
 			e->has_slots = learn_slots(t, e, cfa0);
+			ht_unwind_end(t);
 		}
 		if (e->has_slots && e->n > 1)
 			learn_up(c, ret0, e->slot[1]);
 		return sid;
 	}
 	/* A new chain: an empty way, else one not learned yet (a chain seen
-	 * once must not push out one that hits), else round robin. */
+	 * once must not push out one that hits), else any. Both searches go
+	 * round robin: always taking the first unlearned way would leave the
+	 * set's chains that are not learned one way to fight over, so none
+	 * would be seen twice. */
 	unsigned w = HT_SCACHE_WAYS;
 	for (unsigned i = 0; i < HT_SCACHE_WAYS && w == HT_SCACHE_WAYS; i++)
 		if (!key[i].ret0)
 			w = i;
-	for (unsigned i = 0; i < HT_SCACHE_WAYS && w == HT_SCACHE_WAYS; i++)
-		if (!ways[i].has_slots)
-			w = i;
+	for (unsigned i = 0, r = c->next_victim[set]; i < HT_SCACHE_WAYS && w == HT_SCACHE_WAYS; i++)
+		if (!ways[(r + i) % HT_SCACHE_WAYS].has_slots)
+			w = (r + i) % HT_SCACHE_WAYS;
 	if (w == HT_SCACHE_WAYS)
-		w = c->next_victim[set]++ % HT_SCACHE_WAYS;
+		w = c->next_victim[set] % HT_SCACHE_WAYS;
+	c->next_victim[set] = (uint8_t)((w + 1) % HT_SCACHE_WAYS);
 	ht_scache_entry_t *e = &ways[w];
 	key[w].ret0 = ret0;
 	key[w].cfa0 = cfa0;
 	e->sid = sid;
 	e->n = (uint16_t)n;
-	e->has_slots = 0;
 	memcpy(e->frames, t->frames, n * sizeof(uintptr_t));
+	/* Frame sizes learned from other chains may place its slots now. */
+	e->has_slots = derive_slots(t, e, cfa0);
+	if (e->has_slots && e->n > 1)
+		learn_up(c, ret0, e->slot[1]);
 	return sid;
 }
 

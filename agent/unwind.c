@@ -2,27 +2,73 @@
  *
  * Two backends:
  * - libunwind's unw_backtrace (default): DWARF CFI, right on code built
- *   without frame pointers (most distribution binaries). With the per-thread
- *   cache policy it replays cached frame descriptions, without locks.
+ *   without frame pointers (most distribution binaries). A frame it has
+ *   met before is replayed from its per-thread trace cache, without locks.
  * - a frame-pointer walker (unwind=fp): a few loads per frame, for programs
  *   built with -fno-omit-frame-pointer. Every frame pointer is checked against
  *   the thread's stack bounds, so garbage ends the walk instead of a crash.
+ *
+ * A frame it has not met (and every unw_step) goes through its DWARF path,
+ * whose register-state cache and memory pools libunwind 1.6 (as Debian
+ * builds it) guards with locks taken with every signal masked: two
+ * sigprocmask system calls per lock, several locks per frame. gcc's cc1 made 230,000 of those calls
+ * under the agent. So the agent interposes sigprocmask: while a thread
+ * unwinds (ht_unwind_begin/end), libunwind's first call blocks every signal
+ * for the rest of the unwind and its other calls do nothing; the unwind's
+ * end puts the thread's mask back. Signals stay blocked whenever libunwind
+ * holds a lock, as it wants, for two system calls per unwind at most (none
+ * when every frame is in its caches). Calls from anywhere else, and from
+ * libunwind outside the agent's unwinds, go to libc unchanged.
  *
  * Frames are raw return addresses; symbolization happens later, in the CLI.
  * The capture itself is inline (agent/unwind.h), so that the walk starts in
  * the hook's own frame: every agent frame costs a lookup per event.
  */
 #define UNW_LOCAL_ONLY
+#include <errno.h>
 #include <libunwind.h>
+#include <pthread.h>
+#include <signal.h>
 
 #include "agent.h"
 #include "unwind.h"
 
 void ht_unwind_init(void)
 {
-	/* Cache unwind info per thread, so that unwinding takes no lock, and
-	 * warm the cache up before the hooks are armed. */
+	/* Cache unwind info per thread where libunwind can, and warm the
+	 * caches up before the hooks are armed. */
 	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
 	void *warm[8];
 	unw_backtrace(warm, 8);
+}
+
+void ht_unwind_unmask(ht_thread_t *t)
+{
+	t->unwind_masked = false;
+	pthread_sigmask(SIG_SETMASK, &t->unwind_saved_mask, NULL);
+}
+
+/* The program's sigprocmask is glibc's: pthread_sigmask with errno. */
+HT_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
+{
+	ht_thread_t *t = ht_tls_thread;
+	uintptr_t caller = (uintptr_t)__builtin_return_address(0);
+	if (HT_UNLIKELY(t != NULL && t->unwinding) &&
+	    caller - ht_libunwind_lo < ht_libunwind_hi - ht_libunwind_lo) {
+		if (!t->unwind_masked) {
+			sigset_t all;
+			sigfillset(&all);
+			pthread_sigmask(SIG_SETMASK, &all, &t->unwind_saved_mask);
+			t->unwind_masked = true;
+		}
+		if (old)
+			*old = t->unwind_saved_mask;
+		return 0;
+	}
+	int r = pthread_sigmask(how, set, old);
+	if (r != 0) {
+		errno = r;
+		return -1;
+	}
+	return 0;
 }

@@ -40,6 +40,20 @@ ht_fp_walk(const ht_thread_t *t, void **out, unsigned max)
 	return n;
 }
 
+/* Brackets every libunwind call of the agent: libunwind's signal masking
+ * then costs two system calls per unwind at most (agent/unwind.c). */
+void ht_unwind_unmask(ht_thread_t *t);
+static inline void ht_unwind_begin(ht_thread_t *t)
+{
+	t->unwinding = true;
+}
+static inline void ht_unwind_end(ht_thread_t *t)
+{
+	t->unwinding = false;
+	if (HT_UNLIKELY(t->unwind_masked))
+		ht_unwind_unmask(t);
+}
+
 /* Our frames at the top of a capture: a small fixed allowance. */
 #define HT_AGENT_FRAMES 4
 
@@ -53,7 +67,9 @@ __attribute__((always_inline)) static inline unsigned ht_unwind(ht_thread_t *t)
 	if (ht_opt_unwind_fp)
 		n = ht_fp_walk(t, f, max);
 	else {
+		ht_unwind_begin(t);
 		int r = unw_backtrace(f, (int)max);
+		ht_unwind_end(t);
 		n = r > 0 ? (unsigned)r : 0;
 	}
 	/* Usually only f[0] is ours; the loop also drops main_wrapper. */

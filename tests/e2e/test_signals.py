@@ -77,6 +77,22 @@ def t_handlers_invisible(t):
     t.eq("signals dfl: exit status (0 = every fatal signal reads back SIG_DFL, else the signal)", 0, p.returncode)
 
 
+def t_signal_mask_through_unwinds(t):
+    # The agent blocks signals while libunwind holds its locks and puts the
+    # mask back after each unwind; the program must never see the change.
+    need_tools(t)
+    out = scratch_dir("sig") / "x.ht"
+    p = subprocess.run([str(HT), "run", "-o", str(out), "--", str(PROGS / "signals"), "mask"],
+                       capture_output=True, timeout=60, preexec_fn=default_signals)
+    t.eq("signals mask: exit status (0 = mask intact, SIGUSR1 held then delivered once, "
+         "EINVAL kept; else the failed check)", 0, p.returncode)
+    r = report(out)
+    if r.err:
+        t.fatal(r.err)
+    t.eq("allocations (64 chains x 4 rounds)", 256, r.data["totals"]["allocations"])
+    t.eq("distinct allocation stacks", 64, len(r.data["sites"]))
+
+
 def t_program_sets_dfl_then_dies(t):
     need_tools(t)
     out = scratch_dir("sig") / "x.ht"
@@ -139,5 +155,6 @@ TESTS = [
     ("signals.sigkill_keeps_shipped", t_sigkill_keeps_shipped),
     ("signals.handlers_invisible", t_handlers_invisible),
     ("signals.program_sets_dfl", t_program_sets_dfl_then_dies),
+    ("signals.mask_through_unwinds", t_signal_mask_through_unwinds),
     ("signals.python_keyboard_interrupt", t_python_keyboard_interrupt),
 ]

@@ -4,6 +4,7 @@ truncated / garbage traces, file mode, no clobbering, no symlink following."""
 import os
 import random
 import re
+import subprocess
 
 import contract
 import tracefile
@@ -326,6 +327,30 @@ def t_event_times(t):
                     % (name, 100 * share))
 
 
+def t_compression_frames(t):
+    """The writer compresses the first 32 MiB of the stream with wide match
+    tables, then ends the zstd frame and goes on with narrow ones (writer.c).
+    churn 4,500,000 makes 9M events, ~36 MB of stream: two frames, read
+    back as one stream with every count exact."""
+    need_tools(t)
+    n = 4500000
+    tr = heaptrail_run([prog("churn"), str(n)])
+    data = tr.out_path.read_bytes()
+    body = tr.out_path.with_suffix(".zst")
+    body.write_bytes(data[16:])
+    lst = subprocess.run(["zstd", "-lv", str(body)], capture_output=True, text=True)
+    m = re.search(r"Zstandard Frames:\s*(\d+)", lst.stdout)
+    t.eq("zstd frames in the trace", 2, int(m.group(1)) if m else lst.stdout + lst.stderr)
+    rep = need_report(t, tr.out_path).data
+    t.check(not rep.get("truncated") and not rep.get("error"), "report: %s" % rep.get("error"))
+    tot = rep["totals"]
+    t.eq("allocations", n + 10, tot["allocations"])
+    t.eq("frees", n, tot["frees"])
+    t.eq("bytes allocated (16 + (i % 4) * 16 each, 10 x 100 kept)", n // 4 * 160 + 1000,
+         tot["bytes_allocated"])
+    t.eq("leaked bytes", 1000, tot["leaked_bytes"])
+
+
 def t_duration(t):
     """The trace's duration is the program's: /bin/sleep 0.3 lasts at least
     0.3 s and at most the wall time of the whole `heaptrail run` (the TSC's
@@ -344,6 +369,7 @@ TESTS = [
     ("cli.asan_report_cli", t_report_cli),
     ("trace.duration", t_duration),
     ("trace.event_times", t_event_times),
+    ("trace.compression_frames", t_compression_frames),
     ("cli.run_figures", t_run_figures),
     ("cli.bad_options", t_bad_options),
     ("trace.truncated_half", t_truncated),

@@ -14,10 +14,12 @@
  * sigprocmask system calls per lock, several locks per frame. gcc's cc1 made 230,000 of those calls
  * under the agent. So the agent interposes sigprocmask: while a thread
  * unwinds (ht_unwind_begin/end), libunwind's first call blocks every signal
- * for the rest of the unwind and its other calls do nothing; the unwind's
- * end puts the thread's mask back. Signals stay blocked whenever libunwind
- * holds a lock, as it wants, for two system calls per unwind at most (none
- * when every frame is in its caches). Calls from anywhere else, and from
+ * but the synchronous faults for the rest of the unwind and its other calls
+ * do nothing; the unwind's end puts the thread's mask back. So no handler
+ * interrupts libunwind while it holds a lock, as it wants, for two system
+ * calls per unwind at most (none when every frame is in its caches). The
+ * faults stay open: reading a broken stack must still reach the handler
+ * that finishes the trace, as it did without the agent's batching. Calls from anywhere else, and from
  * libunwind outside the agent's unwinds, go to libc unchanged.
  *
  * Frames are raw return addresses; symbolization happens later, in the CLI.
@@ -56,8 +58,17 @@ HT_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 	if (HT_UNLIKELY(t != NULL && t->unwinding) &&
 	    caller - ht_libunwind_lo < ht_libunwind_hi - ht_libunwind_lo) {
 		if (!t->unwind_masked) {
+			/* every signal but the faults: a fault while walking a
+			 * broken stack must still reach the handler that
+			 * finishes the trace (a blocked one kills at once) */
 			sigset_t all;
 			sigfillset(&all);
+			sigdelset(&all, SIGSEGV);
+			sigdelset(&all, SIGBUS);
+			sigdelset(&all, SIGFPE);
+			sigdelset(&all, SIGILL);
+			sigdelset(&all, SIGTRAP);
+			sigdelset(&all, SIGSYS);
 			pthread_sigmask(SIG_SETMASK, &all, &t->unwind_saved_mask);
 			t->unwind_masked = true;
 		}

@@ -179,9 +179,9 @@ typedef struct ht_thread {
 	struct ht_scache *scache; /* validated stack cache (agent/scache.c) */
 	struct ht_fsize_table *fsizes; /* frame sizes by return address (same) */
 	uint64_t scache_hits, scache_misses, scache_walks;
-	/* set while the thread unwinds; signals blocked on libunwind's first
-	 * request, until the unwind ends (agent/unwind.c) */
-	bool unwinding, unwind_masked;
+	/* set while the agent unwinds this thread's stack, with signals
+	 * blocked; the mask to put back after (agent/unwind.c) */
+	bool unwinding;
 	sigset_t unwind_saved_mask;
 	/* function profiler (agent/functions.c): the shadow stack */
 	uint64_t last_fn;	     /* previous ENTER's function in this block */

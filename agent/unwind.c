@@ -11,16 +11,18 @@
  * A frame it has not met (and every unw_step) goes through its DWARF path,
  * whose register-state cache and memory pools libunwind 1.6 (as Debian
  * builds it) guards with locks taken with every signal masked: two
- * sigprocmask system calls per lock, several locks per frame. gcc's cc1 made 230,000 of those calls
- * under the agent. So the agent interposes sigprocmask: while a thread
- * unwinds (ht_unwind_begin/end), libunwind's first call blocks every signal
- * but the synchronous faults for the rest of the unwind and its other calls
- * do nothing; the unwind's end puts the thread's mask back. So no handler
- * interrupts libunwind while it holds a lock, as it wants, for two system
- * calls per unwind at most (none when every frame is in its caches). The
- * faults stay open: reading a broken stack must still reach the handler
- * that finishes the trace, as it did without the agent's batching. Calls from anywhere else, and from
- * libunwind outside the agent's unwinds, go to libc unchanged.
+ * sigprocmask system calls per lock, several locks per frame; gcc's cc1
+ * made 231,000 of those calls under the agent. So the agent blocks the
+ * signals itself once around each of its unwinds (ht_unwind_begin/end) and
+ * interposes sigprocmask: libunwind's calls during the agent's unwinds do
+ * nothing. Two system calls per unwind, none per lock, and no handler can
+ * interrupt libunwind while it holds a lock, as it wants. Blocking up front
+ * rather than at libunwind's first call keeps out a handler that would run
+ * before it and use libunwind itself (a CPU profiler's SIGPROF): its calls
+ * would be taken for the agent's. The synchronous faults stay open: reading
+ * a broken stack must still reach the handler that finishes the trace (a
+ * blocked one kills the process at once). Calls from anywhere else, and
+ * from libunwind outside the agent's unwinds, go to libc unchanged.
  *
  * Frames are raw return addresses; symbolization happens later, in the CLI.
  * The capture itself is inline (agent/unwind.h), so that the walk starts in
@@ -44,9 +46,23 @@ void ht_unwind_init(void)
 	unw_backtrace(warm, 8);
 }
 
-void ht_unwind_unmask(ht_thread_t *t)
+void ht_unwind_begin(ht_thread_t *t)
 {
-	t->unwind_masked = false;
+	sigset_t all;
+	sigfillset(&all);
+	sigdelset(&all, SIGSEGV);
+	sigdelset(&all, SIGBUS);
+	sigdelset(&all, SIGFPE);
+	sigdelset(&all, SIGILL);
+	sigdelset(&all, SIGTRAP);
+	sigdelset(&all, SIGSYS);
+	pthread_sigmask(SIG_SETMASK, &all, &t->unwind_saved_mask);
+	t->unwinding = true;
+}
+
+void ht_unwind_end(ht_thread_t *t)
+{
+	t->unwinding = false;
 	pthread_sigmask(SIG_SETMASK, &t->unwind_saved_mask, NULL);
 }
 
@@ -57,21 +73,7 @@ HT_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 	uintptr_t caller = (uintptr_t)__builtin_return_address(0);
 	if (HT_UNLIKELY(t != NULL && t->unwinding) &&
 	    caller - ht_libunwind_lo < ht_libunwind_hi - ht_libunwind_lo) {
-		if (!t->unwind_masked) {
-			/* every signal but the faults: a fault while walking a
-			 * broken stack must still reach the handler that
-			 * finishes the trace (a blocked one kills at once) */
-			sigset_t all;
-			sigfillset(&all);
-			sigdelset(&all, SIGSEGV);
-			sigdelset(&all, SIGBUS);
-			sigdelset(&all, SIGFPE);
-			sigdelset(&all, SIGILL);
-			sigdelset(&all, SIGTRAP);
-			sigdelset(&all, SIGSYS);
-			pthread_sigmask(SIG_SETMASK, &all, &t->unwind_saved_mask);
-			t->unwind_masked = true;
-		}
+		/* libunwind inside an agent unwind: already blocked */
 		if (old)
 			*old = t->unwind_saved_mask;
 		return 0;

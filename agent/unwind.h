@@ -40,19 +40,11 @@ ht_fp_walk(const ht_thread_t *t, void **out, unsigned max)
 	return n;
 }
 
-/* Brackets every libunwind call of the agent: libunwind's signal masking
- * then costs two system calls per unwind at most (agent/unwind.c). */
-void ht_unwind_unmask(ht_thread_t *t);
-static inline void ht_unwind_begin(ht_thread_t *t)
-{
-	t->unwinding = true;
-}
-static inline void ht_unwind_end(ht_thread_t *t)
-{
-	t->unwinding = false;
-	if (HT_UNLIKELY(t->unwind_masked))
-		ht_unwind_unmask(t);
-}
+/* Bracket every libunwind call of the agent: signals blocked once for the
+ * whole unwind instead of around each of libunwind's locks
+ * (agent/unwind.c). */
+void ht_unwind_begin(ht_thread_t *t);
+void ht_unwind_end(ht_thread_t *t);
 
 /* Our frames at the top of a capture: a small fixed allowance. */
 #define HT_AGENT_FRAMES 4

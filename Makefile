@@ -99,6 +99,11 @@ $(B)/tests/%: tests/programs/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O0 -g -fno-omit-frame-pointer -fno-builtin -D_GNU_SOURCE -Iinclude -o $@ $< -ldl -lpthread -rdynamic
 
+# A program that walks its own stack with libunwind in a signal handler.
+$(B)/tests/sigprof_unwind: tests/programs/sigprof_unwind.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O0 -g -fno-omit-frame-pointer -fno-builtin -D_GNU_SOURCE -Iinclude -o $@ $< -lunwind -ldl -lpthread -rdynamic
+
 # Programs of the function profiler's tests (fn_*.c): built with
 # -finstrument-functions, so the agent sees every function's entry and exit.
 $(B)/tests/fn_%: tests/programs/fn_%.c

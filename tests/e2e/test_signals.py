@@ -93,6 +93,29 @@ def t_signal_mask_through_unwinds(t):
     t.eq("distinct allocation stacks", 64, len(r.data["sites"]))
 
 
+def t_sigprof_handler_unwinds(t):
+    # A CPU profiler's pattern: a SIGPROF handler that walks the stack with
+    # libunwind while the agent unwinds the program's (each allocation from a
+    # chain the stack cache cannot hold). Nothing may hang, the handler must
+    # keep running, and the program's mask must come back intact.
+    need_tools(t)
+    out = scratch_dir("sig") / "x.ht"
+    try:
+        p = subprocess.run([str(HT), "run", "-o", str(out), "--", str(PROGS / "sigprof_unwind")],
+                           capture_output=True, timeout=120, preexec_fn=default_signals)
+    except subprocess.TimeoutExpired:
+        t.fatal("sigprof_unwind hung under the agent")
+    t.eq("sigprof_unwind: exit status (0 = handler ran, SIGPROF unblocked after; "
+         "1 handler starved, 2 SIGPROF left blocked)", 0, p.returncode)
+    r = report(out)
+    if r.err:
+        t.fatal(r.err)
+    tot = r.data["totals"]
+    t.check(tot["allocations"] >= 2048, "only %d allocations" % tot["allocations"])
+    t.eq("frees = allocations (each block freed at once)", tot["allocations"], tot["frees"])
+    t.eq("leaked bytes", 0, tot["leaked_bytes"])
+
+
 def t_program_sets_dfl_then_dies(t):
     need_tools(t)
     out = scratch_dir("sig") / "x.ht"
@@ -156,5 +179,6 @@ TESTS = [
     ("signals.handlers_invisible", t_handlers_invisible),
     ("signals.program_sets_dfl", t_program_sets_dfl_then_dies),
     ("signals.mask_through_unwinds", t_signal_mask_through_unwinds),
+    ("signals.sigprof_handler_unwinds", t_sigprof_handler_unwinds),
     ("signals.python_keyboard_interrupt", t_python_keyboard_interrupt),
 ]

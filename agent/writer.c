@@ -94,7 +94,6 @@ static void drain_out(void)
 	}
 }
 
-/* Feeds n bytes of record data to the compressor (or the raw buffer). */
 /* Level 1's parameters, with the wide tables or without. */
 static ZSTD_compressionParameters zstd_params(bool wide)
 {
@@ -116,6 +115,7 @@ static void zstd_configure(bool wide)
 	zstd_wide = wide;
 }
 
+/* Feeds n bytes of record data to the compressor (or the raw buffer). */
 static void feed(const void *data, size_t n)
 {
 	if (out_fd < 0 || write_failed)

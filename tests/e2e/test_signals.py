@@ -78,8 +78,9 @@ def t_handlers_invisible(t):
 
 
 def t_signal_mask_through_unwinds(t):
-    # The agent blocks signals while libunwind holds its locks and puts the
-    # mask back after each unwind; the program must never see the change.
+    # The agent blocks signals while it unwinds (libunwind's locks want
+    # them blocked) and puts the mask back after each unwind; the program
+    # must never see the change.
     need_tools(t)
     out = scratch_dir("sig") / "x.ht"
     p = subprocess.run([str(HT), "run", "-o", str(out), "--", str(PROGS / "signals"), "mask"],

@@ -307,6 +307,16 @@ static void site_free(const ht_live_block_t *e)
 	r->live_bytes -= e->size;
 }
 
+/* The heap held bytes at time: a new peak if more than ever. */
+static void note_peak(uint64_t bytes, uint64_t time)
+{
+	if (bytes > ht_live_stats.peak_bytes) {
+		ht_live_stats.peak_bytes = bytes;
+		lv.peak_time = time;
+		lv.peak_epoch++; /* every row's live bytes are its figure at this peak */
+	}
+}
+
 static void live_alloc(uintptr_t addr, uint64_t size, uint64_t time, uint32_t tid,
 		       uint64_t pool, bool custom, uint32_t stack_id)
 {
@@ -359,11 +369,7 @@ static void live_alloc(uintptr_t addr, uint64_t size, uint64_t time, uint32_t ti
 		if (size > r->largest)
 			r->largest = size;
 	}
-	if (ht_live_stats.bytes > ht_live_stats.peak_bytes) {
-		ht_live_stats.peak_bytes = ht_live_stats.bytes;
-		lv.peak_time = time;
-		lv.peak_epoch++; /* every row's live bytes are its figure at this peak */
-	}
+	note_peak(ht_live_stats.bytes, time);
 }
 
 static void entry_remove(ht_live_block_t *e)
@@ -409,11 +415,7 @@ static bool live_temporary(uintptr_t addr, uint64_t size, uint64_t time, uint32_
 	lv.n_bytes += size;
 	lv.n_frees++;
 	lv.n_temporary++;
-	if (ht_live_stats.bytes + size > ht_live_stats.peak_bytes) {
-		ht_live_stats.peak_bytes = ht_live_stats.bytes + size;
-		lv.peak_time = time;
-		lv.peak_epoch++;
-	}
+	note_peak(ht_live_stats.bytes + size, time);
 	return true;
 }
 

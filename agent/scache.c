@@ -179,12 +179,16 @@ static bool learn_slots(ht_thread_t *t, ht_scache_entry_t *e, uintptr_t cfa0)
 	return true;
 }
 
-/* ret1's slot is offset above cfa0 under ret0 (see ht_scache_set). The
- * set of a key moves when its ret0 is first learned here: its entries are
- * found again after two misses. A ret0 seen with two offsets stays
- * variable, so keys do not move back and forth. */
-static void learn_up(ht_scache_t *c, uintptr_t ret0, uint32_t offset)
+/* ret1's slot is offset above cfa0 under ret0 (see ht_scache_set), known
+ * once entry e has its slots. The set of a key moves when its ret0 is
+ * first learned here: its entries are found again after two misses. A
+ * ret0 seen with two offsets stays variable, so keys do not move back and
+ * forth. */
+static void learn_up(ht_scache_t *c, uintptr_t ret0, const ht_scache_entry_t *e)
 {
+	if (!e->has_slots || e->n < 2)
+		return;
+	uint32_t offset = e->slot[1];
 	unsigned u = ht_scache_up_home(ret0);
 	if (c->up[u].ret0 == ret0) {
 		if (c->up[u].offset != offset)
@@ -231,8 +235,7 @@ uint32_t ht_capture_slow(ht_thread_t *t, uintptr_t ret0, uintptr_t cfa0)
 			e->has_slots = learn_slots(t, e, cfa0);
 			ht_unwind_end(t);
 		}
-		if (e->has_slots && e->n > 1)
-			learn_up(c, ret0, e->slot[1]);
+		learn_up(c, ret0, e);
 		return sid;
 	}
 	/* A new chain: an empty way, else one not learned yet (a chain seen
@@ -258,8 +261,7 @@ uint32_t ht_capture_slow(ht_thread_t *t, uintptr_t ret0, uintptr_t cfa0)
 	memcpy(e->frames, t->frames, n * sizeof(uintptr_t));
 	/* Frame sizes learned from other chains may place its slots now. */
 	e->has_slots = derive_slots(t, e, cfa0);
-	if (e->has_slots && e->n > 1)
-		learn_up(c, ret0, e->slot[1]);
+	learn_up(c, ret0, e);
 	return sid;
 }
 

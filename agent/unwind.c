@@ -37,8 +37,18 @@
 #include "agent.h"
 #include "unwind.h"
 
+/* Every signal but the synchronous faults (above): built once. */
+static sigset_t unwind_mask;
+
 void ht_unwind_init(void)
 {
+	sigfillset(&unwind_mask);
+	sigdelset(&unwind_mask, SIGSEGV);
+	sigdelset(&unwind_mask, SIGBUS);
+	sigdelset(&unwind_mask, SIGFPE);
+	sigdelset(&unwind_mask, SIGILL);
+	sigdelset(&unwind_mask, SIGTRAP);
+	sigdelset(&unwind_mask, SIGSYS);
 	/* Cache unwind info per thread where libunwind can, and warm the
 	 * caches up before the hooks are armed. */
 	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
@@ -48,15 +58,7 @@ void ht_unwind_init(void)
 
 void ht_unwind_begin(ht_thread_t *t)
 {
-	sigset_t all;
-	sigfillset(&all);
-	sigdelset(&all, SIGSEGV);
-	sigdelset(&all, SIGBUS);
-	sigdelset(&all, SIGFPE);
-	sigdelset(&all, SIGILL);
-	sigdelset(&all, SIGTRAP);
-	sigdelset(&all, SIGSYS);
-	pthread_sigmask(SIG_SETMASK, &all, &t->unwind_saved_mask);
+	pthread_sigmask(SIG_SETMASK, &unwind_mask, &t->unwind_saved_mask);
 	t->unwinding = true;
 }
 

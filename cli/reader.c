@@ -500,16 +500,14 @@ static int parse_thread_block(ht_trace_t *t, size_t pos, size_t end, bool cut, u
 	return parse_block_events(t, t->body, tid, base, pos, end, cut, scratch);
 }
 
-/* A THREAD_COLUMNS record: its columns are joined back into the block's
- * events in place (they have the same length), which then read as a
- * THREAD_BLOCK's. A record cut short loses its events: its columns are
- * not whole. */
-/* The HT_NCOLS column lengths of a THREAD_COLUMNS or THREAD_PACKED record
- * at *pos, and their total, which must fit before end (a record cut short
- * is DEC_TRUNC, a damaged one DEC_CORRUPT). */
-static int get_column_lengths(const uint8_t *b, size_t end, size_t *pos, bool cut,
-			      uint64_t len[HT_NCOLS], uint64_t *total)
+/* The HT_NCOLS columns of a THREAD_COLUMNS or THREAD_PACKED record whose
+ * lengths start at *pos: where each starts in b and its length, and their
+ * total, which must fit before end (a record cut short is DEC_TRUNC, a
+ * damaged one DEC_CORRUPT). *pos ends at the first column. */
+static int get_columns(const uint8_t *b, size_t end, size_t *pos, bool cut,
+		       const uint8_t *col[HT_NCOLS], size_t clen[HT_NCOLS], uint64_t *total)
 {
+	uint64_t len[HT_NCOLS];
 	*total = 0;
 	for (unsigned c = 0; c < HT_NCOLS; c++) {
 		int r = get_u(b, end, pos, &len[c]);
@@ -519,30 +517,37 @@ static int get_column_lengths(const uint8_t *b, size_t end, size_t *pos, bool cu
 			return cut ? DEC_TRUNC : DEC_CORRUPT;
 		*total += len[c];
 	}
-	return *total > end - *pos ? (cut ? DEC_TRUNC : DEC_CORRUPT) : 0;
+	if (*total > end - *pos)
+		return cut ? DEC_TRUNC : DEC_CORRUPT;
+	size_t at = *pos;
+	for (unsigned c = 0; c < HT_NCOLS; c++) {
+		col[c] = b + at;
+		clen[c] = (size_t)len[c];
+		at += clen[c];
+	}
+	return 0;
 }
 
+/* A THREAD_COLUMNS record: its columns are joined back into the block's
+ * events in place (they have the same length), which then read as a
+ * THREAD_BLOCK's. A record cut short loses its events: its columns are
+ * not whole. */
 static int parse_thread_columns(ht_trace_t *t, size_t pos, size_t end, bool cut,
 				uint64_t *scratch)
 {
 	size_t rec = pos;
-	uint64_t tid, base, len[HT_NCOLS], total = 0;
+	uint64_t tid, base, total = 0;
+	const uint8_t *col[HT_NCOLS];
+	size_t clen[HT_NCOLS];
 	int r = get_u(t->body, end, &pos, &tid);
 	if (!r)
 		r = get_u(t->body, end, &pos, &base);
 	if (!r)
-		r = get_column_lengths(t->body, end, &pos, cut, len, &total);
+		r = get_columns(t->body, end, &pos, cut, col, clen, &total);
 	if (r) {
 		fail(t, r == DEC_TRUNC ? -HT_ETRUNC : -HT_ECORRUPT, rec,
 		     "thread columns %s", r == DEC_TRUNC ? "cut off" : "have bad lengths");
 		return 1;
-	}
-	const uint8_t *col[HT_NCOLS];
-	size_t clen[HT_NCOLS], at = pos;
-	for (unsigned c = 0; c < HT_NCOLS; c++) {
-		col[c] = t->body + at;
-		clen[c] = (size_t)len[c];
-		at += clen[c];
 	}
 	uint8_t *joined = malloc(total ? (size_t)total : 1);
 	if (!joined)
@@ -605,14 +610,16 @@ static int parse_thread_packed(ht_trace_t *t, size_t pos, size_t end, bool cut, 
 {
 	trace_priv_t *p = t->priv;
 	size_t rec = pos;
-	uint64_t tid, base, stream = 0, len[HT_NCOLS], total = 0;
+	uint64_t tid, base, stream = 0, total = 0;
+	const uint8_t *col[HT_NCOLS];
+	size_t clen[HT_NCOLS];
 	int r = get_u(t->body, end, &pos, &tid);
 	if (!r)
 		r = get_u(t->body, end, &pos, &base);
 	if (!r)
 		r = get_u(t->body, end, &pos, &stream);
 	if (!r)
-		r = get_column_lengths(t->body, end, &pos, cut, len, &total);
+		r = get_columns(t->body, end, &pos, cut, col, clen, &total);
 	if (!r && (stream >> 1) >= HT_PK_STREAMS)
 		r = DEC_CORRUPT;
 	if (r) {
@@ -631,18 +638,9 @@ static int parse_thread_packed(ht_trace_t *t, size_t pos, size_t end, bool cut, 
 		     " after damage or without its start", tid, stream >> 1);
 		return 1;
 	}
-	size_t clen[HT_NCOLS];
-	for (unsigned c = 0; c < HT_NCOLS; c++)
-		clen[c] = (size_t)len[c];
 	uint8_t *out = joined_room(p, ht_packed_join_bound(clen));
 	if (!out)
 		return -ENOMEM;
-	const uint8_t *col[HT_NCOLS];
-	size_t at = pos;
-	for (unsigned c = 0; c < HT_NCOLS; c++) {
-		col[c] = t->body + at;
-		at += clen[c];
-	}
 	bool bad;
 	size_t n = ht_packed_join(col, clen, out, *sp, &bad);
 	p->chunk_fill += n;

@@ -448,6 +448,17 @@ void ht_writer_record2(uint8_t tag, const void *head, size_t head_len,
 		       const void *body, size_t body_len);
 /* One record made of nparts pieces, written one after the other. */
 void ht_writer_recordv(uint8_t tag, const void *const *part, const size_t *len, size_t nparts);
+/* Packed blocks wait in a batch and go out as one THREAD_BATCH record: when
+ * the batch is full, before any other record, and at every flush. A block
+ * is split straight into the batch: ht_writer_batch_room gives where its
+ * columns go (col[HT_NCOLS], room bytes each; false when out of memory),
+ * ht_writer_batch_add then takes it in with its header (tid, base time,
+ * stream) and column lengths. */
+bool ht_writer_batch_room(size_t room, uint8_t **col);
+void ht_writer_batch_add(const uint8_t *head, size_t head_len, const size_t *len);
+/* True when blocks wait in the batch, or bytes in the compressor: a flush
+ * has work to do. */
+bool ht_writer_dirty(void);
 /* Push everything buffered to the file. end_frame: close the zstd frame. */
 void ht_writer_flush(bool end_frame);
 /* Close the file: write END, end the frame, close. */

@@ -10,6 +10,7 @@
  * no block is in flight elsewhere. When the writer falls behind by
  * HT_MAX_QUEUED blocks, producers write synchronously: memory stays bounded.
  */
+#include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
@@ -21,6 +22,7 @@
 #include "packed.h"
 
 #define HT_MAX_QUEUED 32
+#define HT_LINGER_NS 200000000L /* 200 ms: how long an idle writer keeps a batch */
 
 static ht_lock_t queue_lock;
 static ht_block_t *queue_head, *queue_tail;
@@ -50,9 +52,6 @@ static void block_put_locked(ht_block_t *b)
 	b->next = pool;
 	pool = b;
 }
-
-/* Room for a block's columns (common/columns.h), under ht_writer_lock. */
-static uint8_t *columns;
 
 /* The address-coding streams (common/packed.h), under ht_writer_lock:
  * one per thread that wrote recently; the least recently used one goes to
@@ -101,18 +100,15 @@ void ht_block_write_locked(const ht_block_t *b)
 		ht_live_digest(b);
 	if (ht_opt_summary)
 		return; /* the digest is all that is kept */
-	uint8_t head[(3 + HT_NCOLS) * HT_VARINT_MAX];
+	uint8_t head[3 * HT_VARINT_MAX];
 	size_t n = ht_varint_put(head, b->tid);
 	n += ht_varint_put(head + n, b->base_time);
-	if (!columns)
-		columns = ht_mmap((size_t)HT_NCOLS * HT_BUF_SIZE);
 	bool fresh;
 	unsigned s = stream_for(b->tid, &fresh);
 	uint8_t *col[HT_NCOLS];
 	size_t len[HT_NCOLS];
-	for (unsigned c = 0; c < HT_NCOLS; c++)
-		col[c] = columns ? columns + (size_t)c * HT_BUF_SIZE : NULL;
-	if (!columns || !streams[s].started || b->len > HT_BUF_SIZE ||
+	if (!streams[s].started || b->len > HT_BUF_SIZE ||
+	    !ht_writer_batch_room(HT_BUF_SIZE, col) ||
 	    !ht_packed_split(b->data, b->len, col, len, HT_BUF_SIZE, streams[s].w)) {
 		/* out of memory, or bytes the split does not know: as they are,
 		 * and the stream, now out of step, starts afresh next time */
@@ -121,15 +117,7 @@ void ht_block_write_locked(const ht_block_t *b)
 		return;
 	}
 	n += ht_varint_put(head + n, (uint64_t)s << 1 | fresh);
-	for (unsigned c = 0; c < HT_NCOLS; c++)
-		n += ht_varint_put(head + n, len[c]);
-	const void *part[1 + HT_NCOLS] = {head};
-	size_t plen[1 + HT_NCOLS] = {n};
-	for (unsigned c = 0; c < HT_NCOLS; c++) {
-		part[1 + c] = col[c];
-		plen[1 + c] = len[c];
-	}
-	ht_writer_recordv(HT_REC_THREAD_PACKED, part, plen, 1 + HT_NCOLS);
+	ht_writer_batch_add(head, n, len);
 }
 
 void ht_blocks_drain_locked(void)
@@ -168,17 +156,26 @@ static void *writer_main(void *arg)
 		pthread_attr_destroy(&attr);
 	}
 	for (;;) {
-		unsigned n = atomic_load(&queued);
-		if (n == 0) {
-			syscall(SYS_futex, &queued, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+		if (atomic_load(&queued) == 0) {
+			/* Idle. Blocks waiting in the batch (or bytes in the
+			 * compressor) wait HT_LINGER_NS for more, then go to the
+			 * file decodable: a trace cut later (SIGKILL, a full
+			 * disk) keeps them. */
+			ht_lock(&ht_writer_lock);
+			bool dirty = ht_writer_dirty();
+			ht_unlock(&ht_writer_lock);
+			const struct timespec linger = {0, HT_LINGER_NS};
+			long r = syscall(SYS_futex, &queued, FUTEX_WAIT_PRIVATE, 0,
+					 dirty ? &linger : NULL, NULL, 0);
+			if (dirty && r < 0 && errno == ETIMEDOUT && atomic_load(&queued) == 0) {
+				ht_lock(&ht_writer_lock);
+				ht_writer_flush(false);
+				ht_unlock(&ht_writer_lock);
+			}
 			continue;
 		}
 		ht_lock(&ht_writer_lock);
 		ht_blocks_drain_locked();
-		/* Nothing more to do now: make what was written decodable, so
-		 * a trace cut here (SIGKILL, a full disk) keeps all of it. */
-		if (atomic_load(&queued) == 0)
-			ht_writer_flush(false);
 		ht_unlock(&ht_writer_lock);
 	}
 	return NULL;
@@ -221,9 +218,12 @@ void ht_block_submit(ht_block_t *b)
 	if (n == 1)
 		syscall(SYS_futex, &queued, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 	if (n > HT_MAX_QUEUED || !atomic_load(&writer_started)) {
-		/* The writer is behind (or absent): write now, on this thread. */
+		/* The writer is behind (or absent): write now, on this thread;
+		 * with no writer to write the batch later, write it too. */
 		ht_lock(&ht_writer_lock);
 		ht_blocks_drain_locked();
+		if (!atomic_load(&writer_started))
+			ht_writer_flush(false);
 		ht_unlock(&ht_writer_lock);
 	}
 }

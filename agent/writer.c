@@ -26,6 +26,7 @@
 #include <zstd.h>
 
 #include "agent.h"
+#include "columns.h"
 #include "live.h"
 
 ht_lock_t ht_writer_lock;
@@ -42,9 +43,25 @@ static size_t zws_size;
 static uint8_t *outbuf;
 static size_t outcap, outlen;
 static bool frame_open;
+static bool unflushed; /* bytes fed since the last flush */
 static bool write_failed;
 static bool zstd_wide;	 /* the wide tables are in use */
 static uint64_t zstd_fed; /* bytes compressed since the file's start */
+
+/* The batch of packed blocks (HT_REC_THREAD_BATCH): each column of every
+ * block goes to its own region, so the record can hold column 0 of all
+ * its blocks, then column 1, and so on. 32 blocks of 64 KiB: churn's trace
+ * is 5% smaller than with one record per block, sqlite3's 8%. */
+#define HT_BATCH_BLOCKS 32u
+#define HT_BATCH_REGION ((size_t)HT_BATCH_BLOCKS * HT_BUF_SIZE)
+#define HT_BATCH_HEAD_MAX ((3 + HT_NCOLS) * HT_VARINT_MAX)
+static uint8_t *batch_cols; /* HT_NCOLS regions of HT_BATCH_REGION bytes */
+static size_t batch_fill[HT_NCOLS];
+static unsigned batch_count;
+static size_t batch_head_len;
+static uint8_t batch_head[HT_BATCH_BLOCKS * HT_BATCH_HEAD_MAX];
+
+static void batch_emit(void);
 
 /* The file we opened, to notice a program that closed our descriptor (a
  * daemon closing every fd) and maybe reused its number for its own file:
@@ -139,6 +156,7 @@ static void feed(const void *data, size_t n)
 		zstd_configure(false);
 	}
 	zstd_fed += n;
+	unflushed = true;
 	ZSTD_inBuffer in = {data, n, 0};
 	frame_open = true;
 	while (in.pos < in.size) {
@@ -160,6 +178,7 @@ static void feed(const void *data, size_t n)
 void ht_writer_record2(uint8_t tag, const void *head, size_t head_len,
 		       const void *body, size_t body_len)
 {
+	batch_emit(); /* records stay in the order they were made */
 	uint8_t hdr[1 + HT_VARINT_MAX];
 	size_t n = 0;
 	hdr[n++] = tag;
@@ -171,7 +190,8 @@ void ht_writer_record2(uint8_t tag, const void *head, size_t head_len,
 		feed(body, body_len);
 }
 
-void ht_writer_recordv(uint8_t tag, const void *const *part, const size_t *len, size_t nparts)
+/* A record of nparts pieces; no batch goes out first (batch_emit uses it). */
+static void record_parts(uint8_t tag, const void *const *part, const size_t *len, size_t nparts)
 {
 	size_t total = 0;
 	for (size_t i = 0; i < nparts; i++)
@@ -186,6 +206,62 @@ void ht_writer_recordv(uint8_t tag, const void *const *part, const size_t *len, 
 			feed(part[i], len[i]);
 }
 
+void ht_writer_recordv(uint8_t tag, const void *const *part, const size_t *len, size_t nparts)
+{
+	batch_emit();
+	record_parts(tag, part, len, nparts);
+}
+
+bool ht_writer_batch_room(size_t room, uint8_t **col)
+{
+	if (!batch_cols && !(batch_cols = ht_mmap(HT_NCOLS * HT_BATCH_REGION)))
+		return false;
+	if (room > HT_BUF_SIZE)
+		return false;
+	for (unsigned c = 0; c < HT_NCOLS; c++)
+		if (HT_BATCH_REGION - batch_fill[c] < room)
+			batch_emit();
+	for (unsigned c = 0; c < HT_NCOLS; c++)
+		col[c] = batch_cols + c * HT_BATCH_REGION + batch_fill[c];
+	return true;
+}
+
+void ht_writer_batch_add(const uint8_t *head, size_t head_len, const size_t *len)
+{
+	uint8_t *h = batch_head + batch_head_len;
+	memcpy(h, head, head_len);
+	size_t n = head_len;
+	for (unsigned c = 0; c < HT_NCOLS; c++) {
+		n += ht_varint_put(h + n, len[c]);
+		batch_fill[c] += len[c];
+	}
+	batch_head_len += n;
+	if (++batch_count == HT_BATCH_BLOCKS)
+		batch_emit();
+}
+
+static void batch_emit(void)
+{
+	if (!batch_count)
+		return;
+	uint8_t count[HT_VARINT_MAX];
+	const void *part[2 + HT_NCOLS] = {count, batch_head};
+	size_t plen[2 + HT_NCOLS] = {ht_varint_put(count, batch_count), batch_head_len};
+	for (unsigned c = 0; c < HT_NCOLS; c++) {
+		part[2 + c] = batch_cols + c * HT_BATCH_REGION;
+		plen[2 + c] = batch_fill[c];
+		batch_fill[c] = 0;
+	}
+	batch_count = 0;
+	batch_head_len = 0;
+	record_parts(HT_REC_THREAD_BATCH, part, plen, 2 + HT_NCOLS);
+}
+
+bool ht_writer_dirty(void)
+{
+	return batch_count || unflushed || outlen;
+}
+
 void ht_writer_record(uint8_t tag, const void *payload, size_t len)
 {
 	ht_writer_record2(tag, payload, len, NULL, 0);
@@ -195,6 +271,7 @@ void ht_writer_flush(bool end_frame)
 {
 	if (out_fd < 0)
 		return;
+	batch_emit();
 	if (zcs && frame_open && !write_failed) {
 		ZSTD_EndDirective how = end_frame ? ZSTD_e_end : ZSTD_e_flush;
 		ZSTD_inBuffer in = {NULL, 0, 0};
@@ -210,6 +287,7 @@ void ht_writer_flush(bool end_frame)
 		if (end_frame)
 			frame_open = false;
 	}
+	unflushed = false;
 	drain_out();
 }
 
@@ -497,5 +575,8 @@ void ht_writer_fork_child_close(void)
 	out_fd = -1;
 	outlen = 0;
 	frame_open = false;
+	batch_count = 0; /* the parent writes its batch */
+	batch_head_len = 0;
+	memset(batch_fill, 0, sizeof batch_fill);
 	ht_lock_reset(&ht_writer_lock);
 }

@@ -602,31 +602,15 @@ static void release_pages(uint8_t *p, size_t n)
 		madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
-/* A THREAD_PACKED record (format 1.6): like THREAD_COLUMNS, but its
+/* A packed block's events (format 1.6): like THREAD_COLUMNS, but its
  * addresses are coded against its stream's state, and joined its events
- * are longer than the record: they go to a chunk of their own, which the
- * block index points into. */
-static int parse_thread_packed(ht_trace_t *t, size_t pos, size_t end, bool cut, uint64_t *scratch)
+ * are longer than the columns: they go to a chunk of their own, which the
+ * block index points into. rec: where its record starts, for messages. */
+static int parse_packed_block(ht_trace_t *t, size_t rec, uint64_t tid, uint64_t base,
+			      uint64_t stream, const uint8_t *const col[HT_NCOLS],
+			      const size_t clen[HT_NCOLS], uint64_t *scratch)
 {
 	trace_priv_t *p = t->priv;
-	size_t rec = pos;
-	uint64_t tid, base, stream = 0, total = 0;
-	const uint8_t *col[HT_NCOLS];
-	size_t clen[HT_NCOLS];
-	int r = get_u(t->body, end, &pos, &tid);
-	if (!r)
-		r = get_u(t->body, end, &pos, &base);
-	if (!r)
-		r = get_u(t->body, end, &pos, &stream);
-	if (!r)
-		r = get_columns(t->body, end, &pos, cut, col, clen, &total);
-	if (!r && (stream >> 1) >= HT_PK_STREAMS)
-		r = DEC_CORRUPT;
-	if (r) {
-		fail(t, r == DEC_TRUNC ? -HT_ETRUNC : -HT_ECORRUPT, rec,
-		     "packed thread block %s", r == DEC_TRUNC ? "cut off" : "has a bad header");
-		return 1;
-	}
 	ht_pk_reader_t **sp = &p->streams[stream >> 1];
 	if (!*sp && !(*sp = calloc(1, sizeof(**sp))))
 		return -ENOMEM;
@@ -646,7 +630,7 @@ static int parse_thread_packed(ht_trace_t *t, size_t pos, size_t end, bool cut, 
 	p->chunk_fill += n;
 	p->in_joined = true;
 	p->packed_record = rec;
-	r = parse_block_events(t, out, tid, base, 0, n, false, scratch);
+	int r = parse_block_events(t, out, tid, base, 0, n, false, scratch);
 	p->in_joined = false;
 	if (r)
 		return r;
@@ -655,11 +639,109 @@ static int parse_thread_packed(ht_trace_t *t, size_t pos, size_t end, bool cut, 
 		     "damaged packed block of thread %" PRIu64 " (events before kept)", tid);
 		return 1;
 	}
+	return 0;
+}
+
+/* A THREAD_PACKED record: one packed block. */
+static int parse_thread_packed(ht_trace_t *t, size_t pos, size_t end, bool cut, uint64_t *scratch)
+{
+	size_t rec = pos;
+	uint64_t tid, base, stream = 0, total = 0;
+	const uint8_t *col[HT_NCOLS];
+	size_t clen[HT_NCOLS];
+	int r = get_u(t->body, end, &pos, &tid);
+	if (!r)
+		r = get_u(t->body, end, &pos, &base);
+	if (!r)
+		r = get_u(t->body, end, &pos, &stream);
+	if (!r)
+		r = get_columns(t->body, end, &pos, cut, col, clen, &total);
+	if (!r && (stream >> 1) >= HT_PK_STREAMS)
+		r = DEC_CORRUPT;
+	if (r) {
+		fail(t, r == DEC_TRUNC ? -HT_ETRUNC : -HT_ECORRUPT, rec,
+		     "packed thread block %s", r == DEC_TRUNC ? "cut off" : "has a bad header");
+		return 1;
+	}
+	if ((r = parse_packed_block(t, rec, tid, base, stream, col, clen, scratch)))
+		return r;
 	if (!cut && pos + total != end) {
 		fail(t, -HT_ECORRUPT, pos + total, "bytes after the columns of thread %" PRIu64, tid);
 		return 1;
 	}
 	release_pages(t->body + pos, total);
+	return 0;
+}
+
+/* A THREAD_BATCH record (format 1.7): count packed blocks, their headers,
+ * then column 0 of each block, column 1 of each, and so on. A batch cut
+ * short loses all its blocks (its last columns are missing); a damaged
+ * block ends the reading there, the blocks before it kept. */
+static int parse_thread_batch(ht_trace_t *t, size_t pos, size_t end, bool cut, uint64_t *scratch)
+{
+	size_t rec = pos;
+	uint64_t count;
+	int r = get_u(t->body, end, &pos, &count);
+	if (!r && (count == 0 || count > HT_MAX_RECORD))
+		r = DEC_CORRUPT;
+	struct batch_block {
+		uint64_t tid, base, stream, len[HT_NCOLS];
+	} *blk = NULL;
+	if (!r && !(blk = malloc((size_t)count * sizeof *blk)))
+		return -ENOMEM;
+	uint64_t colsum[HT_NCOLS] = {0}, total = 0;
+	for (uint64_t i = 0; !r && i < count; i++) {
+		r = get_u(t->body, end, &pos, &blk[i].tid);
+		if (!r)
+			r = get_u(t->body, end, &pos, &blk[i].base);
+		if (!r)
+			r = get_u(t->body, end, &pos, &blk[i].stream);
+		if (!r && (blk[i].stream >> 1) >= HT_PK_STREAMS)
+			r = DEC_CORRUPT;
+		for (unsigned c = 0; !r && c < HT_NCOLS; c++) {
+			r = get_u(t->body, end, &pos, &blk[i].len[c]);
+			if (!r && blk[i].len[c] > end - pos)
+				r = cut ? DEC_TRUNC : DEC_CORRUPT;
+			if (!r) {
+				colsum[c] += blk[i].len[c];
+				total += blk[i].len[c];
+			}
+			if (!r && total > end - pos)
+				r = cut ? DEC_TRUNC : DEC_CORRUPT;
+		}
+	}
+	if (r) {
+		free(blk);
+		fail(t, r == DEC_TRUNC ? -HT_ETRUNC : -HT_ECORRUPT, rec,
+		     "batch of packed blocks %s", r == DEC_TRUNC ? "cut off" : "has a bad header");
+		return 1;
+	}
+	size_t at[HT_NCOLS]; /* where each column's next block starts */
+	size_t next = pos;
+	for (unsigned c = 0; c < HT_NCOLS; c++) {
+		at[c] = next;
+		next += (size_t)colsum[c];
+	}
+	for (uint64_t i = 0; i < count; i++) {
+		const uint8_t *col[HT_NCOLS];
+		size_t clen[HT_NCOLS];
+		for (unsigned c = 0; c < HT_NCOLS; c++) {
+			col[c] = t->body + at[c];
+			clen[c] = (size_t)blk[i].len[c];
+			at[c] += clen[c];
+		}
+		if ((r = parse_packed_block(t, rec, blk[i].tid, blk[i].base, blk[i].stream, col,
+					    clen, scratch))) {
+			free(blk);
+			return r;
+		}
+	}
+	free(blk);
+	if (!cut && pos + total != end) {
+		fail(t, -HT_ECORRUPT, pos + total, "bytes after the columns of a batch");
+		return 1;
+	}
+	release_pages(t->body + pos, (size_t)total);
 	return 0;
 }
 
@@ -1018,7 +1100,7 @@ static int parse_body(ht_trace_t *t)
 			break;
 		}
 		if (cut && tag != HT_REC_THREAD_BLOCK && tag != HT_REC_THREAD_COLUMNS &&
-		    tag != HT_REC_THREAD_PACKED) {
+		    tag != HT_REC_THREAD_PACKED && tag != HT_REC_THREAD_BATCH) {
 			fail(t, -HT_ETRUNC, rec, "body ends inside a record (tag 0x%02x, %" PRIu64
 			     " bytes declared, %zu present)", tag, plen, len - pos);
 			break;
@@ -1056,6 +1138,9 @@ static int parse_body(ht_trace_t *t)
 			break;
 		case HT_REC_THREAD_PACKED:
 			r = parse_thread_packed(t, pos, end, cut, scratch);
+			break;
+		case HT_REC_THREAD_BATCH:
+			r = parse_thread_batch(t, pos, end, cut, scratch);
 			break;
 		case HT_REC_EXEC: {
 			uint64_t when = f_u(&f);

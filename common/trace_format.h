@@ -38,7 +38,7 @@
 #define HT_FILE_MAGIC_LEN 8
 #define HT_FILE_HEADER_LEN 16
 #define HT_FORMAT_MAJOR 1
-#define HT_FORMAT_MINOR 6
+#define HT_FORMAT_MINOR 7
 #define HT_FILE_ZSTD 0x1u /* body is one or more zstd frames */
 
 /* ---- top-level records ---------------------------------------------------- */
@@ -120,6 +120,15 @@ enum ht_record_tag {
 	 * varint column lengths, then the columns. Joined with the stream's
 	 * state, they give exactly the events of a THREAD_BLOCK. */
 	HT_REC_THREAD_PACKED = 0x0b,
+
+	/* Several packed blocks, of any threads, in one record (format 1.7):
+	 * varint count, then per block its THREAD_PACKED header (tid,
+	 * base_time, stream, HT_NCOLS column lengths), then column 0 of every
+	 * block in order, column 1 of every block, and so on. The blocks read
+	 * as THREAD_PACKED records in that order. zstd codes each kind of
+	 * field better in long runs of it than in one block's short columns
+	 * (a fresh Huffman table per zstd block, matches within one kind). */
+	HT_REC_THREAD_BATCH = 0x0c,
 };
 
 /* SITES row flags */

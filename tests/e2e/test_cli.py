@@ -349,6 +349,12 @@ def t_compression_frames(t):
     t.eq("bytes allocated (16 + (i % 4) * 16 each, 10 x 100 kept)", n // 4 * 160 + 1000,
          tot["bytes_allocated"])
     t.eq("leaked bytes", 1000, tot["leaked_bytes"])
+    # every block went out in a batch (FORMAT.md, THREAD_BATCH), full ones
+    # of 32 blocks but the last few
+    counts, single = tracefile.batch_counts(str(tr.out_path))
+    t.eq("thread blocks written outside a batch", 0, single)
+    t.check(len(counts) > 10 and max(counts) == 32 and sum(c == 32 for c in counts) >= len(counts) - 3,
+            "batch sizes: %s" % counts)
 
 
 def t_duration(t):

@@ -16,6 +16,7 @@ REC_PROCESS, REC_MODULE, REC_MODULE_UNLOAD, REC_THREAD_BLOCK = 1, 2, 3, 4
 REC_EXEC, REC_END, REC_THREAD_NAME = 5, 6, 7
 REC_THREAD_COLUMNS = 10
 REC_THREAD_PACKED = 11
+REC_THREAD_BATCH = 12
 EV_ALLOC, EV_FREE, EV_REALLOC, EV_STACK, EV_RSS = 1, 2, 3, 4, 5
 
 
@@ -146,6 +147,10 @@ def _records(buf):
             tag, payload = REC_THREAD_BLOCK, _join_columns(payload)
         elif tag == REC_THREAD_PACKED:
             tag, payload = REC_THREAD_BLOCK, _join_packed(payload, streams)
+        elif tag == REC_THREAD_BATCH:
+            for tid, base, stream, cols in _split_batch(payload):
+                yield REC_THREAD_BLOCK, _decode_packed(tid, base, stream, cols, streams)
+            continue
         yield tag, payload
 
 
@@ -280,6 +285,41 @@ def _join_packed(payload, streams):
     base, q = _varint(payload, q)
     stream, q = _varint(payload, q)
     cols, _, _ = _columns(payload, q)
+    return _decode_packed(tid, base, stream, cols, streams)
+
+
+def _split_batch(payload):
+    """A THREAD_BATCH payload as [(tid, base, stream, cols)], its blocks in
+    order, cols as _columns gives them."""
+    count, q = _varint(payload, 0)
+    heads = []
+    for _ in range(count):
+        tid, q = _varint(payload, q)
+        base, q = _varint(payload, q)
+        stream, q = _varint(payload, q)
+        lens = []
+        for _ in range(6):
+            n, q = _varint(payload, q)
+            lens.append(n)
+        heads.append((tid, base, stream, lens))
+    at, starts = q, []
+    for c in range(6):
+        starts.append(at)
+        at += sum(h[3][c] for h in heads)
+    if at != len(payload):
+        raise TraceError("batch columns do not fill the record")
+    blocks = []
+    for tid, base, stream, lens in heads:
+        cols = []
+        for c in range(6):
+            cols.append([payload[starts[c]:starts[c] + lens[c]], 0])
+            starts[c] += lens[c]
+        blocks.append((tid, base, stream, cols))
+    return blocks
+
+
+def _decode_packed(tid, base, stream, cols, streams):
+    """One packed block's columns as the THREAD_BLOCK payload it stands for."""
     if stream & 1:
         streams[stream >> 1] = _Stream()
     st = streams.get(stream >> 1)
@@ -482,6 +522,23 @@ def varint(v):
 
 def svarint(v):
     return varint((v << 1) ^ (v >> 63) if v >= 0 else ((-v - 1) << 1) | 1)
+
+
+def batch_counts(path):
+    """The block counts of the trace's THREAD_BATCH records in file order,
+    and the number of THREAD_BLOCK, THREAD_COLUMNS and THREAD_PACKED
+    records (blocks outside batches)."""
+    _, _, buf = body(path)
+    counts, single, pos = [], 0, 0
+    while pos < len(buf):
+        tag = buf[pos]
+        n, p2 = _varint(buf, pos + 1)
+        if tag == REC_THREAD_BATCH:
+            counts.append(_varint(buf, p2)[0])
+        elif tag in (REC_THREAD_BLOCK, REC_THREAD_COLUMNS, REC_THREAD_PACKED):
+            single += 1
+        pos = p2 + n
+    return counts, single
 
 
 def records(path):

@@ -2073,6 +2073,151 @@ static void test_packed(void)
 		free(bodies[i].p);
 }
 
+/* ---- THREAD_BATCH: packed blocks k at a time (format 1.7) -------------------------- */
+
+/* A THREAD_BATCH record of the THREAD_PACKED payloads pl[0..n). */
+static void batch_record(buf_t *out, const uint8_t *const *pl, const size_t *plen, size_t n)
+{
+	buf_t r = { 0 };
+	size_t at[64];
+	uint64_t lens[64][HT_NCOLS];
+	put_u(&r, n);
+	for (size_t i = 0; i < n; i++) { /* the headers: tid, base, stream, lengths */
+		size_t q = 0;
+		for (int f = 0; f < 3 + HT_NCOLS; f++) {
+			uint64_t v = 0;
+			size_t k = ht_varint_get(pl[i] + q, plen[i] - q, &v);
+			CHECK(k > 0);
+			put(&r, pl[i] + q, k);
+			if (f >= 3)
+				lens[i][f - 3] = v;
+			q += k;
+		}
+		at[i] = q;
+	}
+	for (unsigned c = 0; c < HT_NCOLS; c++) /* column c of every block */
+		for (size_t i = 0; i < n; i++) {
+			put(&r, pl[i] + at[i], lens[i][c]);
+			at[i] += lens[i][c];
+		}
+	record(out, HT_REC_THREAD_BATCH, &r);
+	free(r.p);
+}
+
+/* body (packed) with its THREAD_PACKED records grouped k at a time into
+ * THREAD_BATCH records, the way the agent writes them: a batch ends when
+ * full and before any other record. */
+static buf_t as_batches(const buf_t *body, size_t k)
+{
+	buf_t out = { 0 };
+	const uint8_t *pl[64];
+	size_t plen[64], n = 0, pos = 0;
+	CHECK(k <= 64);
+	while (pos < body->len) {
+		uint8_t tag = body->p[pos];
+		uint64_t len = 0;
+		size_t h = 1 + ht_varint_get(body->p + pos + 1, body->len - pos - 1, &len);
+		if (tag == HT_REC_THREAD_PACKED) {
+			pl[n] = body->p + pos + h;
+			plen[n++] = len;
+			if (n == k) {
+				batch_record(&out, pl, plen, n);
+				n = 0;
+			}
+		} else {
+			if (n)
+				batch_record(&out, pl, plen, n);
+			n = 0;
+			put(&out, body->p + pos, h + len);
+		}
+		pos += h + len;
+	}
+	if (n)
+		batch_record(&out, pl, plen, n);
+	return out;
+}
+
+static void test_batches(void)
+{
+	buf_t bodies[] = { churn_body(), basic_body(NULL, true), fn_body(), marks_body(),
+			   pools_body() };
+	for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
+		int e0;
+		char *plain = json_of(&bodies[i], &e0);
+		buf_t pk = as_layout(&bodies[i], true, 16);
+		for (size_t k = 1; k <= 5; k += 2) {
+			buf_t bt = as_batches(&pk, k);
+			int e;
+			char *j = json_of(&bt, &e);
+			CHECK_EQ(e0, e);
+			CHECK(j && plain && !strcmp(plain, j)); /* the same report, to the byte */
+			free(j);
+			free(bt.p);
+		}
+		free(pk.p);
+		free(plain);
+	}
+
+	/* churn's 8 blocks in one batch, and the ways it can be wrong */
+	buf_t pk = as_layout(&bodies[0], true, 16);
+	buf_t bt = as_batches(&pk, 8);
+	size_t pos = 0, rec = 0;
+	while (pos < bt.len) {
+		uint64_t len = 0;
+		size_t h = 1 + ht_varint_get(bt.p + pos + 1, bt.len - pos - 1, &len);
+		if (bt.p[pos] == HT_REC_THREAD_BATCH)
+			rec = pos;
+		pos += h + len;
+	}
+	CHECK(rec > 0 && bt.p[rec] == HT_REC_THREAD_BATCH);
+	uint64_t len = 0;
+	size_t h = 1 + ht_varint_get(bt.p + rec + 1, bt.len - rec - 1, &len);
+	CHECK_EQ(bt.p[rec + h], 8); /* count */
+	ht_trace_t *t;
+	int rc;
+	ht_model_t *m;
+	buf_t file;
+
+	/* cut inside the batch: an error naming it, the records before kept */
+	buf_t cut = { 0 };
+	put(&cut, bt.p, bt.len - 40);
+	file = make_file(&cut, false, HT_FORMAT_MAJOR);
+	m = load(&file, &t, &rc);
+	CHECK(t != NULL && t->error == -HT_ETRUNC);
+	if (t)
+		CHECK(t->error_offset == rec + h);
+	CHECK(m != NULL);
+	ht_model_free(m);
+	ht_trace_free(t);
+	free(file.p);
+	free(cut.p);
+
+	/* a count larger than the headers there: columns read as headers
+	 * do not add up */
+	bt.p[rec + h] = 9;
+	file = make_file(&bt, false, HT_FORMAT_MAJOR);
+	m = load(&file, &t, &rc);
+	CHECK(t != NULL && t->error == -HT_ECORRUPT);
+	ht_model_free(m);
+	ht_trace_free(t);
+	free(file.p);
+
+	/* a count of 0 */
+	bt.p[rec + h] = 0;
+	file = make_file(&bt, false, HT_FORMAT_MAJOR);
+	m = load(&file, &t, &rc);
+	CHECK(t != NULL && t->error == -HT_ECORRUPT);
+	if (t)
+		CHECK(t->error_offset == rec + h);
+	ht_model_free(m);
+	ht_trace_free(t);
+	free(file.p);
+	free(bt.p);
+	free(pk.p);
+	for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++)
+		free(bodies[i].p);
+}
+
 int main(void)
 {
 	test_basic();
@@ -2090,6 +2235,7 @@ int main(void)
 	test_sampled();
 	test_columns();
 	test_packed();
+	test_batches();
 	test_packed_room();
 	return TEST_DONE();
 }

@@ -82,7 +82,7 @@ $(B)/heaptrail: $(CLI_OBJ)
 
 # The CLI again with AddressSanitizer and UBSan: the test suite reports with it.
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
-$(B)/asan/%.o: %.c $(wildcard cli/*.h) $(wildcard report/*.h) common/trace_format.h
+$(B)/asan/%.o: %.c $(wildcard cli/*.h) $(wildcard report/*.h) $(wildcard common/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) -Icli -Ireport -O1 -g $(SAN) -c $< -o $@
 

@@ -12,6 +12,11 @@
  *          into the size class of the new block (k = 0 nearly always);
  *   REF d  the address of the stream's allocation n - d, where n counts
  *          the stream's allocations so far (d < HT_PK_WINDOW);
+ *   FOLLOW k  (frees, which have no BIN) the address of allocation f + k,
+ *          f the allocation the stream's last REF or FOLLOW free named,
+ *          |k| <= HT_PK_FOLLOW_MAX: a container freeing its elements in
+ *          the order it made them frees f + 1, f + 2, ..., which as REFs
+ *          are distances that change with every allocation between;
  *   DELTA  the difference to the previous address, as before.
  *
  * Each code only says "this address equals that earlier one", which is
@@ -50,6 +55,8 @@
 #define HT_PK_TABLE_BITS 15u	 /* writer's address table: 2^15 entries */
 
 enum { HT_PK_DELTA = 0, HT_PK_BIN = 1, HT_PK_REF = 2, HT_PK_ESCAPE = 3 };
+#define HT_PK_FOLLOW HT_PK_BIN /* a free's code: BIN's bits, which frees lack */
+#define HT_PK_FOLLOW_MAX 4	/* FOLLOW's reach: |k| <= 4 (sqlite3, containers, python3) */
 #define HT_PK_CODE_MAX (1 + HT_VARINT_MAX) /* an escape and its varint */
 
 /* The size class of a block: glibc's chunk size (size + 8 rounded up to
@@ -112,6 +119,7 @@ typedef struct ht_pk_writer {
 	uint64_t next; /* ht_pk_after the last allocation */
 	uint64_t last; /* the last allocation's address, not in the table yet;
 			  0: none (freed, or moved to the table) */
+	uint64_t freed; /* the allocation the last REF or FOLLOW free named; 0: none */
 	unsigned last_bin;
 	ht_pk_bins_t bins;
 	ht_pk_slot_t table[1u << HT_PK_TABLE_BITS];
@@ -147,15 +155,21 @@ static inline size_t ht_pk_put_free(ht_pk_writer_t *w, uint8_t *out, uint64_t ad
 		 * REF 0, and it never goes into the table (two cache misses
 		 * saved, the table being far larger than L2) */
 		w->last = 0;
+		w->freed = w->n;
 		ht_pk_bin_push(&w->bins, w->last_bin, addr);
 		return ht_varint_put(out, HT_PK_REF);
 	}
 	ht_pk_slot_t *s = ht_pk_find(w, addr);
 	if (s) {
-		uint64_t d = w->n - (s->num_bin >> 8);
+		uint64_t m = s->num_bin >> 8;
+		int64_t k = (int64_t)(m - w->freed);
+		bool follow = w->freed && k >= -(int64_t)HT_PK_FOLLOW_MAX && k <= HT_PK_FOLLOW_MAX;
+		w->freed = m;
 		ht_pk_bin_push(&w->bins, (unsigned)(s->num_bin & 0xff), addr);
 		s->num_bin = 0;
-		return ht_varint_put(out, d << 2 | HT_PK_REF);
+		if (follow)
+			return ht_varint_put(out, ht_zigzag(k) << 2 | HT_PK_FOLLOW);
+		return ht_varint_put(out, (w->n - m) << 2 | HT_PK_REF);
 	}
 	return ht_pk_put_delta(out, addr, prev);
 }
@@ -291,6 +305,7 @@ static inline bool ht_packed_split(const uint8_t *ev, size_t n, uint8_t *col[HT_
 typedef struct ht_pk_reader {
 	uint64_t n;    /* allocations decoded so far */
 	uint64_t next; /* ht_pk_after the last allocation */
+	uint64_t freed; /* the allocation the last REF or FOLLOW free named; 0: none */
 	bool started; /* false: before a reset, or after damage */
 	ht_pk_bins_t bins;
 	uint64_t ring[HT_PK_WINDOW];	 /* address of allocation m at m % W */
@@ -301,6 +316,7 @@ static inline void ht_pk_reader_reset(ht_pk_reader_t *r)
 {
 	r->n = 0;
 	r->next = 0;
+	r->freed = 0;
 	r->started = true;
 	memset(&r->bins, 0, sizeof r->bins);
 }
@@ -323,21 +339,33 @@ static inline bool ht_pk_decode(ht_pk_reader_t *r, ht_col_in_t *in, bool heap, b
 			return false;
 		*addr = prev + (uint64_t)ht_unzigzag(z);
 		break;
-	case HT_PK_BIN:
-		if (!alloc || b >= HT_PK_BINS || (c >> 2) >= r->bins.count[b])
+	case HT_PK_BIN: /* HT_PK_FOLLOW for a free */
+		if (alloc) {
+			if (b >= HT_PK_BINS || (c >> 2) >= r->bins.count[b])
+				return false;
+			*addr = ht_pk_bin_take(&r->bins, b, (unsigned)(c >> 2));
+			break;
+		}
+		if (!heap || !r->freed)
 			return false;
-		*addr = ht_pk_bin_take(&r->bins, b, (unsigned)(c >> 2));
-		break;
-	default: { /* HT_PK_REF */
-		uint64_t d = c >> 2;
-		if (!heap || d >= HT_PK_WINDOW || d >= r->n)
+		z = r->freed + (uint64_t)ht_unzigzag(c >> 2);
+		if (z == 0 || z > r->n || r->n - z >= HT_PK_WINDOW)
 			return false;
-		uint64_t m = (r->n - d) & (HT_PK_WINDOW - 1);
-		*addr = r->ring[m];
-		if (!alloc)
-			ht_pk_bin_push(&r->bins, r->ring_bin[m], *addr);
+		goto named_free;
+	default: /* HT_PK_REF */
+		z = c >> 2;
+		if (!heap || z >= HT_PK_WINDOW || z >= r->n)
+			return false;
+		z = r->n - z;
+		if (alloc) {
+			*addr = r->ring[z & (HT_PK_WINDOW - 1)];
+			break;
+		}
+	named_free: /* the free of allocation z */
+		*addr = r->ring[z & (HT_PK_WINDOW - 1)];
+		ht_pk_bin_push(&r->bins, r->ring_bin[z & (HT_PK_WINDOW - 1)], *addr);
+		r->freed = z;
 		break;
-	}
 	}
 	if (alloc) {
 		r->n++;

@@ -227,6 +227,7 @@ class _Stream:
     def __init__(self):
         self.n = 0
         self.next = 0  # where the chunk after the last allocation's starts
+        self.freed = 0  # the allocation the last REF or FOLLOW free named
         self.ring = {}  # allocation number % window -> (address, class)
         self.bins = [[] for _ in range(PK_BINS)]  # newest last
 
@@ -245,16 +246,24 @@ class _Stream:
             if v:
                 raise TraceError("bad address escape")
             addr = prev + _unzigzag(take(cols, 2))
-        elif tag == 1:
+        elif tag == 1 and alloc:
             if b is None or v >= len(self.bins[b]):
                 raise TraceError("bad size-class address code")
             addr = self.bins[b].pop(len(self.bins[b]) - 1 - v)
+        elif tag == 1:  # FOLLOW: a free of allocation freed + k
+            m = self.freed + _unzigzag(v)
+            if not heap or not self.freed or not 0 < m <= self.n or self.n - m >= PK_WINDOW:
+                raise TraceError("bad follow-the-last-free code")
+            addr, rb = self.ring[m % PK_WINDOW]
+            self.push(rb, addr)
+            self.freed = m
         else:
             if not heap or v >= PK_WINDOW or v >= self.n:
                 raise TraceError("bad allocation reference")
             addr, rb = self.ring[(self.n - v) % PK_WINDOW]
             if not alloc:
                 self.push(rb, addr)
+                self.freed = self.n - v
         addr &= (1 << 64) - 1
         if alloc:
             self.n += 1

@@ -2073,6 +2073,78 @@ static void test_packed(void)
 		free(bodies[i].p);
 }
 
+/* FOLLOW codes: a container's elements freed in the order they were made
+ * (every other allocation, the rest temporaries), and backwards. Each free
+ * after the first is one byte naming "the last freed allocation + k", and
+ * the reader gets every address back; a FOLLOW with no free before it, or
+ * reaching past the allocations made, is refused. */
+static void test_packed_follow(void)
+{
+	ht_pk_writer_t *w = calloc(1, sizeof *w);
+	ht_pk_reader_t *r = calloc(1, sizeof *r);
+	ht_pk_reader_reset(r);
+	uint8_t code[64 * HT_PK_CODE_MAX];
+	size_t len = 0;
+	uint64_t kept[32], next = 0x10000, prev = 0;
+	for (unsigned i = 0; i < 64; i++) { /* 32 kept, 32 temporaries between */
+		uint64_t a = next;
+		next += 0x40;
+		len += ht_pk_put_alloc(w, code + len, a, 40, w->next);
+		if (i % 2 == 0)
+			kept[i / 2] = a;
+		else
+			len += ht_pk_put_free(w, code + len, a, prev); /* REF 0 */
+		prev = a;
+	}
+	size_t frees_at = len;
+	for (unsigned i = 0; i < 32; i++) { /* forwards, then backwards */
+		uint64_t a = kept[i < 16 ? i : 47 - i];
+		len += ht_pk_put_free(w, code + len, a, prev);
+		prev = a;
+	}
+	/* the first free is a REF (f is the last temporary: 63 - 0 - 1 > 4
+	 * back), the forward ones FOLLOW +2 (the temporaries between), the
+	 * jump to kept[31] a REF, then FOLLOW -2 */
+	CHECK_EQ(code[frees_at] & 3, HT_PK_REF);
+	size_t follows = 0, q = frees_at;
+	for (unsigned i = 0; i < 32; i++) {
+		uint64_t c = 0;
+		q += ht_varint_get(code + q, len - q, &c);
+		follows += (c & 3) == HT_PK_FOLLOW && c < 0x80;
+	}
+	CHECK_EQ(q, len);
+	CHECK_EQ(follows, 30);
+
+	ht_col_in_t in = { code, 0, len };
+	uint64_t a, p = 0;
+	for (unsigned i = 0; i < 64; i++) {
+		CHECK(ht_pk_decode(r, &in, true, true, 40, r->next, &a));
+		if (i % 2)
+			CHECK(ht_pk_decode(r, &in, true, false, 0, a, &a));
+		p = a;
+	}
+	for (unsigned i = 0; i < 32; i++) {
+		CHECK(ht_pk_decode(r, &in, true, false, 0, p, &a));
+		CHECK_EQ(a, kept[i < 16 ? i : 47 - i]);
+		p = a;
+	}
+	CHECK_EQ(in.pos, len);
+
+	/* refused: FOLLOW before any free, and past the last allocation */
+	ht_pk_reader_reset(r);
+	uint8_t bad[1] = { (uint8_t)(ht_zigzag(1) << 2 | HT_PK_FOLLOW) };
+	in = (ht_col_in_t){ bad, 0, 1 };
+	CHECK(!ht_pk_decode(r, &in, true, false, 0, 0, &a)); /* no free yet */
+	ht_pk_reader_reset(r);
+	uint8_t seq[3] = { HT_PK_DELTA, HT_PK_REF, (uint8_t)(ht_zigzag(1) << 2 | HT_PK_FOLLOW) };
+	in = (ht_col_in_t){ seq, 0, 3 };
+	CHECK(ht_pk_decode(r, &in, true, true, 40, 0x5000, &a)); /* allocation 1 */
+	CHECK(ht_pk_decode(r, &in, true, false, 0, a, &a));	  /* its free: f = 1 */
+	CHECK(!ht_pk_decode(r, &in, true, false, 0, a, &a));	  /* 2 was never made */
+	free(w);
+	free(r);
+}
+
 /* ---- THREAD_BATCH: packed blocks k at a time (format 1.7) -------------------------- */
 
 /* A THREAD_BATCH record of the THREAD_PACKED payloads pl[0..n). */
@@ -2237,5 +2309,6 @@ int main(void)
 	test_packed();
 	test_batches();
 	test_packed_room();
+	test_packed_follow();
 	return TEST_DONE();
 }

@@ -63,8 +63,11 @@ extern bool ht_opt_sample_seed_set;
 void ht_options_parse(void);
 
 /* Recording switched on/off by the program (heaptrail_set_recording).
- * While off, allocations and function entries are not recorded. */
+ * While off, allocations and function entries are not recorded. Frees
+ * are (the block may be one allocated while on), but not before recording
+ * was first on (start_off): no block of the trace can be freed then. */
 extern _Atomic bool ht_recording_on;
+extern _Atomic bool ht_recording_was_on;
 
 /* Start of time: CLOCK_MONOTONIC at init. Event times are relative to it. */
 extern uint64_t ht_start_mono_ns;

@@ -23,6 +23,7 @@
 #include "agent.h"
 
 _Atomic bool ht_recording_on = true;
+_Atomic bool ht_recording_was_on = true;
 
 /* The thread's state and its shadow stack, or NULL if we cannot record. */
 static inline ht_thread_t *shadow_thread(void)
@@ -105,6 +106,8 @@ HT_EXPORT int heaptrail_agent_set_recording(int on);
 int heaptrail_agent_set_recording(int on)
 {
 	bool want = on != 0;
+	if (want)
+		atomic_store(&ht_recording_was_on, true);
 	atomic_store(&ht_recording_on, want);
 	ht_sample_fast_update();
 	if (ht_guard || atomic_load(&ht_state) != HT_STATE_RECORDING)

@@ -207,6 +207,8 @@ static void record_free(void *p)
 {
 	if (HT_UNLIKELY(ht_break_on))
 		ht_break_free(p); /* before the free: the block is still there */
+	if (HT_UNLIKELY(!atomic_load_explicit(&ht_recording_was_on, memory_order_relaxed)))
+		return; /* started off, never on yet: not a block of the trace */
 	ht_thread_t *t = ht_thread_get();
 	if (HT_UNLIKELY(!t))
 		return;
@@ -236,7 +238,12 @@ __attribute__((always_inline)) static inline void record_realloc(unsigned fn, vo
 		return;
 	if (HT_UNLIKELY(free_only || !atomic_load_explicit(&ht_recording_on, memory_order_relaxed))) {
 		/* Switched off, or a sampled block became an unsampled one: only
-		 * the free half, stamped before the call. */
+		 * the free half, stamped before the call; none at all before
+		 * recording was first on. */
+		if (HT_UNLIKELY(!atomic_load_explicit(&ht_recording_was_on, memory_order_relaxed))) {
+			atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
+			return;
+		}
 		if (free_time < t->last_time)
 			free_time = t->last_time;
 		uint8_t *b = t->buf + t->len;

@@ -305,6 +305,7 @@ void ht_init(void)
 	ht_clock_init();
 	ht_pid = getpid();
 	atomic_store(&ht_recording_on, !ht_opt_start_off);
+	atomic_store(&ht_recording_was_on, !ht_opt_start_off);
 	ht_sample_fast_update();
 	ht_modules_init();
 	ht_stacks_init();

@@ -236,6 +236,9 @@ def t_manual(t):
     tot = rep["totals"]
     t.eq("allocations recorded", 7, tot["allocations"])
     t.eq("bytes recorded", 70, tot["bytes_allocated"])
+    # frees while off are recorded (the block may be one made while on),
+    # but not before recording was first on: after()'s 3, not before()'s 5
+    t.eq("frees of blocks not in the trace", 3, tot["ignored_frees"])
 
 
 # ---- the text report and the options -----------------------------------------------------

@@ -109,7 +109,7 @@ void ht_block_write_locked(const ht_block_t *b)
 	size_t len[HT_NCOLS];
 	if (!streams[s].started || b->len > HT_BUF_SIZE ||
 	    !ht_writer_batch_room(HT_BUF_SIZE, col) ||
-	    !ht_packed_split(b->data, b->len, col, len, HT_BUF_SIZE, streams[s].w)) {
+	    !ht_packed_split(b->data, b->len, col, len, HT_BUF_SIZE, streams[s].w, true)) {
 		/* out of memory, or bytes the split does not know: as they are,
 		 * and the stream, now out of step, starts afresh next time */
 		streams[s].started = false;

@@ -608,7 +608,7 @@ static void release_pages(uint8_t *p, size_t n)
  * block index points into. rec: where its record starts, for messages. */
 static int parse_packed_block(ht_trace_t *t, size_t rec, uint64_t tid, uint64_t base,
 			      uint64_t stream, const uint8_t *const col[HT_NCOLS],
-			      const size_t clen[HT_NCOLS], uint64_t *scratch)
+			      const size_t clen[HT_NCOLS], bool k_events, uint64_t *scratch)
 {
 	trace_priv_t *p = t->priv;
 	ht_pk_reader_t **sp = &p->streams[stream >> 1];
@@ -626,7 +626,7 @@ static int parse_packed_block(ht_trace_t *t, size_t rec, uint64_t tid, uint64_t 
 	if (!out)
 		return -ENOMEM;
 	bool bad;
-	size_t n = ht_packed_join(col, clen, out, *sp, &bad);
+	size_t n = ht_packed_join(col, clen, out, *sp, k_events, &bad);
 	p->chunk_fill += n;
 	p->in_joined = true;
 	p->packed_record = rec;
@@ -663,7 +663,7 @@ static int parse_thread_packed(ht_trace_t *t, size_t pos, size_t end, bool cut, 
 		     "packed thread block %s", r == DEC_TRUNC ? "cut off" : "has a bad header");
 		return 1;
 	}
-	if ((r = parse_packed_block(t, rec, tid, base, stream, col, clen, scratch)))
+	if ((r = parse_packed_block(t, rec, tid, base, stream, col, clen, false, scratch)))
 		return r;
 	if (!cut && pos + total != end) {
 		fail(t, -HT_ECORRUPT, pos + total, "bytes after the columns of thread %" PRIu64, tid);
@@ -674,7 +674,8 @@ static int parse_thread_packed(ht_trace_t *t, size_t pos, size_t end, bool cut, 
 }
 
 /* A THREAD_BATCH record (format 1.7): count packed blocks, their headers,
- * then column 0 of each block, column 1 of each, and so on. A batch cut
+ * then column 0 of each block, column 1 of each, and so on; a block's
+ * stack ids are in its column 0, after each event's first byte. A batch cut
  * short loses all its blocks (its last columns are missing); a damaged
  * block ends the reading there, the blocks before it kept. */
 static int parse_thread_batch(ht_trace_t *t, size_t pos, size_t end, bool cut, uint64_t *scratch)
@@ -731,7 +732,7 @@ static int parse_thread_batch(ht_trace_t *t, size_t pos, size_t end, bool cut, u
 			at[c] += clen[c];
 		}
 		if ((r = parse_packed_block(t, rec, blk[i].tid, blk[i].base, blk[i].stream, col,
-					    clen, scratch))) {
+					    clen, true, scratch))) {
 			free(blk);
 			return r;
 		}

@@ -216,15 +216,24 @@ static inline bool ht_pk_get(ht_col_in_t *in, uint64_t *v)
 	return k > 0;
 }
 
+/* The column of a packed block's field f: with k_events (the blocks of a
+ * THREAD_BATCH), stack ids go with the events' first bytes, in column 0. */
+static inline unsigned ht_pk_column(char f, bool k_events)
+{
+	return f == 'K' && k_events ? HT_COL_EVENT : ht_field_column(f);
+}
+
 /* Splits the events ev[0..n) into columns like ht_columns_split, with the
- * address column coded for stream w. Columns have room bytes each, room >=
- * n (only the address column can outgrow the events). False on bytes that
- * are not whole events, or when the address codes outgrow room: w is then
- * out of step and must be reset. */
+ * address column coded for stream w (and the stack ids in column 0 with
+ * k_events). Columns have room bytes each, room >= n (only the address
+ * column can outgrow the events). False on bytes that are not whole
+ * events, or when the address codes outgrow room: w is then out of step
+ * and must be reset. */
 static inline bool ht_packed_split(const uint8_t *ev, size_t n, uint8_t *col[HT_NCOLS],
-				   size_t len[HT_NCOLS], size_t room, ht_pk_writer_t *w)
+				   size_t len[HT_NCOLS], size_t room, ht_pk_writer_t *w, bool k_events)
 {
 	ht_col_in_t in = {ev, 0, n};
+	const unsigned kc = ht_pk_column('K', k_events);
 	uint64_t blk_prev = 0, pk_prev = 0;
 	for (unsigned c = 0; c < HT_NCOLS; c++)
 		len[c] = 0;
@@ -256,7 +265,7 @@ static inline bool ht_packed_split(const uint8_t *ev, size_t n, uint8_t *col[HT_
 				len[HT_COL_ADDR] += ht_pk_put_free(w, a, addr, pk_prev);
 			} else {
 				if (!ht_col_copy_varint(&in, col[HT_COL_SIZE], &len[HT_COL_SIZE], &size) ||
-				    !ht_col_copy_varint(&in, col[HT_COL_STACK], &len[HT_COL_STACK], NULL))
+				    !ht_col_copy_varint(&in, col[kc], &len[kc], NULL))
 					return false;
 				len[HT_COL_ADDR] += ht_pk_put_alloc(w, a, addr, size, w->next);
 			}
@@ -268,7 +277,7 @@ static inline bool ht_packed_split(const uint8_t *ev, size_t n, uint8_t *col[HT_
 			if (!ht_col_copy_varint(&in, col[HT_COL_TIME], &len[HT_COL_TIME], NULL) ||
 			    !ht_pk_get(&in, &v) ||
 			    !ht_col_copy_varint(&in, col[HT_COL_SIZE], &len[HT_COL_SIZE], &size) ||
-			    !ht_col_copy_varint(&in, col[HT_COL_STACK], &len[HT_COL_STACK], NULL) ||
+			    !ht_col_copy_varint(&in, col[kc], &len[kc], NULL) ||
 			    !ht_pk_get(&in, &d) ||
 			    !ht_col_copy_varint(&in, col[HT_COL_OTHER], &len[HT_COL_OTHER], NULL))
 				return false;
@@ -283,7 +292,7 @@ static inline bool ht_packed_split(const uint8_t *ev, size_t n, uint8_t *col[HT_
 		}
 		/* every other event: no heap address, its fields as they are */
 		for (unsigned i = 0; f[i]; i++) {
-			unsigned c = ht_field_column(f[i]);
+			unsigned c = ht_pk_column(f[i], k_events);
 			if (f[i] != 'A') {
 				if (!ht_col_copy_field(f[i], &in, col[c], &len[c]))
 					return false;
@@ -388,10 +397,11 @@ static inline size_t ht_packed_join_bound(const size_t len[HT_NCOLS])
 
 /* Joins a packed block's columns into the events of the THREAD_BLOCK it
  * stands for, in out (room for ht_packed_join_bound bytes), decoding
- * addresses with stream r. Returns the bytes written; on damage (*bad set)
- * the bytes of the whole events before it, and r is no longer started. */
+ * addresses with stream r; k_events as for ht_packed_split. Returns the
+ * bytes written; on damage (*bad set) the bytes of the whole events before
+ * it, and r is no longer started. */
 static inline size_t ht_packed_join(const uint8_t *const col[HT_NCOLS], const size_t len[HT_NCOLS],
-				    uint8_t *out, ht_pk_reader_t *r, bool *bad)
+				    uint8_t *out, ht_pk_reader_t *r, bool k_events, bool *bad)
 {
 	ht_col_in_t in[HT_NCOLS];
 	for (unsigned c = 0; c < HT_NCOLS; c++)
@@ -430,7 +440,7 @@ static inline size_t ht_packed_join(const uint8_t *const col[HT_NCOLS], const si
 				blk_prev = addr;
 			} else if (kind == HT_EV_REALLOC && i == 4) {
 				o += ht_varint_put(out + o, ht_zigzag((int64_t)(old - addr)));
-			} else if (!ht_col_copy_field(f[i], &in[ht_field_column(f[i])], out, &o)) {
+			} else if (!ht_col_copy_field(f[i], &in[ht_pk_column(f[i], k_events)], out, &o)) {
 				goto damaged;
 			}
 		}

@@ -149,7 +149,7 @@ def _records(buf):
             tag, payload = REC_THREAD_BLOCK, _join_packed(payload, streams)
         elif tag == REC_THREAD_BATCH:
             for tid, base, stream, cols in _split_batch(payload):
-                yield REC_THREAD_BLOCK, _decode_packed(tid, base, stream, cols, streams)
+                yield REC_THREAD_BLOCK, _decode_packed(tid, base, stream, cols, streams, True)
             continue
         yield tag, payload
 
@@ -299,7 +299,7 @@ def _join_packed(payload, streams):
 
 def _split_batch(payload):
     """A THREAD_BATCH payload as [(tid, base, stream, cols)], its blocks in
-    order, cols as _columns gives them."""
+    order, cols as _columns gives them (the stack ids in column 0)."""
     count, q = _varint(payload, 0)
     heads = []
     for _ in range(count):
@@ -327,8 +327,9 @@ def _split_batch(payload):
     return blocks
 
 
-def _decode_packed(tid, base, stream, cols, streams):
-    """One packed block's columns as the THREAD_BLOCK payload it stands for."""
+def _decode_packed(tid, base, stream, cols, streams, k_events=False):
+    """One packed block's columns as the THREAD_BLOCK payload it stands for;
+    k_events: its stack ids are in column 0 (a THREAD_BATCH's blocks)."""
     if stream & 1:
         streams[stream >> 1] = _Stream()
     st = streams.get(stream >> 1)
@@ -361,7 +362,7 @@ def _decode_packed(tid, base, stream, cols, streams):
             elif ev == EV_REALLOC and i == 4:
                 out += svarint(_s64(old - addr))
             else:
-                c = _COLUMN.get(f, 5)
+                c = 0 if f == "K" and k_events else _COLUMN.get(f, 5)
                 buf, pos = cols[c]
                 v, end = _varint(buf, pos)
                 if f == "L":

@@ -1669,8 +1669,9 @@ static void test_sampled(void)
  * the agent wrote them in format 1.5 (common/columns.h), or as
  * THREAD_PACKED (packed: common/packed.h) with nstreams coding streams given
  * out like the agent does: a thread keeps its stream, a new one takes a
- * free stream or the least recently used. */
-static buf_t as_layout(const buf_t *body, bool packed, unsigned nstreams)
+ * free stream or the least recently used; with k_events, stack ids go to
+ * column 0, as in the blocks of a THREAD_BATCH (format 1.7). */
+static buf_t as_layout(const buf_t *body, bool packed, unsigned nstreams, bool k_events)
 {
 	buf_t out = { 0 };
 	struct {
@@ -1734,7 +1735,8 @@ static buf_t as_layout(const buf_t *body, bool packed, unsigned nstreams)
 				st[s].tid = tid;
 			}
 			st[s].last_use = ++clock;
-			CHECK(ht_packed_split(pl + q, len - q, col, clen, 2 * len + 64, st[s].w));
+			CHECK(ht_packed_split(pl + q, len - q, col, clen, 2 * len + 64, st[s].w,
+					      k_events));
 			put_u(&r, (uint64_t)s << 1 | fresh);
 		} else {
 			CHECK(ht_columns_split(pl + q, len - q, col, clen));
@@ -1755,7 +1757,7 @@ static buf_t as_layout(const buf_t *body, bool packed, unsigned nstreams)
 
 static buf_t as_columns(const buf_t *body)
 {
-	return as_layout(body, false, 0);
+	return as_layout(body, false, 0, false);
 }
 
 static char *json_of(const buf_t *body, int *err)
@@ -1959,7 +1961,7 @@ static void test_packed_room(void)
 	}
 	/* with room for just the events: refused, nothing written past room */
 	ht_pk_writer_t *w = calloc(1, sizeof *w);
-	CHECK(!ht_packed_split(body.p + start, n, col, clen, room, w));
+	CHECK(!ht_packed_split(body.p + start, n, col, clen, room, w, false));
 	for (unsigned c = 0; c < HT_NCOLS; c++) {
 		CHECK(clen[c] <= room);
 		size_t spoiled = 0;
@@ -1971,12 +1973,12 @@ static void test_packed_room(void)
 	for (unsigned c = 0; c < HT_NCOLS; c++)
 		col[c] = realloc(col[c], 2 * room + 64);
 	memset(w, 0, sizeof *w);
-	CHECK(ht_packed_split(body.p + start, n, col, clen, 2 * room + 64, w));
+	CHECK(ht_packed_split(body.p + start, n, col, clen, 2 * room + 64, w, false));
 	CHECK(clen[HT_COL_ADDR] > n);
 	/* and such a body reads back as it was */
 	int e0, e1;
 	char *plain = json_of(&body, &e0);
-	buf_t pk = as_layout(&body, true, 16);
+	buf_t pk = as_layout(&body, true, 16, false);
 	char *j = json_of(&pk, &e1);
 	CHECK_EQ(e0, e1);
 	CHECK(plain && j && !strcmp(plain, j));
@@ -1999,7 +2001,7 @@ static void test_packed(void)
 		CHECK(plain != NULL);
 		/* 16 streams: one per thread; 1 stream: reset at every switch */
 		for (unsigned nstreams = 16; nstreams >= 1; nstreams /= 16) {
-			buf_t pk = as_layout(&bodies[i], true, nstreams);
+			buf_t pk = as_layout(&bodies[i], true, nstreams, false);
 			int e;
 			char *j = json_of(&pk, &e);
 			CHECK_EQ(e0, e);
@@ -2019,7 +2021,7 @@ static void test_packed(void)
 
 	/* a packed block whose codes are damaged: the events before are kept,
 	 * and the stream's later blocks are refused, not decoded wrongly */
-	buf_t pk = as_layout(&bodies[0], true, 16);
+	buf_t pk = as_layout(&bodies[0], true, 16, false);
 	size_t pos = 0, nrec = 0, rec2 = 0;
 	while (pos < pk.len) { /* find the packed records */
 		uint8_t tag = pk.p[pos];
@@ -2176,9 +2178,9 @@ static void batch_record(buf_t *out, const uint8_t *const *pl, const size_t *ple
 	free(r.p);
 }
 
-/* body (packed) with its THREAD_PACKED records grouped k at a time into
- * THREAD_BATCH records, the way the agent writes them: a batch ends when
- * full and before any other record. */
+/* body (packed, stack ids in column 0) with its THREAD_PACKED records
+ * grouped k at a time into THREAD_BATCH records, the way the agent writes
+ * them: a batch ends when full and before any other record. */
 static buf_t as_batches(const buf_t *body, size_t k)
 {
 	buf_t out = { 0 };
@@ -2216,7 +2218,7 @@ static void test_batches(void)
 	for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
 		int e0;
 		char *plain = json_of(&bodies[i], &e0);
-		buf_t pk = as_layout(&bodies[i], true, 16);
+		buf_t pk = as_layout(&bodies[i], true, 16, true); /* stack ids in column 0 */
 		for (size_t k = 1; k <= 5; k += 2) {
 			buf_t bt = as_batches(&pk, k);
 			int e;
@@ -2231,7 +2233,7 @@ static void test_batches(void)
 	}
 
 	/* churn's 8 blocks in one batch, and the ways it can be wrong */
-	buf_t pk = as_layout(&bodies[0], true, 16);
+	buf_t pk = as_layout(&bodies[0], true, 16, true);
 	buf_t bt = as_batches(&pk, 8);
 	size_t pos = 0, rec = 0;
 	while (pos < bt.len) {

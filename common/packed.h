@@ -49,7 +49,7 @@
 
 #define HT_PK_WINDOW 16384u	 /* allocations a REF reaches back; a power of 2 */
 #define HT_PK_BINS 64u		 /* size classes with freed-address stacks */
-#define HT_PK_BIN_DEPTH 16u	 /* addresses kept per class; a power of 2 */
+#define HT_PK_BIN_DEPTH 128u	 /* addresses kept per class; a power of 2, <= 128 (uint8_t count) */
 #define HT_PK_NO_BIN 0xffu	 /* a block too large for the classes */
 #define HT_PK_STREAMS 16u	 /* streams a writer keeps */
 #define HT_PK_TABLE_BITS 15u	 /* writer's address table: 2^15 entries */

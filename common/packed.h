@@ -48,7 +48,7 @@
 #include "trace_format.h"
 
 #define HT_PK_WINDOW 16384u	 /* allocations a REF reaches back; a power of 2 */
-#define HT_PK_BINS 64u		 /* size classes with freed-address stacks */
+#define HT_PK_BINS 254u		 /* size classes with freed-address stacks */
 #define HT_PK_BIN_DEPTH 128u	 /* addresses kept per class; a power of 2, <= 128 (uint8_t count) */
 #define HT_PK_NO_BIN 0xffu	 /* a block too large for the classes */
 #define HT_PK_STREAMS 16u	 /* streams a writer keeps */

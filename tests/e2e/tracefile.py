@@ -213,7 +213,7 @@ def _join_columns(payload):
 # stream's last allocated chunk), 1 the k-th newest address freed into the
 # new block's size class, 2 the address of the stream's allocation n - d,
 # 3 escape (a zigzag delta follows).
-PK_WINDOW, PK_BINS, PK_BIN_DEPTH = 16384, 64, 128
+PK_WINDOW, PK_BINS, PK_BIN_DEPTH = 16384, 254, 128
 
 
 def _pk_bin(size):

@@ -160,16 +160,20 @@ static void *writer_main(void *arg)
 			/* Idle. Blocks waiting in the batch (or bytes in the
 			 * compressor) wait HT_LINGER_NS for more, then go to the
 			 * file decodable: a trace cut later (SIGKILL, a full
-			 * disk) keeps them. */
+			 * disk) keeps them. With nothing waiting, the writer
+			 * still looks again every second: a producer that wrote
+			 * a batch itself (the queue full) between the look and
+			 * the wait cannot wake it. */
 			ht_lock(&ht_writer_lock);
 			bool dirty = ht_writer_dirty();
 			ht_unlock(&ht_writer_lock);
-			const struct timespec linger = {0, HT_LINGER_NS};
+			const struct timespec linger = {0, HT_LINGER_NS}, idle = {1, 0};
 			long r = syscall(SYS_futex, &queued, FUTEX_WAIT_PRIVATE, 0,
-					 dirty ? &linger : NULL, NULL, 0);
-			if (dirty && r < 0 && errno == ETIMEDOUT && atomic_load(&queued) == 0) {
+					 dirty ? &linger : &idle, NULL, 0);
+			if (r < 0 && errno == ETIMEDOUT && atomic_load(&queued) == 0) {
 				ht_lock(&ht_writer_lock);
-				ht_writer_flush(false);
+				if (ht_writer_dirty())
+					ht_writer_flush(false);
 				ht_unlock(&ht_writer_lock);
 			}
 			continue;

@@ -683,8 +683,11 @@ static int parse_thread_batch(ht_trace_t *t, size_t pos, size_t end, bool cut, u
 	size_t rec = pos;
 	uint64_t count;
 	int r = get_u(t->body, end, &pos, &count);
-	if (!r && (count == 0 || count > HT_MAX_RECORD))
+	/* each block's header takes 3 + HT_NCOLS varints, a byte each at least */
+	if (!r && count == 0)
 		r = DEC_CORRUPT;
+	if (!r && count > (end - pos) / (3 + HT_NCOLS))
+		r = cut ? DEC_TRUNC : DEC_CORRUPT;
 	struct batch_block {
 		uint64_t tid, base, stream, len[HT_NCOLS];
 	} *blk = NULL;

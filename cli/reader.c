@@ -484,7 +484,7 @@ static const char *event_name(uint8_t type)
 /* Parse a thread block's events in body[pos, end); end < the declared end
  * when the body was cut inside the block (cut = true). Valid events are kept
  * even when a later one is bad. Returns 0, -ENOMEM, or 1 to stop parsing. */
-static int parse_block_events(ht_trace_t *t, const uint8_t *b, uint64_t tid, uint64_t base,
+static int parse_blocbatch(ht_trace_t *t, const uint8_t *b, uint64_t tid, uint64_t base,
 			      size_t pos, size_t end, bool cut, uint64_t *scratch);
 
 static int parse_thread_block(ht_trace_t *t, size_t pos, size_t end, bool cut, uint64_t *scratch)
@@ -497,7 +497,7 @@ static int parse_thread_block(ht_trace_t *t, size_t pos, size_t end, bool cut, u
 		     "thread block header %s", r == DEC_TRUNC ? "cut off" : "has a bad varint");
 		return 1;
 	}
-	return parse_block_events(t, t->body, tid, base, pos, end, cut, scratch);
+	return parse_blocbatch(t, t->body, tid, base, pos, end, cut, scratch);
 }
 
 /* The HT_NCOLS columns of a THREAD_COLUMNS or THREAD_PACKED record whose
@@ -556,7 +556,7 @@ static int parse_thread_columns(ht_trace_t *t, size_t pos, size_t end, bool cut,
 	size_t n = ht_columns_join(col, clen, joined, &bad);
 	memcpy(t->body + pos, joined, n);
 	free(joined);
-	r = parse_block_events(t, t->body, tid, base, pos, pos + n, false, scratch);
+	r = parse_blocbatch(t, t->body, tid, base, pos, pos + n, false, scratch);
 	if (r)
 		return r;
 	if (bad) {
@@ -608,7 +608,7 @@ static void release_pages(uint8_t *p, size_t n)
  * block index points into. rec: where its record starts, for messages. */
 static int parse_packed_block(ht_trace_t *t, size_t rec, uint64_t tid, uint64_t base,
 			      uint64_t stream, const uint8_t *const col[HT_NCOLS],
-			      const size_t clen[HT_NCOLS], bool k_events, uint64_t *scratch)
+			      const size_t clen[HT_NCOLS], bool batch, uint64_t *scratch)
 {
 	trace_priv_t *p = t->priv;
 	ht_pk_reader_t **sp = &p->streams[stream >> 1];
@@ -626,11 +626,11 @@ static int parse_packed_block(ht_trace_t *t, size_t rec, uint64_t tid, uint64_t 
 	if (!out)
 		return -ENOMEM;
 	bool bad;
-	size_t n = ht_packed_join(col, clen, out, *sp, k_events, &bad);
+	size_t n = ht_packed_join(col, clen, out, *sp, batch, &bad);
 	p->chunk_fill += n;
 	p->in_joined = true;
 	p->packed_record = rec;
-	int r = parse_block_events(t, out, tid, base, 0, n, false, scratch);
+	int r = parse_blocbatch(t, out, tid, base, 0, n, false, scratch);
 	p->in_joined = false;
 	if (r)
 		return r;
@@ -749,7 +749,7 @@ static int parse_thread_batch(ht_trace_t *t, size_t pos, size_t end, bool cut, u
 	return 0;
 }
 
-static int parse_block_events(ht_trace_t *t, const uint8_t *b, uint64_t tid, uint64_t base,
+static int parse_blocbatch(ht_trace_t *t, const uint8_t *b, uint64_t tid, uint64_t base,
 			      size_t pos, size_t end, bool cut, uint64_t *scratch)
 {
 	int r;

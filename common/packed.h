@@ -48,7 +48,8 @@
 #include "trace_format.h"
 
 #define HT_PK_WINDOW 16384u	 /* allocations a REF reaches back; a power of 2 */
-#define HT_PK_BINS 254u		 /* size classes with freed-address stacks */
+#define HT_PK_BINS 254u		 /* size classes with freed-address stacks: blocks up to 4,064 bytes */
+#define HT_PK_BINS_1_6 64u	 /* format 1.6's (THREAD_PACKED): blocks up to 1,024 bytes */
 #define HT_PK_BIN_DEPTH 128u	 /* addresses kept per class; a power of 2, <= 128 (uint8_t count) */
 #define HT_PK_NO_BIN 0xffu	 /* a block too large for the classes */
 #define HT_PK_STREAMS 16u	 /* streams a writer keeps */
@@ -59,15 +60,18 @@ enum { HT_PK_DELTA = 0, HT_PK_BIN = 1, HT_PK_REF = 2, HT_PK_ESCAPE = 3 };
 #define HT_PK_FOLLOW_MAX 4	/* FOLLOW's reach: |k| <= 4 (sqlite3, containers, python3) */
 #define HT_PK_CODE_MAX (1 + HT_VARINT_MAX) /* an escape and its varint */
 
-/* The size class of a block: glibc's chunk size (size + 8 rounded up to
- * 16, at least 32) in steps of 16; HT_PK_NO_BIN above the last class. */
-static inline unsigned ht_pk_bin(uint64_t size)
+/* The size class of a block among nbins (HT_PK_BINS, or HT_PK_BINS_1_6 in
+ * a THREAD_PACKED record): glibc's chunk size (size + 8 rounded up to 16,
+ * at least 32) in steps of 16; HT_PK_NO_BIN for a size over 16 * nbins.
+ * (That cut, not the chunk's, makes 1.6's sizes 1,025-1,032 classless
+ * though their chunk is class 63's: a reader must keep it.) */
+static inline unsigned ht_pk_bin(uint64_t size, unsigned nbins)
 {
-	if (size > 16 * HT_PK_BINS)
+	if (size > 16 * nbins)
 		return HT_PK_NO_BIN;
 	uint64_t chunk = (size + 8 + 15) & ~(uint64_t)15;
 	unsigned b = (unsigned)(chunk < 32 ? 32 : chunk) / 16 - 2;
-	return b < HT_PK_BINS ? b : HT_PK_NO_BIN;
+	return b < nbins ? b : HT_PK_NO_BIN;
 }
 
 /* Where glibc puts the next chunk cut from the top of the heap: after
@@ -178,14 +182,14 @@ static inline size_t ht_pk_put_free(ht_pk_writer_t *w, uint8_t *out, uint64_t ad
  * REALLOC, whose DELTA counts from prev, the old block); the allocation
  * then counts. */
 static inline size_t ht_pk_put_alloc(ht_pk_writer_t *w, uint8_t *out, uint64_t addr, uint64_t size,
-				     uint64_t prev)
+				     uint64_t prev, unsigned nbins)
 {
 	if (w->last) { /* the previous allocation outlived the next event */
 		ht_pk_slot_t *p = ht_pk_slot(w, w->last);
 		p->addr = w->last;
 		p->num_bin = w->n << 8 | w->last_bin;
 	}
-	unsigned b = ht_pk_bin(size);
+	unsigned b = ht_pk_bin(size, nbins);
 	size_t n = 0;
 	if (b < HT_PK_BINS) {
 		for (unsigned k = 0; k < w->bins.count[b]; k++) {
@@ -216,24 +220,31 @@ static inline bool ht_pk_get(ht_col_in_t *in, uint64_t *v)
 	return k > 0;
 }
 
-/* The column of a packed block's field f: with k_events (the blocks of a
- * THREAD_BATCH), stack ids go with the events' first bytes, in column 0. */
-static inline unsigned ht_pk_column(char f, bool k_events)
+/* A block of a THREAD_BATCH (batch, format 1.7) differs from a
+ * THREAD_PACKED record's in two things: its stack ids go with the events'
+ * first bytes, in column 0, and it has HT_PK_BINS size classes. */
+static inline unsigned ht_pk_nbins(bool batch)
 {
-	return f == 'K' && k_events ? HT_COL_EVENT : ht_field_column(f);
+	return batch ? HT_PK_BINS : HT_PK_BINS_1_6;
+}
+
+/* The column of a packed block's field f. */
+static inline unsigned ht_pk_column(char f, bool batch)
+{
+	return f == 'K' && batch ? HT_COL_EVENT : ht_field_column(f);
 }
 
 /* Splits the events ev[0..n) into columns like ht_columns_split, with the
  * address column coded for stream w (and the stack ids in column 0 with
- * k_events). Columns have room bytes each, room >= n (only the address
+ * batch). Columns have room bytes each, room >= n (only the address
  * column can outgrow the events). False on bytes that are not whole
  * events, or when the address codes outgrow room: w is then out of step
  * and must be reset. */
 static inline bool ht_packed_split(const uint8_t *ev, size_t n, uint8_t *col[HT_NCOLS],
-				   size_t len[HT_NCOLS], size_t room, ht_pk_writer_t *w, bool k_events)
+				   size_t len[HT_NCOLS], size_t room, ht_pk_writer_t *w, bool batch)
 {
 	ht_col_in_t in = {ev, 0, n};
-	const unsigned kc = ht_pk_column('K', k_events);
+	const unsigned kc = ht_pk_column('K', batch), nbins = ht_pk_nbins(batch);
 	uint64_t blk_prev = 0, pk_prev = 0;
 	for (unsigned c = 0; c < HT_NCOLS; c++)
 		len[c] = 0;
@@ -267,7 +278,7 @@ static inline bool ht_packed_split(const uint8_t *ev, size_t n, uint8_t *col[HT_
 				if (!ht_col_copy_varint(&in, col[HT_COL_SIZE], &len[HT_COL_SIZE], &size) ||
 				    !ht_col_copy_varint(&in, col[kc], &len[kc], NULL))
 					return false;
-				len[HT_COL_ADDR] += ht_pk_put_alloc(w, a, addr, size, w->next);
+				len[HT_COL_ADDR] += ht_pk_put_alloc(w, a, addr, size, w->next, nbins);
 			}
 			pk_prev = addr;
 			continue;
@@ -286,13 +297,13 @@ static inline bool ht_packed_split(const uint8_t *ev, size_t n, uint8_t *col[HT_
 			uint64_t old = addr + (uint64_t)ht_unzigzag(d);
 			uint8_t *a = col[HT_COL_ADDR];
 			len[HT_COL_ADDR] += ht_pk_put_free(w, a + len[HT_COL_ADDR], old, pk_prev);
-			len[HT_COL_ADDR] += ht_pk_put_alloc(w, a + len[HT_COL_ADDR], addr, size, old);
+			len[HT_COL_ADDR] += ht_pk_put_alloc(w, a + len[HT_COL_ADDR], addr, size, old, nbins);
 			pk_prev = addr;
 			continue;
 		}
 		/* every other event: no heap address, its fields as they are */
 		for (unsigned i = 0; f[i]; i++) {
-			unsigned c = ht_pk_column(f[i], k_events);
+			unsigned c = ht_pk_column(f[i], batch);
 			if (f[i] != 'A') {
 				if (!ht_col_copy_field(f[i], &in, col[c], &len[c]))
 					return false;
@@ -315,6 +326,7 @@ typedef struct ht_pk_reader {
 	uint64_t n;    /* allocations decoded so far */
 	uint64_t next; /* ht_pk_after the last allocation */
 	uint64_t freed; /* the allocation the last REF or FOLLOW free named; 0: none */
+	unsigned nbins; /* size classes of the block being read (ht_pk_nbins) */
 	bool started; /* false: before a reset, or after damage */
 	ht_pk_bins_t bins;
 	uint64_t ring[HT_PK_WINDOW];	 /* address of allocation m at m % W */
@@ -326,6 +338,7 @@ static inline void ht_pk_reader_reset(ht_pk_reader_t *r)
 	r->n = 0;
 	r->next = 0;
 	r->freed = 0;
+	r->nbins = HT_PK_BINS;
 	r->started = true;
 	memset(&r->bins, 0, sizeof r->bins);
 }
@@ -338,7 +351,7 @@ static inline bool ht_pk_decode(ht_pk_reader_t *r, ht_col_in_t *in, bool heap, b
 	uint64_t c, z;
 	if (!ht_pk_get(in, &c))
 		return false;
-	unsigned b = alloc ? ht_pk_bin(size) : HT_PK_NO_BIN;
+	unsigned b = alloc ? ht_pk_bin(size, r->nbins) : HT_PK_NO_BIN;
 	switch (c & 3) {
 	case HT_PK_DELTA:
 		*addr = prev + (uint64_t)ht_unzigzag(c >> 2);
@@ -397,11 +410,11 @@ static inline size_t ht_packed_join_bound(const size_t len[HT_NCOLS])
 
 /* Joins a packed block's columns into the events of the THREAD_BLOCK it
  * stands for, in out (room for ht_packed_join_bound bytes), decoding
- * addresses with stream r; k_events as for ht_packed_split. Returns the
+ * addresses with stream r; batch as for ht_packed_split. Returns the
  * bytes written; on damage (*bad set) the bytes of the whole events before
  * it, and r is no longer started. */
 static inline size_t ht_packed_join(const uint8_t *const col[HT_NCOLS], const size_t len[HT_NCOLS],
-				    uint8_t *out, ht_pk_reader_t *r, bool k_events, bool *bad)
+				    uint8_t *out, ht_pk_reader_t *r, bool batch, bool *bad)
 {
 	ht_col_in_t in[HT_NCOLS];
 	for (unsigned c = 0; c < HT_NCOLS; c++)
@@ -409,6 +422,7 @@ static inline size_t ht_packed_join(const uint8_t *const col[HT_NCOLS], const si
 	size_t o = 0, whole = 0;
 	uint64_t blk_prev = 0, pk_prev = 0;
 	*bad = false;
+	r->nbins = ht_pk_nbins(batch);
 	while (in[HT_COL_EVENT].pos < len[HT_COL_EVENT]) {
 		uint8_t op = col[HT_COL_EVENT][in[HT_COL_EVENT].pos++];
 		unsigned kind = op & 0x0f;
@@ -440,7 +454,7 @@ static inline size_t ht_packed_join(const uint8_t *const col[HT_NCOLS], const si
 				blk_prev = addr;
 			} else if (kind == HT_EV_REALLOC && i == 4) {
 				o += ht_varint_put(out + o, ht_zigzag((int64_t)(old - addr)));
-			} else if (!ht_col_copy_field(f[i], &in[ht_pk_column(f[i], k_events)], out, &o)) {
+			} else if (!ht_col_copy_field(f[i], &in[ht_pk_column(f[i], batch)], out, &o)) {
 				goto damaged;
 			}
 		}

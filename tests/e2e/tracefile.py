@@ -213,14 +213,14 @@ def _join_columns(payload):
 # stream's last allocated chunk), 1 the k-th newest address freed into the
 # new block's size class, 2 the address of the stream's allocation n - d,
 # 3 escape (a zigzag delta follows).
-PK_WINDOW, PK_BINS, PK_BIN_DEPTH = 16384, 254, 128
+PK_WINDOW, PK_BINS, PK_BINS_1_6, PK_BIN_DEPTH = 16384, 254, 64, 128
 
 
-def _pk_bin(size):
-    if size > 16 * PK_BINS:
+def _pk_bin(size, nbins):
+    if size > 16 * nbins:
         return None
     b = max(32, (size + 8 + 15) & ~15) // 16 - 2
-    return b if b < PK_BINS else None
+    return b if b < nbins else None
 
 
 class _Stream:
@@ -236,9 +236,9 @@ class _Stream:
             self.bins[b].append(addr)
             del self.bins[b][:-PK_BIN_DEPTH]
 
-    def decode(self, cols, heap, alloc, size, prev):
+    def decode(self, cols, heap, alloc, size, prev, nbins):
         c = take(cols, 2)
-        b = _pk_bin(size) if alloc else None
+        b = _pk_bin(size, nbins) if alloc else None
         tag, v = c & 3, c >> 2
         if tag == 0:
             addr = prev + _unzigzag(v)
@@ -327,9 +327,11 @@ def _split_batch(payload):
     return blocks
 
 
-def _decode_packed(tid, base, stream, cols, streams, k_events=False):
+def _decode_packed(tid, base, stream, cols, streams, batch=False):
     """One packed block's columns as the THREAD_BLOCK payload it stands for;
-    k_events: its stack ids are in column 0 (a THREAD_BATCH's blocks)."""
+    batch: a THREAD_BATCH's block, whose stack ids are in column 0 and
+    which has 254 size classes (a THREAD_PACKED record's: 64)."""
+    nbins = PK_BINS if batch else PK_BINS_1_6
     if stream & 1:
         streams[stream >> 1] = _Stream()
     st = streams.get(stream >> 1)
@@ -351,18 +353,18 @@ def _decode_packed(tid, base, stream, cols, streams, k_events=False):
             if f == "A":
                 size = _varint(*cols[3])[0] if ev in (EV_ALLOC, EV_REALLOC) else 0
                 if ev == EV_REALLOC:
-                    old = st.decode(cols, True, False, 0, pk_prev)
-                    addr = st.decode(cols, True, True, size, old)
+                    old = st.decode(cols, True, False, 0, pk_prev, nbins)
+                    addr = st.decode(cols, True, True, size, old, nbins)
                 else:
                     addr = st.decode(cols, heap, ev == EV_ALLOC, size,
-                                     st.next if ev == EV_ALLOC else pk_prev)
+                                     st.next if ev == EV_ALLOC else pk_prev, nbins)
                 pk_prev = addr
                 out += svarint(_s64(addr - blk_prev))
                 blk_prev = addr
             elif ev == EV_REALLOC and i == 4:
                 out += svarint(_s64(old - addr))
             else:
-                c = 0 if f == "K" and k_events else _COLUMN.get(f, 5)
+                c = 0 if f == "K" and batch else _COLUMN.get(f, 5)
                 buf, pos = cols[c]
                 v, end = _varint(buf, pos)
                 if f == "L":

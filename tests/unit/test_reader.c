@@ -1669,9 +1669,9 @@ static void test_sampled(void)
  * the agent wrote them in format 1.5 (common/columns.h), or as
  * THREAD_PACKED (packed: common/packed.h) with nstreams coding streams given
  * out like the agent does: a thread keeps its stream, a new one takes a
- * free stream or the least recently used; with k_events, stack ids go to
- * column 0, as in the blocks of a THREAD_BATCH (format 1.7). */
-static buf_t as_layout(const buf_t *body, bool packed, unsigned nstreams, bool k_events)
+ * free stream or the least recently used; with batch, as the blocks of
+ * a THREAD_BATCH (format 1.7): stack ids in column 0, 254 size classes. */
+static buf_t as_layout(const buf_t *body, bool packed, unsigned nstreams, bool batch)
 {
 	buf_t out = { 0 };
 	struct {
@@ -1736,7 +1736,7 @@ static buf_t as_layout(const buf_t *body, bool packed, unsigned nstreams, bool k
 			}
 			st[s].last_use = ++clock;
 			CHECK(ht_packed_split(pl + q, len - q, col, clen, 2 * len + 64, st[s].w,
-					      k_events));
+					      batch));
 			put_u(&r, (uint64_t)s << 1 | fresh);
 		} else {
 			CHECK(ht_columns_split(pl + q, len - q, col, clen));
@@ -2091,7 +2091,7 @@ static void test_packed_follow(void)
 	for (unsigned i = 0; i < 64; i++) { /* 32 kept, 32 temporaries between */
 		uint64_t a = next;
 		next += 0x40;
-		len += ht_pk_put_alloc(w, code + len, a, 40, w->next);
+		len += ht_pk_put_alloc(w, code + len, a, 40, w->next, HT_PK_BINS);
 		if (i % 2 == 0)
 			kept[i / 2] = a;
 		else
@@ -2145,6 +2145,51 @@ static void test_packed_follow(void)
 	CHECK(!ht_pk_decode(r, &in, true, false, 0, a, &a));	  /* 2 was never made */
 	free(w);
 	free(r);
+}
+
+/* The size classes of the two packed layouts: a THREAD_PACKED record (1.6)
+ * has 64 (sizes up to 1,024), a batch's block 254. A 1,030-byte block's
+ * chunk is class 63's, like a 1,020-byte one's, but in a 1.6 record it has
+ * no class: its free must not push it on class 63, or a later BIN 0 of
+ * class 63 names it instead of the 1,020-byte block freed before it. */
+static void test_packed_classes(void)
+{
+	for (int batch = 0; batch <= 1; batch++) {
+		blk_t k;
+		blk_begin(&k, 7, 1000);
+		ev_alloc(&k, 1001, 0x10000, 1020, 0);
+		ev_alloc(&k, 1002, 0x20000, 1030, 0);
+		ev_alloc(&k, 1003, 0x30000, 16, 0); /* the two go to the table */
+		ev_free(&k, 1004, 0x10000);
+		ev_free(&k, 1005, 0x20000);
+		ev_alloc(&k, 1006, 0x10000, 1020, 0); /* BIN 0 of class 63 */
+		ev_alloc(&k, 1007, 0x20000, 1030, 0);
+		size_t q = 0, n;
+		uint64_t v;
+		q += ht_varint_get(k.pl.p, k.pl.len, &v); /* tid, base */
+		q += ht_varint_get(k.pl.p + q, k.pl.len - q, &v);
+		n = k.pl.len - q;
+		uint8_t *col[HT_NCOLS];
+		size_t clen[HT_NCOLS];
+		for (unsigned c = 0; c < HT_NCOLS; c++)
+			col[c] = malloc(2 * n + 64);
+		ht_pk_writer_t *w = calloc(1, sizeof *w);
+		CHECK(ht_packed_split(k.pl.p + q, n, col, clen, 2 * n + 64, w, batch));
+		ht_pk_reader_t *r = calloc(1, sizeof *r);
+		ht_pk_reader_reset(r);
+		uint8_t *out = malloc(ht_packed_join_bound(clen));
+		bool bad;
+		size_t m = ht_packed_join((const uint8_t *const *)col, clen, out, r, batch, &bad);
+		CHECK(!bad);
+		CHECK_EQ(m, n);
+		CHECK(m == n && !memcmp(out, k.pl.p + q, n)); /* every address back */
+		free(out);
+		free(r);
+		free(w);
+		for (unsigned c = 0; c < HT_NCOLS; c++)
+			free(col[c]);
+		free(k.pl.p);
+	}
 }
 
 /* ---- THREAD_BATCH: packed blocks k at a time (format 1.7) -------------------------- */
@@ -2312,5 +2357,6 @@ int main(void)
 	test_batches();
 	test_packed_room();
 	test_packed_follow();
+	test_packed_classes();
 	return TEST_DONE();
 }

@@ -159,21 +159,6 @@ static void feed(const void *data, size_t n)
 		drain_out();
 }
 
-void ht_writer_record2(uint8_t tag, const void *head, size_t head_len,
-		       const void *body, size_t body_len)
-{
-	batch_emit(); /* records stay in the order they were made */
-	uint8_t hdr[1 + HT_VARINT_MAX];
-	size_t n = 0;
-	hdr[n++] = tag;
-	n += ht_varint_put(hdr + n, head_len + body_len);
-	feed(hdr, n);
-	if (head_len)
-		feed(head, head_len);
-	if (body_len)
-		feed(body, body_len);
-}
-
 /* A record of nparts pieces; no batch goes out first (batch_emit uses it). */
 static void record_parts(uint8_t tag, const void *const *part, const size_t *len, size_t nparts)
 {
@@ -192,8 +177,16 @@ static void record_parts(uint8_t tag, const void *const *part, const size_t *len
 
 void ht_writer_recordv(uint8_t tag, const void *const *part, const size_t *len, size_t nparts)
 {
-	batch_emit();
+	batch_emit(); /* records stay in the order they were made */
 	record_parts(tag, part, len, nparts);
+}
+
+void ht_writer_record2(uint8_t tag, const void *head, size_t head_len,
+		       const void *body, size_t body_len)
+{
+	const void *part[2] = {head, body};
+	const size_t len[2] = {head_len, body_len};
+	ht_writer_recordv(tag, part, len, 2);
 }
 
 bool ht_writer_batch_room(size_t room, uint8_t **col)
@@ -224,6 +217,14 @@ void ht_writer_batch_add(const uint8_t *head, size_t head_len, const size_t *len
 		batch_emit();
 }
 
+/* Forgets the batch (written, or the parent's in a fork child). */
+static void batch_clear(void)
+{
+	batch_count = 0;
+	batch_head_len = 0;
+	memset(batch_fill, 0, sizeof batch_fill);
+}
+
 static void batch_emit(void)
 {
 	if (!batch_count)
@@ -234,10 +235,8 @@ static void batch_emit(void)
 	for (unsigned c = 0; c < HT_NCOLS; c++) {
 		part[2 + c] = batch_cols + c * HT_BATCH_REGION;
 		plen[2 + c] = batch_fill[c];
-		batch_fill[c] = 0;
 	}
-	batch_count = 0;
-	batch_head_len = 0;
+	batch_clear();
 	record_parts(HT_REC_THREAD_BATCH, part, plen, 2 + HT_NCOLS);
 }
 
@@ -558,8 +557,6 @@ void ht_writer_fork_child_close(void)
 	out_fd = -1;
 	outlen = 0;
 	frame_open = false;
-	batch_count = 0; /* the parent writes its batch */
-	batch_head_len = 0;
-	memset(batch_fill, 0, sizeof batch_fill);
+	batch_clear(); /* the parent writes its batch */
 	ht_lock_reset(&ht_writer_lock);
 }

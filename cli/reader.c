@@ -484,7 +484,7 @@ static const char *event_name(uint8_t type)
 /* Parse a thread block's events in body[pos, end); end < the declared end
  * when the body was cut inside the block (cut = true). Valid events are kept
  * even when a later one is bad. Returns 0, -ENOMEM, or 1 to stop parsing. */
-static int parse_blocbatch(ht_trace_t *t, const uint8_t *b, uint64_t tid, uint64_t base,
+static int parse_block_events(ht_trace_t *t, const uint8_t *b, uint64_t tid, uint64_t base,
 			      size_t pos, size_t end, bool cut, uint64_t *scratch);
 
 static int parse_thread_block(ht_trace_t *t, size_t pos, size_t end, bool cut, uint64_t *scratch)
@@ -497,7 +497,7 @@ static int parse_thread_block(ht_trace_t *t, size_t pos, size_t end, bool cut, u
 		     "thread block header %s", r == DEC_TRUNC ? "cut off" : "has a bad varint");
 		return 1;
 	}
-	return parse_blocbatch(t, t->body, tid, base, pos, end, cut, scratch);
+	return parse_block_events(t, t->body, tid, base, pos, end, cut, scratch);
 }
 
 /* The HT_NCOLS columns of a THREAD_COLUMNS or THREAD_PACKED record whose
@@ -556,7 +556,7 @@ static int parse_thread_columns(ht_trace_t *t, size_t pos, size_t end, bool cut,
 	size_t n = ht_columns_join(col, clen, joined, &bad);
 	memcpy(t->body + pos, joined, n);
 	free(joined);
-	r = parse_blocbatch(t, t->body, tid, base, pos, pos + n, false, scratch);
+	r = parse_block_events(t, t->body, tid, base, pos, pos + n, false, scratch);
 	if (r)
 		return r;
 	if (bad) {
@@ -630,7 +630,7 @@ static int parse_packed_block(ht_trace_t *t, size_t rec, uint64_t tid, uint64_t 
 	p->chunk_fill += n;
 	p->in_joined = true;
 	p->packed_record = rec;
-	int r = parse_blocbatch(t, out, tid, base, 0, n, false, scratch);
+	int r = parse_block_events(t, out, tid, base, 0, n, false, scratch);
 	p->in_joined = false;
 	if (r)
 		return r;
@@ -749,7 +749,7 @@ static int parse_thread_batch(ht_trace_t *t, size_t pos, size_t end, bool cut, u
 	return 0;
 }
 
-static int parse_blocbatch(ht_trace_t *t, const uint8_t *b, uint64_t tid, uint64_t base,
+static int parse_block_events(ht_trace_t *t, const uint8_t *b, uint64_t tid, uint64_t base,
 			      size_t pos, size_t end, bool cut, uint64_t *scratch)
 {
 	int r;

@@ -373,20 +373,18 @@ static inline bool ht_pk_decode(ht_pk_reader_t *r, ht_col_in_t *in, bool heap, b
 		z = r->freed + (uint64_t)ht_unzigzag(c >> 2);
 		if (z == 0 || z > r->n || r->n - z >= HT_PK_WINDOW)
 			return false;
-		goto named_free;
+		goto named;
 	default: /* HT_PK_REF */
 		z = c >> 2;
 		if (!heap || z >= HT_PK_WINDOW || z >= r->n)
 			return false;
 		z = r->n - z;
-		if (alloc) {
-			*addr = r->ring[z & (HT_PK_WINDOW - 1)];
-			break;
-		}
-	named_free: /* the free of allocation z */
+	named: /* the address of allocation z; a free of it feeds its class */
 		*addr = r->ring[z & (HT_PK_WINDOW - 1)];
-		ht_pk_bin_push(&r->bins, r->ring_bin[z & (HT_PK_WINDOW - 1)], *addr);
-		r->freed = z;
+		if (!alloc) {
+			ht_pk_bin_push(&r->bins, r->ring_bin[z & (HT_PK_WINDOW - 1)], *addr);
+			r->freed = z;
+		}
 		break;
 	}
 	if (alloc) {

@@ -125,7 +125,9 @@ enum ht_record_tag {
 	 * varint count, then per block its THREAD_PACKED header (tid,
 	 * base_time, stream, HT_NCOLS column lengths), then column 0 of every
 	 * block in order, column 1 of every block, and so on. The blocks read
-	 * as THREAD_PACKED records in that order. zstd codes each kind of
+	 * as THREAD_PACKED records in that order, but with their stack ids in
+	 * column 0 and 254 size classes (packed.h, ht_pk_nbins, ht_pk_column).
+	 * zstd codes each kind of
 	 * field better in long runs of it than in one block's short columns
 	 * (a fresh Huffman table per zstd block, matches within one kind). */
 	HT_REC_THREAD_BATCH = 0x0c,

@@ -44,23 +44,30 @@ def t_bad_options(t):
     usage_case(t, ["report", "--top", "lots", str(t.tmp / "x.ht")], "report --top lots")
 
 
-def full_trace(t):
-    """The sampled program's exact trace: 1.1 million events in ~100 KB,
-    big enough that half of it holds thousands of complete events (churn's
-    100,000 regular events pack into one small zstd frame)."""
+def full_trace(t, argv=("sampled",)):
+    """An exact trace to cut, by default the sampled program's: 1.1 million
+    events in three batches of blocks."""
     need_tools(t)
-    tr, rep, err = traced_report(("sampled",), [prog("sampled")])
+    tr, rep, err = traced_report(tuple(argv), [prog(argv[0])] + list(argv[1:]))
     if err:
         t.fatal("cannot make the trace to cut: " + err)
     return tr.out_path, rep.data
+
+
+# A cut loses the batch it falls in (up to 32 blocks of events), so the trace
+# cut in half must hold many batches: churn's 4 million events make nine.
+MANY_BATCHES = ("churn", "2000000")
 
 
 OFFSET_RE = re.compile(r"(offset|byte)\D{0,24}\d+", re.I)
 
 
 def t_truncated(t):
-    path, full = full_trace(t)
+    path, full = full_trace(t, MANY_BATCHES)
     data = path.read_bytes()
+    batches, _ = tracefile.batch_counts(path)
+    t.check(len(batches) >= 6, "the trace to cut holds %d batches, too few for its first half to hold "
+            "a complete one" % len(batches))
     cut = t.tmp / "half.ht"
     cut.write_bytes(data[:len(data) // 2])
     r = report(cut)

@@ -43,7 +43,9 @@ extern char ht_opt_manifest[4096];
 extern unsigned ht_opt_depth;
 extern bool ht_opt_unwind_fp;
 extern bool ht_opt_follow_fork;
-extern bool ht_opt_compress;
+/* compress=: 0 raw records, 1 fast, 2 strong, or auto (agent/writer.c) */
+enum { HT_COMPRESS_RAW = 0, HT_COMPRESS_FAST = 1, HT_COMPRESS_STRONG = 2, HT_COMPRESS_AUTO = 3 };
+extern unsigned ht_opt_compress;
 extern bool ht_opt_enabled;
 extern bool ht_opt_functions;	/* record function entry/exit */
 extern bool ht_opt_stacks_shadow; /* allocation stacks from the shadow stack */
@@ -149,6 +151,11 @@ void ht_block_submit(ht_block_t *b);
 void ht_blocks_drain_locked(void);
 /* Writes one block as a THREAD_BLOCK record; caller holds ht_writer_lock. */
 void ht_block_write_locked(const ht_block_t *b);
+/* How the writer thread is doing, for the compression level (writer.c):
+ * the time it has waited for blocks so far, and how many times producers
+ * had to write themselves (no writer thread, or the queue full). */
+uint64_t ht_flusher_idle_ns(void);
+uint64_t ht_flusher_self_writes(void);
 void ht_flusher_fork_prepare(void);
 void ht_flusher_fork_parent(void);
 void ht_flusher_fork_child(void);

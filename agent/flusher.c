@@ -28,6 +28,8 @@ static ht_lock_t queue_lock;
 static ht_block_t *queue_head, *queue_tail;
 static _Atomic unsigned queued; /* also the futex word the writer sleeps on */
 static ht_block_t *pool;
+static _Atomic uint64_t idle_ns;     /* the writer thread's waits, summed */
+static _Atomic uint64_t self_writes; /* producers that wrote themselves */
 static _Atomic bool writer_started;
 uintptr_t ht_writer_stack_lo, ht_writer_stack_hi;
 
@@ -168,8 +170,10 @@ static void *writer_main(void *arg)
 			bool dirty = ht_writer_dirty();
 			ht_unlock(&ht_writer_lock);
 			const struct timespec linger = {0, HT_LINGER_NS}, idle = {1, 0};
+			uint64_t t0 = ht_clock_ns();
 			long r = syscall(SYS_futex, &queued, FUTEX_WAIT_PRIVATE, 0,
 					 dirty ? &linger : &idle, NULL, 0);
+			atomic_fetch_add_explicit(&idle_ns, ht_clock_ns() - t0, memory_order_relaxed);
 			if (r < 0 && errno == ETIMEDOUT && atomic_load(&queued) == 0) {
 				ht_lock(&ht_writer_lock);
 				if (ht_writer_dirty())
@@ -224,12 +228,23 @@ void ht_block_submit(ht_block_t *b)
 	if (n > HT_MAX_QUEUED || !atomic_load(&writer_started)) {
 		/* The writer is behind (or absent): write now, on this thread;
 		 * with no writer to write the batch later, write it too. */
+		atomic_fetch_add_explicit(&self_writes, 1, memory_order_relaxed);
 		ht_lock(&ht_writer_lock);
 		ht_blocks_drain_locked();
 		if (!atomic_load(&writer_started))
 			ht_writer_flush(false);
 		ht_unlock(&ht_writer_lock);
 	}
+}
+
+uint64_t ht_flusher_idle_ns(void)
+{
+	return atomic_load_explicit(&idle_ns, memory_order_relaxed);
+}
+
+uint64_t ht_flusher_self_writes(void)
+{
+	return atomic_load_explicit(&self_writes, memory_order_relaxed);
 }
 
 void ht_flusher_fork_prepare(void)

@@ -14,7 +14,7 @@ char ht_opt_manifest[4096];
 unsigned ht_opt_depth = 64;
 bool ht_opt_unwind_fp;
 bool ht_opt_follow_fork = true;
-bool ht_opt_compress = true;
+unsigned ht_opt_compress = HT_COMPRESS_AUTO;
 bool ht_opt_enabled = true;
 bool ht_opt_functions;
 bool ht_opt_stacks_shadow = true; /* used only with functions=1 */
@@ -95,9 +95,12 @@ static bool set_option(const char *k, size_t klen, const char *v, size_t vlen)
 			return false;
 		ht_opt_follow_fork = u;
 	} else if (key_is(k, klen, "compress")) {
-		if (!parse_uint(v, vlen, &u) || u > 1)
+		if (vlen == 4 && !ht_strncmp(v, "auto", 4))
+			ht_opt_compress = HT_COMPRESS_AUTO;
+		else if (parse_uint(v, vlen, &u) && u <= HT_COMPRESS_STRONG)
+			ht_opt_compress = (unsigned)u;
+		else
 			return false;
-		ht_opt_compress = u;
 	} else if (key_is(k, klen, "functions")) {
 		if (!parse_uint(v, vlen, &u) || u > 1)
 			return false;

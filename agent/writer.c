@@ -122,7 +122,9 @@ static void drain_out(void)
  * strongly (churn, threads, realloc: each event costs the writer more than
  * the program) keeps FAST's speed, and one whose writer has time to spare
  * (deep stacks, sqlite3, cc1) gets the smaller trace. */
-#define HT_SEGMENT ((uint64_t)8 << 20)
+/* One full batch: a program that keeps the writer busy pays STRONG's extra
+ * time for its first batch only (~30 ms of zstd for realloc's). */
+#define HT_SEGMENT ((uint64_t)2 << 20)
 
 static unsigned level_now; /* HT_COMPRESS_FAST or _STRONG: the frame's */
 static struct {

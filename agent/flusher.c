@@ -102,16 +102,18 @@ void ht_block_write_locked(const ht_block_t *b)
 		ht_live_digest(b);
 	if (ht_opt_summary)
 		return; /* the digest is all that is kept */
-	uint8_t head[3 * HT_VARINT_MAX];
+	uint8_t head[4 * HT_VARINT_MAX];
 	size_t n = ht_varint_put(head, b->tid);
 	n += ht_varint_put(head + n, b->base_time);
 	bool fresh;
 	unsigned s = stream_for(b->tid, &fresh);
 	uint8_t *col[HT_NCOLS];
 	size_t len[HT_NCOLS];
+	bool joined = streams[s].started && streams[s].w->join_next;
 	if (!streams[s].started || b->len > HT_BUF_SIZE ||
 	    !ht_writer_batch_room(HT_BUF_SIZE, col) ||
-	    !ht_packed_split(b->data, b->len, col, len, HT_BUF_SIZE, streams[s].w, true)) {
+	    !ht_packed_split(b->data, b->len, col, len, HT_BUF_SIZE, streams[s].w,
+			     HT_PK_BATCH | (joined ? HT_PK_JOINED : 0))) {
 		/* out of memory, or bytes the split does not know: as they are,
 		 * and the stream, now out of step, starts afresh next time */
 		streams[s].started = false;
@@ -119,6 +121,7 @@ void ht_block_write_locked(const ht_block_t *b)
 		return;
 	}
 	n += ht_varint_put(head + n, (uint64_t)s << 1 | fresh);
+	n += ht_varint_put(head + n, joined ? HT_BATCH_JOINED : 0);
 	ht_writer_batch_add(head, n, len);
 }
 

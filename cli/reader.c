@@ -608,7 +608,7 @@ static void release_pages(uint8_t *p, size_t n)
  * block index points into. rec: where its record starts, for messages. */
 static int parse_packed_block(ht_trace_t *t, size_t rec, uint64_t tid, uint64_t base,
 			      uint64_t stream, const uint8_t *const col[HT_NCOLS],
-			      const size_t clen[HT_NCOLS], bool batch, uint64_t *scratch)
+			      const size_t clen[HT_NCOLS], unsigned layout, uint64_t *scratch)
 {
 	trace_priv_t *p = t->priv;
 	ht_pk_reader_t **sp = &p->streams[stream >> 1];
@@ -626,7 +626,7 @@ static int parse_packed_block(ht_trace_t *t, size_t rec, uint64_t tid, uint64_t 
 	if (!out)
 		return -ENOMEM;
 	bool bad;
-	size_t n = ht_packed_join(col, clen, out, *sp, batch, &bad);
+	size_t n = ht_packed_join(col, clen, out, *sp, layout, &bad);
 	p->chunk_fill += n;
 	p->in_joined = true;
 	p->packed_record = rec;
@@ -663,7 +663,7 @@ static int parse_thread_packed(ht_trace_t *t, size_t pos, size_t end, bool cut, 
 		     "packed thread block %s", r == DEC_TRUNC ? "cut off" : "has a bad header");
 		return 1;
 	}
-	if ((r = parse_packed_block(t, rec, tid, base, stream, col, clen, false, scratch)))
+	if ((r = parse_packed_block(t, rec, tid, base, stream, col, clen, 0, scratch)))
 		return r;
 	if (!cut && pos + total != end) {
 		fail(t, -HT_ECORRUPT, pos + total, "bytes after the columns of thread %" PRIu64, tid);
@@ -678,18 +678,20 @@ static int parse_thread_packed(ht_trace_t *t, size_t pos, size_t end, bool cut, 
  * stack ids are in its column 0, after each event's first byte. A batch cut
  * short loses all its blocks (its last columns are missing); a damaged
  * block ends the reading there, the blocks before it kept. */
-static int parse_thread_batch(ht_trace_t *t, size_t pos, size_t end, bool cut, uint64_t *scratch)
+static int parse_thread_batch(ht_trace_t *t, size_t pos, size_t end, bool cut, bool flags,
+			      uint64_t *scratch)
 {
 	size_t rec = pos;
 	uint64_t count;
 	int r = get_u(t->body, end, &pos, &count);
-	/* each block's header takes 3 + HT_NCOLS varints, a byte each at least */
+	/* each block's header takes 3 (THREAD_BATCH2: 4) + HT_NCOLS varints,
+	 * a byte each at least */
 	if (!r && count == 0)
 		r = DEC_CORRUPT;
-	if (!r && count > (end - pos) / (3 + HT_NCOLS))
+	if (!r && count > (end - pos) / (3u + flags + HT_NCOLS))
 		r = cut ? DEC_TRUNC : DEC_CORRUPT;
 	struct batch_block {
-		uint64_t tid, base, stream, len[HT_NCOLS];
+		uint64_t tid, base, stream, flags, len[HT_NCOLS];
 	} *blk = NULL;
 	if (!r && !(blk = malloc((size_t)count * sizeof *blk)))
 		return -ENOMEM;
@@ -701,6 +703,11 @@ static int parse_thread_batch(ht_trace_t *t, size_t pos, size_t end, bool cut, u
 		if (!r)
 			r = get_u(t->body, end, &pos, &blk[i].stream);
 		if (!r && (blk[i].stream >> 1) >= HT_PK_STREAMS)
+			r = DEC_CORRUPT;
+		blk[i].flags = 0;
+		if (!r && flags)
+			r = get_u(t->body, end, &pos, &blk[i].flags);
+		if (!r && (blk[i].flags & ~(uint64_t)HT_BATCH_JOINED))
 			r = DEC_CORRUPT;
 		for (unsigned c = 0; !r && c < HT_NCOLS; c++) {
 			r = get_u(t->body, end, &pos, &blk[i].len[c]);
@@ -734,8 +741,9 @@ static int parse_thread_batch(ht_trace_t *t, size_t pos, size_t end, bool cut, u
 			clen[c] = (size_t)blk[i].len[c];
 			at[c] += clen[c];
 		}
+		unsigned layout = HT_PK_BATCH | (blk[i].flags & HT_BATCH_JOINED ? HT_PK_JOINED : 0);
 		if ((r = parse_packed_block(t, rec, blk[i].tid, blk[i].base, blk[i].stream, col,
-					    clen, true, scratch))) {
+					    clen, layout, scratch))) {
 			free(blk);
 			return r;
 		}
@@ -1104,7 +1112,8 @@ static int parse_body(ht_trace_t *t)
 			break;
 		}
 		if (cut && tag != HT_REC_THREAD_BLOCK && tag != HT_REC_THREAD_COLUMNS &&
-		    tag != HT_REC_THREAD_PACKED && tag != HT_REC_THREAD_BATCH) {
+		    tag != HT_REC_THREAD_PACKED && tag != HT_REC_THREAD_BATCH &&
+		    tag != HT_REC_THREAD_BATCH2) {
 			fail(t, -HT_ETRUNC, rec, "body ends inside a record (tag 0x%02x, %" PRIu64
 			     " bytes declared, %zu present)", tag, plen, len - pos);
 			break;
@@ -1144,7 +1153,8 @@ static int parse_body(ht_trace_t *t)
 			r = parse_thread_packed(t, pos, end, cut, scratch);
 			break;
 		case HT_REC_THREAD_BATCH:
-			r = parse_thread_batch(t, pos, end, cut, scratch);
+		case HT_REC_THREAD_BATCH2:
+			r = parse_thread_batch(t, pos, end, cut, tag == HT_REC_THREAD_BATCH2, scratch);
 			break;
 		case HT_REC_EXEC: {
 			uint64_t when = f_u(&f);

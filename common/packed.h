@@ -125,6 +125,7 @@ typedef struct ht_pk_writer {
 			  0: none (freed, or moved to the table) */
 	uint64_t freed; /* the allocation the last REF or FOLLOW free named; 0: none */
 	unsigned last_bin;
+	bool join_next; /* the last block split had no DELTA: join the next (HT_PK_JOINED) */
 	ht_pk_bins_t bins;
 	ht_pk_slot_t table[1u << HT_PK_TABLE_BITS];
 } ht_pk_writer_t;
@@ -220,32 +221,52 @@ static inline bool ht_pk_get(ht_col_in_t *in, uint64_t *v)
 	return k > 0;
 }
 
-/* A block of a THREAD_BATCH (batch, format 1.7) differs from a
- * THREAD_PACKED record's in two things: its stack ids go with the events'
- * first bytes, in column 0, and it has HT_PK_BINS size classes. */
-static inline unsigned ht_pk_nbins(bool batch)
+/* A packed block's layout, bits of:
+ *   HT_PK_BATCH   a block of a THREAD_BATCH (format 1.7): its stack ids go
+ *                 with the events' first bytes, in column 0, and it has
+ *                 HT_PK_BINS size classes (a THREAD_PACKED record's have 64);
+ *   HT_PK_JOINED  (batch blocks of format 1.8, a flag in their header) its
+ *                 address codes go to column 0 as well, each event's
+ *                 before its stack id. Where every address is a code of a
+ *                 few values (a program that frees what it allocated in a
+ *                 steady pattern: no DELTA in the block), a run of events
+ *                 repeats whole in column 0, one zstd match: deep
+ *                 recursion's trace 16% smaller. Where addresses vary, the
+ *                 mix breaks the other fields' runs (cc1 +17%), so the
+ *                 writer joins a stream's block only when its previous
+ *                 block had no DELTA code (ht_pk_writer_t.join_next). */
+#define HT_PK_BATCH 1u
+#define HT_PK_JOINED 2u
+
+static inline unsigned ht_pk_nbins(unsigned layout)
 {
-	return batch ? HT_PK_BINS : HT_PK_BINS_1_6;
+	return layout & HT_PK_BATCH ? HT_PK_BINS : HT_PK_BINS_1_6;
 }
 
 /* The column of a packed block's field f. */
-static inline unsigned ht_pk_column(char f, bool batch)
+static inline unsigned ht_pk_column(char f, unsigned layout)
 {
-	return f == 'K' && batch ? HT_COL_EVENT : ht_field_column(f);
+	if ((f == 'K' && (layout & HT_PK_BATCH)) || (f == 'A' && (layout & HT_PK_JOINED)))
+		return HT_COL_EVENT;
+	return ht_field_column(f);
 }
 
 /* Splits the events ev[0..n) into columns like ht_columns_split, with the
- * address column coded for stream w (and the stack ids in column 0 with
- * batch). Columns have room bytes each, room >= n (only the address
- * column can outgrow the events). False on bytes that are not whole
- * events, or when the address codes outgrow room: w is then out of step
- * and must be reset. */
+ * address codes of stream w, in the columns layout says. Columns have
+ * room bytes each, room >= n (only the column of the address codes can
+ * outgrow the events). False on bytes that are not whole events, or when
+ * the address codes outgrow room: w is then out of step and must be
+ * reset. Sets w->join_next for the stream's next block. */
 static inline bool ht_packed_split(const uint8_t *ev, size_t n, uint8_t *col[HT_NCOLS],
-				   size_t len[HT_NCOLS], size_t room, ht_pk_writer_t *w, bool batch)
+				   size_t len[HT_NCOLS], size_t room, ht_pk_writer_t *w, unsigned layout)
 {
 	ht_col_in_t in = {ev, 0, n};
-	const unsigned kc = ht_pk_column('K', batch), nbins = ht_pk_nbins(batch);
+	const unsigned kc = ht_pk_column('K', layout), ca = ht_pk_column('A', layout);
+	const unsigned nbins = ht_pk_nbins(layout);
+	/* joined, column 0 takes an event's first byte and stack id too */
+	const size_t margin = 2 * HT_PK_CODE_MAX + (ca == HT_COL_EVENT ? 1 + HT_VARINT_MAX : 0);
 	uint64_t blk_prev = 0, pk_prev = 0;
+	size_t codes = 0, deltas = 0;
 	for (unsigned c = 0; c < HT_NCOLS; c++)
 		len[c] = 0;
 	while (in.pos < n) {
@@ -260,9 +281,10 @@ static inline bool ht_packed_split(const uint8_t *ev, size_t n, uint8_t *col[HT_
 		 * (an allocation from the predicted chunk, say, after a free
 		 * far away), so their column can outgrow the events: room for
 		 * this event's two codes at most, or give up. */
-		if (len[HT_COL_ADDR] + 2 * HT_PK_CODE_MAX > room)
+		if (len[ca] + margin > room)
 			return false;
-		uint64_t addr = 0, size = 0, v;
+		uint64_t addr = 0, size = 0, v, k;
+		size_t k0, kn; /* the stack id's bytes, copied after the codes */
 		/* the two events nearly every block is made of, without going
 		 * through their field lists (the writer's hottest loop) */
 		if (kind == HT_EV_FREE || kind == HT_EV_ALLOC) { /* "TA", "TASK" */
@@ -271,15 +293,22 @@ static inline bool ht_packed_split(const uint8_t *ev, size_t n, uint8_t *col[HT_
 				return false;
 			addr = blk_prev + (uint64_t)ht_unzigzag(v);
 			blk_prev = addr;
-			uint8_t *a = col[HT_COL_ADDR] + len[HT_COL_ADDR];
+			uint8_t *a = col[ca] + len[ca];
 			if (kind == HT_EV_FREE) {
-				len[HT_COL_ADDR] += ht_pk_put_free(w, a, addr, pk_prev);
+				len[ca] += ht_pk_put_free(w, a, addr, pk_prev);
 			} else {
-				if (!ht_col_copy_varint(&in, col[HT_COL_SIZE], &len[HT_COL_SIZE], &size) ||
-				    !ht_col_copy_varint(&in, col[kc], &len[kc], NULL))
+				if (!ht_col_copy_varint(&in, col[HT_COL_SIZE], &len[HT_COL_SIZE], &size))
 					return false;
-				len[HT_COL_ADDR] += ht_pk_put_alloc(w, a, addr, size, w->next, nbins);
+				k0 = in.pos;
+				if (!ht_pk_get(&in, &k))
+					return false;
+				kn = in.pos - k0;
+				len[ca] += ht_pk_put_alloc(w, a, addr, size, w->next, nbins);
+				memcpy(col[kc] + len[kc], ev + k0, kn);
+				len[kc] += kn;
 			}
+			codes++;
+			deltas += (*a & 3) == HT_PK_DELTA || (*a & 3) == HT_PK_ESCAPE;
 			pk_prev = addr;
 			continue;
 		}
@@ -287,23 +316,33 @@ static inline bool ht_packed_split(const uint8_t *ev, size_t n, uint8_t *col[HT_
 			uint64_t d;
 			if (!ht_col_copy_varint(&in, col[HT_COL_TIME], &len[HT_COL_TIME], NULL) ||
 			    !ht_pk_get(&in, &v) ||
-			    !ht_col_copy_varint(&in, col[HT_COL_SIZE], &len[HT_COL_SIZE], &size) ||
-			    !ht_col_copy_varint(&in, col[kc], &len[kc], NULL) ||
-			    !ht_pk_get(&in, &d) ||
+			    !ht_col_copy_varint(&in, col[HT_COL_SIZE], &len[HT_COL_SIZE], &size))
+				return false;
+			k0 = in.pos;
+			if (!ht_pk_get(&in, &k))
+				return false;
+			kn = in.pos - k0;
+			if (!ht_pk_get(&in, &d) ||
 			    !ht_col_copy_varint(&in, col[HT_COL_OTHER], &len[HT_COL_OTHER], NULL))
 				return false;
 			addr = blk_prev + (uint64_t)ht_unzigzag(v);
 			blk_prev = addr;
 			uint64_t old = addr + (uint64_t)ht_unzigzag(d);
-			uint8_t *a = col[HT_COL_ADDR];
-			len[HT_COL_ADDR] += ht_pk_put_free(w, a + len[HT_COL_ADDR], old, pk_prev);
-			len[HT_COL_ADDR] += ht_pk_put_alloc(w, a + len[HT_COL_ADDR], addr, size, old, nbins);
+			uint8_t *a = col[ca] + len[ca];
+			len[ca] += ht_pk_put_free(w, a, old, pk_prev);
+			uint8_t *b = col[ca] + len[ca];
+			len[ca] += ht_pk_put_alloc(w, b, addr, size, old, nbins);
+			memcpy(col[kc] + len[kc], ev + k0, kn);
+			len[kc] += kn;
+			codes += 2;
+			deltas += (*a & 3) == HT_PK_DELTA || (*a & 3) == HT_PK_ESCAPE;
+			deltas += (*b & 3) == HT_PK_DELTA || (*b & 3) == HT_PK_ESCAPE;
 			pk_prev = addr;
 			continue;
 		}
 		/* every other event: no heap address, its fields as they are */
 		for (unsigned i = 0; f[i]; i++) {
-			unsigned c = ht_pk_column(f[i], batch);
+			unsigned c = ht_pk_column(f[i], layout);
 			if (f[i] != 'A') {
 				if (!ht_col_copy_field(f[i], &in, col[c], &len[c]))
 					return false;
@@ -317,6 +356,7 @@ static inline bool ht_packed_split(const uint8_t *ev, size_t n, uint8_t *col[HT_
 			pk_prev = addr;
 		}
 	}
+	w->join_next = codes && !deltas;
 	return true;
 }
 
@@ -408,11 +448,11 @@ static inline size_t ht_packed_join_bound(const size_t len[HT_NCOLS])
 
 /* Joins a packed block's columns into the events of the THREAD_BLOCK it
  * stands for, in out (room for ht_packed_join_bound bytes), decoding
- * addresses with stream r; batch as for ht_packed_split. Returns the
+ * addresses with stream r; layout as for ht_packed_split. Returns the
  * bytes written; on damage (*bad set) the bytes of the whole events before
  * it, and r is no longer started. */
 static inline size_t ht_packed_join(const uint8_t *const col[HT_NCOLS], const size_t len[HT_NCOLS],
-				    uint8_t *out, ht_pk_reader_t *r, bool batch, bool *bad)
+				    uint8_t *out, ht_pk_reader_t *r, unsigned layout, bool *bad)
 {
 	ht_col_in_t in[HT_NCOLS];
 	for (unsigned c = 0; c < HT_NCOLS; c++)
@@ -420,7 +460,8 @@ static inline size_t ht_packed_join(const uint8_t *const col[HT_NCOLS], const si
 	size_t o = 0, whole = 0;
 	uint64_t blk_prev = 0, pk_prev = 0;
 	*bad = false;
-	r->nbins = ht_pk_nbins(batch);
+	r->nbins = ht_pk_nbins(layout);
+	const unsigned ca = ht_pk_column('A', layout);
 	while (in[HT_COL_EVENT].pos < len[HT_COL_EVENT]) {
 		uint8_t op = col[HT_COL_EVENT][in[HT_COL_EVENT].pos++];
 		unsigned kind = op & 0x0f;
@@ -438,7 +479,7 @@ static inline size_t ht_packed_join(const uint8_t *const col[HT_NCOLS], const si
 					if (!ht_pk_get(&s, &size))
 						goto damaged;
 				}
-				ht_col_in_t *a = &in[HT_COL_ADDR];
+				ht_col_in_t *a = &in[ca];
 				if (kind == HT_EV_REALLOC) {
 					if (!ht_pk_decode(r, a, true, false, 0, pk_prev, &old) ||
 					    !ht_pk_decode(r, a, true, true, size, old, &addr))
@@ -452,7 +493,7 @@ static inline size_t ht_packed_join(const uint8_t *const col[HT_NCOLS], const si
 				blk_prev = addr;
 			} else if (kind == HT_EV_REALLOC && i == 4) {
 				o += ht_varint_put(out + o, ht_zigzag((int64_t)(old - addr)));
-			} else if (!ht_col_copy_field(f[i], &in[ht_pk_column(f[i], batch)], out, &o)) {
+			} else if (!ht_col_copy_field(f[i], &in[ht_pk_column(f[i], layout)], out, &o)) {
 				goto damaged;
 			}
 		}

@@ -38,7 +38,7 @@
 #define HT_FILE_MAGIC_LEN 8
 #define HT_FILE_HEADER_LEN 16
 #define HT_FORMAT_MAJOR 1
-#define HT_FORMAT_MINOR 7
+#define HT_FORMAT_MINOR 8
 #define HT_FILE_ZSTD 0x1u /* body is one or more zstd frames */
 
 /* ---- top-level records ---------------------------------------------------- */
@@ -131,7 +131,14 @@ enum ht_record_tag {
 	 * field better in long runs of it than in one block's short columns
 	 * (a fresh Huffman table per zstd block, matches within one kind). */
 	HT_REC_THREAD_BATCH = 0x0c,
+
+	/* THREAD_BATCH with a layout flags varint in each block's header, after
+	 * its stream (format 1.8): bit 0, HT_BATCH_JOINED, the block's address
+	 * codes are in column 0 (packed.h, HT_PK_JOINED); other bits are 0.
+	 * The writer of 1.8 writes these instead of THREAD_BATCH. */
+	HT_REC_THREAD_BATCH2 = 0x0d,
 };
+#define HT_BATCH_JOINED 0x1u
 
 /* SITES row flags */
 #define HT_SITE_OVERFLOW 0x1u /* every site that did not fit in the table */

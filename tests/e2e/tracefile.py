@@ -17,6 +17,7 @@ REC_EXEC, REC_END, REC_THREAD_NAME = 5, 6, 7
 REC_THREAD_COLUMNS = 10
 REC_THREAD_PACKED = 11
 REC_THREAD_BATCH = 12
+REC_THREAD_BATCH2 = 13
 EV_ALLOC, EV_FREE, EV_REALLOC, EV_STACK, EV_RSS = 1, 2, 3, 4, 5
 
 
@@ -147,9 +148,10 @@ def _records(buf):
             tag, payload = REC_THREAD_BLOCK, _join_columns(payload)
         elif tag == REC_THREAD_PACKED:
             tag, payload = REC_THREAD_BLOCK, _join_packed(payload, streams)
-        elif tag == REC_THREAD_BATCH:
-            for tid, base, stream, cols in _split_batch(payload):
-                yield REC_THREAD_BLOCK, _decode_packed(tid, base, stream, cols, streams, True)
+        elif tag in (REC_THREAD_BATCH, REC_THREAD_BATCH2):
+            for tid, base, stream, flags, cols in _split_batch(payload, tag == REC_THREAD_BATCH2):
+                yield REC_THREAD_BLOCK, _decode_packed(tid, base, stream, cols, streams, True,
+                                                       joined=bool(flags & 1))
             continue
         yield tag, payload
 
@@ -236,8 +238,8 @@ class _Stream:
             self.bins[b].append(addr)
             del self.bins[b][:-PK_BIN_DEPTH]
 
-    def decode(self, cols, heap, alloc, size, prev, nbins):
-        c = take(cols, 2)
+    def decode(self, cols, heap, alloc, size, prev, nbins, ca=2):
+        c = take(cols, ca)
         b = _pk_bin(size, nbins) if alloc else None
         tag, v = c & 3, c >> 2
         if tag == 0:
@@ -245,7 +247,7 @@ class _Stream:
         elif tag == 3:
             if v:
                 raise TraceError("bad address escape")
-            addr = prev + _unzigzag(take(cols, 2))
+            addr = prev + _unzigzag(take(cols, ca))
         elif tag == 1 and alloc:
             if b is None or v >= len(self.bins[b]):
                 raise TraceError("bad size-class address code")
@@ -297,40 +299,48 @@ def _join_packed(payload, streams):
     return _decode_packed(tid, base, stream, cols, streams)
 
 
-def _split_batch(payload):
-    """A THREAD_BATCH payload as [(tid, base, stream, cols)], its blocks in
-    order, cols as _columns gives them (the stack ids in column 0)."""
+def _split_batch(payload, with_flags=False):
+    """A THREAD_BATCH (or, with_flags, THREAD_BATCH2) payload as [(tid, base,
+    stream, flags, cols)], its blocks in order, cols as _columns gives them
+    (the stack ids in column 0; with flags bit 0, the address codes too)."""
     count, q = _varint(payload, 0)
     heads = []
     for _ in range(count):
         tid, q = _varint(payload, q)
         base, q = _varint(payload, q)
         stream, q = _varint(payload, q)
+        flags = 0
+        if with_flags:
+            flags, q = _varint(payload, q)
+            if flags & ~1:
+                raise TraceError("unknown batch block flags 0x%x" % flags)
         lens = []
         for _ in range(6):
             n, q = _varint(payload, q)
             lens.append(n)
-        heads.append((tid, base, stream, lens))
+        heads.append((tid, base, stream, flags, lens))
     at, starts = q, []
     for c in range(6):
         starts.append(at)
-        at += sum(h[3][c] for h in heads)
+        at += sum(h[4][c] for h in heads)
     if at != len(payload):
         raise TraceError("batch columns do not fill the record")
     blocks = []
-    for tid, base, stream, lens in heads:
+    for tid, base, stream, flags, lens in heads:
         cols = []
         for c in range(6):
             cols.append([payload[starts[c]:starts[c] + lens[c]], 0])
             starts[c] += lens[c]
-        blocks.append((tid, base, stream, cols))
+        blocks.append((tid, base, stream, flags, cols))
     return blocks
 
 
-def _decode_packed(tid, base, stream, cols, streams, batch=False):
+def _decode_packed(tid, base, stream, cols, streams, batch=False, joined=False):
     """One packed block's columns as the THREAD_BLOCK payload it stands for;
     batch: a THREAD_BATCH's block, whose stack ids are in column 0 and
-    which has 254 size classes (a THREAD_PACKED record's: 64)."""
+    which has 254 size classes (a THREAD_PACKED record's: 64); joined: its
+    address codes are in column 0 too, each event's before its stack id."""
+    ca = 0 if joined else 2
     nbins = PK_BINS if batch else PK_BINS_1_6
     if stream & 1:
         streams[stream >> 1] = _Stream()
@@ -353,11 +363,11 @@ def _decode_packed(tid, base, stream, cols, streams, batch=False):
             if f == "A":
                 size = _varint(*cols[3])[0] if ev in (EV_ALLOC, EV_REALLOC) else 0
                 if ev == EV_REALLOC:
-                    old = st.decode(cols, True, False, 0, pk_prev, nbins)
-                    addr = st.decode(cols, True, True, size, old, nbins)
+                    old = st.decode(cols, True, False, 0, pk_prev, nbins, ca)
+                    addr = st.decode(cols, True, True, size, old, nbins, ca)
                 else:
                     addr = st.decode(cols, heap, ev == EV_ALLOC, size,
-                                     st.next if ev == EV_ALLOC else pk_prev, nbins)
+                                     st.next if ev == EV_ALLOC else pk_prev, nbins, ca)
                 pk_prev = addr
                 out += svarint(_s64(addr - blk_prev))
                 blk_prev = addr
@@ -545,12 +555,28 @@ def batch_counts(path):
     while pos < len(buf):
         tag = buf[pos]
         n, p2 = _varint(buf, pos + 1)
-        if tag == REC_THREAD_BATCH:
+        if tag in (REC_THREAD_BATCH, REC_THREAD_BATCH2):
             counts.append(_varint(buf, p2)[0])
         elif tag in (REC_THREAD_BLOCK, REC_THREAD_COLUMNS, REC_THREAD_PACKED):
             single += 1
         pos = p2 + n
     return counts, single
+
+
+def joined_blocks(path):
+    """(blocks in THREAD_BATCH2 records, how many of them have their address
+    codes in column 0)."""
+    _, _, buf = body(path)
+    blocks = joined = pos = 0
+    while pos < len(buf):
+        tag = buf[pos]
+        n, p2 = _varint(buf, pos + 1)
+        if tag == REC_THREAD_BATCH2:
+            for blk in _split_batch(buf[p2:p2 + n], True):
+                blocks += 1
+                joined += blk[3] & 1
+        pos = p2 + n
+    return blocks, joined
 
 
 def records(path):

@@ -1671,8 +1671,18 @@ static void test_sampled(void)
  * out like the agent does: a thread keeps its stream, a new one takes a
  * free stream or the least recently used; with batch, as the blocks of
  * a THREAD_BATCH (format 1.7): stack ids in column 0, 254 size classes. */
-static buf_t as_layout(const buf_t *body, bool packed, unsigned nstreams, bool batch)
+/* as_layout's layout: each block joined when its stream's previous block
+ * had no DELTA code, as the agent chooses (flusher.c) */
+#define LAYOUT_AGENT 0x100u
+#define MAX_BLOCKS 4096
+
+/* body with its THREAD_BLOCKs as THREAD_COLUMNS or, packed, THREAD_PACKED
+ * records split with layout (HT_PK_*, or LAYOUT_AGENT); joined[i], when
+ * given, says whether the i-th block's address codes went to column 0. */
+static buf_t as_layout_flags(const buf_t *body, bool packed, unsigned nstreams, unsigned layout,
+			     uint8_t *joined)
 {
+	size_t nblocks = 0;
 	buf_t out = { 0 };
 	struct {
 		ht_pk_writer_t *w;
@@ -1735,8 +1745,14 @@ static buf_t as_layout(const buf_t *body, bool packed, unsigned nstreams, bool b
 				st[s].tid = tid;
 			}
 			st[s].last_use = ++clock;
-			CHECK(ht_packed_split(pl + q, len - q, col, clen, 2 * len + 64, st[s].w,
-					      batch));
+			unsigned lay = layout;
+			if (layout == LAYOUT_AGENT)
+				lay = HT_PK_BATCH | (st[s].w->join_next ? HT_PK_JOINED : 0);
+			CHECK(nblocks < MAX_BLOCKS);
+			if (joined)
+				joined[nblocks] = (lay & HT_PK_JOINED) != 0;
+			nblocks++;
+			CHECK(ht_packed_split(pl + q, len - q, col, clen, 2 * len + 64, st[s].w, lay));
 			put_u(&r, (uint64_t)s << 1 | fresh);
 		} else {
 			CHECK(ht_columns_split(pl + q, len - q, col, clen));
@@ -1755,9 +1771,14 @@ static buf_t as_layout(const buf_t *body, bool packed, unsigned nstreams, bool b
 	return out;
 }
 
+static buf_t as_layout(const buf_t *body, bool packed, unsigned nstreams, unsigned layout)
+{
+	return as_layout_flags(body, packed, nstreams, layout, NULL);
+}
+
 static buf_t as_columns(const buf_t *body)
 {
-	return as_layout(body, false, 0, false);
+	return as_layout(body, false, 0, 0);
 }
 
 static char *json_of(const buf_t *body, int *err)
@@ -1911,6 +1932,31 @@ static buf_t churn_body(void)
 	return body;
 }
 
+/* A steady program: after its first allocations, every address is a code
+ * of a few values (a temporary's REF 0, a class's BIN 0, a realloc in
+ * place), so the agent joins the blocks after the second (HT_PK_JOINED). */
+static buf_t steady_body(void)
+{
+	buf_t body = { 0 };
+	const char *argv[] = { "prog" };
+	rec_process(&body, 1, argv);
+	uint64_t now = 1000;
+	for (int b = 0; b < 4; b++) {
+		blk_t k;
+		blk_begin(&k, 100, now);
+		for (int i = 0; i < 100; i++) {
+			ev_alloc(&k, now += 3, 0x10000, 32, (uint64_t)(i % 3));
+			ev_free(&k, now += 2, 0x10000);
+			ev_alloc(&k, now += 3, 0x20000, 64, 1);
+			ev_realloc(&k, now += 5, 1, 0x20000, 0x20000, 60, 2);
+			ev_free(&k, now += 2, 0x20000);
+		}
+		blk_end(&body, &k);
+	}
+	rec_end(&body, now + 10, HT_END_EXIT, 0, 1 << 20);
+	return body;
+}
+
 /* One thread freeing blocks it never allocated and allocating next to
  * them, in two regions far apart by turns: each allocation's code counts
  * from the chunk after the previous allocation, in the other region, so
@@ -1978,7 +2024,7 @@ static void test_packed_room(void)
 	/* and such a body reads back as it was */
 	int e0, e1;
 	char *plain = json_of(&body, &e0);
-	buf_t pk = as_layout(&body, true, 16, false);
+	buf_t pk = as_layout(&body, true, 16, 0);
 	char *j = json_of(&pk, &e1);
 	CHECK_EQ(e0, e1);
 	CHECK(plain && j && !strcmp(plain, j));
@@ -1993,15 +2039,15 @@ static void test_packed_room(void)
 
 static void test_packed(void)
 {
-	buf_t bodies[] = { churn_body(), basic_body(NULL, true), fn_body(), marks_body(),
-			   pools_body() };
+	buf_t bodies[] = { churn_body(), steady_body(), basic_body(NULL, true), fn_body(),
+			   marks_body(), pools_body() };
 	for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
 		int e0;
 		char *plain = json_of(&bodies[i], &e0);
 		CHECK(plain != NULL);
 		/* 16 streams: one per thread; 1 stream: reset at every switch */
 		for (unsigned nstreams = 16; nstreams >= 1; nstreams /= 16) {
-			buf_t pk = as_layout(&bodies[i], true, nstreams, false);
+			buf_t pk = as_layout(&bodies[i], true, nstreams, 0);
 			int e;
 			char *j = json_of(&pk, &e);
 			CHECK_EQ(e0, e);
@@ -2021,7 +2067,7 @@ static void test_packed(void)
 
 	/* a packed block whose codes are damaged: the events before are kept,
 	 * and the stream's later blocks are refused, not decoded wrongly */
-	buf_t pk = as_layout(&bodies[0], true, 16, false);
+	buf_t pk = as_layout(&bodies[0], true, 16, 0);
 	size_t pos = 0, nrec = 0, rec2 = 0;
 	while (pos < pk.len) { /* find the packed records */
 		uint8_t tag = pk.p[pos];
@@ -2154,7 +2200,7 @@ static void test_packed_follow(void)
  * class 63 names it instead of the 1,020-byte block freed before it. */
 static void test_packed_classes(void)
 {
-	for (int batch = 0; batch <= 1; batch++) {
+	for (unsigned batch = 0; batch <= (HT_PK_BATCH | HT_PK_JOINED); batch++) {
 		blk_t k;
 		blk_begin(&k, 7, 1000);
 		ev_alloc(&k, 1001, 0x10000, 1020, 0);
@@ -2194,8 +2240,10 @@ static void test_packed_classes(void)
 
 /* ---- THREAD_BATCH: packed blocks k at a time (format 1.7) -------------------------- */
 
-/* A THREAD_BATCH record of the THREAD_PACKED payloads pl[0..n). */
-static void batch_record(buf_t *out, const uint8_t *const *pl, const size_t *plen, size_t n)
+/* A THREAD_BATCH record of the THREAD_PACKED payloads pl[0..n); with
+ * flags, a THREAD_BATCH2 with flags[i] in block i's header. */
+static void batch_record(buf_t *out, const uint8_t *const *pl, const size_t *plen, size_t n,
+			 const uint8_t *flags)
 {
 	buf_t r = { 0 };
 	size_t at[64];
@@ -2210,6 +2258,8 @@ static void batch_record(buf_t *out, const uint8_t *const *pl, const size_t *ple
 			put(&r, pl[i] + q, k);
 			if (f >= 3)
 				lens[i][f - 3] = v;
+			if (f == 2 && flags)
+				put_u(&r, flags[i]);
 			q += k;
 		}
 		at[i] = q;
@@ -2219,66 +2269,89 @@ static void batch_record(buf_t *out, const uint8_t *const *pl, const size_t *ple
 			put(&r, pl[i] + at[i], lens[i][c]);
 			at[i] += lens[i][c];
 		}
-	record(out, HT_REC_THREAD_BATCH, &r);
+	record(out, flags ? HT_REC_THREAD_BATCH2 : HT_REC_THREAD_BATCH, &r);
 	free(r.p);
 }
 
 /* body (packed, stack ids in column 0) with its THREAD_PACKED records
  * grouped k at a time into THREAD_BATCH records, the way the agent writes
  * them: a batch ends when full and before any other record. */
-static buf_t as_batches(const buf_t *body, size_t k)
+static buf_t as_batches_flags(const buf_t *body, size_t k, const uint8_t *joined)
 {
 	buf_t out = { 0 };
 	const uint8_t *pl[64];
-	size_t plen[64], n = 0, pos = 0;
+	uint8_t fl[64];
+	size_t plen[64], n = 0, pos = 0, blocks = 0;
 	CHECK(k <= 64);
 	while (pos < body->len) {
 		uint8_t tag = body->p[pos];
 		uint64_t len = 0;
 		size_t h = 1 + ht_varint_get(body->p + pos + 1, body->len - pos - 1, &len);
 		if (tag == HT_REC_THREAD_PACKED) {
+			fl[n] = joined ? joined[blocks++] : 0;
 			pl[n] = body->p + pos + h;
 			plen[n++] = len;
 			if (n == k) {
-				batch_record(&out, pl, plen, n);
+				batch_record(&out, pl, plen, n, joined ? fl : NULL);
 				n = 0;
 			}
 		} else {
 			if (n)
-				batch_record(&out, pl, plen, n);
+				batch_record(&out, pl, plen, n, joined ? fl : NULL);
 			n = 0;
 			put(&out, body->p + pos, h + len);
 		}
 		pos += h + len;
 	}
 	if (n)
-		batch_record(&out, pl, plen, n);
+		batch_record(&out, pl, plen, n, joined ? fl : NULL);
 	return out;
+}
+
+static buf_t as_batches(const buf_t *body, size_t k)
+{
+	return as_batches_flags(body, k, NULL);
 }
 
 static void test_batches(void)
 {
-	buf_t bodies[] = { churn_body(), basic_body(NULL, true), fn_body(), marks_body(),
-			   pools_body() };
+	buf_t bodies[] = { churn_body(), steady_body(), basic_body(NULL, true), fn_body(),
+			   marks_body(), pools_body() };
 	for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
 		int e0;
 		char *plain = json_of(&bodies[i], &e0);
-		buf_t pk = as_layout(&bodies[i], true, 16, true); /* stack ids in column 0 */
-		for (size_t k = 1; k <= 5; k += 2) {
-			buf_t bt = as_batches(&pk, k);
-			int e;
-			char *j = json_of(&bt, &e);
-			CHECK_EQ(e0, e);
-			CHECK(j && plain && !strcmp(plain, j)); /* the same report, to the byte */
-			free(j);
-			free(bt.p);
+		/* format 1.7's batches (stack ids in column 0); 1.8's with every
+		 * block's addresses in column 0, and as the agent joins them */
+		static const unsigned layouts[] = { HT_PK_BATCH, HT_PK_BATCH | HT_PK_JOINED,
+						    LAYOUT_AGENT };
+		for (size_t l = 0; l < sizeof layouts / sizeof layouts[0]; l++) {
+			static uint8_t joined[MAX_BLOCKS];
+			memset(joined, 0, sizeof joined);
+			buf_t pk = as_layout_flags(&bodies[i], true, 16, layouts[l], joined);
+			if (i == 1 && layouts[l] == LAYOUT_AGENT) {
+				/* steady: block 0 has the first addresses' DELTAs, so
+				 * block 1 is not joined; blocks 2 and 3 are */
+				size_t nj = 0;
+				for (size_t b = 0; b < MAX_BLOCKS; b++)
+					nj += joined[b];
+				CHECK(nj == 2 && joined[2] && joined[3]);
+			}
+			for (size_t k = 1; k <= 5; k += 2) {
+				buf_t bt = as_batches_flags(&pk, k, layouts[l] == HT_PK_BATCH ? NULL : joined);
+				int e;
+				char *j = json_of(&bt, &e);
+				CHECK_EQ(e0, e);
+				CHECK(j && plain && !strcmp(plain, j)); /* the same report, to the byte */
+				free(j);
+				free(bt.p);
+			}
+			free(pk.p);
 		}
-		free(pk.p);
 		free(plain);
 	}
 
 	/* churn's 8 blocks in one batch, and the ways it can be wrong */
-	buf_t pk = as_layout(&bodies[0], true, 16, true);
+	buf_t pk = as_layout(&bodies[0], true, 16, HT_PK_BATCH);
 	buf_t bt = as_batches(&pk, 8);
 	size_t pos = 0, rec = 0;
 	while (pos < bt.len) {
@@ -2333,6 +2406,25 @@ static void test_batches(void)
 	free(file.p);
 	free(bt.p);
 	free(pk.p);
+
+	/* THREAD_BATCH2: a flag bit the reader does not know is damage, the
+	 * same batch with known flags reads */
+	for (uint8_t bad = 0; bad <= 1; bad++) {
+		static uint8_t flags[MAX_BLOCKS];
+		memset(flags, 0, sizeof flags);
+		pk = as_layout_flags(&bodies[0], true, 16, HT_PK_BATCH, flags);
+		flags[2] = bad ? 2 : 0;
+		bt = as_batches_flags(&pk, 8, flags);
+		file = make_file(&bt, false, HT_FORMAT_MAJOR);
+		m = load(&file, &t, &rc);
+		CHECK(t != NULL && t->error == (bad ? -HT_ECORRUPT : 0));
+		CHECK(m != NULL);
+		ht_model_free(m);
+		ht_trace_free(t);
+		free(file.p);
+		free(bt.p);
+		free(pk.p);
+	}
 	for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++)
 		free(bodies[i].p);
 }

@@ -2313,6 +2313,22 @@ static buf_t as_batches(const buf_t *body, size_t k)
 	return as_batches_flags(body, k, NULL);
 }
 
+/* HT_SEED_DIR=dir: the body as a raw trace file, a seed for the reader's
+ * fuzz corpus (tests/fuzz/corpus) that reaches a new record's paths. */
+static void write_seed(const buf_t *body, const char *what, size_t i, size_t k)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/%s-%zu-%zu", getenv("HT_SEED_DIR"), what, i, k);
+	buf_t file = make_file(body, false, HT_FORMAT_MAJOR);
+	FILE *f = fopen(path, "wb");
+	CHECK(f != NULL);
+	if (f) {
+		fwrite(file.p, 1, file.len, f);
+		fclose(f);
+	}
+	free(file.p);
+}
+
 static void test_batches(void)
 {
 	buf_t bodies[] = { churn_body(), steady_body(), basic_body(NULL, true), fn_body(),
@@ -2338,6 +2354,8 @@ static void test_batches(void)
 			}
 			for (size_t k = 1; k <= 5; k += 2) {
 				buf_t bt = as_batches_flags(&pk, k, layouts[l] == HT_PK_BATCH ? NULL : joined);
+				if (getenv("HT_SEED_DIR") && layouts[l] == LAYOUT_AGENT)
+					write_seed(&bt, "batch2", i, k);
 				int e;
 				char *j = json_of(&bt, &e);
 				CHECK_EQ(e0, e);

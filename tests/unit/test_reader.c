@@ -2126,6 +2126,56 @@ static void test_packed(void)
  * after the first is one byte naming "the last freed allocation + k", and
  * the reader gets every address back; a FOLLOW with no free before it, or
  * reaching past the allocations made, is refused. */
+/* The writer's filter of what its class stacks hold (packed.h,
+ * in_bins): its counts add up to the stacks' addresses through pushes,
+ * takes and evictions, and a freed address still in its stack, however
+ * deep, is found (BIN k), one that fell out is not. */
+static void test_packed_filter(void)
+{
+	ht_pk_writer_t *w = calloc(1, sizeof *w);
+	uint8_t code[HT_PK_CODE_MAX];
+	uint64_t rng = 7;
+	/* 300 blocks of 48 bytes allocated, then freed oldest first: the
+	 * class keeps the last 128 freed */
+	for (unsigned i = 0; i < 300; i++)
+		ht_pk_put_alloc(w, code, 0x100000 + 0x40 * (uint64_t)i, 48, w->next, HT_PK_BINS);
+	for (unsigned i = 0; i < 300; i++) {
+		size_t n = ht_pk_put_free(w, code, 0x100000 + 0x40 * (uint64_t)i, 0);
+		CHECK(n > 0);
+	}
+	unsigned b = ht_pk_bin(48, HT_PK_BINS);
+	CHECK_EQ(w->bins.count[b], HT_PK_BIN_DEPTH);
+	/* block 250 is the 50th newest: BIN 49; block 100 fell out: not BIN */
+	uint64_t v;
+	ht_pk_put_alloc(w, code, 0x100000 + 0x40 * 250, 48, w->next, HT_PK_BINS);
+	CHECK(ht_varint_get(code, sizeof code, &v) > 0 && v == (49u << 2 | HT_PK_BIN));
+	ht_pk_put_alloc(w, code, 0x100000 + 0x40 * 100, 48, w->next, HT_PK_BINS);
+	CHECK(ht_varint_get(code, sizeof code, &v) > 0 && (v & 3) != HT_PK_BIN);
+	/* random frees and reallocations over a few classes */
+	uint64_t live[512];
+	unsigned nlive = 0;
+	for (unsigned i = 0; i < 200000; i++) {
+		uint64_t r = lcg(&rng);
+		if (nlive < 512 && (r % 3 || !nlive)) {
+			uint64_t a = 0x200000 + 0x40 * (lcg(&rng) % 4096);
+			ht_pk_put_alloc(w, code, a, 16 + 16 * (r % 5), w->next, HT_PK_BINS);
+			live[nlive++] = a;
+		} else {
+			unsigned j = (unsigned)(lcg(&rng) % nlive);
+			ht_pk_put_free(w, code, live[j], 0);
+			live[j] = live[--nlive];
+		}
+	}
+	uint64_t held = 0, counted = 0;
+	for (unsigned c = 0; c < HT_PK_BINS; c++)
+		held += w->bins.count[c];
+	for (size_t i = 0; i < sizeof w->in_bins / sizeof w->in_bins[0]; i++)
+		counted += w->in_bins[i];
+	CHECK(held > 0);
+	CHECK_EQ(counted, held);
+	free(w);
+}
+
 static void test_packed_follow(void)
 {
 	ht_pk_writer_t *w = calloc(1, sizeof *w);
@@ -2468,5 +2518,6 @@ int main(void)
 	test_packed_room();
 	test_packed_follow();
 	test_packed_classes();
+	test_packed_filter();
 	return TEST_DONE();
 }

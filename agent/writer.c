@@ -114,8 +114,8 @@ static void drain_out(void)
  * writer thread goes FAST when it was busy more than 90% of the segment's
  * time, or when producers had to write themselves (the queue full, or no
  * writer thread: zstd then runs on the program's threads); it goes back
- * to STRONG when its busy time plus twice its time in zstd (what STRONG
- * would add) stays under 75%. A single-threaded zstd cannot change its
+ * to STRONG when its busy time plus twice its time in zstd and writing
+ * (about what STRONG would add) stays under 75%. A single-threaded zstd cannot change its
  * parameters inside a frame, so a change ends the frame and the next one
  * starts with the new ones (the reader decodes frames one after another).
  * So a program that allocates faster than the writer can compress

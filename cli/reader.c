@@ -675,7 +675,10 @@ static int parse_thread_packed(ht_trace_t *t, size_t pos, size_t end, bool cut, 
 
 /* A THREAD_BATCH record (format 1.7): count packed blocks, their headers,
  * then column 0 of each block, column 1 of each, and so on; a block's
- * stack ids are in its column 0, after each event's first byte. A batch cut
+ * stack ids are in its column 0, after each event's first byte. With
+ * flags, a THREAD_BATCH2 (1.8): each header has a layout flags varint
+ * after the stream, whose HT_BATCH_JOINED puts the block's address codes
+ * in column 0 too (packed.h, HT_PK_JOINED). A batch cut
  * short loses all its blocks (its last columns are missing); a damaged
  * block ends the reading there, the blocks before it kept. */
 static int parse_thread_batch(ht_trace_t *t, size_t pos, size_t end, bool cut, bool flags,

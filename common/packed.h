@@ -145,21 +145,22 @@ static inline uint16_t *ht_pk_filter(ht_pk_writer_t *w, unsigned b, uint64_t add
 			   (64 - HT_PK_FILTER_BITS)];
 }
 
+/* Moves a filter count by d (+1 or -1) unless it saturated. */
+static inline void ht_pk_filter_add(uint16_t *f, int d)
+{
+	if (*f != UINT16_MAX)
+		*f = (uint16_t)(*f + d);
+}
+
 /* ht_pk_bin_push for the writer, counting what comes in and goes out. */
 static inline void ht_pk_w_push(ht_pk_writer_t *w, unsigned b, uint64_t addr)
 {
 	if (b >= HT_PK_BINS)
 		return;
-	uint16_t *f;
-	if (w->bins.count[b] == HT_PK_BIN_DEPTH) { /* the oldest falls out */
-		f = ht_pk_filter(w, b, HT_PK_AT(&w->bins, b, HT_PK_BIN_DEPTH - 1));
-		if (*f != UINT16_MAX)
-			(*f)--;
-	}
+	if (w->bins.count[b] == HT_PK_BIN_DEPTH) /* the oldest falls out */
+		ht_pk_filter_add(ht_pk_filter(w, b, HT_PK_AT(&w->bins, b, HT_PK_BIN_DEPTH - 1)), -1);
 	ht_pk_bin_push(&w->bins, b, addr);
-	f = ht_pk_filter(w, b, addr);
-	if (*f != UINT16_MAX)
-		(*f)++;
+	ht_pk_filter_add(ht_pk_filter(w, b, addr), 1);
 }
 
 static inline ht_pk_slot_t *ht_pk_slot(ht_pk_writer_t *w, uint64_t addr)
@@ -173,6 +174,13 @@ static inline ht_pk_slot_t *ht_pk_find(ht_pk_writer_t *w, uint64_t addr)
 {
 	ht_pk_slot_t *s = ht_pk_slot(w, addr);
 	return s->num_bin && s->addr == addr && w->n - (s->num_bin >> 8) < HT_PK_WINDOW ? s : NULL;
+}
+
+/* True if the code at p is a DELTA (or its escape): an address that no
+ * state of the stream predicted. */
+static inline bool ht_pk_is_delta(const uint8_t *p)
+{
+	return (*p & 3) == HT_PK_DELTA || (*p & 3) == HT_PK_ESCAPE;
 }
 
 static inline size_t ht_pk_put_delta(uint8_t *out, uint64_t addr, uint64_t prev)
@@ -229,8 +237,7 @@ static inline size_t ht_pk_put_alloc(ht_pk_writer_t *w, uint8_t *out, uint64_t a
 		for (unsigned k = 0; k < w->bins.count[b]; k++) {
 			if (HT_PK_AT(&w->bins, b, k) == addr) {
 				ht_pk_bin_take(&w->bins, b, k);
-				if (*f != UINT16_MAX)
-					(*f)--;
+				ht_pk_filter_add(f, -1);
 				n = ht_varint_put(out, (uint64_t)k << 2 | HT_PK_BIN);
 				break;
 			}
@@ -318,8 +325,8 @@ static inline bool ht_packed_split(const uint8_t *ev, size_t n, uint8_t *col[HT_
 		 * this event's two codes at most, or give up. */
 		if (len[ca] + margin > room)
 			return false;
-		uint64_t addr = 0, size = 0, v, k;
-		size_t k0, kn; /* the stack id's bytes, copied after the codes */
+		uint64_t addr = 0, size = 0, v;
+		ht_col_in_t at_k; /* the stack id, copied after the address codes */
 		/* the two events nearly every block is made of, without going
 		 * through their field lists (the writer's hottest loop) */
 		if (kind == HT_EV_FREE || kind == HT_EV_ALLOC) { /* "TA", "TASK" */
@@ -334,16 +341,14 @@ static inline bool ht_packed_split(const uint8_t *ev, size_t n, uint8_t *col[HT_
 			} else {
 				if (!ht_col_copy_varint(&in, col[HT_COL_SIZE], &len[HT_COL_SIZE], &size))
 					return false;
-				k0 = in.pos;
-				if (!ht_pk_get(&in, &k))
+				at_k = in;
+				if (!ht_pk_get(&in, &v)) /* the stack id, skipped */
 					return false;
-				kn = in.pos - k0;
 				len[ca] += ht_pk_put_alloc(w, a, addr, size, w->next, nbins);
-				memcpy(col[kc] + len[kc], ev + k0, kn);
-				len[kc] += kn;
+				ht_col_copy_varint(&at_k, col[kc], &len[kc], NULL);
 			}
 			codes++;
-			deltas += (*a & 3) == HT_PK_DELTA || (*a & 3) == HT_PK_ESCAPE;
+			deltas += ht_pk_is_delta(a);
 			pk_prev = addr;
 			continue;
 		}
@@ -353,11 +358,9 @@ static inline bool ht_packed_split(const uint8_t *ev, size_t n, uint8_t *col[HT_
 			    !ht_pk_get(&in, &v) ||
 			    !ht_col_copy_varint(&in, col[HT_COL_SIZE], &len[HT_COL_SIZE], &size))
 				return false;
-			k0 = in.pos;
-			if (!ht_pk_get(&in, &k))
-				return false;
-			kn = in.pos - k0;
-			if (!ht_pk_get(&in, &d) ||
+			at_k = in;
+			if (!ht_pk_get(&in, &d) || /* the stack id, skipped */
+			    !ht_pk_get(&in, &d) ||
 			    !ht_col_copy_varint(&in, col[HT_COL_OTHER], &len[HT_COL_OTHER], NULL))
 				return false;
 			addr = blk_prev + (uint64_t)ht_unzigzag(v);
@@ -367,11 +370,9 @@ static inline bool ht_packed_split(const uint8_t *ev, size_t n, uint8_t *col[HT_
 			len[ca] += ht_pk_put_free(w, a, old, pk_prev);
 			uint8_t *b = col[ca] + len[ca];
 			len[ca] += ht_pk_put_alloc(w, b, addr, size, old, nbins);
-			memcpy(col[kc] + len[kc], ev + k0, kn);
-			len[kc] += kn;
+			ht_col_copy_varint(&at_k, col[kc], &len[kc], NULL);
 			codes += 2;
-			deltas += (*a & 3) == HT_PK_DELTA || (*a & 3) == HT_PK_ESCAPE;
-			deltas += (*b & 3) == HT_PK_DELTA || (*b & 3) == HT_PK_ESCAPE;
+			deltas += ht_pk_is_delta(a) + ht_pk_is_delta(b);
 			pk_prev = addr;
 			continue;
 		}

@@ -134,8 +134,8 @@ REC_LEAKS = 8
 LEAK_KINDS = {1: "definite", 2: "indirect", 3: "possible", 4: "reachable"}
 
 
-def _records(buf):
-    streams = {}  # packed blocks' address-coding states, by stream number
+def _raw_records(buf):
+    """(tag, payload) of each record of the body buf, as written."""
     pos = 0
     while pos < len(buf):
         tag = buf[pos]
@@ -144,6 +144,12 @@ def _records(buf):
         if len(payload) != n:
             raise TraceError("record at %d truncated" % pos)
         pos = p2 + n
+        yield tag, payload
+
+
+def _records(buf):
+    streams = {}  # packed blocks' address-coding states, by stream number
+    for tag, payload in _raw_records(buf):
         if tag == REC_THREAD_COLUMNS:
             tag, payload = REC_THREAD_BLOCK, _join_columns(payload)
         elif tag == REC_THREAD_PACKED:
@@ -550,32 +556,24 @@ def batch_counts(path):
     """The block counts of the trace's THREAD_BATCH records in file order,
     and the number of THREAD_BLOCK, THREAD_COLUMNS and THREAD_PACKED
     records (blocks outside batches)."""
-    _, _, buf = body(path)
-    counts, single, pos = [], 0, 0
-    while pos < len(buf):
-        tag = buf[pos]
-        n, p2 = _varint(buf, pos + 1)
+    counts, single = [], 0
+    for tag, payload in _raw_records(body(path)[2]):
         if tag in (REC_THREAD_BATCH, REC_THREAD_BATCH2):
-            counts.append(_varint(buf, p2)[0])
+            counts.append(_varint(payload, 0)[0])
         elif tag in (REC_THREAD_BLOCK, REC_THREAD_COLUMNS, REC_THREAD_PACKED):
             single += 1
-        pos = p2 + n
     return counts, single
 
 
 def joined_blocks(path):
     """(blocks in THREAD_BATCH2 records, how many of them have their address
     codes in column 0)."""
-    _, _, buf = body(path)
-    blocks = joined = pos = 0
-    while pos < len(buf):
-        tag = buf[pos]
-        n, p2 = _varint(buf, pos + 1)
+    blocks = joined = 0
+    for tag, payload in _raw_records(body(path)[2]):
         if tag == REC_THREAD_BATCH2:
-            for blk in _split_batch(buf[p2:p2 + n], True):
+            for blk in _split_batch(payload, True):
                 blocks += 1
                 joined += blk[3] & 1
-        pos = p2 + n
     return blocks, joined
 
 

@@ -5,7 +5,11 @@
  * one `pid<TAB>path` line per trace it opens to a private manifest file, so
  * traces of forked children and exec'd images are found too. While the
  * program runs we ignore SIGINT/SIGQUIT, as a shell does, so that Ctrl-C
- * reaches only the program and we still print the summary afterwards.
+ * reaches only the program and we still print the summary afterwards; and
+ * we pass SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 sent to us on to the
+ * program (a process manager that stops the pid it started, a snapshot
+ * signal sent to the wrong pid), so that it is never left running alone
+ * and its end is still summed up.
  */
 #include "run.h"
 
@@ -27,6 +31,20 @@
 #include "report.h"
 #include "symbolize.h"
 #include "util.h"
+
+/* Signals sent to `heaptrail run` that go on to the program, and its pid
+ * while it runs (0 otherwise). */
+static const int forwarded[] = { SIGTERM, SIGHUP, SIGUSR1, SIGUSR2 };
+#define NFORWARDED (sizeof(forwarded) / sizeof(forwarded[0]))
+static volatile pid_t forward_to;
+
+static void forward_signal(int sig)
+{
+	int e = errno;
+	if (forward_to > 0)
+		kill(forward_to, sig);
+	errno = e;
+}
 
 /* ---- finding the agent ----------------------------------------------------- */
 
@@ -429,12 +447,28 @@ int ht_run(const ht_run_opts_t *o)
 	sigemptyset(&ign.sa_mask);
 	sigaction(SIGINT, &ign, &old_int);
 	sigaction(SIGQUIT, &ign, &old_quit);
+	/* forwarded signals wait, blocked, until the program's pid is known */
+	sigset_t fwd_set, old_mask;
+	sigemptyset(&fwd_set);
+	struct sigaction fwd, old_fwd[NFORWARDED];
+	memset(&fwd, 0, sizeof(fwd));
+	fwd.sa_handler = forward_signal;
+	fwd.sa_flags = SA_RESTART;
+	sigemptyset(&fwd.sa_mask);
+	for (size_t i = 0; i < NFORWARDED; i++)
+		sigaddset(&fwd_set, forwarded[i]);
+	sigprocmask(SIG_BLOCK, &fwd_set, &old_mask);
+	for (size_t i = 0; i < NFORWARDED; i++)
+		sigaction(forwarded[i], &fwd, &old_fwd[i]);
 	fflush(NULL);
 
 	pid_t pid = fork();
 	if (pid == 0) {
 		sigaction(SIGINT, &old_int, NULL);
 		sigaction(SIGQUIT, &old_quit, NULL);
+		for (size_t i = 0; i < NFORWARDED; i++)
+			sigaction(forwarded[i], &old_fwd[i], NULL);
+		sigprocmask(SIG_SETMASK, &old_mask, NULL);
 		close(pfd[0]);
 		int err = setup_env(o, agent, manifest);
 		if (!err) {
@@ -446,7 +480,11 @@ int ht_run(const ht_run_opts_t *o)
 		_exit(127);
 	}
 	close(pfd[1]);
+	forward_to = pid > 0 ? pid : 0;
+	sigprocmask(SIG_SETMASK, &old_mask, NULL);
 	if (pid < 0) {
+		for (size_t i = 0; i < NFORWARDED; i++)
+			sigaction(forwarded[i], &old_fwd[i], NULL);
 		fprintf(stderr, "heaptrail: fork: %s\n", strerror(errno));
 		close(pfd[0]);
 		unlink(manifest);
@@ -464,6 +502,9 @@ int ht_run(const ht_run_opts_t *o)
 		;
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGQUIT, &old_quit, NULL);
+	forward_to = 0;
+	for (size_t i = 0; i < NFORWARDED; i++)
+		sigaction(forwarded[i], &old_fwd[i], NULL);
 
 	int ret;
 	bool signaled = false;

@@ -16,13 +16,17 @@ def default_signals():
         signal.signal(s, signal.SIG_DFL)
 
 
-def run_and_signal(t, args, sig, wait_for=b"ready\n", delay=0.0):
+def run_and_signal(t, args, sig, wait_for=b"ready\n", delay=0.0, to_heaptrail=False, proc=None):
     """Starts `heaptrail run -- args`, waits for the program to print
-    wait_for, sleeps delay seconds, sends sig to the program (not to
-    heaptrail), and returns (exit status of heaptrail, trace path)."""
+    wait_for, sleeps delay seconds, sends sig to the program (to heaptrail
+    itself with to_heaptrail), and returns (exit status of heaptrail, trace
+    path). proc, a list, gets the Popen (for its stderr)."""
     out = scratch_dir("sig") / "x.ht"
+    child = []
     p = subprocess.Popen([str(HT), "run", "-o", str(out), "--"] + args,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=default_signals)
+    if proc is not None:
+        proc.append(p)
     try:
         line = p.stdout.readline()
         if line != wait_for:
@@ -33,11 +37,13 @@ def run_and_signal(t, args, sig, wait_for=b"ready\n", delay=0.0):
         if not child:
             p.kill()
             t.fatal("cannot find the traced program under heaptrail run")
-        subprocess.run(["kill", "-%d" % sig, child[0]])
+        subprocess.run(["kill", "-%d" % sig, str(p.pid) if to_heaptrail else child[0]])
         rc = p.wait(30)
     finally:
         if p.poll() is None:
             p.kill()
+        if child:  # a program left running without heaptrail would hold the pipes open
+            subprocess.run(["kill", "-KILL", child[0]], stderr=subprocess.DEVNULL)
     return rc, out
 
 
@@ -53,6 +59,25 @@ def t_sigterm_complete(t):
     t.eq("allocations", 11, r.data["totals"]["allocations"])
     t.eq("leaked_bytes", 1100, r.data["totals"]["leaked_bytes"])
     t.check(not r.data.get("truncated"), "trace of a SIGTERM'd program is marked truncated")
+
+
+def t_signal_to_heaptrail(t, sig):
+    # A process manager stops the pid it started: `heaptrail run`. The
+    # signal goes on to the program, which dies of it with a complete
+    # trace, and heaptrail still sums it up and exits as the program did.
+    need_tools(t)
+    proc = []
+    rc, out = run_and_signal(t, [str(PROGS / "signals"), "wait"], sig, to_heaptrail=True, proc=proc)
+    t.eq("heaptrail run's exit status after %s sent to it" % signal.Signals(sig).name, 128 + sig, rc)
+    err = text(proc[0].stderr.read())
+    t.check("killed by signal %d" % sig in err and "11 allocations" in err,
+            "no summary of the program's end on stderr: %s" % err[-300:])
+    r = report(out)
+    if r.err:
+        t.fatal(r.err)
+    t.eq("program.signal", int(sig), r.data["program"]["signal"])
+    t.eq("allocations", 11, r.data["totals"]["allocations"])
+    t.check(not r.data.get("truncated"), "trace marked truncated")
 
 
 def t_sigkill_keeps_shipped(t):
@@ -176,6 +201,8 @@ def t_threads_abort_together(t):
 TESTS = [
     ("signals.threads_abort_together", t_threads_abort_together),
     ("signals.sigterm_complete", t_sigterm_complete),
+    ("signals.sigterm_to_heaptrail", lambda t: t_signal_to_heaptrail(t, signal.SIGTERM)),
+    ("signals.sighup_to_heaptrail", lambda t: t_signal_to_heaptrail(t, signal.SIGHUP)),
     ("signals.sigkill_keeps_shipped", t_sigkill_keeps_shipped),
     ("signals.handlers_invisible", t_handlers_invisible),
     ("signals.program_sets_dfl", t_program_sets_dfl_then_dies),

@@ -389,6 +389,13 @@ static inline bool ht_sampled_maybe(const void *p)
 	size_t i = ht_sfilter_index(p);
 	return (__atomic_load_n(&ht_sfilter_bits[i / 64], __ATOMIC_RELAXED) >> (i % 64)) & 1;
 }
+/* Makes the filter answer "maybe" for p's bucket for good, so that free's
+ * fast path leaves p to the full hook: NULL and the bootstrap blocks,
+ * which must not reach the real free. */
+void ht_sfilter_pin(const void *p);
+/* Before recording starts: pins NULL, and without sampling every bucket
+ * (each free then takes the full hook, which records it). */
+void ht_sfilter_init(void);
 /* Adds p to the sampled set; removes it, true if it was there. */
 void ht_sampled_add(const void *p);
 bool ht_sampled_remove(const void *p);

@@ -86,6 +86,7 @@ static void *boot_alloc(size_t size, size_t align)
 		return NULL;
 	boot_used = start + size;
 	*(size_t *)(boot_buf + start - 16) = size;
+	ht_sfilter_pin(boot_buf + start); /* free's fast path leaves it alone */
 	return boot_buf + start; /* static memory: already zero */
 }
 
@@ -528,11 +529,12 @@ __attribute__((always_inline)) static inline void free_body(void *p)
 {
 	/* sampling's common case: one filter load says p was not sampled (a
 	 * free is counted whether recording is switched on or not, as in an
-	 * exact run) */
+	 * exact run). The filter says "maybe" for NULL, the bootstrap blocks
+	 * and, without sampling, every address (ht_sfilter_init): those take
+	 * free_entry. */
 	ht_thread_t *t;
-	if (HT_LIKELY(ht_opt_sample_rate) && HT_LIKELY(p != NULL) && HT_LIKELY(!is_boot(p)) &&
-	    HT_LIKELY((t = ht_tls_thread) != NULL) && HT_LIKELY(!ht_guard) &&
-	    HT_LIKELY(!ht_sampled_maybe(p))) {
+	if (HT_LIKELY(!ht_sampled_maybe(p)) && HT_LIKELY((t = ht_tls_thread) != NULL) &&
+	    HT_LIKELY(!ht_guard)) {
 		t->n_frees++;
 		real_free(p);
 		return;
@@ -645,15 +647,26 @@ HT_NOINLINE static void *realloc_sampled(void *old, size_t size)
 {
 	ht_thread_t *t = sampled_thread();
 	if (HT_UNLIKELY(!t) ||
-	    (old && (HT_UNLIKELY(!size) || HT_UNLIKELY(is_boot(old)) || ht_sampled_maybe(old))))
+	    (old && (HT_UNLIKELY(!size) || ht_sampled_maybe(old)))) /* boot blocks: "maybe" */
 		return realloc_common(HT_FN_REALLOC, old, size, 0, 0);
+	/* counted first and tail-called, as malloc's (sample_count_first);
+	 * a request under HT_TAIL_MAX fails only when memory is out */
+	int64_t left = t->sample_left - (int64_t)size;
+	if (HT_LIKELY(left > 0) && HT_LIKELY(size < HT_TAIL_MAX)) {
+		t->sample_left = left;
+		t->n_allocs++;
+		t->n_bytes += size;
+		t->n_frees += old != NULL;
+		return real_realloc(old, size);
+	}
+	/* a sample is due, or a large request counted once it succeeded */
 	void *q = real_realloc(old, size);
 	if (HT_UNLIKELY(!q))
 		return q; /* failed: the old block is untouched */
 	if (old)
 		t->n_frees++;
-	int64_t left = t->sample_left - (int64_t)size;
-	if (HT_UNLIKELY(left <= 0))
+	left = t->sample_left - (int64_t)size;
+	if (left <= 0)
 		return sampled_alloc_slow(HT_FN_REALLOC, q, size);
 	t->sample_left = left;
 	t->n_allocs++;

@@ -307,6 +307,7 @@ void ht_init(void)
 	atomic_store(&ht_recording_on, !ht_opt_start_off);
 	atomic_store(&ht_recording_was_on, !ht_opt_start_off);
 	ht_sample_fast_update();
+	ht_sfilter_init();
 	ht_modules_init();
 	ht_stacks_init();
 	ht_thread_init_process();

@@ -19,12 +19,16 @@
  * its count is not 0) lets the free of an unsampled block leave after one
  * load of the bits. The set is sharded by the same hash, so a
  * bucket's counter only changes under its shard's lock; a counter that
- * reaches 255 stays there (the bucket then always asks the set).
+ * reaches 255 stays there (the bucket then always asks the set). Buckets
+ * pinned at 255 keep NULL and the bootstrap blocks off free's fast path,
+ * which then needs no test of its own for them; without sampling every
+ * bucket is set, and every free takes the full hook.
  *
  * No malloc: the shards' tables come from mmap and grow by doubling.
  */
 #include <errno.h>
 #include <math.h>
+#include <string.h>
 
 #include "agent.h"
 
@@ -186,6 +190,23 @@ void ht_sampled_add(const void *p)
 			__atomic_store_n(&ht_sfilter[fi], (uint8_t)(c + 1), __ATOMIC_RELAXED);
 	}
 	ht_unlock(&s->lock);
+}
+
+void ht_sfilter_pin(const void *p)
+{
+	size_t fi = ht_sfilter_index(p);
+	shard_t *s = shard_of(fi);
+	ht_lock(&s->lock);
+	__atomic_store_n(&ht_sfilter[fi], (uint8_t)255, __ATOMIC_RELAXED); /* saturated: stays */
+	__atomic_fetch_or(&ht_sfilter_bits[fi / 64], 1ull << (fi % 64), __ATOMIC_RELAXED);
+	ht_unlock(&s->lock);
+}
+
+void ht_sfilter_init(void)
+{
+	ht_sfilter_pin(NULL);
+	if (!ht_opt_sample_rate) /* no member is ever added or removed */
+		memset(ht_sfilter_bits, 0xff, sizeof ht_sfilter_bits);
 }
 
 bool ht_sampled_remove(const void *p)

@@ -649,24 +649,13 @@ HT_NOINLINE static void *realloc_sampled(void *old, size_t size)
 	if (HT_UNLIKELY(!t) ||
 	    (old && (HT_UNLIKELY(!size) || ht_sampled_maybe(old)))) /* boot blocks: "maybe" */
 		return realloc_common(HT_FN_REALLOC, old, size, 0, 0);
-	/* counted first and tail-called, as malloc's (sample_count_first);
-	 * a request under HT_TAIL_MAX fails only when memory is out */
-	int64_t left = t->sample_left - (int64_t)size;
-	if (HT_LIKELY(left > 0) && HT_LIKELY(size < HT_TAIL_MAX)) {
-		t->sample_left = left;
-		t->n_allocs++;
-		t->n_bytes += size;
-		t->n_frees += old != NULL;
-		return real_realloc(old, size);
-	}
-	/* a sample is due, or a large request counted once it succeeded */
 	void *q = real_realloc(old, size);
 	if (HT_UNLIKELY(!q))
 		return q; /* failed: the old block is untouched */
 	if (old)
 		t->n_frees++;
-	left = t->sample_left - (int64_t)size;
-	if (left <= 0)
+	int64_t left = t->sample_left - (int64_t)size;
+	if (HT_UNLIKELY(left <= 0))
 		return sampled_alloc_slow(HT_FN_REALLOC, q, size);
 	t->sample_left = left;
 	t->n_allocs++;

@@ -138,6 +138,11 @@ $(B)/bench/api_arena_bare: bench/workloads/api_arena.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O2 -g -D_GNU_SOURCE -DHEAPTRAIL_BARE -o $@ $<
 
+# The floors of bench/floor.py: the least an interposer can do.
+$(B)/bench/floor/%.so: bench/floor/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -fno-builtin -shared -fPIC -o $@ $<
+
 $(B)/bench/%: bench/workloads/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O2 -g -D_GNU_SOURCE -o $@ $< -lpthread
@@ -160,7 +165,8 @@ $(B)/fuzz/replay_reader: tests/fuzz/fuzz_reader.c tests/fuzz/replay_driver.c $(F
 fuzz: $(B)/fuzz/fuzz_reader
 
 programs: $(PROGS) $(B)/tests/libdlplugin.so
-bench: all $(BENCHES) $(B)/bench/api_arena_bare
+FLOORS := $(patsubst bench/floor/%.c,$(B)/bench/floor/%.so,$(wildcard bench/floor/*.c))
+bench: all $(BENCHES) $(B)/bench/api_arena_bare $(FLOORS)
 
 check: all $(B)/asan/heaptrail programs $(B)/examples/leaky $(UNITS) $(B)/fuzz/replay_reader
 	@sh tests/run.sh

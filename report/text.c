@@ -320,8 +320,17 @@ static void print_summary(FILE *out, const ht_model_t *m)
 		fprintf(out, "   %s per second", ht_fmt_count(b, round_sat(tt->allocs_per_second)));
 	fputs(exact ? "" : est_ci(d, m, e->var_allocations, false), out);
 	fputc('\n', out);
-	fprintf(out, "  %-18s %14s\n", "frees",
+	fprintf(out, "  %-18s %14s", "frees",
 		exact ? ht_fmt_count(a, tt->frees) : est_count(a, m, tt->frees));
+	/* frees that matched no block of the trace, which the count above
+	 * leaves out: a fork child frees what its parent allocated, a program
+	 * switched on late what it allocated while off. (A sampled trace's
+	 * count is the agent's, of every call.) */
+	if (tt->ignored_frees && !m->sample_rate)
+		fprintf(out, "   and %s more, of blocks %s", ht_fmt_count(b, tt->ignored_frees),
+			m->trace->proc_flags & HT_PROC_FORKED ? "allocated before the fork (by the parent)"
+							      : "not seen allocated");
+	fputc('\n', out);
 	fprintf(out, "  %-18s %14s   %s B%s\n", "bytes allocated",
 		exact ? ht_fmt_size(a, tt->bytes_allocated) : est_size(a, m, tt->bytes_allocated),
 		ht_fmt_count(b, tt->bytes_allocated),

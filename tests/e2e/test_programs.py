@@ -631,7 +631,38 @@ def t_fork_cwd_relative(t):
     t.eq("trace files in the directory", 2, len(tr.files()))
 
 
+def t_fork_inherited_frees(t):
+    """A fork child that frees blocks its parent allocated: those frees
+    match no block of its trace; the report says where they came from."""
+    need_tools(t)
+    code = ("import os\n"
+            "keep = [bytearray(64 + i) for i in range(50)]\n"
+            "pid = os.fork()\n"
+            "if pid == 0:\n"
+            "    del keep\n"
+            "    os._exit(0)\n"
+            "os.waitpid(pid, 0)\n")
+    tr = heaptrail_run(["/usr/bin/python3", "-c", code], out_name="py.%p.ht",
+                       env=dict(os.environ, PYTHONMALLOC="malloc"))
+    t.eq("heaptrail run exit status", 0, tr.proc.rc)
+    seen = {}
+    for p in tr.files():
+        r = need_report(t, p)
+        forked = r.data["program"].get("forked")
+        txt = text(need_report(t, p, fmt="text").proc.out)
+        seen[forked] = (r.data["totals"]["ignored_frees"], txt)
+    t.need(set(seen) == {False, True}, "expected a parent and a fork child trace, got %s" % sorted(seen))
+    n, txt = seen[True]
+    t.check(n >= 50, "child: %d frees of unknown blocks, expected the 50 inherited ones at least" % n)
+    m = re.search(r"and ([\d,]+) more, of blocks allocated before the fork \(by the parent\)", txt)
+    t.check(m and int(m.group(1).replace(",", "")) == n,
+            "child's text report does not say where its %d unmatched frees came from: %s" %
+            (n, [l for l in txt.splitlines() if "frees" in l]))
+    t.check("before the fork" not in seen[False][1], "the parent's report speaks of a fork it did not make")
+
+
 add("fork.memcheck_oracle", t_fork_memcheck)
+add("fork.inherited_frees", t_fork_inherited_frees)
 add("fork.no_follow_fork", t_fork_no_follow)
 add("fork.relative_output", t_fork_cwd_relative)
 add("fork.pattern_p", t_fork_pattern)

@@ -366,7 +366,7 @@ static bool leaks_fail(const ht_run_opts_t *o, const char *path, const char *sho
 
 /* Prints the summary and the traces' paths. Returns the main trace's path
  * (the caller frees it), or NULL when no trace was written. */
-static char *report_traces(const char *manifest, pid_t child)
+static char *report_traces(const char *manifest, pid_t child, const char *output)
 {
 	entry_t *ent;
 	size_t n = read_manifest(manifest, &ent);
@@ -387,7 +387,18 @@ static char *report_traces(const char *manifest, pid_t child)
 			main_i = i;
 	print_summary(&ent[main_i], display_path(ent[main_i].path, cwd));
 	if (n == 1) {
-		fprintf(stderr, "heaptrail: trace written to %s\n", display_path(ent[0].path, cwd));
+		/* -o names an existing file: the agent never overwrites it, and a
+		 * report of that name would show an older run */
+		char want[2 * PATH_MAX];
+		bool moved = false;
+		if (output && !strchr(output, '%')) {
+			snprintf(want, sizeof(want), "%s%s%s", output[0] == '/' ? "" : cwd,
+				 output[0] == '/' ? "" : "/", output);
+			size_t k = strlen(want);
+			moved = strncmp(ent[0].path, want, k) == 0 && ent[0].path[k] == '.';
+		}
+		fprintf(stderr, "heaptrail: trace written to %s%s%s%s\n", display_path(ent[0].path, cwd),
+			moved ? " (" : "", moved ? output : "", moved ? " already existed)" : "");
 	} else {
 		/* a shell script can fork hundreds of processes: list a few */
 		fprintf(stderr, "heaptrail: %zu traces written (forked children and exec'd images):\n",
@@ -529,7 +540,7 @@ int ht_run(const ht_run_opts_t *o)
 	} else {
 		ret = 1;
 	}
-	char *main_path = report_traces(manifest, pid);
+	char *main_path = report_traces(manifest, pid, o->output);
 	unlink(manifest);
 	/* a death by signal keeps its status: the leaks of a crash are not news */
 	if (main_path && o->leak_exitcode >= 0 && !signaled) {

@@ -227,6 +227,9 @@ def t_no_clobber(t):
     t.eq("existing file's content", b"precious\n", out.read_bytes())
     t.eq("existing file's mode", "0o644", oct(os.stat(out).st_mode & 0o777))
     check_new_trace(t, tr, {out.resolve()}, "existing output")
+    # the summary says the name given was taken, so no one reports the old file
+    t.check(re.search(r"trace written to \S*x\.ht\.\d+ \(\S*x\.ht already existed\)", text(tr.proc.err)),
+            "stderr does not say that x.ht already existed: %s" % tail(tr.proc.err, 300))
 
 
 def t_no_symlink_dangling(t):

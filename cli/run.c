@@ -491,16 +491,19 @@ int ht_run(const ht_run_opts_t *o)
 		_exit(127);
 	}
 	close(pfd[1]);
-	forward_to = pid > 0 ? pid : 0;
-	sigprocmask(SIG_SETMASK, &old_mask, NULL);
 	if (pid < 0) {
+		int e = errno;
+		/* a signal held meanwhile now does what it would have done */
 		for (size_t i = 0; i < NFORWARDED; i++)
 			sigaction(forwarded[i], &old_fwd[i], NULL);
-		fprintf(stderr, "heaptrail: fork: %s\n", strerror(errno));
+		sigprocmask(SIG_SETMASK, &old_mask, NULL);
+		fprintf(stderr, "heaptrail: fork: %s\n", strerror(e));
 		close(pfd[0]);
 		unlink(manifest);
 		return 1;
 	}
+	forward_to = pid;
+	sigprocmask(SIG_SETMASK, &old_mask, NULL);
 	int err = 0;
 	ssize_t got;
 	do
@@ -508,14 +511,19 @@ int ht_run(const ht_run_opts_t *o)
 	while (got < 0 && errno == EINTR);
 	close(pfd[0]);
 
+	/* The program ends; until it is reaped its pid cannot go to another
+	 * process, so forwarding stops before the reaping. */
+	siginfo_t ended;
+	while (waitid(P_PID, (id_t)pid, &ended, WEXITED | WNOWAIT) < 0 && errno == EINTR)
+		;
+	forward_to = 0;
+	for (size_t i = 0; i < NFORWARDED; i++)
+		sigaction(forwarded[i], &old_fwd[i], NULL);
 	int status = 0;
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGQUIT, &old_quit, NULL);
-	forward_to = 0;
-	for (size_t i = 0; i < NFORWARDED; i++)
-		sigaction(forwarded[i], &old_fwd[i], NULL);
 
 	int ret;
 	bool signaled = false;

@@ -694,6 +694,15 @@ static int cmd_convert(int argc, char **argv)
 	ht_model_t *m = NULL;
 	if (load_model(path, &t, &m))
 		return 1;
+	if (fmt->needs_events && t->have_summary) {
+		fprintf(stderr,
+			"heaptrail: %s is a summary trace (heaptrail run --summary): it holds totals per "
+			"site, not the events that %s shows; convert it to pprof, folded or flamegraph\n",
+			path, fmt->name);
+		ht_model_free(m);
+		ht_trace_free(t);
+		return 1;
+	}
 	FILE *out = stdout;
 	if (out_path && !(out = fopen(out_path, "wb"))) {
 		fprintf(stderr, "heaptrail: cannot write %s: %s\n", out_path, strerror(errno));

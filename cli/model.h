@@ -184,6 +184,13 @@ size_t ht_model_sort(const ht_model_t *m, ht_site_order_t order, size_t *idx);
 long ht_model_frames(const ht_model_t *m, ht_symbolizer_t *sym, const ht_site_t *site,
 		     ht_frame_t **frames, size_t *cap);
 
+/* What the exports call a site with no frames (ht_model_frames gives 0):
+ * the summary's overflow row, or a stack the trace does not define. */
+static inline const char *ht_site_placeholder(const ht_site_t *s)
+{
+	return s->overflow ? "[all other sites: the summary's site table was full]" : "[unknown stack]";
+}
+
 /* Declare every module of the trace to the symbolizer. */
 void ht_model_add_modules(const ht_model_t *m, ht_symbolizer_t *sym);
 

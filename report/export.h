@@ -37,6 +37,7 @@ typedef struct ht_exporter {
 	const char *name;  /* --format value */
 	ht_export_fn write;
 	const char *what;  /* one line for --help */
+	bool needs_events; /* shows events over time: refused for a summary trace */
 } ht_exporter_t;
 
 /* The table, ended by an entry with name == NULL. */

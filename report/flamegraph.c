@@ -150,6 +150,14 @@ static int build_tree(const ht_model_t *m, ht_symbolizer_t *sym, ht_cost_t cost,
 		}
 		uint32_t at = 0;
 		t->n[0].value += c;
+		if (nf == 0) { /* no frames: one box named for what it stands for */
+			ht_frame_t ph = { .function = ht_site_placeholder(s) };
+			if ((at = child_for(t, 0, &ph)) == NO_NODE) {
+				e = -ENOMEM;
+				break;
+			}
+			t->n[at].value += c;
+		}
 		/* frames are leaf first: walk them from the outermost */
 		for (long k = nf; k-- > 0;) {
 			at = child_for(t, at, &frames[k]);

@@ -118,7 +118,7 @@ int ht_export_folded(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const
 		}
 		sb.len = 0;
 		if (nf == 0)
-			e = sb_add(&sb, "[unknown stack]", 15);
+			e = sb_add(&sb, ht_site_placeholder(s), strlen(ht_site_placeholder(s)));
 		/* frames come leaf first, inlined before their caller: reversed,
 		 * that is root first with each inlined function above its caller */
 		for (long k = nf - 1; k >= 0 && !e; k--) {
@@ -147,7 +147,7 @@ int ht_export_folded(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const
 		}
 		lines[nlines++] = (line_t){ text, c };
 	}
-	if (!e) {
+	if (!e && nlines) { /* lines is NULL when no stack has a cost */
 		qsort(lines, nlines, sizeof(*lines), line_cmp);
 		for (size_t i = 0; i < nlines; i++)
 			fprintf(out, "%s %" PRIu64 "\n", lines[i].text, lines[i].cost);

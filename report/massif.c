@@ -281,15 +281,18 @@ typedef enum snap_kind { SNAP_EMPTY, SNAP_PEAK, SNAP_DETAILED } snap_kind_t;
 static int write_snapshot(FILE *out, unsigned num, uint64_t time_ns, uint64_t bytes,
 			  snap_kind_t kind, const ht_model_t *m, ht_symbolizer_t *sym)
 {
+	tree_t t = { 0 };
+	int e = kind == SNAP_EMPTY ? 0 : build_tree(&t, m, sym, kind == SNAP_PEAK);
+	/* A tree's top must equal mem_heap_B (ms_print dies otherwise). In a
+	 * sampled trace each site's estimate is rounded on its own, so their
+	 * sum can miss the rounded total by a few bytes: the tree's sum wins. */
+	if (kind != SNAP_EMPTY && !e)
+		bytes = t.n[0].bytes;
 	fprintf(out, "#-----------\nsnapshot=%u\n#-----------\ntime=", num);
 	put_ms(out, time_ns);
 	fprintf(out, "\nmem_heap_B=%" PRIu64 "\nmem_heap_extra_B=0\nmem_stacks_B=0\nheap_tree=%s\n",
 		bytes, kind == SNAP_PEAK ? "peak" : kind == SNAP_DETAILED ? "detailed" : "empty");
-	if (kind == SNAP_EMPTY)
-		return 0;
-	tree_t t = { 0 };
-	int e = build_tree(&t, m, sym, kind == SNAP_PEAK);
-	if (!e) {
+	if (kind != SNAP_EMPTY && !e) {
 		writer_t w = { out, &t, bytes, 0 };
 		write_node(&w, 0, 0);
 		e = w.err;

@@ -280,7 +280,7 @@ static uint64_t location_id(builder_t *b, const ht_site_t *site, const ht_frame_
 			fid = func_id(b, f[i].function, f[i].file);
 		} else {
 			/* address 0 with no module: the placeholder of a stack-less site */
-			char *name = ip || mi >= 0 ? unknown_name(t, mi, ip) : strdup("[unknown stack]");
+			char *name = ip || mi >= 0 ? unknown_name(t, mi, ip) : strdup(ht_site_placeholder(site));
 			fid = name ? func_id(b, name, f[i].file) : 0;
 			free(name);
 		}

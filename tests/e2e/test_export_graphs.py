@@ -30,8 +30,8 @@ import re
 import shutil
 from pathlib import Path
 
-from harness import (SANITIZER_RE, asan_env, clients_dir, memo, report, report_cli, run,
-                     tail, text, traced_program)
+from harness import (PROGS, SANITIZER_RE, asan_env, clients_dir, heaptrail_run, memo, report,
+                     report_cli, run, tail, text, traced_program)
 
 PROGRAMS = ("peak", "threads", "leaks")
 TIMEOUT = 120
@@ -548,6 +548,38 @@ def check_ms_print(t, name):
     t.eq("ms_print: top entry function", leaf_function(site), top.group(2))
 
 
+def t_folded_nothing(t):
+    # No stack has a cost (nothing leaked): empty output, not an error,
+    # and nothing for the sanitizers (qsort of no lines).
+    trace, rep = traced(t, "ctor")
+    t.need(rep["totals"]["leaked_bytes"] == 0, "ctor.c leaks: pick a program that does not")
+    p = run([report_cli(), "convert", "--format", "folded", "--cost", "leaked", trace], TIMEOUT,
+            env=asan_env())
+    t.check(not SANITIZER_RE.search(text(p.err)), "sanitizer error: %s" % tail(p.err, 800))
+    t.eq("folded --cost leaked of a trace without leaks: exit status", 0, p.rc)
+    t.eq("folded --cost leaked of a trace without leaks: output", "", text(p.out))
+
+
+def t_massif_sampled(t):
+    # A sampled trace's sites are estimates rounded one by one: the peak
+    # snapshot's mem_heap_B must still equal its tree's top, or ms_print
+    # dies when the tree is the larger (seeds 1 and 3 of growth.c missed
+    # by a byte before).
+    t.need(shutil.which("ms_print"), "ms_print not found: install Debian's valgrind")
+    for seed in (1, 2, 3):
+        tr = heaptrail_run([str(PROGS / "growth")], ("--sample-rate", "4096", "--sample-seed", str(seed)))
+        t.need(tr.out_path.exists(), "no trace: %s" % tail(tr.proc.err))
+        out = t.tmp / ("growth.%d.massif" % seed)
+        err = convert(tr.out_path, "massif", out)
+        t.need(not err, err or "")
+        snaps = [b for b in out.read_text().split("snapshot=") if "heap_tree=peak" in b]
+        m = re.search(r"mem_heap_B=(\d+)\n.*heap_tree=peak\nn\d+: (\d+) ", snaps[0], re.S) if snaps else None
+        t.need(m, "seed %d: no peak snapshot in the massif file" % seed)
+        t.eq("seed %d: peak mem_heap_B == the peak tree's top" % seed, int(m.group(1)), int(m.group(2)))
+        p = run(["ms_print", out], TIMEOUT)
+        t.eq("seed %d: ms_print exit status" % seed, 0, p.rc)
+
+
 # ---- the list ------------------------------------------------------------------------------
 
 TESTS = []
@@ -558,4 +590,6 @@ for _p in PROGRAMS:
     TESTS.append(("massif.tree.%s" % _p, lambda t, p=_p: check_massif_tree(t, p)))
     TESTS.append(("massif.ms_print.%s" % _p, lambda t, p=_p: check_ms_print(t, p)))
 TESTS.append(("chrome.devtools", t_chrome_devtools))
+TESTS.append(("folded.nothing_to_show", t_folded_nothing))
+TESTS.append(("massif.sampled_ms_print", t_massif_sampled))
 TESTS.append(("chrome.speedscope", t_chrome_speedscope))

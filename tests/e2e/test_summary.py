@@ -120,6 +120,28 @@ def t_overflow(t):
         t.eq("sum of rows' %s" % f, full["totals"][f], sum(s[f] for s in summ["sites"]))
 
 
+def t_converts(t):
+    # A summary holds totals per site, no events: the formats that show
+    # events over time refuse it with a message; the stack formats name
+    # the overflow row for what it is.
+    tr, summ = traced(t, "leaks", (), ("--summary-sites", "2"))
+    over = [s for s in summ["sites"] if s.get("overflow")]
+    t.need(len(over) == 1, "no overflow row in the summary")
+    for fmt in ("events", "heaptrack", "chrome", "massif"):
+        p = run([str(HT), "convert", "--format", fmt, str(tr.out_path)], TIMEOUT)
+        t.eq("convert --format %s of a summary: exit status" % fmt, 1, p.rc)
+        t.check("is a summary trace" in text(p.err) and "pprof, folded or flamegraph" in text(p.err),
+                "convert --format %s of a summary: no clear message: %s" % (fmt, tail(p.err)))
+        t.eq("convert --format %s of a summary: output" % fmt, "", text(p.out))
+    p = run([str(HT), "convert", "--format", "folded", str(tr.out_path)], TIMEOUT)
+    t.eq("convert --format folded of a summary: exit status", 0, p.rc)
+    rows = [l for l in text(p.out).splitlines()
+            if l.startswith("[all other sites: the summary's site table was full] ")]
+    t.eq("folded: the overflow row, named, with its bytes",
+         ["[all other sites: the summary's site table was full] %d" % over[0]["bytes_allocated"]], rows)
+    t.check("[unknown stack]" not in text(p.out), "folded still calls a row an unknown stack")
+
+
 def t_bounded(t):
     a, sa = traced(t, "churn", ("20000",), ("--summary",), name="churn-short")
     b, sb = traced(t, "churn", ("400000",), ("--summary",), name="churn-long")
@@ -184,6 +206,7 @@ TESTS = [
     ("summary.sites.threads", site_test("threads", (), with_peak=False)),
     ("summary.run_output", t_run_output),
     ("summary.overflow", t_overflow),
+    ("summary.converts", t_converts),
     ("summary.bounded", t_bounded),
     ("summary.env_only", t_env_only),
     ("summary.leak_classes", t_leak_classes),

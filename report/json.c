@@ -195,16 +195,23 @@ int ht_report_json_leaks(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 		fputs("null", out);
 	fprintf(out, ",\n            \"leaked_blocks\": %" PRIu64 ", \"leaked_bytes\": %" PRIu64,
 		tt->leaked_blocks, tt->leaked_bytes);
-	if (sampled)
+	/* a summary has no events: what only events tell is unknown too */
+	bool no_events = t->have_summary;
+	if (sampled || no_events)
 		fputs(", \"temporary_allocations\": null", out);
 	else
 		fprintf(out, ", \"temporary_allocations\": %" PRIu64, tt->temporary);
 	fprintf(out,
 		",\n            \"duration_seconds\": %.9f"
-		", \"allocations_per_second\": %.1f, \"sites\": %zu,\n            \"reallocs\": %" PRIu64
-		", \"ignored_frees\": %" PRIu64 ", \"reused_addresses\": %" PRIu64,
-		(double)tt->duration_ns / 1e9, tt->allocs_per_second, m->nsites, tt->reallocs,
-		tt->ignored_frees, tt->reused_addresses);
+		", \"allocations_per_second\": %.1f, \"sites\": %zu,\n            ",
+		(double)tt->duration_ns / 1e9, tt->allocs_per_second, m->nsites);
+	if (no_events)
+		fputs("\"reallocs\": null, \"ignored_frees\": null, \"reused_addresses\": null", out);
+	else
+		fprintf(out,
+			"\"reallocs\": %" PRIu64 ", \"ignored_frees\": %" PRIu64
+			", \"reused_addresses\": %" PRIu64,
+			tt->reallocs, tt->ignored_frees, tt->reused_addresses);
 	fprintf(out, ",\n            \"leaks_classified\": %s", lk->classified ? "true" : "false");
 	ht_report_leak_totals_json(out, lk);
 	if (sampled) {
@@ -256,7 +263,7 @@ int ht_report_json_leaks(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 			", \"leaked_bytes\": %" PRIu64,
 			i ? "," : "", s->allocations, s->bytes_allocated, s->peak_bytes, s->leaked_blocks,
 			s->leaked_bytes);
-		if (sampled)
+		if (sampled || t->have_summary)
 			fputs(", \"temporary_allocations\": null", out);
 		else
 			fprintf(out, ", \"temporary_allocations\": %" PRIu64, s->temporary);

@@ -349,9 +349,11 @@ static void print_summary(FILE *out, const ht_model_t *m)
 		m->sample_rate ? est_ci(d + HT_FMT_LEN, m, e->var_leaked_blocks, false) : "");
 	if (m->sample_rate)
 		fprintf(out, "  %-18s %14s   not known from samples", "temporary allocs", "?");
+	else if (m->trace->have_summary)
+		fprintf(out, "  %-18s %14s   not known in summary mode", "temporary allocs", "?");
 	else
 		fprintf(out, "  %-18s %14s", "temporary allocs", ht_fmt_count(a, tt->temporary));
-	if (tt->allocations && !m->sample_rate)
+	if (tt->allocations && !m->sample_rate && !m->trace->have_summary)
 		fprintf(out, "   %.1f%% of allocations",
 			100.0 * (double)tt->temporary / (double)tt->allocations);
 	fputc('\n', out);

@@ -112,6 +112,11 @@ def t_overflow(t):
     _, full = traced(t, "leaks")
     _, summ = traced(t, "leaks", (), ("--summary-sites", "2"))
     t.eq("summary_mode", {"site_table_full": True}, summ.get("summary_mode"))
+    t.eq("what only events tell is unknown (null)", [None] * 4,
+         [summ["totals"].get(k, "missing") for k in
+          ("temporary_allocations", "reallocs", "ignored_frees", "reused_addresses")])
+    t.eq("sites' temporary_allocations (null)", {None}, {s.get("temporary_allocations", "missing")
+                                                         for s in summ["sites"]})
     over = [s for s in summ["sites"] if s.get("overflow")]
     t.eq("overflow rows", 1, len(over))
     t.eq("rows", 3, len(summ["sites"]))

@@ -42,7 +42,10 @@ def run_and_signal(t, args, sig, wait_for=b"ready\n", delay=0.0, to_heaptrail=Fa
     finally:
         if p.poll() is None:
             p.kill()
-        if child:  # a program left running without heaptrail would hold the pipes open
+            p.wait()
+        # heaptrail killed (not exited): its program may run on, orphaned,
+        # holding the pipes open; otherwise heaptrail reaped it already
+        if child and p.returncode < 0:
             subprocess.run(["kill", "-KILL", child[0]], stderr=subprocess.DEVNULL)
     return rc, out
 

@@ -70,14 +70,23 @@ static int print_class(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, con
 int ht_report_leaks_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const ht_leaks_t *l,
 			 size_t top, bool show_reachable)
 {
-	const ht_trace_t *t = m->trace;
-	char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN];
-	if (!top)
-		top = DEFAULT_TOP;
 	uint32_t *labels = calloc(m->nsites ? m->nsites : 1, sizeof(*labels));
 	if (!labels)
 		return -ENOMEM;
 	uint32_t next = 0;
+	int e = ht_report_leaks_text_labeled(out, m, sym, l, top, show_reachable, labels, &next);
+	free(labels);
+	return e;
+}
+
+int ht_report_leaks_text_labeled(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
+				 const ht_leaks_t *l, size_t top, bool show_reachable,
+				 uint32_t *labels, uint32_t *next)
+{
+	const ht_trace_t *t = m->trace;
+	char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN];
+	if (!top)
+		top = DEFAULT_TOP;
 	uint64_t lost = 0;
 	for (unsigned k = 0; k < HT_LEAK_KINDS; k++)
 		if (k != HT_LEAK_REACHABLE)
@@ -102,7 +111,7 @@ int ht_report_leaks_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, c
 				ht_fmt_count(c, l->blocks[HT_LEAK_REACHABLE]),
 				l->blocks[HT_LEAK_REACHABLE] == 1 ? "" : "s", j - i, j - i == 1 ? "" : "s");
 		else
-			e = print_class(out, m, sym, l, i, j, top, labels, &next);
+			e = print_class(out, m, sym, l, i, j, top, labels, next);
 		i = j;
 	}
 	if (!e && l->supp_blocks) {
@@ -120,7 +129,6 @@ int ht_report_leaks_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, c
 					s->origin);
 		}
 	}
-	free(labels);
 	return e;
 }
 

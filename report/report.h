@@ -53,6 +53,11 @@ int ht_report_snapshots_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sy
  * "totals" (each preceded by ", "). */
 int ht_report_leaks_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 			 const struct ht_leaks *l, size_t top, bool show_reachable);
+/* The same inside a report that labels sites already: labels[site] is its
+ * [site N] (0: not shown yet), *next the last N given; both are updated. */
+int ht_report_leaks_text_labeled(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
+				 const struct ht_leaks *l, size_t top, bool show_reachable,
+				 uint32_t *labels, uint32_t *next);
 int ht_report_checks_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym);
 int ht_report_growth_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, size_t top);
 void ht_report_leak_totals_json(FILE *out, const struct ht_leaks *l);

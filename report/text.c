@@ -531,7 +531,8 @@ int ht_report_text_leaks(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 	if (!lk && !c.err && !(c.err = ht_leaks_build(m, sym, NULL, &own)))
 		lk = &own;
 	if (lk && !c.err)
-		c.err = ht_report_leaks_text(out, m, sym, lk, top, show_reachable);
+		c.err = ht_report_leaks_text_labeled(out, m, sym, lk, top, show_reachable, c.label,
+						     &c.next_label);
 	if (lk == &own)
 		ht_leaks_free(&own);
 	print_list(&c, "TEMPORARY ALLOCATIONS", HT_BY_TEMPORARY, head_temp, top, idx,

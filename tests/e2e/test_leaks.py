@@ -178,6 +178,17 @@ def t_text(t):
     p = run([HT, "report", path], TIMEOUT)
     t.check("LEAKS BY CLASS, LARGEST FIRST" in text(p.out) and "definitely lost" in text(p.out),
             "report lacks the leak section by class")
+    # one [site N] per stack through the whole report: the leak section
+    # goes on with the top lists' numbers
+    first = {}
+    lines = text(p.out).splitlines()
+    for i, ln in enumerate(lines[:-1]):
+        m = re.search(r"\[site (\d+)\]$", ln)
+        if m:
+            first.setdefault(m.group(1), set()).add(lines[i + 1].strip())
+    t.check(first and all(len(v) == 1 for v in first.values()),
+            "a [site N] label names different stacks: %s" %
+            {k: sorted(v) for k, v in first.items() if len(v) > 1})
 
 
 def write_supp(t, name, lines):

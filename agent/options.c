@@ -78,6 +78,8 @@ static bool set_option(const char *k, size_t klen, const char *v, size_t vlen)
 			return false;
 		copy_value(ht_opt_output, sizeof ht_opt_output, v, vlen);
 	} else if (key_is(k, klen, "manifest")) {
+		if (!vlen)
+			return false;
 		copy_value(ht_opt_manifest, sizeof ht_opt_manifest, v, vlen);
 	} else if (key_is(k, klen, "depth")) {
 		if (!parse_uint(v, vlen, &u) || u < 1 || u > HT_MAX_DEPTH)
@@ -120,7 +122,8 @@ static bool set_option(const char *k, size_t klen, const char *v, size_t vlen)
 		else
 			return false;
 	} else if (key_is(k, klen, "snapshot_signal")) {
-		if (!parse_uint(v, vlen, &u) || u < 1 || u > 64)
+		/* SIGKILL and SIGSTOP cannot be caught */
+		if (!parse_uint(v, vlen, &u) || u < 1 || u > 64 || u == SIGKILL || u == SIGSTOP)
 			return false;
 		ht_opt_snapshot_signal = (int)u;
 	} else if (key_is(k, klen, "leak_check")) {
@@ -137,7 +140,7 @@ static bool set_option(const char *k, size_t klen, const char *v, size_t vlen)
 			return false;
 		ht_opt_summary_sites = (unsigned)u;
 	} else if (key_is(k, klen, "leak_signal")) {
-		if (!parse_uint(v, vlen, &u) || u > 64)
+		if (!parse_uint(v, vlen, &u) || u > 64 || u == SIGKILL || u == SIGSTOP)
 			return false;
 		ht_opt_leak_signal = (int)u; /* 0: none */
 	} else if (key_is(k, klen, "break")) {

@@ -216,18 +216,27 @@ static int supp_load(const supp_opts_t *so, ht_supp_list_t *l)
 	return 0;
 }
 
-/* --break-alloc LIST: numbers "N" or "T.N" (N, T from 1) joined by '+'. */
+/* --break-alloc LIST: numbers "N" or "T.N" (N, T from 1) joined by '+', as
+ * the agent takes them (agent/breakalloc.c): at most 16, N under 10^15, T
+ * a 32-bit thread number. */
+#define BREAK_MAX 16
 static bool valid_break_list(const char *s)
 {
-	for (;;) {
+	for (int n = 1; n <= BREAK_MAX; n++) {
 		int parts = 0;
 		for (;;) {
 			if (*s < '1' || *s > '9')
 				return false;
-			while (*s >= '0' && *s <= '9')
-				s++;
+			char *end;
+			errno = 0;
+			unsigned long long v = strtoull(s, &end, 10);
+			if (errno || end - s > 15)
+				return false;
+			s = end;
 			if (*s != '.' || ++parts > 1)
 				break;
+			if (v > UINT32_MAX)
+				return false;
 			s++;
 		}
 		if (!*s)
@@ -235,6 +244,7 @@ static bool valid_break_list(const char *s)
 		if (*s++ != '+')
 			return false;
 	}
+	return false; /* more than BREAK_MAX */
 }
 
 /* Loads and replays a trace, printing why when it cannot. Returns 0 (a
@@ -842,6 +852,8 @@ static int cmd_run(int argc, char **argv)
 	if (o.summary && o.sample_rate)
 		return usage_error("run: --summary counts every allocation; it does not go with "
 				   "--sample-rate%s", "");
+	if (no_report && o.leak_exitcode < 0)
+		return usage_error("run: --no-leak-report goes with --leak-exitcode%s", "");
 	if (i >= argc)
 		return usage_error("run: no program given%s", "");
 	o.argv = argv + i;

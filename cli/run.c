@@ -550,6 +550,13 @@ int ht_run(const ht_run_opts_t *o)
 	}
 	char *main_path = report_traces(manifest, pid, o->output);
 	unlink(manifest);
+	/* With no trace there was no leak check: a gate that asked for one
+	 * must not pass (a program that failed keeps its own status). */
+	if (!main_path && o->leak_exitcode >= 0 && ret == 0) {
+		fprintf(stderr, "heaptrail: no trace, so no leak check: exit status 1 "
+				"(--leak-exitcode)\n");
+		ret = 1;
+	}
 	/* a death by signal keeps its status: the leaks of a crash are not news */
 	if (main_path && o->leak_exitcode >= 0 && !signaled) {
 		char cwd[PATH_MAX];

@@ -42,6 +42,27 @@ def t_bad_options(t):
     usage_case(t, ["report", "--no-such-option", str(t.tmp / "x.ht")], "report, unknown option")
     usage_case(t, ["report", "--format", "xml", str(t.tmp / "x.ht")], "report --format xml")
     usage_case(t, ["report", "--top", "lots", str(t.tmp / "x.ht")], "report --top lots")
+    # what the agent would refuse (and then run without), the CLI refuses first
+    for v, what in (("99999999999999999999", "past 10^15"), ("4294967296.1", "thread past 2^32"),
+                    ("+".join(str(i) for i in range(1, 18)), "17 numbers (16 at most)")):
+        usage_case(t, ["run", "--break-alloc", v, "--", "/usr/bin/touch", str(ran)],
+                   "run --break-alloc, %s" % what, ran)
+    usage_case(t, ["run", "--no-leak-report", "--", "/usr/bin/touch", str(ran)],
+               "run --no-leak-report without --leak-exitcode", ran)
+
+
+def t_bad_agent_options(t):
+    # HEAPTRAIL_OPTIONS values the agent cannot honour are named on stderr,
+    # never taken silently: signals that cannot be caught, an empty path
+    need_tools(t)
+    env = dict(os.environ, LD_PRELOAD=str(AGENT),
+               HEAPTRAIL_OPTIONS="output=%s,snapshot_signal=9,leak_signal=19,manifest=" %
+               (t.tmp / "o.%p.ht"))
+    p = run(["/usr/bin/true"], 30, env=env)
+    t.eq("exit status of the program", 0, p.rc)
+    for item in ("snapshot_signal=9", "leak_signal=19", "manifest="):
+        t.check("ignoring bad option: %s\n" % item in text(p.err),
+                "no word on %s: %s" % (item, tail(p.err, 300)))
 
 
 def full_trace(t, argv=("sampled",)):
@@ -451,6 +472,7 @@ TESTS = [
     ("trace.joined_blocks", t_joined_blocks),
     ("cli.run_figures", t_run_figures),
     ("cli.bad_options", t_bad_options),
+    ("cli.bad_agent_options", t_bad_agent_options),
     ("trace.truncated_half", t_truncated),
     ("trace.truncated_tiny", t_truncated_tiny),
     ("trace.corrupt_middle", t_corrupt_middle),

@@ -267,6 +267,19 @@ def t_exitcode(t):
     f = write_supp(t, "all.supp", ["leak:leaks.c"])
     tr = heaptrail_run([leaks], ["--leak-exitcode", "23", "--suppressions", str(f)])
     t.eq("leaks.c, every leak suppressed", 0, tr.proc.rc)
+    # no trace (a static program), no leak check: the gate must not pass
+    src = t.tmp / "static_leak.c"
+    src.write_text("#include <stdlib.h>\nvoid *volatile keep;\n"
+                   "int main(void) { keep = malloc(33); return 0; }\n")
+    exe = t.tmp / "static_leak"
+    cc = run(["cc", "-static", "-O0", "-o", str(exe), str(src)], TIMEOUT)
+    t.need(cc.rc == 0, "cc -static failed: %s" % tail(cc.err))
+    tr = heaptrail_run([exe], ["--leak-exitcode", "23"])
+    t.eq("a static program (no trace) with --leak-exitcode 23", 1, tr.proc.rc)
+    t.check("no trace, so no leak check" in text(tr.proc.err),
+            "no word that the leak check did not happen: %s" % tail(tr.proc.err))
+    tr = heaptrail_run([exe])
+    t.eq("the same without --leak-exitcode: the program's status", 0, tr.proc.rc)
 
 
 GDB = shutil.which("gdb")

@@ -217,7 +217,9 @@ int heaptrail_agent_snapshot(const char *name)
 	ht_thread_t *t = api_enter();
 	if (!t)
 		return 0;
-	write_snapshot(t, name ? ht_name_intern(t, name) : 0);
+	/* name id 0 is the snapshot signal's: a snapshot without a name from
+	 * code gets the empty name */
+	write_snapshot(t, ht_name_intern(t, name ? name : ""));
 	api_leave(t);
 	return 0;
 }

@@ -228,9 +228,10 @@ enum ht_end_how {
  *         time, every block of the pool still live (each one free).
  * PALLOC  like ALLOC (dtime, daddr, size, stack_id), then varint pool_id:
  *         an allocation from that pool (function HT_FN_CUSTOM).
- * SNAPSHOT varint dtime, varint name_id (0 = taken on the snapshot signal):
- *         the program asked for a snapshot of its live blocks here
- *         (heaptrail_snapshot); the reader computes it.
+ * SNAPSHOT varint dtime, varint name_id (0 = taken on the snapshot signal;
+ *         heaptrail_snapshot(NULL) names the empty string): the program
+ *         asked for a snapshot of its live blocks here (heaptrail_snapshot);
+ *         the reader computes it.
  * EXT     varint dtime, varint len, payload[len]; the high nibble of the
  *         op byte is the kind (HT_EXT_*). A reader skips kinds it does not
  *         know by len (format 1.4). Payloads:

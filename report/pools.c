@@ -116,7 +116,8 @@ int ht_report_snapshots_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sy
 		"live blocks", "top sites by live bytes");
 	for (size_t i = 0; i < m->nsnapshots && !err; i++) {
 		const ht_snapshot_t *sn = &m->snapshots[i];
-		fprintf(out, "  %-16s %10s %14s %12s ", name_of(t, sn->name_id, "signal", nb, sizeof(nb)),
+		const char *sname = name_of(t, sn->name_id, "signal", nb, sizeof(nb));
+		fprintf(out, "  %-16s %10s %14s %12s ", *sname ? sname : "(unnamed)",
 			ht_fmt_duration(a, sn->time), ht_fmt_count(b, sn->live_bytes),
 			ht_fmt_count(c, sn->live_blocks));
 		if (!sn->ntop)
@@ -168,7 +169,7 @@ int ht_report_snapshots_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sy
 		const ht_snapshot_t *sn = &m->snapshots[i];
 		const char *name = sn->name_id ? ht_trace_name(t, sn->name_id) : NULL;
 		fprintf(out, "%s\n  {\"name\": ", i ? "," : "");
-		ht_json_str(out, name);
+		ht_json_str(out, name && *name ? name : NULL); /* heaptrail_snapshot(NULL): "" */
 		fprintf(out,
 			", \"name_id\": %" PRIu64 ", \"signal\": %s, \"time_seconds\": %.9f"
 			", \"live_bytes\": %" PRIu64 ", \"live_blocks\": %" PRIu64 ",\n   \"top_sites\": [",

@@ -16,9 +16,10 @@
  *             keep_entry (160 B)
  *   snapshot "after", at the end: 100 + 160 = 260 B in 6 blocks; top sites
  *             keep_entry (160 B), make_a (100 B)
+ *   snapshot NULL (no name) right after: the same 260 B in 6 blocks
  *   with argument "signal": raise(SIGUSR2) last, for a run with the agent
- *             option snapshot_signal=12: a third snapshot, unnamed, of the
- *             same 260 B in 6 blocks (without the option it would kill us)
+ *             option snapshot_signal=12: a fourth snapshot, the signal's, of
+ *             the same 260 B in 6 blocks (without the option it would kill us)
  * Totals: 67 allocations (1 + 1 + 5 + 60), 61 frees (60 + free(b)),
  * 2,380 B allocated, peak 1,100 B, leaked 6 blocks, 260 B.
  */
@@ -103,6 +104,7 @@ int main(int argc, char **argv)
 
 	free(b);
 	heaptrail_snapshot("after");
+	heaptrail_snapshot(NULL);
 	if (argc > 1 && !strcmp(argv[1], "signal"))
 		raise(SIGUSR2);
 	return 0;

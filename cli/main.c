@@ -466,6 +466,14 @@ static int cmd_report(int argc, char **argv)
 	if (load_model(path, &t, &m))
 		return 1;
 	int r;
+	if ((by_tag || to.name || functions) && t->have_summary) {
+		fprintf(stderr, "heaptrail: %s is a summary trace (heaptrail run --summary): it keeps "
+				"totals per site, not the events that %s needs\n",
+			path, functions ? "--functions" : by_tag ? "--by-tag" : "--tag");
+		ht_model_free(m);
+		ht_trace_free(t);
+		return 1;
+	}
 
 	ht_fn_profile_t *fp = NULL;
 	if (functions && (r = ht_fn_build(t, &fp))) {

@@ -516,7 +516,8 @@ int ht_report_text_leaks(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 	print_summary(out, m);
 	if (t->have_summary)
 		fputs("\nSUMMARY MODE: the agent kept per-site totals, no events: no chart over time, "
-		      "no temporary allocations.\n", out);
+		      "no temporary allocations, no tables of heaptrail.h's tags, phases, pools and "
+		      "snapshots (their blocks are in the sites), no descriptors or handles.\n", out);
 	else
 		c.err = ht_report_timeline_text(out, m); /* memory over time, peak marked */
 	print_list(&c, "TOP SITES BY BYTES ALLOCATED", HT_BY_BYTES, head_bytes, top, idx,

@@ -147,6 +147,19 @@ def t_converts(t):
     t.check("[unknown stack]" not in text(p.out), "folded still calls a row an unknown stack")
 
 
+def t_no_event_views(t):
+    # What needs events is refused with a message, never shown as empty
+    # (--by-tag once said "the program tags no blocks" of a program that does)
+    tr, summ = traced(t, "tags_phases", (), ("--summary",))
+    for opt in (["--by-tag"], ["--tag", "node"], ["--functions"]):
+        p = run([str(HT), "report"] + opt + [str(tr.out_path)], TIMEOUT)
+        t.eq("report %s of a summary: exit status" % opt[0], 1, p.rc)
+        t.check("is a summary trace" in text(p.err), "report %s: no clear message: %s" % (opt[0], tail(p.err)))
+    p = run([str(HT), "report", str(tr.out_path)], TIMEOUT)
+    t.check("no tables of heaptrail.h's tags, phases, pools and snapshots" in text(p.out),
+            "the text report does not say what a summary lacks: %s" % tail(p.out, 600))
+
+
 def t_bounded(t):
     a, sa = traced(t, "churn", ("20000",), ("--summary",), name="churn-short")
     b, sb = traced(t, "churn", ("400000",), ("--summary",), name="churn-long")
@@ -212,6 +225,7 @@ TESTS = [
     ("summary.run_output", t_run_output),
     ("summary.overflow", t_overflow),
     ("summary.converts", t_converts),
+    ("summary.no_event_views", t_no_event_views),
     ("summary.bounded", t_bounded),
     ("summary.env_only", t_env_only),
     ("summary.leak_classes", t_leak_classes),

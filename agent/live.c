@@ -447,6 +447,7 @@ static void live_pool_clear(uint64_t pool, uint64_t time)
 		ht_live_block_t *e = &lv.blocks.slots[i];
 		while (e->addr && e->pool == pool && e->time <= time) {
 			ht_live_stats.bytes -= e->size;
+			ht_live_stats.pool_frees++;
 			lv.pool_blocks--;
 			site_free(e);
 			table_remove(&lv.blocks, e); /* moves a later entry into e */
@@ -673,6 +674,7 @@ bool ht_live_summary(ht_live_summary_t *out)
 void ht_live_fork_child(void)
 {
 	lv.inexact = true;
+	ht_live_stats.pool_frees = 0; /* the child counts its own frees */
 }
 
 /* ---- summary mode: the file --------------------------------------------------- */
@@ -747,7 +749,8 @@ struct ht_api_stats {
 	uint64_t live_bytes, live_blocks, peak_live_bytes;
 };
 
-/* Counts are exact (per-thread counters). Live and peak figures come from
+/* Counts are exact (per-thread counters; frees made by pool resets and
+ * destroys come from the table, so they need it). Live and peak figures come from
  * the writer's table: the caller's own events are shipped and every queued
  * block digested first, so they are exact for a single-threaded program;
  * other threads' last unshipped events (at most ~0.5 s) are not in them.
@@ -772,6 +775,9 @@ int heaptrail_agent_stats(struct ht_api_stats *out)
 			s.live_bytes = ht_live_stats.bytes;
 			s.live_blocks = ht_live_stats.blocks;
 			s.peak_live_bytes = ht_live_stats.peak_bytes;
+			/* a pool reset frees its blocks without a call to count:
+			 * the table saw them go (as the report counts them) */
+			s.frees += ht_live_stats.pool_frees;
 			ht_unlock(&ht_writer_lock);
 			r = 0;
 		}

@@ -21,6 +21,7 @@ typedef struct ht_live_block {
  * thread; with several, the peak may be off by what was in flight). */
 typedef struct {
 	uint64_t bytes, blocks, peak_bytes;
+	uint64_t pool_frees; /* blocks freed by pool resets and destroys */
 } ht_live_stats_t;
 extern ht_live_stats_t ht_live_stats;
 

@@ -11,13 +11,16 @@
  *   grown  after realloc(1000-byte block, 2000): +1 allocation, +1 free,
  *          live start+2000 in start+1 blocks
  *   end    after free of the last block: live as at start
+ *   pooled after 3 blocks of 16 B allocated into a pool (heaptrail.h) and
+ *          the pool reset: +3 allocations, +48 bytes, +3 frees (the reset
+ *          frees them), live as at start
  */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "heaptrail.h"
 
-#define STEPS 5
+#define STEPS 6
 
 int main(void)
 {
@@ -35,7 +38,15 @@ int main(void)
 	rc[3] = heaptrail_stats(&s[3]);
 	free(a);
 	rc[4] = heaptrail_stats(&s[4]);
-	static const char *names[STEPS] = {"start", "two", "freed", "grown", "end"};
+	static char arena[64];
+	static int pool;
+	heaptrail_pool_create(&pool, "queries");
+	for (int i = 0; i < 3; i++)
+		heaptrail_pool_alloc(&pool, arena + 16 * i, 16);
+	heaptrail_pool_reset(&pool);
+	rc[5] = heaptrail_stats(&s[5]);
+	heaptrail_pool_destroy(&pool);
+	static const char *names[STEPS] = {"start", "two", "freed", "grown", "end", "pooled"};
 	for (int i = 0; i < STEPS; i++)
 		printf("%s %llu %llu %llu %llu %llu %llu %d\n", names[i],
 		       (unsigned long long)s[i].allocations, (unsigned long long)s[i].frees,

@@ -528,7 +528,7 @@ int ht_run(const ht_run_opts_t *o)
 	int ret;
 	bool signaled = false;
 	if (got == (ssize_t)sizeof(err) && err) {
-		if (err == -ENOENT)
+		if (err == -ENOENT && !strchr(o->argv[0], '/')) /* searched in PATH, as a shell says */
 			fprintf(stderr, "heaptrail: %s: command not found\n", o->argv[0]);
 		else
 			fprintf(stderr, "heaptrail: cannot run %s: %s\n", o->argv[0], strerror(-err));

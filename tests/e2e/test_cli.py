@@ -51,6 +51,19 @@ def t_bad_options(t):
                "run --no-leak-report without --leak-exitcode", ran)
 
 
+def t_cannot_run(t):
+    # a program heaptrail cannot start: the shell's statuses and words
+    need_tools(t)
+    plain = t.tmp / "plain.txt"
+    plain.write_text("not a program\n")
+    for argv, rc, words in (([str(t.tmp / "nonexistent")], 127, "No such file or directory"),
+                            (["heaptrail-no-such-command"], 127, "command not found"),
+                            ([str(plain)], 126, "Permission denied")):
+        p = run([HT, "run", "-o", str(t.tmp / "x.ht"), "--"] + argv, 30)
+        t.eq("heaptrail run %s: exit status" % argv[0], rc, p.rc)
+        t.check(words in text(p.err), "heaptrail run %s: no %r: %s" % (argv[0], words, tail(p.err)))
+
+
 def t_bad_agent_options(t):
     # HEAPTRAIL_OPTIONS values the agent cannot honour are named on stderr,
     # never taken silently: signals that cannot be caught, an empty path
@@ -473,6 +486,7 @@ TESTS = [
     ("cli.run_figures", t_run_figures),
     ("cli.bad_options", t_bad_options),
     ("cli.bad_agent_options", t_bad_agent_options),
+    ("cli.cannot_run", t_cannot_run),
     ("trace.truncated_half", t_truncated),
     ("trace.truncated_tiny", t_truncated_tiny),
     ("trace.corrupt_middle", t_corrupt_middle),

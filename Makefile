@@ -11,6 +11,7 @@ bindir ?= $(prefix)/bin
 libdir ?= $(prefix)/lib
 includedir ?= $(prefix)/include
 mandir ?= $(prefix)/share/man
+docdir ?= $(prefix)/share/doc/heaptrail
 DESTDIR ?=
 
 CC ?= cc
@@ -184,6 +185,8 @@ install: all $(B)/heaptrail.pc
 	install -m 644 include/heaptrail.h $(DESTDIR)$(includedir)/heaptrail.h
 	install -m 644 $(B)/heaptrail.pc $(DESTDIR)$(libdir)/pkgconfig/heaptrail.pc
 	if [ -f docs/heaptrail.1 ]; then install -d $(DESTDIR)$(mandir)/man1 && install -m 644 docs/heaptrail.1 $(DESTDIR)$(mandir)/man1/; fi
+	install -d $(DESTDIR)$(docdir)
+	install -m 644 README.md docs/*.md $(DESTDIR)$(docdir)/
 
 clean:
 	rm -rf $(B)

@@ -8,7 +8,7 @@ import subprocess
 
 import contract
 import tracefile
-from harness import (AGENT, HT, PROGS, T, heaptrail_run, need_report, need_tools, report,
+from harness import (AGENT, HT, PROGS, ROOT, T, heaptrail_run, need_report, need_tools, report,
                      report_cli, run, tail, text, traced_report)
 
 TOT = ("allocations", "frees", "bytes_allocated", "leaked_blocks", "leaked_bytes")
@@ -62,6 +62,25 @@ def t_cannot_run(t):
         p = run([HT, "run", "-o", str(t.tmp / "x.ht"), "--"] + argv, 30)
         t.eq("heaptrail run %s: exit status" % argv[0], rc, p.rc)
         t.check(words in text(p.err), "heaptrail run %s: no %r: %s" % (argv[0], words, tail(p.err)))
+
+
+def t_install(t):
+    # make install DESTDIR=...: the whole tree, and the installed command
+    # finds the installed agent by itself
+    need_tools(t)
+    root = t.tmp / "root"
+    p = run(["make", "-s", "-C", str(ROOT), "install", "PREFIX=/usr/local", "DESTDIR=%s" % root], 300)
+    t.need(p.rc == 0, "make install failed: %s" % tail(p.err))
+    pre = root / "usr/local"
+    for f in ("bin/heaptrail", "lib/heaptrail/libheaptrail.so", "include/heaptrail.h",
+              "lib/pkgconfig/heaptrail.pc", "share/man/man1/heaptrail.1",
+              "share/doc/heaptrail/JSON.md", "share/doc/heaptrail/AGENT_OPTIONS.md"):
+        t.check((pre / f).is_file(), "make install did not install %s" % f)
+    env = {k: v for k, v in os.environ.items() if k not in ("HEAPTRAIL_AGENT", "LD_PRELOAD")}
+    out = t.tmp / "i.ht"
+    p = run([str(pre / "bin/heaptrail"), "run", "-o", str(out), "--", str(prog("exit3"))], 60, env=env)
+    t.eq("installed heaptrail run: the program's status", 3, p.rc)
+    t.check(out.is_file(), "the installed heaptrail wrote no trace: %s" % tail(p.err))
 
 
 def t_bad_agent_options(t):
@@ -487,6 +506,7 @@ TESTS = [
     ("cli.bad_options", t_bad_options),
     ("cli.bad_agent_options", t_bad_agent_options),
     ("cli.cannot_run", t_cannot_run),
+    ("cli.install", t_install),
     ("trace.truncated_half", t_truncated),
     ("trace.truncated_tiny", t_truncated_tiny),
     ("trace.corrupt_middle", t_corrupt_middle),

@@ -132,7 +132,18 @@ HT_NOINLINE HT_COLD static ht_thread_t *thread_create(void)
 	t->block_base = t->last_time;
 	ht_scache_forget(t); /* a reused state: the old thread's chains */
 	t->stack_lo = t->stack_hi = 0;
+	/* pthread_getattr_np calls malloc (the main thread's reads
+	 * /proc/self/maps). A thread's first event may come from a hook that
+	 * is no malloc (open, close): a signal handler that allocates, fine
+	 * there natively, must not land inside that malloc. */
+	sigset_t all, saved;
+	sigfillset(&all);
+	static const int faults[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS };
+	for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++)
+		sigdelset(&all, faults[i]); /* a fault while blocked would kill silently */
+	pthread_sigmask(SIG_BLOCK, &all, &saved);
 	stack_bounds(t);
+	pthread_sigmask(SIG_SETMASK, &saved, NULL);
 	ht_tls_thread = t;
 	if (thread_key_ok && !tls_thread_exited)
 		pthread_setspecific(thread_key, t);

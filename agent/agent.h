@@ -327,6 +327,17 @@ void ht_names_fork_child(ht_thread_t *self);
 /* Handler of the snapshot signal (option snapshot_signal=N). */
 void ht_snapshot_signal_handler(int sig);
 
+/* Every signal but the synchronous faults, which must stay open: a fault
+ * while blocked kills the process without its handler (the one that
+ * finishes the trace). For agent work a handler must not land in. */
+static inline void ht_async_signals(sigset_t *set)
+{
+	static const int faults[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS };
+	sigfillset(set);
+	for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++)
+		sigdelset(set, faults[i]);
+}
+
 /* ---- sampling (agent/sampling.c, option sample_rate) ----------------------
  * A Poisson process over allocated bytes: each thread counts down bytes to
  * its next sample point; an allocation that reaches it is recorded with its

@@ -136,12 +136,9 @@ HT_NOINLINE HT_COLD static ht_thread_t *thread_create(void)
 	 * /proc/self/maps). A thread's first event may come from a hook that
 	 * is no malloc (open, close): a signal handler that allocates, fine
 	 * there natively, must not land inside that malloc. */
-	sigset_t all, saved;
-	sigfillset(&all);
-	static const int faults[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS };
-	for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++)
-		sigdelset(&all, faults[i]); /* a fault while blocked would kill silently */
-	pthread_sigmask(SIG_BLOCK, &all, &saved);
+	sigset_t async, saved;
+	ht_async_signals(&async);
+	pthread_sigmask(SIG_BLOCK, &async, &saved);
 	stack_bounds(t);
 	pthread_sigmask(SIG_SETMASK, &saved, NULL);
 	ht_tls_thread = t;

@@ -42,13 +42,7 @@ static sigset_t unwind_mask;
 
 void ht_unwind_init(void)
 {
-	sigfillset(&unwind_mask);
-	sigdelset(&unwind_mask, SIGSEGV);
-	sigdelset(&unwind_mask, SIGBUS);
-	sigdelset(&unwind_mask, SIGFPE);
-	sigdelset(&unwind_mask, SIGILL);
-	sigdelset(&unwind_mask, SIGTRAP);
-	sigdelset(&unwind_mask, SIGSYS);
+	ht_async_signals(&unwind_mask);
 	/* Cache unwind info per thread where libunwind can, and warm the
 	 * caches up before the hooks are armed. */
 	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);

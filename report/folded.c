@@ -117,8 +117,9 @@ int ht_export_folded(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const
 			break;
 		}
 		sb.len = 0;
+		const char *ph = ht_site_placeholder(s);
 		if (nf == 0)
-			e = sb_add(&sb, ht_site_placeholder(s), strlen(ht_site_placeholder(s)));
+			e = sb_add(&sb, ph, strlen(ph));
 		/* frames come leaf first, inlined before their caller: reversed,
 		 * that is root first with each inlined function above its caller */
 		for (long k = nf - 1; k >= 0 && !e; k--) {

@@ -517,6 +517,11 @@ void ht_writer_flush(bool end_frame);
 /* Close the file: write END, end the frame, close. */
 void ht_writer_finish(unsigned how, unsigned status);
 void ht_writer_fork_child_close(void);
+/* The trace's descriptor, -1 when none (read by the descriptor hooks). */
+extern _Atomic int ht_trace_fd;
+/* The program is about to dup2 onto fd, the trace's number: the trace
+ * moves to another number first. */
+void ht_writer_move_fd(int fd);
 uint64_t ht_read_rss(void);
 
 /* ---- life cycle (agent/lifecycle.c) --------------------------------------- */

@@ -20,6 +20,14 @@
  *    but run without it: fopen's FILE is a malloc the program made, and
  *    memcheck counts it;
  *  - errno is the real call's.
+ * The trace's own descriptor is kept from the program (a daemon that
+ * closes every descriptor, a shell that dup2s onto a fixed number):
+ * close of it fails with EBADF, as if it were not open; close_range and
+ * closefrom close around it; dup2/dup3 onto it move the trace to another
+ * number first. A raw close syscall still reaches it, and the writer
+ * stops with a message (fd_is_ours in writer.c). A vfork child has a
+ * table of its own and is let through.
+ *
  * Calls inside libc (fopen's own open, popen, opendir) use libc's internal
  * names and are not seen, in pairs: what libc opens on its own it closes on
  * its own.
@@ -142,6 +150,16 @@ static inline bool should_record_res(void *ret)
 	if (ht_addr_in_agent((uintptr_t)ret))
 		return false;
 	return getpid() == ht_pid; /* not a vfork child */
+}
+
+/* True when fd is the trace's descriptor and the call (return address
+ * ret) is the program's, in this process: the hooks keep it open. The
+ * first test is all a call on another descriptor pays. */
+static inline bool is_trace_fd(long fd, void *ret)
+{
+	int tfd = atomic_load_explicit(&ht_trace_fd, memory_order_acquire);
+	return HT_UNLIKELY(fd == tfd) && tfd >= 0 && !ht_addr_in_agent((uintptr_t)ret) &&
+	       getpid() == ht_pid;
 }
 
 /* ---- events (EXT, written with ht_put_ext) ----------------------------------------- */
@@ -333,13 +351,33 @@ HT_EXPORT int socketpair(int domain, int type, int protocol, int fds[2])
 		return fd_;                                                    \
 	} while (0)
 
+/* dup2/dup3 onto the trace's number: the trace moves out of the way (not
+ * from a signal handler that interrupted the agent: it may hold the
+ * writer's lock). If the call then fails, the old number is closed. */
+#define DUP2_PROTECT(oldfd, newfd, call)                                       \
+	do {                                                                   \
+		if (HT_UNLIKELY(is_trace_fd(newfd, __builtin_return_address(0))) && \
+		    oldfd != newfd && !ht_guard) {                             \
+			ht_writer_move_fd(newfd);                              \
+			int r_ = call;                                         \
+			if (r_ < 0) {                                          \
+				int e_ = errno;                                \
+				REAL(close)(newfd);                            \
+				errno = e_;                                    \
+			}                                                      \
+			return r_;                                             \
+		}                                                              \
+	} while (0)
+
 HT_EXPORT int dup2(int oldfd, int newfd)
 {
+	DUP2_PROTECT(oldfd, newfd, REAL(dup2)(oldfd, newfd));
 	DUP2_HOOK_BODY(oldfd, newfd, REAL(dup2)(oldfd, newfd));
 }
 
 HT_EXPORT int dup3(int oldfd, int newfd, int flags)
 {
+	DUP2_PROTECT(oldfd, newfd, REAL(dup3)(oldfd, newfd, flags));
 	DUP2_HOOK_BODY(oldfd, newfd, REAL(dup3)(oldfd, newfd, flags));
 }
 
@@ -369,6 +407,10 @@ HT_EXPORT int fcntl64(int fd, int cmd, ...)
 
 HT_EXPORT int close(int fd)
 {
+	if (is_trace_fd(fd, __builtin_return_address(0))) {
+		errno = EBADF;
+		return -1;
+	}
 	if (!should_record_res(__builtin_return_address(0)))
 		return REAL(close)(fd);
 	record_close(fd);
@@ -402,7 +444,8 @@ static void record_close_range(unsigned first, unsigned last)
 				}
 				fd = fd * 10 + (unsigned long)(*c - '0');
 			}
-			if (num && fd >= first && fd <= last && fd != (unsigned long)dfd)
+			if (num && fd >= first && fd <= last && fd != (unsigned long)dfd &&
+			    fd != (unsigned long)atomic_load(&ht_trace_fd))
 				record_close((int)fd);
 			off += reclen;
 		}
@@ -410,23 +453,55 @@ static void record_close_range(unsigned first, unsigned last)
 	real_close(dfd);
 }
 
+/* close_range(first, last) but around the trace's descriptor tfd, which
+ * lies in the range. Without close_range (glibc < 2.34) the part below tfd
+ * is closed one by one. */
+static int close_range_around(unsigned first, unsigned last, int flags, unsigned tfd)
+{
+	int r = 0;
+	if (tfd > first) {
+		if (REAL(close_range))
+			r = real_close_range(first, tfd - 1, flags);
+		else
+			for (unsigned fd = first; fd < tfd; fd++)
+				real_close((int)fd);
+	}
+	if (r == 0 && tfd < last)
+		r = REAL(close_range)(tfd + 1, last, flags);
+	return r;
+}
+
 HT_EXPORT int close_range(unsigned first, unsigned last, int flags)
 {
-	if (should_record_res(__builtin_return_address(0)) && !(flags & CLOSE_RANGE_CLOEXEC) &&
-	    first <= last) {
+	void *ret = __builtin_return_address(0);
+	if (should_record_res(ret) && !(flags & CLOSE_RANGE_CLOEXEC) && first <= last) {
 		int e = errno;
 		record_close_range(first, last);
 		errno = e;
 	}
+	int tfd = atomic_load_explicit(&ht_trace_fd, memory_order_acquire);
+	if (HT_UNLIKELY(tfd >= 0 && first <= (unsigned)tfd && (unsigned)tfd <= last) &&
+	    !(flags & CLOSE_RANGE_CLOEXEC) && is_trace_fd(tfd, ret))
+		return close_range_around(first, last, flags, (unsigned)tfd);
 	return REAL(close_range)(first, last, flags);
 }
 
 HT_EXPORT void closefrom(int lowfd)
 {
-	if (should_record_res(__builtin_return_address(0))) {
+	void *ret = __builtin_return_address(0);
+	unsigned first = lowfd < 0 ? 0 : (unsigned)lowfd;
+	if (should_record_res(ret)) {
 		int e = errno;
-		record_close_range(lowfd < 0 ? 0 : (unsigned)lowfd, ~0u);
+		record_close_range(first, ~0u);
 		errno = e;
+	}
+	int tfd = atomic_load_explicit(&ht_trace_fd, memory_order_acquire);
+	if (HT_UNLIKELY(tfd >= 0 && (unsigned)tfd >= first) && is_trace_fd(tfd, ret)) {
+		int e = errno; /* closefrom sets none */
+		close_range_around(first, (unsigned)tfd, 0, (unsigned)tfd);
+		REAL(closefrom)(tfd + 1);
+		errno = e;
+		return;
 	}
 	REAL(closefrom)(lowfd);
 }

@@ -36,6 +36,9 @@ ht_lock_t ht_writer_lock;
 #define HT_ZSTD_HASH_LOG 17
 
 static int out_fd = -1;
+/* out_fd as the program's descriptor hooks see it (agent/resources.c):
+ * the number they keep the program from closing or replacing. */
+_Atomic int ht_trace_fd = -1;
 static ZSTD_CStream *zcs;
 static void *zws;
 static size_t zws_size;
@@ -70,6 +73,23 @@ static bool fd_is_ours(void)
 {
 	struct stat st;
 	return fstat(out_fd, &st) == 0 && st.st_dev == out_dev && st.st_ino == out_ino;
+}
+
+static void set_out_fd(int fd)
+{
+	out_fd = fd;
+	atomic_store_explicit(&ht_trace_fd, fd, memory_order_release);
+}
+
+void ht_writer_move_fd(int fd)
+{
+	ht_lock(&ht_writer_lock);
+	if (out_fd == fd && fd >= 0) {
+		int moved = fcntl(fd, F_DUPFD_CLOEXEC, fd + 1);
+		if (moved >= 0)
+			set_out_fd(moved);
+	}
+	ht_unlock(&ht_writer_lock);
 }
 
 static void write_all(const uint8_t *p, size_t n)
@@ -534,7 +554,7 @@ int ht_writer_open(bool forked)
 {
 	char path[4096 + 16];
 	expand_output(path, sizeof path - 8);
-	out_fd = create_exclusive(path, sizeof path);
+	set_out_fd(create_exclusive(path, sizeof path));
 	if (out_fd < 0) {
 		ht_log("cannot create the trace file ", path);
 		return -1;
@@ -569,7 +589,7 @@ int ht_writer_open(bool forked)
 	}
 	if (!outbuf) {
 		close(out_fd);
-		out_fd = -1;
+		set_out_fd(-1);
 		return -1;
 	}
 	uint8_t hdr[HT_FILE_HEADER_LEN] = HT_FILE_MAGIC;
@@ -605,7 +625,7 @@ void ht_writer_finish(unsigned how, unsigned status)
 	ht_writer_record(HT_REC_END, rec, n);
 	ht_writer_flush(true);
 	close(out_fd);
-	out_fd = -1;
+	set_out_fd(-1);
 	/* "end <allocs> <frees> <bytes> <ns>" for heaptrail run's summary, then
 	 * "exact" and the figures of the reader's replay when the digest can
 	 * give them (agent/live.h): run prints them without reading the trace */
@@ -637,7 +657,7 @@ void ht_writer_fork_child_close(void)
 {
 	if (out_fd >= 0)
 		close(out_fd);
-	out_fd = -1;
+	set_out_fd(-1);
 	outlen = 0;
 	frame_open = false;
 	batch_clear(); /* the parent writes its batch */

@@ -538,6 +538,31 @@ def t_handoff(t):
 add("threads.handoff", t_handoff)
 
 
+def t_close_all(t):
+    """A program that closes every descriptor (a close loop, closefrom,
+    close_range) or dup2s onto every low number keeps its trace: every
+    event reaches it, and the agent never says it lost the file."""
+    need_tools(t)
+    for how in ("close", "closefrom", "close_range", "dup2"):
+        tr = heaptrail_run([PROGS / "close_all", how], out_name="%s.ht" % how)
+        t.eq("close_all %s: exit status" % how, 0, tr.proc.rc)
+        t.check("closed the trace" not in text(tr.proc.err),
+                "close_all %s: the agent lost its trace: %s" % (how, tail(tr.proc.err)))
+        if not tr.out_path.exists():
+            t.check(False, "close_all %s: no trace at %s" % (how, tr.out_path))
+            continue
+        r = report(tr.out_path)
+        if r.err or r.proc.rc != 0:
+            t.check(False, "close_all %s: report: %s %s" % (how, r.err, tail(r.proc.err)))
+            continue
+        tot = r.data.get("totals", {})
+        t.eq("close_all %s: allocations, frees, bytes, leaked blocks, leaked bytes" % how,
+             (2000, 1993, 48000, 7, 224), tuple(tot.get(k) for k in TOT))
+
+
+add("run.program_closes_all_descriptors", t_close_all)
+
+
 # ---- fork ---------------------------------------------------------------------------
 
 def classify_fork(t, paths):

@@ -120,6 +120,12 @@ $(B)/tests/libdlplugin.so: tests/programs/plugin/dlplugin.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O0 -g -fno-omit-frame-pointer -fPIC -shared -o $@ $<
 
+# Two builds of one library, loaded one after the other at one address.
+$(B)/tests/libdlswap%.so: tests/programs/plugin/dlswap.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O0 -g -fno-omit-frame-pointer -fPIC -shared \
+		-DSWAP_FN=$(if $(filter 1,$*),swap_one_alloc,swap_two_alloc) -o $@ $<
+
 $(B)/unit/%: tests/unit/%.c $(CLI_LIB_OBJ) $(wildcard common/*.h) $(wildcard tests/include/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) -Icli -Ireport -Itests/include -o $@ $< $(CLI_LIB_OBJ) $(CLI_LIBS)
@@ -165,7 +171,7 @@ $(B)/fuzz/replay_reader: tests/fuzz/fuzz_reader.c tests/fuzz/replay_driver.c $(F
 
 fuzz: $(B)/fuzz/fuzz_reader
 
-programs: $(PROGS) $(B)/tests/libdlplugin.so
+programs: $(PROGS) $(B)/tests/libdlplugin.so $(B)/tests/libdlswap1.so $(B)/tests/libdlswap2.so
 FLOORS := $(patsubst bench/floor/%.c,$(B)/bench/floor/%.so,$(wildcard bench/floor/*.c))
 bench: all $(BENCHES) $(B)/bench/api_arena_bare $(FLOORS)
 

@@ -210,6 +210,7 @@ typedef struct ht_thread {
 	struct ht_scache *scache; /* validated stack cache (agent/scache.c) */
 	struct ht_fsize_table *fsizes; /* frame sizes by return address (same) */
 	uint64_t scache_hits, scache_misses, scache_walks;
+	uint32_t scache_gen; /* ht_stacks_gen the cache was filled under */
 	/* set while the agent unwinds this thread's stack, with signals
 	 * blocked; the mask to put back after (agent/unwind.c) */
 	bool unwinding;
@@ -256,17 +257,17 @@ void ht_thread_flush(ht_thread_t *t);
  * function profile measures short calls. */
 #define HT_COARSE_NS 16384u
 extern _Atomic uint32_t ht_thread_states; /* states made in this process */
-static inline uint64_t ht_event_time(const ht_thread_t *t)
+static inline uint64_t ht_stamp(void)
 {
-	uint64_t now;
 #if defined(__x86_64__) /* the argument above needs TSO */
 	if (atomic_load_explicit(&ht_thread_states, memory_order_acquire) == 1)
-		now = ht_opt_functions ? ht_now() : ht_now() & ~(uint64_t)(HT_COARSE_NS - 1);
-	else
-		now = ht_now_ordered();
-#else
-	now = ht_now_ordered();
+		return ht_opt_functions ? ht_now() : ht_now() & ~(uint64_t)(HT_COARSE_NS - 1);
 #endif
+	return ht_now_ordered();
+}
+static inline uint64_t ht_event_time(const ht_thread_t *t)
+{
+	uint64_t now = ht_stamp();
 	return now < t->last_time ? t->last_time : now;
 }
 
@@ -456,6 +457,12 @@ void ht_stacks_init(void);
 void ht_stacks_fork_prepare(void);
 void ht_stacks_fork_parent(void);
 void ht_stacks_fork_child(void); /* forget all: the child's trace redefines */
+/* A library left [lo, hi): stacks holding an address in it are forgotten,
+ * so that a library loaded there next gets stacks (and symbols) of its own
+ * instead of the same return addresses' old ids. Bumps ht_stacks_gen,
+ * which tells every thread to drop its stack cache (ht_capture). */
+void ht_stacks_forget_range(uintptr_t lo, uintptr_t hi);
+extern _Atomic uint32_t ht_stacks_gen;
 extern _Atomic unsigned ht_agent_flags;
 
 /* ---- modules (agent/modules.c) -------------------------------------------- */

@@ -6,7 +6,9 @@
  * dlopen/dlclose (and whenever a new stack holds an address no known module
  * covers: libc loads NSS and iconv modules behind our back), and write
  * MODULE_UNLOAD for objects that left, so frames of an unloaded library still
- * resolve to its file.
+ * resolve to its file. The stacks of an object that left are forgotten
+ * (ht_stacks_forget_range): the next object loaded at its address has the
+ * same return addresses, and must not get the old stacks' ids and symbols.
  *
  * dl_iterate_phdr is called under the guard: the loader may allocate.
  */
@@ -99,7 +101,10 @@ static void write_module(const module_t *m, const struct dl_phdr_info *info,
 	static uint8_t rec[4096 + 64 + 32 * 3 * HT_VARINT_MAX + 64];
 	size_t n = 0;
 	n += ht_varint_put(rec + n, m->id);
-	n += ht_varint_put(rec + n, ht_now());
+	/* on the events' scale (coarse or not): the first event that uses
+	 * this module must not be stamped before it (the reader picks the
+	 * module of an address by time) */
+	n += ht_varint_put(rec + n, ht_stamp());
 	n += ht_varint_put(rec + n, m->bias);
 	size_t plen = ht_strlen(path);
 	n += ht_varint_put(rec + n, plen);
@@ -231,21 +236,37 @@ void ht_modules_refresh(void)
 	for (unsigned i = 0; i < nmodules; i++)
 		modules[i].seen = false;
 	dl_iterate_phdr(visit, NULL);
+	/* The ranges that left, for the stack table once module_lock is
+	 * released (fork takes the stack lock first). More than fit are
+	 * merged into the last: forgetting too much only costs definitions. */
+	uintptr_t gone[16][2];
+	unsigned ngone = 0;
 	for (unsigned i = 0; i < nmodules; i++) {
 		module_t *m = &modules[i];
 		if (!m->id || m->seen)
 			continue;
 		uint8_t rec[2 * HT_VARINT_MAX];
 		size_t n = ht_varint_put(rec, m->id);
-		n += ht_varint_put(rec + n, ht_now());
+		n += ht_varint_put(rec + n, ht_stamp());
 		ht_lock(&ht_writer_lock);
 		ht_writer_record(HT_REC_MODULE_UNLOAD, rec, n);
 		ht_unlock(&ht_writer_lock);
+		if (ngone < 16) {
+			gone[ngone][0] = m->lo;
+			gone[ngone++][1] = m->hi;
+		} else {
+			if (m->lo < gone[15][0])
+				gone[15][0] = m->lo;
+			if (m->hi > gone[15][1])
+				gone[15][1] = m->hi;
+		}
 		/* Keep lo/hi out of lookups but the slot reusable. */
 		m->id = 0;
 		m->lo = m->hi = 0;
 	}
 	ht_unlock(&module_lock);
+	for (unsigned i = 0; i < ngone; i++)
+		ht_stacks_forget_range(gone[i][0], gone[i][1]);
 }
 
 void ht_modules_rewrite_all(void)

@@ -58,9 +58,12 @@ static inline uint64_t hash_frames(void *const *f, unsigned n)
 	return h | 1; /* never 0, the empty mark */
 }
 
+/* depth of a slot whose stack was forgotten: it matches no stack */
+#define HT_DEPTH_FORGOTTEN UINT32_MAX
+
 static inline bool same(const slot_t *s, void *const *f, unsigned n)
 {
-	if (s->depth != n)
+	if (__atomic_load_n(&s->depth, __ATOMIC_RELAXED) != n)
 		return false;
 	for (unsigned i = 0; i < n; i++) /* short arrays: no memcmp call */
 		if (s->frames[i] != (uintptr_t)f[i])
@@ -184,6 +187,34 @@ full:
 	ht_unlock(&stack_lock);
 	atomic_fetch_or(&ht_agent_flags, HT_AGENT_STACK_TABLE_FULL);
 	return 0;
+}
+
+_Atomic uint32_t ht_stacks_gen;
+
+void ht_stacks_forget_range(uintptr_t lo, uintptr_t hi)
+{
+	if (lo >= hi)
+		return;
+	ht_lock(&stack_lock);
+	unsigned nl = atomic_load(&nlevels);
+	for (unsigned l = 0; l < nl; l++) {
+		const level_t *lv = &levels[l];
+		for (uint64_t i = 0; i <= lv->mask; i++) {
+			slot_t *s = &lv->slots[i];
+			if (!atomic_load_explicit(&s->hash, memory_order_relaxed) ||
+			    s->depth == HT_DEPTH_FORGOTTEN)
+				continue;
+			for (uint32_t k = 0; k < s->depth; k++) {
+				if (s->frames[k] - lo < hi - lo) {
+					/* stays occupied, so probes go on past it */
+					__atomic_store_n(&s->depth, HT_DEPTH_FORGOTTEN, __ATOMIC_RELAXED);
+					break;
+				}
+			}
+		}
+	}
+	atomic_fetch_add_explicit(&ht_stacks_gen, 1, memory_order_release);
+	ht_unlock(&stack_lock);
 }
 
 uint32_t ht_stack_intern(ht_thread_t *t, unsigned n)

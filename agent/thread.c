@@ -131,6 +131,7 @@ HT_NOINLINE HT_COLD static ht_thread_t *thread_create(void)
 	t->last_time = ht_now();
 	t->block_base = t->last_time;
 	ht_scache_forget(t); /* a reused state: the old thread's chains */
+	t->scache_gen = atomic_load(&ht_stacks_gen);
 	t->stack_lo = t->stack_hi = 0;
 	/* pthread_getattr_np calls malloc (the main thread's reads
 	 * /proc/self/maps). A thread's first event may come from a hook that

@@ -194,6 +194,12 @@ __attribute__((always_inline)) static inline uint32_t ht_capture(ht_thread_t *t)
 	if (cfa0 < t->stack_lo || cfa0 >= t->stack_hi)
 		return ht_capture_slow(t, 0, 0); /* another stack (coroutine...) */
 	ht_scache_t *c = t->scache;
+	if (HT_UNLIKELY(t->scache_gen != atomic_load_explicit(&ht_stacks_gen, memory_order_acquire))) {
+		/* a library was unloaded: its chains' ids are stale */
+		t->scache_gen = atomic_load_explicit(&ht_stacks_gen, memory_order_acquire);
+		ht_scache_forget(t);
+		c = NULL;
+	}
 	if (HT_LIKELY(c != NULL)) {
 		unsigned s = ht_scache_set(t, c, ret0, cfa0);
 		const ht_scache_key_t *key = c->key[s];

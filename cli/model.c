@@ -621,9 +621,23 @@ static int summary_sites(replay_t *r)
 	return 0;
 }
 
+/* True when sites a and b (of equal frames) have every frame in the same
+ * module: not so when a library was unloaded and another loaded at its
+ * address, whose stacks the agent defines anew. */
+static bool same_modules(const ht_trace_t *t, const ht_site_t *a, const ht_site_t *b)
+{
+	for (uint32_t k = 0; k < a->stack->depth; k++) {
+		uint64_t ip = t->ips[a->stack->first + k];
+		if (ht_trace_module_for(t, ip, a->first_time) != ht_trace_module_for(t, ip, b->first_time))
+			return false;
+	}
+	return true;
+}
+
 /* Stack ids are meant to be unique per content, but nothing in the format
  * promises it, and every undefined id means "unknown": fold sites with the
- * same frames into one so that each stack is reported once. */
+ * same frames (in the same modules) into one so that each stack is
+ * reported once. */
 static int merge_same_stacks(ht_model_t *m, uint32_t **remap_out)
 {
 	const ht_trace_t *t = m->trace;
@@ -646,9 +660,10 @@ static int merge_same_stacks(ht_model_t *m, uint32_t **remap_out)
 		while (j != HT_MAP_NONE) {
 			ht_site_t *d = &m->sites[j];
 			uint32_t dd = d->stack ? d->stack->depth : 0;
-			if (dd == depth && (!depth || !memcmp(&t->ips[d->stack->first],
-							      &t->ips[s->stack->first],
-							      depth * sizeof(uint64_t))))
+			if (dd == depth && (!depth || (!memcmp(&t->ips[d->stack->first],
+							       &t->ips[s->stack->first],
+							       depth * sizeof(uint64_t)) &&
+						       same_modules(t, d, s))))
 				break;
 			h++; /* probe the next hash value */
 			j = ht_map_get(&seen, h);

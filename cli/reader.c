@@ -1354,7 +1354,10 @@ long ht_trace_module_for(const ht_trace_t *t, uint64_t ip, uint64_t when)
 		uint32_t mi = p->segs[i].module;
 		uint64_t lt = t->modules[mi].load_time;
 		if (lt <= when) {
-			if (before < 0 || lt >= t->modules[before].load_time)
+			/* the latest loaded; of equal times (coarse stamps), the
+			 * later record */
+			if (before < 0 || lt > t->modules[before].load_time ||
+			    (lt == t->modules[before].load_time && (long)mi > before))
 				before = mi;
 		} else if (after < 0 || lt < t->modules[after].load_time) {
 			after = mi;

@@ -803,6 +803,32 @@ def leafname(s):
 add("dlopen.plugin_after_dlclose", t_dlopen)
 
 
+def t_dlswap(t):
+    """A library loaded where an unloaded one was, with the same code: the
+    same return addresses must not make its allocations the first one's
+    (stacks interned by address, folded by frames, or a module picked by a
+    coarse time stamp all did)."""
+    src = str(SRC / "plugin" / "dlswap.c")
+    for opts in ((), ("--unwind", "fp")):
+        tr, rep = traced(t, "dlswap", opts)
+        t.need(tr.proc.rc != 3, "libdlswap2.so was not loaded at libdlswap1.so's address: "
+               "the case under test did not happen")
+        t.eq("%s: heaptrail run exit status" % (opts,), 0, tr.proc.rc)
+        for fn, lib, n in (("swap_one_alloc", "libdlswap1.so", 100),
+                           ("swap_two_alloc", "libdlswap2.so", 200)):
+            mine = [s for s in rep.get("sites", []) if leafname(s) == fn]
+            t.eq("%s: sites with leaf %s: (allocations, bytes)" % (opts, fn), [(10, 10 * n)],
+                 [(s.get("allocations"), s.get("bytes_allocated")) for s in mine])
+            if len(mine) == 1:
+                f = mine[0]["stack"][0]
+                t.eq("%s: %s frame: module, file, line" % (opts, fn),
+                     (str(PROGS / lib), src, marker_line(src, "SWAP_ALLOC")),
+                     (f.get("module"), f.get("file"), f.get("line")))
+
+
+add("dlopen.library_at_unloaded_address", t_dlswap)
+
+
 # ---- recursion / depth -------------------------------------------------------------------
 
 def recursion_stack(t, rep):

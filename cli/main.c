@@ -24,6 +24,7 @@
 #include "marks.h"
 #include "../report/marks.h" /* likewise */
 #include "symbolize.h"
+#include "timeline.h"
 #include "util.h"
 
 static const char usage_text[] =
@@ -315,7 +316,9 @@ static int common_option(int argc, char **argv, int *i, const char *cmd, common_
 	return OPT_TAKEN;
 }
 
-static int load_model(const char *path, ht_trace_t **tp, ht_model_t **mp)
+/* tl_buckets: a timeline the caller will ask for (ht_model_build_timed),
+ * 0 for none. */
+static int load_model(const char *path, size_t tl_buckets, ht_trace_t **tp, ht_model_t **mp)
 {
 	ht_trace_t *t = NULL;
 	int r = ht_reader_load_file(path, NULL, &t);
@@ -328,7 +331,7 @@ static int load_model(const char *path, ht_trace_t **tp, ht_model_t **mp)
 		return 1;
 	}
 	ht_model_t *m = NULL;
-	if ((r = ht_model_build(t, &m))) {
+	if ((r = ht_model_build_timed(t, &tl_buckets, tl_buckets ? 1 : 0, &m))) {
 		fprintf(stderr, "heaptrail: %s: %s\n", path, ht_strerror(r));
 		ht_trace_free(t);
 		return 1;
@@ -463,7 +466,7 @@ static int cmd_report(int argc, char **argv)
 
 	ht_trace_t *t = NULL;
 	ht_model_t *m = NULL;
-	if (load_model(path, &t, &m))
+	if (load_model(path, ht_report_timeline_buckets(json), &t, &m))
 		return 1;
 	int r;
 	if ((by_tag || to.name || functions) && t->have_summary) {
@@ -589,7 +592,7 @@ static int cmd_leaks(int argc, char **argv)
 		return 1;
 	ht_trace_t *t = NULL;
 	ht_model_t *m = NULL;
-	if (load_model(path, &t, &m)) {
+	if (load_model(path, 0, &t, &m)) {
 		ht_supp_free(&supps);
 		return 1;
 	}
@@ -710,7 +713,7 @@ static int cmd_convert(int argc, char **argv)
 
 	ht_trace_t *t = NULL;
 	ht_model_t *m = NULL;
-	if (load_model(path, &t, &m))
+	if (load_model(path, 0, &t, &m))
 		return 1;
 	if (fmt->needs_events && t->have_summary) {
 		fprintf(stderr,

@@ -1,10 +1,11 @@
 /* model.c - replay merged events into sites and totals.
  *
- * Two passes over the merged events: the first counts everything and finds
- * the global heap peak (its event ordinal); the second replays up to that
- * event to learn what each site had live at that moment. Live blocks sit in
- * one open-addressing table (linear probing, backward-shift deletion: no
- * tombstones, no per-event malloc).
+ * One pass over the merged events counts everything, finds the global heap
+ * peak and what each site had live at that moment: a new peak only bumps a
+ * version, and a site saves its live figures the first time it changes
+ * after a peak (site_touch), so no pass stops at the peak to look. Live
+ * blocks sit in one open-addressing table (linear probing, backward-shift
+ * deletion: no tombstones, no per-event malloc).
  */
 #include "model.h"
 
@@ -130,9 +131,17 @@ double ht_ci95(double var)
 	return var > 0 ? 1.96 * sqrt(var) : 0.0;
 }
 
-static uint64_t round_u64(double x)
+/* llround for x >= 0 (0 for less), without a libm call: the timelines
+ * round running sums on every event. Below 2^53 x - floor(x) is exact;
+ * above it every double is whole. */
+static inline uint64_t round_u64(double x)
 {
-	return x > 0 ? (uint64_t)llround(x) : 0;
+	if (!(x > 0))
+		return 0;
+	if (x >= 9007199254740992.0)
+		return x >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t)x;
+	uint64_t i = (uint64_t)x;
+	return i + (x - (double)i >= 0.5);
 }
 
 static void est_add(ht_est_t *d, const ht_est_t *s)
@@ -151,7 +160,128 @@ static void est_add(ht_est_t *d, const ht_est_t *s)
 	d->var_peak_bytes += s->var_peak_bytes;
 }
 
+/* ---- time series: buckets (ht_model_timeline) ------------------------------ */
+
+typedef struct tl_ctx {
+	ht_timeline_t *tl;
+	size_t cur;	      /* bucket of the last event */
+	uint64_t rss;	      /* latest RSS sample */
+	uint64_t max_so_far;  /* highest heap so far (global) */
+	bool moved;	      /* the current bucket saw a heap event */
+	double allocs, bytes, frees; /* so far (weighted) */
+	ht_replay_fn fn;      /* the caller's own step, or NULL */
+	void *fn_ctx;
+} tl_ctx_t;
+
+/* Bucket of time t: floor(t * n / span), the last one closed at span. */
+static size_t tl_index(const ht_timeline_t *tl, uint64_t t)
+{
+	unsigned __int128 i = (unsigned __int128)t * tl->n / tl->span_ns;
+	return i >= tl->n ? tl->n - 1 : (size_t)i;
+}
+
+/* Carry the state at the end of bucket `from` into every bucket up to `to`. */
+static void tl_carry(tl_ctx_t *c, size_t to)
+{
+	ht_timeline_t *tl = c->tl;
+	for (; c->cur < to; c->cur++) {
+		const ht_tl_bucket_t *p = &tl->b[c->cur];
+		ht_tl_bucket_t *q = &tl->b[c->cur + 1];
+		q->heap_bytes = q->max_bytes = p->heap_bytes;
+		q->heap_blocks = q->max_blocks = p->heap_blocks;
+		q->max_time_ns = q->start_ns;
+		q->rss_bytes = q->rss_at_max = p->rss_bytes;
+	}
+}
+
+static void tl_update(tl_ctx_t *c, const ht_event_t *ev, const ht_replay_step_t *st)
+{
+	ht_timeline_t *tl = c->tl;
+	/* still in the current bucket: no division (times never go
+	 * backwards in the merge) */
+	size_t i = ev->time < tl->b[c->cur].end_ns ? c->cur : tl_index(tl, ev->time);
+	if (i > c->cur) {
+		tl_carry(c, i);
+		c->moved = false;
+	}
+	ht_tl_bucket_t *b = &tl->b[c->cur];
+	switch (ev->type) {
+	case HT_EV_RSS:
+		c->rss = b->rss_bytes = ev->size;
+		tl->rss_samples++;
+		if (ev->size > tl->rss_max)
+			tl->rss_max = ev->size;
+		return;
+	case HT_EV_FREE:
+		if (!st->ignored) {
+			b->frees += round_u64(c->frees + st->weight) - round_u64(c->frees);
+			c->frees += st->weight;
+		}
+		break;
+	case HT_EV_ALLOC:
+	case HT_EV_REALLOC:
+		/* differences of rounded running sums: a sampled trace's weights
+		 * add up without a rounding error per event */
+		b->allocations += round_u64(c->allocs + st->weight) - round_u64(c->allocs);
+		b->bytes_allocated +=
+			round_u64(c->bytes + st->weight_bytes) - round_u64(c->bytes);
+		c->allocs += st->weight;
+		c->bytes += st->weight_bytes;
+		break;
+	default:
+		return;
+	}
+	b->heap_bytes = st->heap_bytes;
+	b->heap_blocks = st->heap_blocks;
+	/* the bucket's first heap event replaces the carried-in state: a later
+	 * lower spike still shows when the slice starts higher */
+	if (!c->moved || st->heap_bytes > b->max_bytes) { /* strictly: the first moment */
+		c->moved = true;
+		b->max_bytes = st->heap_bytes;
+		b->max_blocks = st->heap_blocks;
+		b->max_time_ns = ev->time;
+		b->rss_at_max = c->rss;
+	}
+	/* the same rule as replay_run: only allocations raise the peak */
+	if (ev->type != HT_EV_FREE && st->heap_bytes > c->max_so_far) {
+		c->max_so_far = st->heap_bytes;
+		tl->peak = c->cur;
+		tl->peak_bytes = st->heap_bytes;
+		tl->peak_blocks = st->heap_blocks;
+		tl->peak_time_ns = ev->time;
+	}
+}
+
+/* Empty buckets over [0, max(duration, 1)]. Returns 0 or -ENOMEM. */
+static int tl_init(ht_timeline_t *tl, size_t nbuckets, uint64_t duration_ns)
+{
+	memset(tl, 0, sizeof(*tl));
+	tl->n = nbuckets;
+	tl->span_ns = duration_ns ? duration_ns : 1;
+	if (nbuckets > SIZE_MAX / sizeof(*tl->b) || !(tl->b = calloc(nbuckets, sizeof(*tl->b))))
+		return -ENOMEM;
+	/* bucket i starts at the first integer time t with tl_index(t) == i */
+	for (size_t i = 0; i < nbuckets; i++) {
+		unsigned __int128 num = (unsigned __int128)i * tl->span_ns;
+		tl->b[i].start_ns = (uint64_t)((num + nbuckets - 1) / nbuckets);
+		if (i)
+			tl->b[i - 1].end_ns = tl->b[i].start_ns;
+	}
+	tl->b[nbuckets - 1].end_ns = tl->span_ns;
+	return 0;
+}
+
 /* ---- replay ----------------------------------------------------------------- */
+
+/* A site's live figures at the latest peak (valid once ver == the replay's
+ * peak_ver; before that, its live figures have not changed since the peak),
+ * and in a sampled trace the running sums the peak's estimates come from. */
+typedef struct site_peak {
+	uint64_t ver;
+	uint64_t bytes, blocks;	    /* live at the peak */
+	double est_bytes, var_bytes; /* sampled: live sums of size*w, size^2*var */
+	double peak_est_bytes, peak_var_bytes;
+} site_peak_t;
 
 typedef struct replay {
 	ht_model_t *m;
@@ -159,10 +289,14 @@ typedef struct replay {
 	uint64_t *thread_seq; /* allocations made so far, per thread */
 	ht_map_t site_by_stack;
 	size_t cap_sites;
+	site_peak_t *sp; /* beside m->sites */
+	size_t cap_sp;
+	uint64_t peak_ver; /* new peaks so far */
+	tl_ctx_t *tlc;	   /* timelines folded on the way (m->timelines) */
+	size_t ntlc;
 	uint64_t cur_bytes, cur_blocks;
 	double cur_w; /* blocks the live samples stand for */
 	double rate;  /* the trace's sample rate; 0 = exact */
-	bool counting; /* pass 1: count; pass 2: only track live bytes */
 	ht_map_t pool_row; /* pool id -> its current row in m->pools */
 	size_t cap_pools, cap_snapshots, cap_checks;
 	uint32_t *thread_num; /* per thread: its allocation-number prefix, 0 = none yet */
@@ -182,8 +316,11 @@ static int site_for(replay_t *r, uint64_t stack_id, uint64_t time, uint32_t *out
 	}
 	if (m->nsites >= UINT32_MAX - 1 ||
 	    ht_util_grow((void **)&m->sites, &r->cap_sites, m->nsites + 1, sizeof(*m->sites)) ||
+	    ht_util_grow((void **)&r->sp, &r->cap_sp, m->nsites + 1, sizeof(*r->sp)) ||
 	    ht_map_put(&r->site_by_stack, stack_id, (uint32_t)m->nsites))
 		return -ENOMEM;
+	memset(&r->sp[m->nsites], 0, sizeof(*r->sp));
+	r->sp[m->nsites].ver = r->peak_ver; /* nothing live at any peak so far */
 	ht_site_t *s = &m->sites[m->nsites];
 	memset(s, 0, sizeof(*s));
 	s->stack_id = stack_id;
@@ -193,6 +330,33 @@ static int site_for(replay_t *r, uint64_t stack_id, uint64_t time, uint32_t *out
 	return 0;
 }
 
+/* Site si's live figures are about to change: if they have not since the
+ * latest peak, they are its figures at the peak. */
+static inline void site_touch(replay_t *r, uint32_t si)
+{
+	site_peak_t *p = &r->sp[si];
+	if (p->ver == r->peak_ver)
+		return;
+	const ht_site_t *s = &r->m->sites[si];
+	p->ver = r->peak_ver;
+	p->bytes = s->live_bytes;
+	p->blocks = s->live_blocks;
+	p->peak_est_bytes = p->est_bytes;
+	p->peak_var_bytes = p->var_bytes;
+}
+
+/* A live block of site si, of size bytes, comes (sign 1) or goes (-1):
+ * the sampled estimates' running sums. */
+static inline void site_est_live(replay_t *r, uint32_t si, uint64_t size, double sign)
+{
+	if (!r->rate)
+		return;
+	double w, var, sz = (double)size;
+	weigh(r->rate, size, &w, &var);
+	r->sp[si].est_bytes += sign * sz * w;
+	r->sp[si].var_bytes += sign * sz * sz * var;
+}
+
 /* Returns the bytes the block freed stood for (its size unless sampled)
  * and *w the blocks, or UINT64_MAX when it was unknown. */
 static uint64_t do_free(replay_t *r, uint64_t addr, double *w)
@@ -200,12 +364,13 @@ static uint64_t do_free(replay_t *r, uint64_t addr, double *w)
 	live_t *b = live_find(&r->live, addr);
 	ht_totals_t *tot = &r->m->totals;
 	if (!b) {
-		if (r->counting)
-			tot->ignored_frees++;
+		tot->ignored_frees++;
 		return UINT64_MAX;
 	}
 	uint64_t size = b->wsize;
 	*w = b->w;
+	site_touch(r, b->site);
+	site_est_live(r, b->site, b->size, -1);
 	ht_site_t *s = &r->m->sites[b->site];
 	s->live_bytes -= b->wsize;
 	s->live_blocks--;
@@ -213,7 +378,7 @@ static uint64_t do_free(replay_t *r, uint64_t addr, double *w)
 	r->cur_bytes -= b->wsize;
 	r->cur_blocks--;
 	r->cur_w -= b->w;
-	if (r->counting) {
+	{
 		tot->frees++;
 		s->frees++;
 		bool temporary = r->thread_seq[b->thread] == b->seq;
@@ -241,6 +406,8 @@ static int do_alloc(replay_t *r, const ht_event_t *ev)
 	if (old) {
 		/* its free went unrecorded (e.g. from a signal handler): drop it
 		 * silently, neither a free nor a leak */
+		site_touch(r, old->site);
+		site_est_live(r, old->site, old->size, -1);
 		ht_site_t *os = &r->m->sites[old->site];
 		os->live_bytes -= old->wsize;
 		os->live_blocks--;
@@ -249,8 +416,7 @@ static int do_alloc(replay_t *r, const ht_event_t *ev)
 		r->cur_blocks--;
 		r->cur_w -= old->w;
 		live_remove(&r->live, old);
-		if (r->counting)
-			tot->reused_addresses++;
+		tot->reused_addresses++;
 	}
 	uint32_t si;
 	int e = site_for(r, ev->stack_id, ev->time, &si);
@@ -264,13 +430,15 @@ static int do_alloc(replay_t *r, const ht_event_t *ev)
 		     ++r->thread_seq[ev->thread], si, ev->thread, ev->time };
 	if ((e = live_insert(&r->live, &v)))
 		return e;
+	site_touch(r, si);
+	site_est_live(r, si, ev->size, 1);
 	s->live_bytes += v.wsize;
 	s->live_blocks++;
 	s->live_w += w;
 	r->cur_bytes += v.wsize;
 	r->cur_blocks++;
 	r->cur_w += w;
-	if (r->counting) {
+	{
 		tot->allocations++;
 		tot->bytes_allocated += ev->size;
 		s->allocations++;
@@ -502,10 +670,31 @@ static int collect_live_end(replay_t *r)
 	return 0;
 }
 
-/* Replay events [0, limit]. In the counting pass, *peak_ord receives the
- * ordinal of the event that first reached the highest heap. Both passes
- * ask for the same events, so that ordinals agree. */
-static int replay_run(replay_t *r, uint64_t limit, uint64_t *peak_ord)
+/* The heap after ev, into the timelines asked for (freed, fw: what
+ * do_free returned for a FREE). */
+static void replay_fold(replay_t *r, const ht_event_t *ev, uint64_t freed, double fw)
+{
+	ht_replay_step_t st = { r->cur_bytes, r->rate ? round_u64(r->cur_w) : r->cur_blocks, 0, 0, 0,
+				false };
+	if (ev->type == HT_EV_FREE) {
+		st.ignored = freed == UINT64_MAX;
+		if (!st.ignored) {
+			st.freed_bytes = freed;
+			st.weight = fw;
+			st.weight_bytes = (double)freed;
+		}
+	} else if (ev->type == HT_EV_ALLOC || ev->type == HT_EV_REALLOC) {
+		double var;
+		weigh(r->rate, ev->size, &st.weight, &var);
+		st.weight_bytes = (double)ev->size * st.weight;
+	}
+	for (size_t i = 0; i < r->ntlc; i++)
+		tl_update(&r->tlc[i], ev, &st);
+}
+
+/* Replay every event: counts, sites, the peak, the sites' figures at the
+ * peak (site_touch), and the timelines asked for. */
+static int replay_run(replay_t *r)
 {
 	ht_merge_t *mg;
 	int e = ht_merge_new_ex(r->m->trace, HT_MERGE_POOLS | HT_MERGE_SNAPSHOTS | HT_MERGE_EXT,
@@ -514,54 +703,56 @@ static int replay_run(replay_t *r, uint64_t limit, uint64_t *peak_ord)
 		return e;
 	ht_totals_t *tot = &r->m->totals;
 	ht_event_t ev;
-	uint64_t ord = 0;
-	for (; ord <= limit && ht_merge_next(mg, &ev); ord++) {
-		if (r->counting) {
-			/* allocation numbers: thread 1 is the main thread (set up
-			 * before the replay), the others in order of appearance */
-			if (!r->thread_num[ev.thread])
-				r->thread_num[ev.thread] = r->next_num++;
-			if ((e = grow_sample(r, ev.time)))
-				goto out;
-		}
+	while (ht_merge_next(mg, &ev)) {
+		/* allocation numbers: thread 1 is the main thread (set up
+		 * before the replay), the others in order of appearance */
+		if (!r->thread_num[ev.thread])
+			r->thread_num[ev.thread] = r->next_num++;
+		if ((e = grow_sample(r, ev.time)))
+			goto out;
 		switch (ev.type) {
 		case HT_EV_FREE: { /* for a REALLOC, its free half came first */
 			double fw = 0;
 			uint64_t freed = do_free(r, ev.addr, &fw);
-			if (r->counting && ev.pooled && (e = pool_event(r, &ev, freed, fw)))
+			if (ev.pooled && (e = pool_event(r, &ev, freed, fw)))
 				goto out;
+			if (r->ntlc)
+				replay_fold(r, &ev, freed, fw);
 			break;
 		}
 		case HT_EV_POOL:
-			if (r->counting && (e = pool_event(r, &ev, 0, 0)))
+			if ((e = pool_event(r, &ev, 0, 0)))
 				goto out;
 			break;
 		case HT_EV_SNAPSHOT:
-			if (r->counting && (e = take_snapshot(r, &ev)))
+			if ((e = take_snapshot(r, &ev)))
 				goto out;
 			break;
 		case HT_EV_EXT:
-			if (r->counting && ev.fn == HT_EXT_LEAK_CHECK && (e = take_check(r, &ev)))
+			if (ev.fn == HT_EXT_LEAK_CHECK && (e = take_check(r, &ev)))
 				goto out;
 			break;
 		case HT_EV_REALLOC:
-			if (r->counting)
-				tot->reallocs++;
+			tot->reallocs++;
 			__attribute__((fallthrough));
 		case HT_EV_ALLOC:
 			if ((e = do_alloc(r, &ev)))
 				goto out;
-			if (r->counting && ev.pooled && (e = pool_event(r, &ev, 0, 0)))
+			if (ev.pooled && (e = pool_event(r, &ev, 0, 0)))
 				goto out;
-			if (r->counting && r->cur_bytes > tot->peak_heap_bytes) {
+			if (r->cur_bytes > tot->peak_heap_bytes) {
 				tot->peak_heap_bytes = r->cur_bytes;
 				tot->peak_time_ns = ev.time;
-				*peak_ord = ord;
+				r->peak_ver++; /* every site's figures now are the peak's */
 			}
+			if (r->ntlc)
+				replay_fold(r, &ev, 0, 0);
 			break;
 		case HT_EV_RSS:
 			if (ev.size > tot->peak_rss_bytes)
 				tot->peak_rss_bytes = ev.size;
+			if (r->ntlc)
+				replay_fold(r, &ev, 0, 0);
 			break;
 		}
 	}
@@ -756,9 +947,8 @@ static int remap_leaks_growth(replay_t *r, const uint32_t *remap)
 	return 0;
 }
 
-/* Sum the estimates over the live blocks: what leaked (at the end of pass
- * 1) or what each site held at the peak (pass 2 stops there). */
-static void live_estimates(replay_t *r, bool at_peak)
+/* Sum the estimates over the blocks live at the end: what leaked. */
+static void leak_estimates(replay_t *r)
 {
 	ht_totals_t *tot = &r->m->totals;
 	for (size_t i = 0; i < r->live.cap; i++) {
@@ -767,16 +957,8 @@ static void live_estimates(replay_t *r, bool at_peak)
 			continue;
 		double w, var, sz = (double)b->size;
 		weigh(r->rate, b->size, &w, &var);
-		ht_est_t add = { 0 };
-		if (at_peak) {
-			add.peak_bytes = sz * w;
-			add.var_peak_bytes = sz * sz * var;
-		} else {
-			add.leaked_blocks = w;
-			add.leaked_bytes = sz * w;
-			add.var_leaked_blocks = var;
-			add.var_leaked_bytes = sz * sz * var;
-		}
+		ht_est_t add = { .leaked_blocks = w, .leaked_bytes = sz * w,
+				 .var_leaked_blocks = var, .var_leaked_bytes = sz * sz * var };
 		est_add(&r->m->sites[b->site].est, &add);
 		est_add(&tot->est, &add);
 	}
@@ -826,6 +1008,12 @@ static void use_estimates(ht_model_t *m)
 
 int ht_model_build(const ht_trace_t *t, ht_model_t **out)
 {
+	return ht_model_build_timed(t, NULL, 0, out);
+}
+
+int ht_model_build_timed(const ht_trace_t *t, const size_t *tl_sizes, size_t n_tl,
+			 ht_model_t **out)
+{
 	*out = NULL;
 	ht_model_t *m = calloc(1, sizeof(*m));
 	if (!m)
@@ -836,7 +1024,26 @@ int ht_model_build(const ht_trace_t *t, ht_model_t **out)
 	memset(&r, 0, sizeof(r));
 	r.m = m;
 	r.rate = m->sample_rate;
-	r.counting = true;
+	if (n_tl) {
+		/* the span is the model's duration (totals.duration_ns, below) */
+		if (!(m->timelines = calloc(n_tl, sizeof(*m->timelines))) ||
+		    !(r.tlc = calloc(n_tl, sizeof(*r.tlc)))) {
+			free(r.tlc);
+			ht_model_free(m);
+			return -ENOMEM;
+		}
+		for (; r.ntlc < n_tl; r.ntlc++) {
+			if (tl_init(&m->timelines[r.ntlc], tl_sizes[r.ntlc] ? tl_sizes[r.ntlc] : 1,
+				    t->last_time)) {
+				m->ntimelines = r.ntlc;
+				free(r.tlc);
+				ht_model_free(m);
+				return -ENOMEM;
+			}
+			r.tlc[r.ntlc] = (tl_ctx_t){ &m->timelines[r.ntlc], 0, 0, 0, false, 0, 0, 0, NULL, NULL };
+		}
+		m->ntimelines = n_tl;
+	}
 	r.thread_seq = calloc(t->nthreads ? t->nthreads : 1, sizeof(*r.thread_seq));
 	r.thread_num = calloc(t->nthreads ? t->nthreads : 1, sizeof(*r.thread_num));
 	uint32_t *remap = NULL;
@@ -850,8 +1057,7 @@ int ht_model_build(const ht_trace_t *t, ht_model_t **out)
 	m->growth_span_ns = t->last_time;
 	r.grow_next = grow_time(m, 0);
 
-	uint64_t peak_ord = 0;
-	if ((e = replay_run(&r, UINT64_MAX, &peak_ord)))
+	if ((e = replay_run(&r)))
 		goto fail;
 
 	ht_totals_t *tot = &m->totals;
@@ -864,22 +1070,18 @@ int ht_model_build(const ht_trace_t *t, ht_model_t **out)
 	if ((e = grow_sample(&r, UINT64_MAX)) || (e = collect_live_end(&r)))
 		goto fail;
 	if (r.rate)
-		live_estimates(&r, false);
-
-	/* second pass: what each site held at the peak */
-	if (tot->peak_heap_bytes > 0) {
-		for (size_t i = 0; i < m->nsites; i++)
-			m->sites[i].live_bytes = m->sites[i].live_blocks = 0;
-		free(r.live.slot);
-		memset(r.thread_seq, 0, (t->nthreads ? t->nthreads : 1) * sizeof(*r.thread_seq));
-		r.cur_bytes = r.cur_blocks = 0;
-		r.counting = false;
-		if ((e = live_init(&r.live, 1024)) || (e = replay_run(&r, peak_ord, &peak_ord)))
-			goto fail;
-		for (size_t i = 0; i < m->nsites; i++)
-			m->sites[i].peak_bytes = m->sites[i].live_bytes;
-		if (r.rate)
-			live_estimates(&r, true);
+		leak_estimates(&r);
+	/* what each site held at the peak: a site untouched since the last
+	 * peak holds it still */
+	for (size_t i = 0; tot->peak_heap_bytes > 0 && i < m->nsites; i++) {
+		site_touch(&r, (uint32_t)i);
+		m->sites[i].peak_bytes = r.sp[i].bytes;
+		if (r.rate) {
+			ht_est_t add = { .peak_bytes = r.sp[i].peak_est_bytes,
+					 .var_peak_bytes = r.sp[i].peak_var_bytes };
+			est_add(&m->sites[i].est, &add);
+			est_add(&tot->est, &add);
+		}
 	}
 	if (r.rate)
 		use_estimates(m);
@@ -898,7 +1100,11 @@ int ht_model_build(const ht_trace_t *t, ht_model_t **out)
 
 	e = 0;
 fail:
+	for (size_t i = 0; !e && i < r.ntlc; i++)
+		tl_carry(&r.tlc[i], r.tlc[i].tl->n - 1); /* quiet time after the last event */
+	free(r.tlc);
 	free(r.live.slot);
+	free(r.sp);
 	free(r.thread_seq);
 	free(r.thread_num);
 	free(remap);
@@ -924,6 +1130,9 @@ void ht_model_free(ht_model_t *m)
 	free(m->live_end);
 	free(m->checks);
 	free(m->growth);
+	for (size_t i = 0; i < m->ntimelines; i++)
+		free(m->timelines[i].b);
+	free(m->timelines);
 	free(m);
 }
 
@@ -1135,94 +1344,6 @@ int ht_model_replay(const ht_model_t *m, ht_replay_fn fn, void *ctx)
 	return e;
 }
 
-typedef struct tl_ctx {
-	ht_timeline_t *tl;
-	size_t cur;	      /* bucket of the last event */
-	uint64_t rss;	      /* latest RSS sample */
-	uint64_t max_so_far;  /* highest heap so far (global) */
-	bool moved;	      /* the current bucket saw a heap event */
-	double allocs, bytes, frees; /* so far (weighted) */
-	ht_replay_fn fn;      /* the caller's own step, or NULL */
-	void *fn_ctx;
-} tl_ctx_t;
-
-/* Bucket of time t: floor(t * n / span), the last one closed at span. */
-static size_t tl_index(const ht_timeline_t *tl, uint64_t t)
-{
-	unsigned __int128 i = (unsigned __int128)t * tl->n / tl->span_ns;
-	return i >= tl->n ? tl->n - 1 : (size_t)i;
-}
-
-/* Carry the state at the end of bucket `from` into every bucket up to `to`. */
-static void tl_carry(tl_ctx_t *c, size_t to)
-{
-	ht_timeline_t *tl = c->tl;
-	for (; c->cur < to; c->cur++) {
-		const ht_tl_bucket_t *p = &tl->b[c->cur];
-		ht_tl_bucket_t *q = &tl->b[c->cur + 1];
-		q->heap_bytes = q->max_bytes = p->heap_bytes;
-		q->heap_blocks = q->max_blocks = p->heap_blocks;
-		q->max_time_ns = q->start_ns;
-		q->rss_bytes = q->rss_at_max = p->rss_bytes;
-	}
-}
-
-static void tl_update(tl_ctx_t *c, const ht_event_t *ev, const ht_replay_step_t *st)
-{
-	ht_timeline_t *tl = c->tl;
-	size_t i = tl_index(tl, ev->time);
-	if (i > c->cur) { /* times never go backwards in the merge */
-		tl_carry(c, i);
-		c->moved = false;
-	}
-	ht_tl_bucket_t *b = &tl->b[c->cur];
-	switch (ev->type) {
-	case HT_EV_RSS:
-		c->rss = b->rss_bytes = ev->size;
-		tl->rss_samples++;
-		if (ev->size > tl->rss_max)
-			tl->rss_max = ev->size;
-		return;
-	case HT_EV_FREE:
-		if (!st->ignored) {
-			b->frees += round_u64(c->frees + st->weight) - round_u64(c->frees);
-			c->frees += st->weight;
-		}
-		break;
-	case HT_EV_ALLOC:
-	case HT_EV_REALLOC:
-		/* differences of rounded running sums: a sampled trace's weights
-		 * add up without a rounding error per event */
-		b->allocations += round_u64(c->allocs + st->weight) - round_u64(c->allocs);
-		b->bytes_allocated +=
-			round_u64(c->bytes + st->weight_bytes) - round_u64(c->bytes);
-		c->allocs += st->weight;
-		c->bytes += st->weight_bytes;
-		break;
-	default:
-		return;
-	}
-	b->heap_bytes = st->heap_bytes;
-	b->heap_blocks = st->heap_blocks;
-	/* the bucket's first heap event replaces the carried-in state: a later
-	 * lower spike still shows when the slice starts higher */
-	if (!c->moved || st->heap_bytes > b->max_bytes) { /* strictly: the first moment */
-		c->moved = true;
-		b->max_bytes = st->heap_bytes;
-		b->max_blocks = st->heap_blocks;
-		b->max_time_ns = ev->time;
-		b->rss_at_max = c->rss;
-	}
-	/* the same rule as replay_run: only allocations raise the peak */
-	if (ev->type != HT_EV_FREE && st->heap_bytes > c->max_so_far) {
-		c->max_so_far = st->heap_bytes;
-		tl->peak = c->cur;
-		tl->peak_bytes = st->heap_bytes;
-		tl->peak_blocks = st->heap_blocks;
-		tl->peak_time_ns = ev->time;
-	}
-}
-
 static int tl_step(void *ctx, const ht_event_t *ev, const ht_replay_step_t *st)
 {
 	tl_ctx_t *c = ctx;
@@ -1241,19 +1362,23 @@ int ht_model_timeline_replay(const ht_model_t *m, size_t nbuckets, ht_replay_fn 
 	memset(out, 0, sizeof(*out));
 	if (nbuckets == 0)
 		nbuckets = 1;
-	ht_timeline_t tl = { 0 };
-	tl.n = nbuckets;
-	tl.span_ns = m->totals.duration_ns ? m->totals.duration_ns : 1;
-	if (nbuckets > SIZE_MAX / sizeof(*tl.b) || !(tl.b = calloc(nbuckets, sizeof(*tl.b))))
-		return -ENOMEM;
-	/* bucket i starts at the first integer time t with tl_index(t) == i */
-	for (size_t i = 0; i < nbuckets; i++) {
-		unsigned __int128 num = (unsigned __int128)i * tl.span_ns;
-		tl.b[i].start_ns = (uint64_t)((num + nbuckets - 1) / nbuckets);
-		if (i)
-			tl.b[i - 1].end_ns = tl.b[i].start_ns;
+	if (!fn) { /* folded by ht_model_build_timed's replay? */
+		for (size_t i = 0; i < m->ntimelines; i++) {
+			const ht_timeline_t *made = &m->timelines[i];
+			if (made->n != nbuckets)
+				continue;
+			*out = *made;
+			if (!(out->b = malloc(nbuckets * sizeof(*out->b)))) {
+				memset(out, 0, sizeof(*out));
+				return -ENOMEM;
+			}
+			memcpy(out->b, made->b, nbuckets * sizeof(*out->b));
+			return 0;
+		}
 	}
-	tl.b[nbuckets - 1].end_ns = tl.span_ns;
+	ht_timeline_t tl;
+	if (tl_init(&tl, nbuckets, m->totals.duration_ns))
+		return -ENOMEM;
 	tl_ctx_t c = { &tl, 0, 0, 0, false, 0, 0, 0, fn, ctx };
 	int e = ht_model_replay(m, tl_step, &c);
 	if (e) {

@@ -157,10 +157,17 @@ typedef struct ht_model {
 	size_t nchecks;
 	uint64_t *growth;	   /* [HT_GROWTH_POINTS][nsites] live bytes */
 	uint64_t growth_span_ns;   /* time of the last point */
+	struct ht_timeline *timelines; /* folded by ht_model_build_timed's replay */
+	size_t ntimelines;
 } ht_model_t;
 
 /* Replay t (which must outlive the model). Returns 0 or -ENOMEM. */
 int ht_model_build(const ht_trace_t *t, ht_model_t **out);
+/* The same, also folding the events into timelines of tl_sizes[0..n_tl)
+ * buckets on the way: ht_model_timeline then hands out copies of them
+ * instead of replaying the trace again. */
+int ht_model_build_timed(const ht_trace_t *t, const size_t *tl_sizes, size_t n_tl,
+			 ht_model_t **out);
 void ht_model_free(ht_model_t *m);
 
 /* Orders for ht_model_sort. */
@@ -199,7 +206,8 @@ void ht_model_add_modules(const ht_model_t *m, ht_symbolizer_t *sym);
  * memory-over-time section, the chrome and massif exports) replays the
  * events again, through the same live-block rules as ht_model_build: a
  * callback sees the heap after every event, and ht_model_timeline folds
- * that into a bounded number of buckets. */
+ * that into a bounded number of buckets. A timeline whose size was given
+ * to ht_model_build_timed was folded by the model's own replay instead. */
 
 /* The heap right after one event. */
 typedef struct ht_replay_step {

@@ -94,6 +94,11 @@ static const char *time_label(char *buf, uint64_t ns)
 	return ht_fmt_duration(buf, ns);
 }
 
+size_t ht_report_timeline_buckets(bool json)
+{
+	return json ? TL_JSON_BUCKETS : TL_COLS;
+}
+
 int ht_report_timeline_text(FILE *out, const ht_model_t *m)
 {
 	const ht_totals_t *tt = &m->totals;

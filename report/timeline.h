@@ -37,6 +37,11 @@ int ht_timeline_points(const ht_timeline_t *tl, ht_tl_point_t **out, size_t *n);
  * peak marked. Returns 0, -ENOMEM or -EIO. */
 int ht_report_timeline_text(FILE *out, const ht_model_t *m);
 
+/* The buckets of the report's timeline in JSON or text: given to
+ * ht_model_build_timed, the model's replay folds it, and the section needs
+ * no replay of its own. */
+size_t ht_report_timeline_buckets(bool json);
+
 /* The JSON report's "timeline" member: `"timeline": [POINT, ...]` (no
  * leading comma), POINT = {"time_seconds", "heap_bytes", "heap_blocks",
  * "rss_bytes" (null before the first sample), "peak": true on the peak}. */

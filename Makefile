@@ -120,6 +120,11 @@ $(B)/tests/libdlplugin.so: tests/programs/plugin/dlplugin.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O0 -g -fno-omit-frame-pointer -fPIC -shared -o $@ $<
 
+# A library whose destructor frees what its constructor allocated.
+$(B)/tests/libdtorplugin.so: tests/programs/plugin/dtorplugin.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O0 -g -fno-omit-frame-pointer -fPIC -shared -o $@ $<
+
 # Two builds of one library, loaded one after the other at one address.
 $(B)/tests/libdlswap%.so: tests/programs/plugin/dlswap.c
 	@mkdir -p $(dir $@)
@@ -171,7 +176,7 @@ $(B)/fuzz/replay_reader: tests/fuzz/fuzz_reader.c tests/fuzz/replay_driver.c $(F
 
 fuzz: $(B)/fuzz/fuzz_reader
 
-programs: $(PROGS) $(B)/tests/libdlplugin.so $(B)/tests/libdlswap1.so $(B)/tests/libdlswap2.so
+programs: $(PROGS) $(B)/tests/libdlplugin.so $(B)/tests/libdlswap1.so $(B)/tests/libdlswap2.so $(B)/tests/libdtorplugin.so
 FLOORS := $(patsubst bench/floor/%.c,$(B)/bench/floor/%.so,$(wildcard bench/floor/*.c))
 bench: all $(BENCHES) $(B)/bench/api_arena_bare $(FLOORS)
 

@@ -362,6 +362,12 @@ void ht_finish(unsigned how, unsigned status)
 	if (!atomic_compare_exchange_strong(&ht_state, &expected, HT_STATE_FINISHED))
 		return;
 	ht_guard++;
+	/* A signal now (SIGTERM sent to a process that is exiting) would land
+	 * in our handler, which waits for this very finish: it stays pending
+	 * until the trace is complete. */
+	sigset_t async, saved_mask;
+	ht_async_signals(&async);
+	pthread_sigmask(SIG_BLOCK, &async, &saved_mask);
 	/* The program's callee-saved registers may hold its last pointer to a
 	 * block: spill them into this frame, which the leak scan reads (from
 	 * just below the frame address, where they are pushed). */
@@ -383,6 +389,7 @@ void ht_finish(unsigned how, unsigned status)
 		ht_unlock(&ht_writer_lock);
 	}
 	atomic_store(&finish_done, true);
+	pthread_sigmask(SIG_SETMASK, &saved_mask, NULL);
 	ht_guard--;
 }
 
@@ -423,7 +430,21 @@ __attribute__((constructor)) static void agent_constructor(void)
 	ht_init();
 }
 
+/* The trace ends after every destructor: glibc runs the ELF destructors
+ * (_dl_fini) as its last exit handler, ours among the first of them, and a
+ * library's destructor may still free what its constructor allocated.
+ * Registered from inside _dl_fini, late_finish runs once it returns
+ * (exit handlers added during exit are run). */
+extern int __cxa_atexit(void (*fn)(void *), void *arg, void *dso_handle);
+
+static void late_finish(void *arg)
+{
+	(void)arg;
+	ht_finish(HT_END_EXIT, (unsigned)atomic_load(&ht_exit_code));
+}
+
 __attribute__((destructor)) static void agent_destructor(void)
 {
-	ht_finish(HT_END_EXIT, (unsigned)atomic_load(&ht_exit_code));
+	if (atomic_load(&ht_state) != HT_STATE_RECORDING || __cxa_atexit(late_finish, NULL, NULL))
+		ht_finish(HT_END_EXIT, (unsigned)atomic_load(&ht_exit_code));
 }

@@ -563,6 +563,52 @@ def t_close_all(t):
 add("run.program_closes_all_descriptors", t_close_all)
 
 
+def t_dtor_exit(t):
+    """Frees made by a library's destructor at exit (after the program's
+    atexit handlers, among the ELF destructors) are recorded: the trace
+    ends after every destructor. Before, the agent's own destructor ended
+    it first, and the library's 100 blocks looked leaked."""
+    vg = memcheck_prog(t, "dtor_exit")
+    tr, rep = traced(t, "dtor_exit")
+    t.eq("heaptrail run exit status", 0, tr.proc.rc)
+    tot = rep.get("totals", {})
+    t.eq("allocations, frees, leaked blocks vs memcheck", (vg.allocs, vg.frees, vg.inuse_blocks),
+         (tot.get("allocations"), tot.get("frees"), tot.get("leaked_blocks")))
+    agg = by_leaf(rep)
+    t.eq("sites with leaf dtor_ctor_alloc", S(100, 6400, 0, 0),
+         {k: agg.get("dtor_ctor_alloc", {}).get(k) for k in ("allocations", "bytes_allocated",
+                                                             "leaked_blocks", "leaked_bytes")})
+
+
+add("run.frees_in_library_destructors", t_dtor_exit)
+
+
+def t_term_at_exit(t):
+    """SIGTERM sent again and again while the process exits: the trace is
+    complete whether the process ended by exit or by the signal. Before,
+    the signal interrupted the trace's last write and left nothing."""
+    need_tools(t)
+    for i in range(3):
+        tr = heaptrail_run([PROGS / "term_at_exit"], out_name="t%d.ht" % i)
+        t.check(tr.proc.rc in (0, 128 + 15), "run %d: exit status %s, not 0 or 143: %s" %
+                (i + 1, tr.proc.rc, tail(tr.proc.err)))
+        if not tr.out_path.exists():
+            t.check(False, "run %d: no trace" % (i + 1))
+            continue
+        r = report(tr.out_path)
+        if r.err or r.proc.rc != 0:
+            t.check(False, "run %d: report: %s %s" % (i + 1, r.err, tail(r.proc.err)))
+            continue
+        t.check("truncated" not in text(r.proc.err), "run %d: %s" % (i + 1, tail(r.proc.err)))
+        tot = r.data.get("totals", {})
+        # 1000 own + the thread's DTV calloc; 500 + the DTV live at the end
+        t.eq("run %d: allocations, frees, leaked blocks" % (i + 1), (1001, 500, 501),
+             (tot.get("allocations"), tot.get("frees"), tot.get("leaked_blocks")))
+
+
+add("signals.sigterm_while_exiting", t_term_at_exit)
+
+
 # ---- fork ---------------------------------------------------------------------------
 
 def classify_fork(t, paths):

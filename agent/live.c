@@ -333,8 +333,22 @@ static void live_alloc(uintptr_t addr, uint64_t size, uint64_t time, uint32_t ti
 		return;
 	}
 	if (!fresh) {
-		if (e->time > time || (e->time == time && e->tid != tid))
-			return; /* stale: the entry is a later block at this address */
+		if (e->time > time || (e->time == time && e->tid != tid)) {
+			/* stale: the entry is a later block at this address, so
+			 * this block's free came before it, and was dropped or
+			 * will be (older than the entry): the summary counts the
+			 * block allocated and freed now */
+			if (ht_opt_summary) {
+				site_t *r = &lv.sites[site_of(stack_id)];
+				site_touch(r);
+				r->allocs++;
+				r->bytes += size;
+				r->frees++;
+				if (size > r->largest)
+					r->largest = size;
+			}
+			return;
+		}
 		/* the entry's free is still on its way: it will be dropped */
 		ht_live_stats.bytes -= e->size;
 		if (e->pool)

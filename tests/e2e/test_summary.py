@@ -18,6 +18,11 @@ suite (test_programs.py).
                          allocations (churn 20x longer: same size within 2x)
   summary.env_only       HEAPTRAIL_OPTIONS=summary=1 with LD_PRELOAD alone
                          (no heaptrail run) writes a summary that reports
+  summary.cross_thread   two threads handing one address back and forth
+                         (pingpong.c): every allocation and byte counted
+                         in its site (the writer sees the threads' blocks
+                         out of time order); frees within 4 of the full
+                         trace's (docs/INTERNALS.md, summary mode)
   summary.leak_classes   the leak classes at exit land in the site rows
                          (read from the file): leak_classes.c's list
                          scenario, 1 definite, 9 indirect, 5 reachable
@@ -219,6 +224,20 @@ def queries_test(opts):
     return fn
 
 
+def t_cross_thread(t):
+    _, full = traced(t, "pingpong")
+    for i in range(3):
+        _, summ = traced(t, "pingpong", (), ("--summary",), name="pingpong.%d" % i)
+        for f in ("allocations", "bytes_allocated"):
+            t.eq("run %d: totals.%s" % (i + 1, f), full["totals"][f], summ["totals"][f])
+        fs = {key(s): (s["allocations"], s["bytes_allocated"]) for s in full["sites"]}
+        ss = {key(s): (s["allocations"], s["bytes_allocated"]) for s in summ["sites"]}
+        t.eq("run %d: allocations and bytes of each site" % (i + 1), fs, ss)
+        d = full["totals"]["frees"] - summ["totals"]["frees"]
+        t.check(0 <= d <= 4, "run %d: frees %d, the full trace's %d" %
+                (i + 1, summ["totals"]["frees"], full["totals"]["frees"]))
+
+
 TESTS = [
     ("summary.sites.leaks", site_test("leaks")),
     ("summary.sites.peak", site_test("peak")),
@@ -230,6 +249,7 @@ TESTS = [
     ("summary.no_event_views", t_no_event_views),
     ("summary.bounded", t_bounded),
     ("summary.env_only", t_env_only),
+    ("summary.cross_thread", t_cross_thread),
     ("summary.leak_classes", t_leak_classes),
     ("queries.trace", queries_test(())),
     ("queries.summary", queries_test(("--summary",))),

@@ -221,7 +221,7 @@ uint32_t ht_capture_slow(ht_thread_t *t, uintptr_t ret0, uintptr_t cfa0)
 		ht_scache_entry_t *e = &ways[w];
 		/* Interned ids name the frames: equal ids, equal chains (id 0,
 		 * "table full", is never cached). */
-		if (key[w].ret0 != ret0 || key[w].cfa0 != cfa0 || e->sid != sid)
+		if (key[w].ret0 != ret0 || (key[w].cfa0 & ~(uintptr_t)1) != cfa0 || e->sid != sid)
 			continue;
 		/* This chain is known. Seen again without slots: worth learning
 		 * where its return addresses live, if the budget allows. (With
@@ -235,6 +235,7 @@ uint32_t ht_capture_slow(ht_thread_t *t, uintptr_t ret0, uintptr_t cfa0)
 			e->has_slots = learn_slots(t, e, cfa0);
 			ht_unwind_end(t);
 		}
+		key[w].cfa0 = cfa0 | e->has_slots;
 		learn_up(c, ret0, e);
 		return sid;
 	}
@@ -261,6 +262,7 @@ uint32_t ht_capture_slow(ht_thread_t *t, uintptr_t ret0, uintptr_t cfa0)
 	memcpy(e->frames, t->frames, n * sizeof(uintptr_t));
 	/* Frame sizes learned from other chains may place its slots now. */
 	e->has_slots = derive_slots(t, e, cfa0);
+	key[w].cfa0 = cfa0 | e->has_slots;
 	learn_up(c, ret0, e);
 	return sid;
 }

@@ -104,7 +104,10 @@ __attribute__((always_inline)) static inline unsigned ht_unwind(ht_thread_t *t)
 #define HT_SCACHE_UP_VARIABLE UINT32_MAX
 
 typedef struct ht_scache_key {
-	uintptr_t ret0, cfa0; /* ret0 == 0: empty */
+	uintptr_t ret0; /* 0: empty */
+	uintptr_t cfa0; /* | 1 when the entry has its slots (can hit): cfa0
+			   is a frame address (8-aligned), and a lookup
+			   never touches an entry that cannot hit */
 } ht_scache_key_t;
 
 typedef struct ht_scache_entry { /* its key is in ht_scache_t.key */
@@ -204,11 +207,9 @@ __attribute__((always_inline)) static inline uint32_t ht_capture(ht_thread_t *t)
 		unsigned s = ht_scache_set(t, c, ret0, cfa0);
 		const ht_scache_key_t *key = c->key[s];
 		for (unsigned w = 0; w < HT_SCACHE_WAYS; w++) {
-			if (key[w].ret0 != ret0 || key[w].cfa0 != cfa0)
+			if (key[w].ret0 != ret0 || key[w].cfa0 != (cfa0 | 1))
 				continue;
 			const ht_scache_entry_t *e = &c->e[s][w];
-			if (!e->has_slots)
-				continue;
 			unsigned i = 1;
 			while (i < e->n && *(const uintptr_t *)(cfa0 + e->slot[i]) == e->frames[i])
 				i++;

@@ -84,6 +84,7 @@ void ht_clock_init(void);
  * from different threads compare correctly. */
 extern bool ht_clock_tsc;
 extern uint64_t ht_tsc0, ht_tsc_mult; /* ns = (tsc - tsc0) * mult >> 32 */
+extern bool ht_tsc_rdtscp; /* the CPU has RDTSCP (else LFENCE; RDTSC) */
 
 /* Event times are whole multiples of HT_TIME_QUANTUM_NS: the nanoseconds
  * below it are noise to every report, and as noise they cost the trace
@@ -111,14 +112,19 @@ static inline uint64_t ht_now(void)
  * thread (a load) and frees it stamped the free up to ~30 ns early, inside
  * the quantum of the other thread's allocation stamp, and equal stamps put
  * the free first (3 of 10 runs of a producer/consumer handoff lost a free).
- * RDTSCP waits; a real handoff takes ~80 ns here, five quanta. It costs
- * ~8 ns more than RDTSC, so only events that can race another thread's
- * (a process with more than one thread) pay it. */
+ * RDTSCP waits (LFENCE then RDTSC where a hypervisor hides RDTSCP, as
+ * Linux's own ordered read does); a real handoff takes ~80 ns here, five
+ * quanta. It costs ~8 ns more than RDTSC, so only events that can race
+ * another thread's (a process with more than one thread) pay it. */
 static inline uint64_t ht_now_ordered(void)
 {
-	unsigned aux;
-	if (HT_LIKELY(ht_clock_tsc))
-		return ht_tsc_to_ns(__rdtscp(&aux));
+	if (HT_LIKELY(ht_clock_tsc)) {
+		unsigned aux;
+		if (HT_LIKELY(ht_tsc_rdtscp))
+			return ht_tsc_to_ns(__rdtscp(&aux));
+		_mm_lfence();
+		return ht_tsc_to_ns(__rdtsc());
+	}
 	return (ht_clock_ns() - ht_start_mono_ns) & ~(uint64_t)(HT_TIME_QUANTUM_NS - 1);
 }
 #else

@@ -8,6 +8,9 @@
  * the new image writes its own file.
  */
 #include <dlfcn.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -34,6 +37,7 @@ uint64_t ht_clock_ns(void)
 
 bool ht_clock_tsc;
 uint64_t ht_tsc0, ht_tsc_mult;
+bool ht_tsc_rdtscp;
 
 /* A CLOCK_MONOTONIC reading *m and the TSC at that moment *t, from a clock
  * read between two TSC reads at most 2,000 ticks apart (under a us: no
@@ -85,6 +89,9 @@ void ht_clock_init(void)
 	/* Time zero stays ht_start_mono_ns: TSC ticks since m0, plus m0's offset. */
 	ht_tsc0 = t0 - (uint64_t)(((unsigned __int128)(m0 - ht_start_mono_ns) << 32) / ht_tsc_mult);
 	ht_clock_tsc = ht_tsc_mult != 0;
+	/* RDTSCP for the ordered reads; a hypervisor may hide it */
+	unsigned a, b, c, d;
+	ht_tsc_rdtscp = __get_cpuid(0x80000001, &a, &b, &c, &d) && (d & (1u << 27)); /* EDX bit 27 */
 #endif
 }
 
@@ -445,6 +452,11 @@ static void late_finish(void *arg)
 
 __attribute__((destructor)) static void agent_destructor(void)
 {
-	if (atomic_load(&ht_state) != HT_STATE_RECORDING || __cxa_atexit(late_finish, NULL, NULL))
+	if (atomic_load(&ht_state) != HT_STATE_RECORDING)
+		return;
+	ht_guard++; /* a new block of exit handlers would be a calloc of ours */
+	int failed = __cxa_atexit(late_finish, NULL, NULL);
+	ht_guard--;
+	if (failed)
 		ht_finish(HT_END_EXIT, (unsigned)atomic_load(&ht_exit_code));
 }

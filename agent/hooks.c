@@ -772,26 +772,131 @@ static void *next_symbol(const char *name)
 	if (HT_UNLIKELY(!var))                                                 \
 	*(void **)&var = next_symbol(name)
 
+/* libstdc++ raises an alignment below a pointer's to a pointer's
+ * (posix_memalign refuses it); a bad one (not a power of two) fails here,
+ * and the next definition throws as the program expects. */
 static inline void *real_aligned(size_t align, size_t n)
 {
 	void *p = NULL;
+	if (align < sizeof(void *))
+		align = sizeof(void *);
 	return real_posix_memalign(&p, align, n ? n : 1) == 0 ? p : NULL;
+}
+
+/* ---- replaced operators --------------------------------------------------
+ * A program may replace any of these functions, and may replace only some:
+ * libstdc++'s new[], nothrow new, sized and array deletes call the plain
+ * ones, so replacing operator new and operator delete(void *) is enough
+ * for all of them to reach the program's. Ours go straight to malloc and
+ * free, so each variant whose libstdc++ version would call a replaced
+ * function hands the call to that version (the next definition) instead,
+ * recording nothing itself: the program's operator reaches malloc, or
+ * not, on its own. A replacement in the executable takes every call of
+ * its name before ours; one in a library loaded after us is found as the
+ * next definition of a name that is not libstdc++'s (or libc++'s). */
+enum {
+	CXX_NEW = 1 << 0, CXX_NEW_ARRAY = 1 << 1, CXX_NEW_NT = 1 << 2, CXX_NEW_ARRAY_NT = 1 << 3,
+	CXX_NEW_AL = 1 << 4, CXX_NEW_ARRAY_AL = 1 << 5, CXX_NEW_AL_NT = 1 << 6,
+	CXX_NEW_ARRAY_AL_NT = 1 << 7, CXX_DEL = 1 << 8, CXX_DEL_ARRAY = 1 << 9,
+	CXX_DEL_SIZED = 1 << 10, CXX_DEL_ARRAY_SIZED = 1 << 11, CXX_DEL_NT = 1 << 12,
+	CXX_DEL_ARRAY_NT = 1 << 13, CXX_DEL_AL = 1 << 14, CXX_DEL_ARRAY_AL = 1 << 15,
+	CXX_DEL_SIZED_AL = 1 << 16, CXX_DEL_ARRAY_SIZED_AL = 1 << 17, CXX_DEL_AL_NT = 1 << 18,
+	CXX_DEL_ARRAY_AL_NT = 1 << 19, CXX_NOPS = 20
+};
+
+static const char *const cxx_names[CXX_NOPS] = {
+	"_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t",
+	"_ZnwmSt11align_val_t", "_ZnamSt11align_val_t", "_ZnwmSt11align_val_tRKSt9nothrow_t",
+	"_ZnamSt11align_val_tRKSt9nothrow_t", "_ZdlPv", "_ZdaPv", "_ZdlPvm", "_ZdaPvm",
+	"_ZdlPvRKSt9nothrow_t", "_ZdaPvRKSt9nothrow_t", "_ZdlPvSt11align_val_t",
+	"_ZdaPvSt11align_val_t", "_ZdlPvmSt11align_val_t", "_ZdaPvmSt11align_val_t",
+	"_ZdlPvSt11align_val_tRKSt9nothrow_t", "_ZdaPvSt11align_val_tRKSt9nothrow_t",
+};
+
+/* Each variant with what its libstdc++ version calls, transitively. */
+#define CXX_CHAIN_NEW CXX_NEW
+#define CXX_CHAIN_NEW_ARRAY (CXX_NEW_ARRAY | CXX_NEW)
+#define CXX_CHAIN_NEW_NT (CXX_NEW_NT | CXX_NEW)
+#define CXX_CHAIN_NEW_ARRAY_NT (CXX_NEW_ARRAY_NT | CXX_NEW_ARRAY | CXX_NEW)
+#define CXX_CHAIN_NEW_AL CXX_NEW_AL
+#define CXX_CHAIN_NEW_ARRAY_AL (CXX_NEW_ARRAY_AL | CXX_NEW_AL)
+#define CXX_CHAIN_NEW_AL_NT (CXX_NEW_AL_NT | CXX_NEW_AL)
+#define CXX_CHAIN_NEW_ARRAY_AL_NT (CXX_NEW_ARRAY_AL_NT | CXX_NEW_ARRAY_AL | CXX_NEW_AL)
+#define CXX_CHAIN_DEL CXX_DEL
+#define CXX_CHAIN_DEL_ARRAY (CXX_DEL_ARRAY | CXX_DEL)
+#define CXX_CHAIN_DEL_SIZED (CXX_DEL_SIZED | CXX_DEL)
+#define CXX_CHAIN_DEL_ARRAY_SIZED (CXX_DEL_ARRAY_SIZED | CXX_DEL_ARRAY | CXX_DEL)
+#define CXX_CHAIN_DEL_NT (CXX_DEL_NT | CXX_DEL)
+#define CXX_CHAIN_DEL_ARRAY_NT (CXX_DEL_ARRAY_NT | CXX_DEL_ARRAY | CXX_DEL)
+#define CXX_CHAIN_DEL_AL CXX_DEL_AL
+#define CXX_CHAIN_DEL_ARRAY_AL (CXX_DEL_ARRAY_AL | CXX_DEL_AL)
+#define CXX_CHAIN_DEL_SIZED_AL (CXX_DEL_SIZED_AL | CXX_DEL_AL)
+#define CXX_CHAIN_DEL_ARRAY_SIZED_AL (CXX_DEL_ARRAY_SIZED_AL | CXX_DEL_ARRAY_AL | CXX_DEL_AL)
+#define CXX_CHAIN_DEL_AL_NT (CXX_DEL_AL_NT | CXX_DEL_AL)
+#define CXX_CHAIN_DEL_ARRAY_AL_NT (CXX_DEL_ARRAY_AL_NT | CXX_DEL_ARRAY_AL | CXX_DEL_AL)
+
+/* The replaced variants (CXX_* bits); -1 until looked up. */
+static _Atomic int cxx_replaced = -1;
+
+/* True if f is a C++ runtime's own definition. */
+static bool cxx_runtime(void *f)
+{
+	Dl_info info;
+	if (!dladdr(f, &info) || !info.dli_fname)
+		return false;
+	const char *base = info.dli_fname;
+	for (const char *c = base; *c; c++)
+		if (*c == '/')
+			base = c + 1;
+	return !ht_strncmp(base, "libstdc++.so", 12) || !ht_strncmp(base, "libc++.so", 9) ||
+	       !ht_strncmp(base, "libc++abi.so", 12);
+}
+
+HT_NOINLINE HT_COLD static int cxx_lookup(void)
+{
+	int e = errno;
+	ht_guard++;
+	int mask = 0;
+	for (int i = 0; i < CXX_NOPS; i++) {
+		void *f = dlsym(RTLD_DEFAULT, cxx_names[i]);
+		if (f && !ht_addr_in_agent((uintptr_t)f))
+			mask |= 1 << i; /* the executable's, or a library's before us */
+		else if ((f = dlsym(RTLD_NEXT, cxx_names[i])) && !cxx_runtime(f))
+			mask |= 1 << i; /* a library's after us */
+	}
+	ht_guard--;
+	errno = e;
+	atomic_store_explicit(&cxx_replaced, mask, memory_order_relaxed);
+	return mask;
+}
+
+/* True when the variant whose chain is `chain` must hand the call on. */
+static inline bool cxx_pass(int chain)
+{
+	int m = atomic_load_explicit(&cxx_replaced, memory_order_relaxed);
+	if (HT_LIKELY(!(m & chain)))
+		return false;
+	return m == -1 ? (cxx_lookup() & chain) != 0 : true;
 }
 
 /* sym: the mangled name; alloc: the real allocation expression; args: the
  * call of the next definition when it fails. */
-#define NEW_HOOK(sym, fn, params, alloc, args, size)                           \
+#define NEW_HOOK(sym, fn, chain, params, alloc, args, size)                    \
 	HT_EXPORT void *sym params;                                            \
 	HT_NOINLINE static void *sym##_full params;                            \
+	static void *(*sym##_next) params;                                     \
 	/* sampling: a failure takes the full path, which calls next */       \
 	void *sym params                                                       \
 	{                                                                      \
+		if (HT_UNLIKELY(cxx_pass(chain))) {                            \
+			NEXT(sym##_next, #sym);                                \
+			return sym##_next args;                                \
+		}                                                              \
 		SAMPLED_ALLOC_BODY(fn, size, alloc, sym##_full args,           \
 				   sym##_full args);                           \
 	}                                                                      \
 	static void *sym##_full params                                         \
 	{                                                                      \
-		static void *(*next) params;                                   \
 		if (HT_UNLIKELY(!real_malloc))                                 \
 			resolve_reals();                                       \
 		if (HT_LIKELY(should_record())) {                              \
@@ -808,14 +913,20 @@ static inline void *real_aligned(size_t align, size_t n)
 			}                                                      \
 			ht_guard = 0;                                          \
 		}                                                              \
-		NEXT(next, #sym);                                              \
-		return next args;                                              \
+		NEXT(sym##_next, #sym);                                        \
+		return sym##_next args;                                        \
 	}
 
-#define DELETE_HOOK(sym, params, ptr)                                          \
+#define DELETE_HOOK(sym, chain, params, ptr, args)                             \
 	HT_EXPORT void sym params;                                             \
+	static void (*sym##_next) params;                                      \
 	void sym params                                                        \
 	{                                                                      \
+		if (HT_UNLIKELY(cxx_pass(chain))) {                            \
+			NEXT(sym##_next, #sym);                                \
+			sym##_next args;                                       \
+			return;                                                \
+		}                                                              \
 		if (HT_UNLIKELY(ptr == NULL))                                  \
 			return;                                                \
 		free_body(ptr);                                                \
@@ -824,40 +935,44 @@ static inline void *real_aligned(size_t align, size_t n)
 typedef struct nothrow_s nothrow_t; /* std::nothrow_t, passed by reference */
 
 /* operator new(size_t), new[](size_t), and their nothrow / aligned forms */
-NEW_HOOK(_Znwm, HT_FN_NEW, (size_t n), real_malloc(n ? n : 1), (n), n)
-NEW_HOOK(_Znam, HT_FN_NEW_ARRAY, (size_t n), real_malloc(n ? n : 1), (n), n)
-NEW_HOOK(_ZnwmRKSt9nothrow_t, HT_FN_NEW, (size_t n, const nothrow_t *t),
+NEW_HOOK(_Znwm, HT_FN_NEW, CXX_CHAIN_NEW, (size_t n), real_malloc(n ? n : 1), (n), n)
+NEW_HOOK(_Znam, HT_FN_NEW_ARRAY, CXX_CHAIN_NEW_ARRAY, (size_t n), real_malloc(n ? n : 1), (n), n)
+NEW_HOOK(_ZnwmRKSt9nothrow_t, HT_FN_NEW, CXX_CHAIN_NEW_NT, (size_t n, const nothrow_t *t),
 	 real_malloc(n ? n : 1), (n, t), n)
-NEW_HOOK(_ZnamRKSt9nothrow_t, HT_FN_NEW_ARRAY, (size_t n, const nothrow_t *t),
-	 real_malloc(n ? n : 1), (n, t), n)
-NEW_HOOK(_ZnwmSt11align_val_t, HT_FN_NEW, (size_t n, size_t a),
+NEW_HOOK(_ZnamRKSt9nothrow_t, HT_FN_NEW_ARRAY, CXX_CHAIN_NEW_ARRAY_NT,
+	 (size_t n, const nothrow_t *t), real_malloc(n ? n : 1), (n, t), n)
+NEW_HOOK(_ZnwmSt11align_val_t, HT_FN_NEW, CXX_CHAIN_NEW_AL, (size_t n, size_t a),
 	 real_aligned(a, n), (n, a), n)
-NEW_HOOK(_ZnamSt11align_val_t, HT_FN_NEW_ARRAY, (size_t n, size_t a),
+NEW_HOOK(_ZnamSt11align_val_t, HT_FN_NEW_ARRAY, CXX_CHAIN_NEW_ARRAY_AL, (size_t n, size_t a),
 	 real_aligned(a, n), (n, a), n)
-NEW_HOOK(_ZnwmSt11align_val_tRKSt9nothrow_t, HT_FN_NEW,
+NEW_HOOK(_ZnwmSt11align_val_tRKSt9nothrow_t, HT_FN_NEW, CXX_CHAIN_NEW_AL_NT,
 	 (size_t n, size_t a, const nothrow_t *t), real_aligned(a, n), (n, a, t), n)
-NEW_HOOK(_ZnamSt11align_val_tRKSt9nothrow_t, HT_FN_NEW_ARRAY,
+NEW_HOOK(_ZnamSt11align_val_tRKSt9nothrow_t, HT_FN_NEW_ARRAY, CXX_CHAIN_NEW_ARRAY_AL_NT,
 	 (size_t n, size_t a, const nothrow_t *t), real_aligned(a, n), (n, a, t), n)
 
 /* operator delete / delete[]: plain, sized, nothrow, aligned, combinations.
- * All are free() in libstdc++ on glibc; ours records and frees. The size,
- * alignment and nothrow tag are not needed for that. */
+ * All are free() in libstdc++ on glibc; ours records and frees (unless a
+ * replaced one is in the chain). The size, alignment and nothrow tag are
+ * not needed for that. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-parameter"
-DELETE_HOOK(_ZdlPv, (void *p), p)
-DELETE_HOOK(_ZdaPv, (void *p), p)
-DELETE_HOOK(_ZdlPvm, (void *p, size_t n), p)
-DELETE_HOOK(_ZdaPvm, (void *p, size_t n), p)
-DELETE_HOOK(_ZdlPvRKSt9nothrow_t, (void *p, const nothrow_t *t), p)
-DELETE_HOOK(_ZdaPvRKSt9nothrow_t, (void *p, const nothrow_t *t), p)
-DELETE_HOOK(_ZdlPvSt11align_val_t, (void *p, size_t a), p)
-DELETE_HOOK(_ZdaPvSt11align_val_t, (void *p, size_t a), p)
-DELETE_HOOK(_ZdlPvmSt11align_val_t, (void *p, size_t n, size_t a), p)
-DELETE_HOOK(_ZdaPvmSt11align_val_t, (void *p, size_t n, size_t a), p)
-DELETE_HOOK(_ZdlPvSt11align_val_tRKSt9nothrow_t,
-	    (void *p, size_t a, const nothrow_t *t), p)
-DELETE_HOOK(_ZdaPvSt11align_val_tRKSt9nothrow_t,
-	    (void *p, size_t a, const nothrow_t *t), p)
+DELETE_HOOK(_ZdlPv, CXX_CHAIN_DEL, (void *p), p, (p))
+DELETE_HOOK(_ZdaPv, CXX_CHAIN_DEL_ARRAY, (void *p), p, (p))
+DELETE_HOOK(_ZdlPvm, CXX_CHAIN_DEL_SIZED, (void *p, size_t n), p, (p, n))
+DELETE_HOOK(_ZdaPvm, CXX_CHAIN_DEL_ARRAY_SIZED, (void *p, size_t n), p, (p, n))
+DELETE_HOOK(_ZdlPvRKSt9nothrow_t, CXX_CHAIN_DEL_NT, (void *p, const nothrow_t *t), p, (p, t))
+DELETE_HOOK(_ZdaPvRKSt9nothrow_t, CXX_CHAIN_DEL_ARRAY_NT, (void *p, const nothrow_t *t), p,
+	    (p, t))
+DELETE_HOOK(_ZdlPvSt11align_val_t, CXX_CHAIN_DEL_AL, (void *p, size_t a), p, (p, a))
+DELETE_HOOK(_ZdaPvSt11align_val_t, CXX_CHAIN_DEL_ARRAY_AL, (void *p, size_t a), p, (p, a))
+DELETE_HOOK(_ZdlPvmSt11align_val_t, CXX_CHAIN_DEL_SIZED_AL, (void *p, size_t n, size_t a), p,
+	    (p, n, a))
+DELETE_HOOK(_ZdaPvmSt11align_val_t, CXX_CHAIN_DEL_ARRAY_SIZED_AL,
+	    (void *p, size_t n, size_t a), p, (p, n, a))
+DELETE_HOOK(_ZdlPvSt11align_val_tRKSt9nothrow_t, CXX_CHAIN_DEL_AL_NT,
+	    (void *p, size_t a, const nothrow_t *t), p, (p, a, t))
+DELETE_HOOK(_ZdaPvSt11align_val_tRKSt9nothrow_t, CXX_CHAIN_DEL_ARRAY_AL_NT,
+	    (void *p, size_t a, const nothrow_t *t), p, (p, a, t))
 #pragma GCC diagnostic pop
 
 /* ---- the program's own allocators (heaptrail.h) -------------------------------

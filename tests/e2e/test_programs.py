@@ -68,6 +68,9 @@ SPECS = {
         totals=(3, 1, 72856, 2, 72720), exit=0, peak=72840, memcheck=False, cxx=True,
         sites={"extra_leak()": S(1, 16, 1, 16)},
         via={"throw_bad_alloc()": S(1, 136)}),
+    "cxx_small_align": dict(
+        totals=(3, 2, 72738, 1, 72704), exit=0, peak=72728, memcheck=False, cxx=True,
+        sites={"small_align()": S(2, 34)}),
     "underscore_exit": dict(
         totals=(53, 50, 5900, 3, 900), exit=4, memcheck=True,
         sites={"churn": S(50, 5000), "leak_before": S(3, 900, 3, 900)}),
@@ -390,6 +393,41 @@ def t_cxx_attribution(t):
 
 
 add("cxx_alloc.attribution", t_cxx_attribution)
+
+
+def t_cxx_replaced_new(t):
+    """A program that replaces only operator new(size_t) and operator
+    delete(void *): every other form (new[], nothrow, sized delete,
+    delete[]) reaches them through libstdc++, and the agent's own versions
+    of those forms must hand the call on. Before, they called malloc and
+    free directly: the program's counts were wrong, and with an mmap-based
+    replacement a sized delete freed an mmap'd block (abort)."""
+    need_tools(t)
+    src = str(SRC / "cxx_replaced_new.cc")
+    for how in ("malloc", "mmap"):
+        tr = heaptrail_run([PROGS / "cxx_replaced_new", how], out_name="%s.ht" % how)
+        t.eq("%s: exit status (0: the program's own counts of its new and delete calls)" % how,
+             0, tr.proc.rc)
+        if not tr.out_path.exists():
+            t.check(False, "%s: no trace: %s" % (how, tail(tr.proc.err)))
+            continue
+        rep = need_report(t, tr.out_path).data
+        tot = rep.get("totals", {})
+        own = [s for s in rep.get("sites", []) if s.get("bytes_allocated") != POOL]
+        if how == "mmap":
+            t.eq("mmap: allocations, frees (the pool only: the program's new uses mmap)",
+                 (1, 0), (tot.get("allocations"), tot.get("frees")))
+            continue
+        # each new mallocs its size + a 16-byte header: 48, 100, 4, 20, 8
+        t.eq("malloc: the program's mallocs, by size", [20, 24, 36, 64, 116],
+             sorted(s.get("bytes_allocated") for s in own))
+        t.eq("malloc: allocations, frees, ignored frees", (6, 5, 0),
+             (tot.get("allocations"), tot.get("frees"), tot.get("ignored_frees")))
+        files = {(s.get("stack") or [{}])[0].get("file") for s in own}
+        t.eq("malloc: the sites' stack[0] file", {src}, files)
+
+
+add("cxx.replaced_operators", t_cxx_replaced_new)
 
 
 def t_stack_cache_callers(t):

@@ -675,6 +675,15 @@ static void line_of(ht_symbolizer_t *s, Dwfl_Module *mod, Dwarf_Addr addr,
 	Dwfl_Line *l = dwfl_module_getsrc(mod, addr);
 	if (!l)
 		return;
+	/* The row found is the last one at or below addr, and a sequence may
+	 * end in a row of no length: code after it without debug information
+	 * (_start, a static library's) would get that row's line. Not unless
+	 * its compilation unit covers addr. */
+	Dwarf_Addr bias, base, lo, hi;
+	Dwarf_Die *cu = dwfl_linecu(l);
+	if (cu && dwfl_module_getdwarf(mod, &bias) && dwarf_ranges(cu, 0, &base, &lo, &hi) > 0 &&
+	    dwarf_haspc(cu, addr - bias) == 0)
+		return; /* a unit without ranges is taken at its line table's word */
 	int lineno = 0;
 	const char *src = dwfl_lineinfo(l, NULL, &lineno, NULL, NULL, NULL);
 	*file = source_path(s, dwfl_linecu(l), src);

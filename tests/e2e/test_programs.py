@@ -430,6 +430,25 @@ def t_cxx_replaced_new(t):
 add("cxx.replaced_operators", t_cxx_replaced_new)
 
 
+def t_cold_main(t):
+    """A frame in code without debug information (_start) right after a
+    line table that ends in a row of no length (main's, split into a .cold
+    part at -O2) gets no file and line. Before, it got that row's:
+    basic_string.h:795."""
+    tr, rep = traced(t, "cxx_cold_main")
+    t.eq("exit status", 0, tr.proc.rc)
+    starts = {(f.get("file"), f.get("line")) for s in rep.get("sites", [])
+              for f in s.get("stack", []) if f.get("function") == "_start"}
+    t.check(starts, "no frame in _start")
+    t.eq("file and line of the _start frames", {(None, None)}, starts)
+    mains = {f.get("file") for s in rep.get("sites", [])
+             for f in s.get("stack", []) if f.get("function") == "main"}
+    t.eq("file of the main frames", {str(SRC / "cxx_cold_main.cc")}, mains)
+
+
+add("symbols.no_line_after_a_sequence", t_cold_main)
+
+
 def t_stack_cache_callers(t):
     """leaf() is called from via_a and via_b, whose frames have the same
     size, so leaf's malloc runs at the same stack address with a different

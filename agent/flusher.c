@@ -11,9 +11,12 @@
  * HT_MAX_QUEUED blocks, producers write synchronously: memory stays bounded.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -22,7 +25,7 @@
 #include "packed.h"
 
 #define HT_MAX_QUEUED 32
-#define HT_LINGER_NS 200000000L /* 200 ms: how long an idle writer keeps a batch */
+#define HT_LINGER_NS 200000000L /* 200 ms: how long the writer keeps a batch */
 
 static ht_lock_t queue_lock;
 static ht_block_t *queue_head, *queue_tail;
@@ -146,6 +149,74 @@ void ht_blocks_drain_locked(void)
 	}
 }
 
+/* State letter of /proc/self/stat or a task's stat (after the command,
+ * which may hold spaces and parentheses: the last ')'), or 0. */
+static char stat_state(const char *path)
+{
+	char buf[1024];
+	long n = ht_read_file(path, buf, sizeof buf - 1);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	char *p = NULL;
+	for (char *c = buf; *c; c++)
+		if (*c == ')')
+			p = c;
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
+/* The writer is the process's last thread: the program's have all ended
+ * (main's with pthread_exit), and glibc, which exits the process when its
+ * last thread ends, counts ours. Checked only when idle, and the tasks
+ * only once the main thread is gone (a zombie until the process ends). */
+static bool only_thread_left(void)
+{
+	if (stat_state("/proc/self/stat") != 'Z')
+		return false;
+	int dfd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return false;
+	char buf[4096] __attribute__((aligned(8)));
+	long n;
+	unsigned alive = 0;
+	pid_t self = (pid_t)syscall(SYS_gettid);
+	while (alive <= 1 && (n = syscall(SYS_getdents64, dfd, buf, sizeof buf)) > 0) {
+		for (long off = 0; off < n;) {
+			unsigned short reclen;
+			memcpy(&reclen, buf + off + 16, sizeof reclen);
+			const char *name = buf + off + 19; /* linux_dirent64's d_name */
+			off += reclen;
+			long tid = 0;
+			for (const char *c = name; *c >= '0' && *c <= '9'; c++)
+				tid = tid * 10 + (*c - '0');
+			if (!tid || tid == self)
+				continue;
+			char path[64];
+			size_t k = ht_append_str(path, 0, sizeof path, "/proc/self/task/");
+			k = ht_append_u64(path, k, sizeof path, (uint64_t)tid);
+			ht_append_str(path, k, sizeof path, "/stat");
+			char st = stat_state(path);
+			if (st && st != 'Z' && st != 'X')
+				alive++;
+		}
+	}
+	close(dfd);
+	return alive == 0;
+}
+
+/* Ends the process as glibc does when its last thread ends: exit(0), run
+ * here with the program's view of the world (no guard, no blocked
+ * signals), so its exit handlers and destructors are recorded and the
+ * trace is finished as after any exit. */
+static void exit_as_last_thread(void)
+{
+	sigset_t none;
+	sigemptyset(&none);
+	pthread_sigmask(SIG_SETMASK, &none, NULL);
+	ht_guard = 0;
+	exit(0);
+}
+
 static void *writer_main(void *arg)
 {
 	(void)arg;
@@ -160,6 +231,7 @@ static void *writer_main(void *arg)
 		}
 		pthread_attr_destroy(&attr);
 	}
+	uint64_t held_since = 0; /* when unwritten data was first seen held */
 	for (;;) {
 		if (atomic_load(&queued) == 0) {
 			/* Idle. Blocks waiting in the batch (or bytes in the
@@ -181,12 +253,31 @@ static void *writer_main(void *arg)
 				ht_lock(&ht_writer_lock);
 				if (ht_writer_dirty())
 					ht_writer_flush(false);
+				held_since = 0;
 				ht_unlock(&ht_writer_lock);
+				if (!dirty && atomic_load(&ht_state) == HT_STATE_RECORDING &&
+				    only_thread_left())
+					exit_as_last_thread();
 			}
 			continue;
 		}
+		/* A program that ships a block more often than every 200 ms
+		 * never leaves the writer idle: what it holds goes to the file
+		 * once it has held it that long, so that a SIGKILL loses no
+		 * more than that beyond the threads' own half second. */
 		ht_lock(&ht_writer_lock);
 		ht_blocks_drain_locked();
+		if (!ht_writer_dirty()) {
+			held_since = 0;
+		} else {
+			uint64_t now = ht_clock_ns();
+			if (!held_since) {
+				held_since = now;
+			} else if (now - held_since >= (uint64_t)HT_LINGER_NS) {
+				ht_writer_flush(false);
+				held_since = 0;
+			}
+		}
 		ht_unlock(&ht_writer_lock);
 	}
 	return NULL;

@@ -595,6 +595,28 @@ def t_handoff(t):
 add("threads.handoff", t_handoff)
 
 
+def t_main_pthread_exit(t):
+    """main ends with pthread_exit, its threads go on: the process ends
+    when the last one returns, as without the agent. Before, the agent's
+    writer thread kept the process alive for ever (glibc exits when its
+    last thread ends, and counts that one)."""
+    need_tools(t)
+    tr = heaptrail_run([PROGS / "main_pthread_exit"], timeout=30)
+    t.need(not tr.proc.timed_out, "the process did not end: %s" % tr.proc.describe())
+    t.eq("exit status", 0, tr.proc.rc)
+    t.need(tr.out_path.exists(), "no trace: %s" % tail(tr.proc.err))
+    rep = need_report(t, tr.out_path).data
+    t.eq("ending", "exit", rep.get("program", {}).get("ending"))
+    w = by_leaf(rep).get("worker", {})
+    t.eq("sites with leaf worker", S(2000, 64000),
+         {k: w.get(k) for k in ("allocations", "bytes_allocated", "leaked_blocks", "leaked_bytes")})
+    t.eq("ignored frees, reused addresses", (0, 0),
+         (rep["totals"].get("ignored_frees"), rep["totals"].get("reused_addresses")))
+
+
+add("threads.main_pthread_exit", t_main_pthread_exit)
+
+
 def t_close_all(t):
     """A program that closes every descriptor (a close loop, closefrom,
     close_range) or dup2s onto every low number keeps its trace: every

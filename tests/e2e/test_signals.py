@@ -2,6 +2,7 @@
 the agent's signal handlers are invisible to the program."""
 
 import signal
+import struct
 import subprocess
 import time
 
@@ -108,6 +109,28 @@ def t_sigkill_keeps_shipped(t):
     t.eq("allocations on disk (the 11th event shipped the block)", 11, r.data["totals"]["allocations"])
     t.check(r.data.get("truncated") or "cut short" in text(r.proc.err).lower() or r.data.get("warnings"),
             "a SIGKILL'd trace (no END record) is not reported as cut short")
+
+
+def t_sigkill_steady_rate(t):
+    # A program that ships a block every few hundred milliseconds never
+    # leaves the writer idle for 200 ms: the writer used to hold its batch
+    # until then, and a SIGKILL after 3 s lost every event. Now what it
+    # holds is written once 200 ms old: the events older than a second
+    # before the kill (two thirds of them) must be on disk.
+    need_tools(t)
+    count_path = scratch_dir("sig") / "count"
+    delay = 3.0
+    rc, out = run_and_signal(t, [str(PROGS / "steady"), str(count_path)], signal.SIGKILL,
+                             delay=delay)
+    t.eq("heaptrail run's exit status after SIGKILL", 128 + signal.SIGKILL, rc)
+    made = struct.unpack("<q", count_path.read_bytes()[:8])[0]
+    r = report(out)
+    if r.data is None:
+        t.fatal("no report for a SIGKILL'd program's trace: %s" % r.err)
+    got = r.data["totals"]["allocations"]
+    t.check(got >= made * (delay - 1.0) / delay,
+            "allocations on disk %d of %d made before the kill (want at least %d)" %
+            (got, made, int(made * (delay - 1.0) / delay)))
 
 
 def t_handlers_invisible(t):
@@ -220,6 +243,7 @@ TESTS = [
     ("signals.sigterm_to_heaptrail", lambda t: t_signal_to_heaptrail(t, signal.SIGTERM)),
     ("signals.sighup_to_heaptrail", lambda t: t_signal_to_heaptrail(t, signal.SIGHUP)),
     ("signals.sigkill_keeps_shipped", t_sigkill_keeps_shipped),
+    ("signals.sigkill_steady_rate", t_sigkill_steady_rate),
     ("signals.handler_during_first_event", t_handler_during_first_event),
     ("signals.handlers_invisible", t_handlers_invisible),
     ("signals.program_sets_dfl", t_program_sets_dfl_then_dies),

@@ -63,6 +63,8 @@ static int (*real_execv)(const char *, char *const[]);
 static int (*real_execvp)(const char *, char *const[]);
 static int (*real_execvpe)(const char *, char *const[], char *const[]);
 static int (*real_fexecve)(int, char *const[], char *const[]);
+static int (*real_execveat)(int, const char *, char *const[], char *const[], int);
+static void (*real_quick_exit)(int) __attribute__((noreturn));
 static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
 static sighandler_t (*real_signal)(int, sighandler_t);
 
@@ -123,6 +125,8 @@ HT_NOINLINE HT_COLD static void resolve_reals(void)
 	RESOLVE(execvp);
 	RESOLVE(execvpe);
 	RESOLVE(fexecve);
+	RESOLVE(execveat); /* glibc 2.34 */
+	RESOLVE(quick_exit);
 	RESOLVE(sigaction);
 	RESOLVE(signal);
 	/* malloc last: a non-NULL real_malloc means everything is resolved. */
@@ -1057,6 +1061,11 @@ int heaptrail_agent_pool_alloc(const void *pool, void *p, size_t size)
  * noticed instead when a new stack holds an address in none of the known
  * modules (agent/stacks.c). */
 
+/* A vfork child (our memory under another pid) that calls exit() runs
+ * the process's exit handlers, the agent's among them, and uses them up:
+ * the parent's own exit then runs none, and finishes the trace itself. */
+static bool exit_handlers_used;
+
 HT_EXPORT void exit(int status)
 {
 	/* The leak scan at the end reads this thread's stack from here up:
@@ -1067,9 +1076,30 @@ HT_EXPORT void exit(int status)
 	ht_note_exit_sp((uintptr_t)__builtin_frame_address(0) - 64);
 	if (HT_UNLIKELY(!real_malloc))
 		resolve_reals();
+	if (getpid() != ht_pid) {
+		exit_handlers_used = true;
+		real_exit(status);
+	}
 	atomic_store(&ht_exit_code, status & 0xff);
 	atomic_store(&ht_exit_code_known, true);
+	if (exit_handlers_used)
+		ht_finish(HT_END_EXIT, (unsigned)status & 0xff);
 	real_exit(status);
+}
+
+/* quick_exit runs the at_quick_exit handlers, the agent's (registered at
+ * start, so run last) finishes the trace. */
+HT_EXPORT void quick_exit(int status)
+{
+	__builtin_unwind_init(); /* as in exit() */
+	ht_note_exit_sp((uintptr_t)__builtin_frame_address(0) - 64);
+	if (HT_UNLIKELY(!real_malloc))
+		resolve_reals();
+	if (getpid() == ht_pid) {
+		atomic_store(&ht_exit_code, status & 0xff);
+		atomic_store(&ht_exit_code_known, true);
+	}
+	real_quick_exit(status);
 }
 
 HT_EXPORT void _exit(int status)
@@ -1139,6 +1169,18 @@ HT_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 HT_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
 	EXEC_WRAP("(fexecve)", real_fexecve(fd, argv, envp));
+}
+
+HT_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
+		       int flags)
+{
+	if (HT_UNLIKELY(!real_malloc))
+		resolve_reals();
+	if (!real_execveat) {
+		errno = ENOSYS;
+		return -1;
+	}
+	EXEC_WRAP(*path ? path : "(execveat)", real_execveat(dirfd, path, argv, envp, flags));
 }
 
 /* The execl family is variadic: collect the arguments on the stack and call
@@ -1248,6 +1290,8 @@ static int main_wrapper(int argc, char **argv, char **envp)
 	ht_note_exit_sp((uintptr_t)__builtin_frame_address(0));
 	atomic_store(&ht_exit_code, r & 0xff);
 	atomic_store(&ht_exit_code_known, true);
+	if (exit_handlers_used)
+		ht_finish(HT_END_EXIT, (unsigned)r & 0xff);
 	return r;
 }
 

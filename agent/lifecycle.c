@@ -13,6 +13,7 @@
 #endif
 #include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -297,6 +298,13 @@ static void install_leak_signal(void)
 	sigaction(sig, &sa, NULL);
 }
 
+/* quick_exit: after the program's at_quick_exit handlers (quick_exit's
+ * hook took the status). */
+static void quick_finish(void)
+{
+	ht_finish(HT_END_EXIT, (unsigned)atomic_load(&ht_exit_code));
+}
+
 void ht_init(void)
 {
 	int expected = 0;
@@ -332,6 +340,7 @@ void ht_init(void)
 	ht_writer_flush(false);
 	ht_unlock(&ht_writer_lock);
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	at_quick_exit(quick_finish); /* the first registered: run last */
 	install_signal_handlers();
 	if (ht_opt_snapshot_signal) {
 		/* Asked for explicitly: it replaces whatever the signal did. */

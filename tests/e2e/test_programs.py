@@ -688,6 +688,37 @@ def t_term_at_exit(t):
 add("signals.sigterm_while_exiting", t_term_at_exit)
 
 
+ODD_EXITS = {  # mode: (exit status, allocations, frees, bytes, leaked blocks, ending)
+    "vfork_exit": (0, 4, 3, 300, 1, "exit"),
+    "quick_exit": (3, 3, 1, 300, 2, "exit"),
+    "execveat": (0, 2, 1, 128, 1, "exec"),
+}
+
+
+def t_odd_exits(t):
+    """Ways out that bypass exit()'s usual path keep the trace: a vfork
+    child's exit() (it used up the exit handlers the parent's trace was
+    finished by), quick_exit (not hooked), execveat (not hooked). Each lost
+    the whole trace before."""
+    need_tools(t)
+    for how, want in ODD_EXITS.items():
+        tr = heaptrail_run([PROGS / "odd_exits", how], out_name="%s.ht" % how)
+        if not tr.out_path.exists():
+            t.check(False, "%s: no trace: %s" % (how, tail(tr.proc.err)))
+            continue
+        r = report(tr.out_path)
+        if r.err or r.proc.rc != 0 or "truncated" in text(r.proc.err):
+            t.check(False, "%s: report: %s %s" % (how, r.err, tail(r.proc.err)))
+            continue
+        tot = r.data.get("totals", {})
+        t.eq("%s: exit status, allocations, frees, bytes, leaked blocks, ending" % how, want,
+             (tr.proc.rc, tot.get("allocations"), tot.get("frees"), tot.get("bytes_allocated"),
+              tot.get("leaked_blocks"), r.data.get("program", {}).get("ending")))
+
+
+add("run.odd_exits", t_odd_exits)
+
+
 # ---- fork ---------------------------------------------------------------------------
 
 def classify_fork(t, paths):

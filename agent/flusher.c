@@ -25,7 +25,8 @@
 #include "packed.h"
 
 #define HT_MAX_QUEUED 32
-#define HT_LINGER_NS 200000000L /* 200 ms: how long the writer keeps a batch */
+#define HT_LINGER_NS 200000000L /* 200 ms: how long an idle writer keeps a batch */
+#define HT_HOLD_NS 500000000L	/* 500 ms: how long a busy one does */
 
 static ht_lock_t queue_lock;
 static ht_block_t *queue_head, *queue_tail;
@@ -263,8 +264,10 @@ static void *writer_main(void *arg)
 		}
 		/* A program that ships a block more often than every 200 ms
 		 * never leaves the writer idle: what it holds goes to the file
-		 * once it has held it that long, so that a SIGKILL loses no
-		 * more than that beyond the threads' own half second. */
+		 * once it has held it for HT_HOLD_NS, so that a SIGKILL loses
+		 * no more than that beyond the threads' own half second. (Not
+		 * sooner: a batch that fills in less keeps its 32 blocks, which
+		 * compress better together.) */
 		ht_lock(&ht_writer_lock);
 		ht_blocks_drain_locked();
 		if (!ht_writer_dirty()) {
@@ -273,7 +276,7 @@ static void *writer_main(void *arg)
 			uint64_t now = ht_clock_ns();
 			if (!held_since) {
 				held_since = now;
-			} else if (now - held_since >= (uint64_t)HT_LINGER_NS) {
+			} else if (now - held_since >= (uint64_t)HT_HOLD_NS) {
 				ht_writer_flush(false);
 				held_since = 0;
 			}

@@ -418,11 +418,12 @@ def t_large_trace(t):
     t.eq("bytes allocated (16 + (i % 4) * 16 each, 10 x 100 kept)", n // 4 * 160 + 1000,
          tot["bytes_allocated"])
     t.eq("leaked bytes", 1000, tot["leaked_bytes"])
-    # every block went out in a batch (FORMAT.md, THREAD_BATCH), full ones
-    # of 32 blocks but the last few
+    # every block went out in a batch (FORMAT.md, THREAD_BATCH), most of
+    # them full ones of 32 blocks (a batch held 500 ms goes out as it is,
+    # which a loaded machine may cause now and then)
     counts, single = tracefile.batch_counts(str(tr.out_path))
     t.eq("thread blocks written outside a batch", 0, single)
-    t.check(len(counts) > 10 and max(counts) == 32 and sum(c == 32 for c in counts) >= len(counts) - 3,
+    t.check(len(counts) > 10 and max(counts) == 32 and sum(c == 32 for c in counts) >= len(counts) / 2,
             "batch sizes: %s" % counts)
 
 

@@ -530,6 +530,10 @@ void ht_writer_flush(bool end_frame);
 /* Close the file: write END, end the frame, close. */
 void ht_writer_finish(unsigned how, unsigned status);
 void ht_writer_fork_child_close(void);
+/* fd moved to a number near the top of the first 1024 (below the soft
+ * RLIMIT_NOFILE), close-on-exec: the agent's descriptors stay out of the
+ * program's way. fd itself when that cannot be done (agent/resources.c). */
+int ht_fd_move_high(int fd);
 /* The trace's descriptor, -1 when none (read by the descriptor hooks). */
 extern _Atomic int ht_trace_fd;
 /* The program is about to dup2 onto fd, the trace's number: the trace

@@ -20,6 +20,9 @@
  *    but run without it: fopen's FILE is a malloc the program made, and
  *    memcheck counts it;
  *  - errno is the real call's.
+ * The agent's descriptors (the trace's, libunwind's pipe) are moved to
+ * high numbers (ht_fd_move_high), so that the program finds the low ones
+ * free as without the agent, and a low RLIMIT_NOFILE it sets is its own.
  * The trace's own descriptor is kept from the program (a daemon that
  * closes every descriptor, a shell that dup2s onto a fixed number):
  * close of it fails with EBADF, as if it were not open; close_range and
@@ -45,6 +48,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -321,13 +325,47 @@ HT_EXPORT int dup(int fd)
 		return r_;                                                     \
 	} while (0)
 
+int ht_fd_move_high(int fd)
+{
+	struct rlimit rl;
+	if (fd < 0 || getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return fd;
+	rlim_t top = rl.rlim_cur < 1024 ? rl.rlim_cur : 1024;
+	if (top < 3 + 16)
+		return fd;
+	int high = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, (void *)(uintptr_t)(top - 16));
+	if (high < 0)
+		return fd;
+	real_close(fd);
+	return high;
+}
+
+/* libunwind's pipe (it checks addresses by writing them to one): moved to
+ * high numbers like the trace's. */
+#define LIBUNWIND_PIPE(fds, call)                                              \
+	do {                                                                   \
+		uintptr_t ret_ = (uintptr_t)__builtin_return_address(0);       \
+		if (HT_UNLIKELY(ret_ - ht_libunwind_lo < ht_libunwind_hi - ht_libunwind_lo)) { \
+			int r_ = call;                                         \
+			if (r_ == 0) {                                         \
+				int e_ = errno;                                \
+				fds[0] = ht_fd_move_high(fds[0]);              \
+				fds[1] = ht_fd_move_high(fds[1]);              \
+				errno = e_;                                    \
+			}                                                      \
+			return r_;                                             \
+		}                                                              \
+	} while (0)
+
 HT_EXPORT int pipe(int fds[2])
 {
+	LIBUNWIND_PIPE(fds, REAL(pipe)(fds));
 	FD_PAIR_HOOK_BODY(HT_FDCALL_PIPE, fds, REAL(pipe)(fds));
 }
 
 HT_EXPORT int pipe2(int fds[2], int flags)
 {
+	LIBUNWIND_PIPE(fds, REAL(pipe2)(fds, flags));
 	FD_PAIR_HOOK_BODY(HT_FDCALL_PIPE, fds, REAL(pipe2)(fds, flags));
 }
 

@@ -554,7 +554,7 @@ int ht_writer_open(bool forked)
 {
 	char path[4096 + 16];
 	expand_output(path, sizeof path - 8);
-	set_out_fd(create_exclusive(path, sizeof path));
+	set_out_fd(ht_fd_move_high(create_exclusive(path, sizeof path)));
 	if (out_fd < 0) {
 		ht_log("cannot create the trace file ", path);
 		return -1;

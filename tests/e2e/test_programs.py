@@ -719,6 +719,23 @@ def t_odd_exits(t):
 add("run.odd_exits", t_odd_exits)
 
 
+def t_low_fds(t):
+    """The agent's descriptors (the trace's, libunwind's pipe) keep out of
+    the low numbers: the program's first open gets 3, and under
+    RLIMIT_NOFILE=5 it opens 3 and 4. Before, they took 3, 4 and 5."""
+    need_tools(t)
+    for opts in ((), ("--unwind", "fp")):
+        tr = heaptrail_run([PROGS / "low_fds"], opts)
+        t.eq("%s: exit status (0; 10 + the first descriptor; 2: the limited opens failed)" %
+             (opts,), 0, tr.proc.rc)
+        rep = need_report(t, tr.out_path).data
+        t.eq("%s: allocations, frees" % (opts,), (55, 55),
+             (rep["totals"].get("allocations"), rep["totals"].get("frees")))
+
+
+add("run.low_descriptors_free", t_low_fds)
+
+
 # ---- fork ---------------------------------------------------------------------------
 
 def classify_fork(t, paths):

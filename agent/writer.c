@@ -639,7 +639,11 @@ void ht_writer_finish(unsigned how, unsigned status)
 	k = ht_append_str(tail, k, sizeof tail, "\t");
 	k = ht_append_u64(tail, k, sizeof tail, now);
 	ht_live_summary_t ls;
-	if (ht_live_summary(&ls)) {
+	if (write_failed) {
+		/* the file holds the events up to the failure: run reads it
+		 * back and says so, whoever closed stderr */
+		k = ht_append_str(tail, k, sizeof tail, "\tlost");
+	} else if (ht_live_summary(&ls)) {
 		const uint64_t fig[] = {ls.allocs,     ls.frees,	ls.bytes,    ls.peak_bytes,
 					ls.live_bytes, ls.live_blocks, ls.temporary};
 		k = ht_append_str(tail, k, sizeof tail, "\texact");

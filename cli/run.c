@@ -160,6 +160,9 @@ typedef struct entry {
 	unsigned long long allocs, frees, bytes, duration_ns;
 	/* "exact": the agent's figures equal the trace's replay (agent/live.h) */
 	bool exact;
+	/* "lost": writing the file failed part way (closed by the program, a
+	 * full disk): it holds the events up to then */
+	bool lost;
 	unsigned long long x_allocs, x_frees, x_bytes, peak, leaked_bytes, leaked_blocks,
 		temporary;
 } entry_t;
@@ -191,6 +194,7 @@ static size_t read_manifest(const char *path, entry_t **out)
 				if (!strcmp(e->path, tab + 1)) {
 					e->ended = sscanf(end + 5, "%llu\t%llu\t%llu\t%llu", &e->allocs,
 							  &e->frees, &e->bytes, &e->duration_ns) == 4;
+					e->lost = strstr(end + 5, "\tlost") != NULL;
 					const char *x = strstr(end + 5, "\texact\t");
 					e->exact = e->ended && x &&
 						   sscanf(x + 7, "%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu",
@@ -280,6 +284,10 @@ static void print_summary(const entry_t *ent, const char *shown)
 {
 	const char *path = ent->path;
 	struct stat st;
+	if (ent->lost)
+		fprintf(stderr, "heaptrail: warning: %s is incomplete: writing it failed (the program "
+				"closed its descriptor, or the disk is full); it holds the events up "
+				"to then\n", shown);
 	if (ent->exact) {
 		/* the figures the replay would give, counted by the agent: no
 		 * need to read the trace back (a third of a second for a

@@ -642,6 +642,20 @@ def t_close_all(t):
 add("run.program_closes_all_descriptors", t_close_all)
 
 
+def t_close_raw(t):
+    """The close_range system call itself, which no hook sees, closes the
+    trace: heaptrail run says the file is incomplete (it used to print the
+    agent's own figures and "trace written" over an empty file)."""
+    need_tools(t)
+    tr = heaptrail_run([PROGS / "close_all", "raw"])
+    t.eq("exit status", 0, tr.proc.rc)
+    t.check("is incomplete: writing it failed" in text(tr.proc.err),
+            "heaptrail run does not say the trace is incomplete: %s" % tail(tr.proc.err))
+
+
+add("run.program_closes_the_trace_by_syscall", t_close_raw)
+
+
 def t_dtor_exit(t):
     """Frees made by a library's destructor at exit (after the program's
     atexit handlers, among the ELF destructors) are recorded: the trace

@@ -530,6 +530,9 @@ void ht_writer_flush(bool end_frame);
 /* Close the file: write END, end the frame, close. */
 void ht_writer_finish(unsigned how, unsigned status);
 void ht_writer_fork_child_close(void);
+/* Tells heaptrail run (the manifest) that the process execs target: if no
+ * trace of the new image follows, the image was not traced. */
+void ht_writer_note_exec(const char *target);
 /* fd moved to a number near the top of the first 1024 (below the soft
  * RLIMIT_NOFILE), close-on-exec: the agent's descriptors stay out of the
  * program's way. fd itself when that cannot be done (agent/resources.c). */

@@ -430,6 +430,7 @@ void ht_before_exec(const char *path)
 	ht_writer_record(HT_REC_EXEC, rec, n);
 	/* End the zstd frame: if exec succeeds the file is complete as is. */
 	ht_writer_flush(true);
+	ht_writer_note_exec(path);
 	ht_unlock(&ht_writer_lock);
 	ht_guard--;
 }

@@ -605,6 +605,17 @@ int ht_writer_open(bool forked)
 	return 0;
 }
 
+void ht_writer_note_exec(const char *target)
+{
+	char tail[4096 + 16];
+	size_t k = ht_append_str(tail, 0, sizeof tail, "exec\t");
+	k = ht_append_str(tail, k, sizeof tail, target ? target : "");
+	for (size_t i = 5; i < k; i++)
+		if (tail[i] == '\t' || tail[i] == '\n')
+			tail[i] = ' '; /* one line, one field */
+	append_manifest(out_path, tail);
+}
+
 void ht_writer_finish(unsigned how, unsigned status)
 {
 	if (out_fd < 0)

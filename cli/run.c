@@ -163,6 +163,8 @@ typedef struct entry {
 	/* "lost": writing the file failed part way (closed by the program, a
 	 * full disk): it holds the events up to then */
 	bool lost;
+	/* the program it exec'd (an "exec" line), NULL when none */
+	char *exec_target;
 	unsigned long long x_allocs, x_frees, x_bytes, peak, leaked_bytes, leaked_blocks,
 		temporary;
 } entry_t;
@@ -186,6 +188,19 @@ static size_t read_manifest(const char *path, entry_t **out)
 		char *tab = strchr(line, '\t');
 		if (!tab)
 			continue;
+		char *ex = strstr(tab + 1, "\texec\t");
+		if (ex) {
+			*ex = '\0';
+			for (size_t i = n; i-- > 0;) {
+				entry_t *e = &(*out)[i];
+				if (!strcmp(e->path, tab + 1)) {
+					free(e->exec_target);
+					e->exec_target = strdup(ex + 6);
+					break;
+				}
+			}
+			continue;
+		}
 		char *end = strstr(tab + 1, "\tend\t");
 		if (end) {
 			*end = '\0';
@@ -394,6 +409,13 @@ static char *report_traces(const char *manifest, pid_t child, const char *output
 		if (ent[i].pid == (long)child)
 			main_i = i;
 	print_summary(&ent[main_i], display_path(ent[main_i].path, cwd));
+	/* its last image exec'd one that opened no trace (a failed exec goes
+	 * on recording, and ends the trace as usual) */
+	if (ent[main_i].exec_target && !ent[main_i].ended)
+		fprintf(stderr, "heaptrail: note: the program executed %s, which was not traced "
+				"(statically linked, or LD_PRELOAD removed from its environment); "
+				"the figures above end there\n",
+			ent[main_i].exec_target);
 	if (n == 1) {
 		/* -o names an existing file: the agent never overwrites it, and a
 		 * report of that name would show an older run */
@@ -425,9 +447,11 @@ static char *report_traces(const char *manifest, pid_t child, const char *output
 	}
 	fprintf(stderr, "heaptrail: heaptrail report %s\n", display_path(ent[main_i].path, cwd));
 	char *main_path = ent[main_i].path;
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		if (i != main_i)
 			free(ent[i].path);
+		free(ent[i].exec_target);
+	}
 	free(ent);
 	return main_path;
 }

@@ -706,6 +706,7 @@ ODD_EXITS = {  # mode: (exit status, allocations, frees, bytes, leaked blocks, e
     "vfork_exit": (0, 4, 3, 300, 1, "exit"),
     "quick_exit": (3, 3, 1, 300, 2, "exit"),
     "execveat": (0, 2, 1, 128, 1, "exec"),
+    "untraced": (0, 2, 1, 128, 1, "exec"),
 }
 
 
@@ -728,6 +729,9 @@ def t_odd_exits(t):
         t.eq("%s: exit status, allocations, frees, bytes, leaked blocks, ending" % how, want,
              (tr.proc.rc, tot.get("allocations"), tot.get("frees"), tot.get("bytes_allocated"),
               tot.get("leaked_blocks"), r.data.get("program", {}).get("ending")))
+        # an image that opens no trace of its own is named as untraced
+        note = "/bin/true, which was not traced" in text(tr.proc.err)
+        t.eq("%s: heaptrail run notes an untraced image" % how, how == "untraced", note)
 
 
 add("run.odd_exits", t_odd_exits)

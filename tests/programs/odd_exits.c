@@ -10,6 +10,9 @@
  *                quick_exit(3). 3 allocations, 1 free, 300 bytes. Exit 3.
  *   execveat     2 x malloc(64), 1 freed, then execveat of /bin/true:
  *                the trace before the exec holds them. Exit 0 (true's).
+ *   untraced     the same, then execve of /bin/true with an empty
+ *                environment (no LD_PRELOAD): the new image is not traced,
+ *                and heaptrail run must say so. Exit 0.
  */
 #include <fcntl.h>
 #include <stdlib.h>
@@ -49,12 +52,15 @@ int main(int argc, char **argv)
 		at_quick_exit(free_one);
 		quick_exit(3);
 	}
-	if (!strcmp(how, "execveat")) {
+	if (!strcmp(how, "execveat") || !strcmp(how, "untraced")) {
 		blocks[0] = malloc(64);
 		blocks[1] = malloc(64);
 		free(blocks[0]);
-		char *args[] = { "true", NULL };
-		execveat(AT_FDCWD, "/bin/true", args, environ, 0);
+		char *args[] = { "true", NULL }, *none[] = { NULL };
+		if (!strcmp(how, "untraced"))
+			execve("/bin/true", args, none);
+		else
+			execveat(AT_FDCWD, "/bin/true", args, environ, 0);
 		return 1;
 	}
 	return 2;

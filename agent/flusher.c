@@ -179,10 +179,10 @@ static bool only_thread_left(void)
 		return false;
 	char buf[4096] __attribute__((aligned(8)));
 	long n;
-	unsigned alive = 0;
+	bool alive = false; /* another thread: the first one found ends the look */
 	pid_t self = (pid_t)syscall(SYS_gettid);
-	while (alive <= 1 && (n = syscall(SYS_getdents64, dfd, buf, sizeof buf)) > 0) {
-		for (long off = 0; off < n;) {
+	while (!alive && (n = syscall(SYS_getdents64, dfd, buf, sizeof buf)) > 0) {
+		for (long off = 0; off < n && !alive;) {
 			unsigned short reclen;
 			memcpy(&reclen, buf + off + 16, sizeof reclen);
 			const char *name = buf + off + 19; /* linux_dirent64's d_name */
@@ -197,12 +197,11 @@ static bool only_thread_left(void)
 			k = ht_append_u64(path, k, sizeof path, (uint64_t)tid);
 			ht_append_str(path, k, sizeof path, "/stat");
 			char st = stat_state(path);
-			if (st && st != 'Z' && st != 'X')
-				alive++;
+			alive = st && st != 'Z' && st != 'X';
 		}
 	}
 	close(dfd);
-	return alive == 0;
+	return !alive;
 }
 
 /* Ends the process as glibc does when its last thread ends: exit(0), run

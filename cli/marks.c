@@ -179,6 +179,7 @@ typedef struct open_phase {
 	uint32_t phase;	   /* index into phases */
 	uint64_t serial;   /* begin number: finds its segment */
 	uint64_t heap_at;  /* heap when it began */
+	double wheap_at;   /* and the estimated heap (sampled runs) */
 } open_phase_t;
 
 typedef struct thread_state {
@@ -205,6 +206,7 @@ typedef struct replay {
 	segment_t *seg;
 	size_t nseg, cap_seg;
 	uint64_t heap;
+	double wheap; /* the heap the blocks stand for (= heap unless sampled) */
 	uint64_t next_serial;
 	uint64_t nallocs; /* allocations so far: stamps phase counting */
 } replay_t;
@@ -315,6 +317,7 @@ static int do_free(replay_t *r, const ht_event_t *ev)
 	if (!b)
 		return 0; /* never seen allocated: ignored, as the model does */
 	r->heap -= b->size;
+	r->wheap -= weight(r, b->size) * (double)b->size;
 	int e = block_done(r, b, false);
 	tab_remove(&r->live, b);
 	return e;
@@ -330,6 +333,7 @@ static int do_alloc(replay_t *r, const ht_event_t *ev)
 		/* its free went unrecorded: the model drops it, neither a free
 		 * nor a leak; it still was an allocation of its tag */
 		r->heap -= old->size;
+		r->wheap -= weight(r, old->size) * (double)old->size;
 		if ((e = block_done(r, old, false)))
 			return e;
 		tab_remove(&r->live, old);
@@ -343,6 +347,7 @@ static int do_alloc(replay_t *r, const ht_event_t *ev)
 	if ((e = tab_insert(&r->live, &v)))
 		return e;
 	r->heap += ev->size;
+	r->wheap += weight(r, ev->size) * (double)ev->size;
 	mk->allocations++;
 	mk->bytes_allocated += ev->size;
 	double w = weight(r, ev->size);
@@ -387,8 +392,12 @@ static void close_entry(replay_t *r, const open_phase_t *o)
 {
 	ht_phase_stat_t *p = &r->mk->phases[o->phase];
 	uint64_t max = seg_close(r, o->serial);
-	/* in unsigned arithmetic: a damaged trace's sizes may wrap, never UB */
-	p->net_live_bytes = (int64_t)((uint64_t)p->net_live_bytes + (r->heap - o->heap_at));
+	/* in unsigned arithmetic: a damaged trace's sizes may wrap, never UB;
+	 * sampled: the estimate (the peak inside stays the recorded heap's) */
+	uint64_t net = r->heap - o->heap_at;
+	if (r->rate > 0)
+		net = (uint64_t)(int64_t)llround(r->wheap - o->wheap_at);
+	p->net_live_bytes = (int64_t)((uint64_t)p->net_live_bytes + net);
 	if (max >= o->heap_at && max - o->heap_at > p->peak_inside)
 		p->peak_inside = max - o->heap_at;
 }
@@ -416,7 +425,7 @@ static int do_phase(replay_t *r, const ht_event_t *ev)
 		uint64_t serial = ++r->next_serial;
 		r->seg[r->nseg++] = (segment_t){ serial, r->heap, 1 };
 		seg_normalize(r);
-		ts->open[ts->nopen++] = (open_phase_t){ pi, serial, r->heap };
+		ts->open[ts->nopen++] = (open_phase_t){ pi, serial, r->heap, r->wheap };
 		return 0;
 	}
 	/* end: begins past the cap are the innermost, so they pair first */

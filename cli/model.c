@@ -494,7 +494,8 @@ static int pool_event(replay_t *r, const ht_event_t *ev, uint64_t freed, double 
 		else if (ev->size == HT_POOL_DESTROY)
 			p->destroyed = true;
 		break; /* unknown ops: a newer minor's, nothing to count */
-	case HT_EV_ALLOC: {
+	case HT_EV_ALLOC:
+	case HT_EV_REALLOC: { /* a pool block's realloc stays in its pool */
 		p->allocations++;
 		p->bytes_allocated += ev->size;
 		p->live_blocks++;
@@ -504,7 +505,8 @@ static int pool_event(replay_t *r, const ht_event_t *ev, uint64_t freed, double 
 		p->est[0] += w;
 		p->est[1] += w * (double)ev->size;
 		p->est[3] += w;
-		p->est[4] += w * (double)ev->size;
+		/* what its free takes back: the live table's rounded bytes */
+		p->est[4] += r->rate ? (double)round_u64(w * (double)ev->size) : (double)ev->size;
 		break;
 	}
 	case HT_EV_FREE:
@@ -984,8 +986,14 @@ static void use_estimates(ht_model_t *m)
 	ht_totals_t *tot = &m->totals;
 	const ht_trace_t *t = m->trace;
 	if (t->have_end_counts) {
+		/* the agent counted every call exactly; the blocks a pool reset
+		 * or destroy freed are not calls it could count (the unsampled
+		 * ones went unseen): those are estimated */
+		double pool_frees = 0;
+		for (size_t i = 0; i < m->npools; i++)
+			pool_frees += m->pools[i].est[2];
 		tot->est.allocations = (double)t->end_allocs;
-		tot->est.frees = (double)t->end_frees;
+		tot->est.frees = (double)t->end_frees + pool_frees;
 		tot->est.bytes_allocated = (double)t->end_bytes;
 		tot->est.var_allocations = tot->est.var_bytes_allocated = 0;
 	}

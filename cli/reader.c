@@ -1677,6 +1677,7 @@ struct ht_merge {
 	uint64_t *outq;	     /* FREEs owed by a RESET/DESTROY: addresses */
 	size_t nout, iout, cap_out;
 	ht_event_t pool_ev;  /* the POOL event the queued FREEs come from */
+	cursor_t *popped;    /* the cursor of the event merge_pop returned last */
 	bool nomem;	     /* pool bookkeeping failed: pool frees are lost */
 	uint64_t scratch[HT_MAX_DEPTH];
 };
@@ -1848,10 +1849,18 @@ static void pool_track(ht_merge_t *m, ht_event_t *ev)
 				if (ev->type == HT_EV_FREE) {
 					ev->pooled = true;
 					ev->pool = m->pools[pi].id;
+					/* realloc'd: the new block, the same cursor's
+					 * next event, stays in the pool */
+					cursor_t *c = m->popped;
+					if (ev->from_realloc && c && c->head.type == HT_EV_REALLOC &&
+					    c->head.old_addr == ev->addr) {
+						c->head.pooled = true;
+						c->head.pool = ev->pool;
+					}
 				}
 			}
 		}
-		if (ev->type == HT_EV_ALLOC && ev->pooled) {
+		if ((ev->type == HT_EV_ALLOC || ev->type == HT_EV_REALLOC) && ev->pooled) {
 			uint32_t pi = pool_index(m, ev->pool);
 			if (pi == UINT32_MAX) {
 				m->nomem = true;
@@ -1898,8 +1907,11 @@ static bool merge_pop(ht_merge_t *m, ht_event_t *ev)
 		return false;
 	cursor_t *c = &m->cur[m->heap[0]];
 	*ev = c->head;
-	if (!cursor_advance(m, c))
+	m->popped = c;
+	if (!cursor_advance(m, c)) {
 		m->heap[0] = m->heap[--m->nheap];
+		m->popped = NULL;
+	}
 	sift_down(m, 0);
 	return true;
 }

@@ -228,6 +228,49 @@ def t_none(t):
             "text report of a program without pools has a POOLS or SNAPSHOTS section")
 
 
+def pool_phase_report(t, opts):
+    need_tools(t)
+    tr = heaptrail_run([str(PROGS / "pool_phase")], list(opts), timeout=TIMEOUT)
+    t.need(tr.proc.rc == 0 and tr.out_path.exists(),
+           "pool_phase %s: %s: %s" % (opts, tr.proc.describe(), tail(tr.proc.err)))
+    r = report(tr.out_path)
+    t.need(not r.err and r.proc.rc == 0, "report: %s %s" % (r.err, tail(r.proc.err)))
+    return r.data
+
+
+def t_pool_realloc(t):
+    """A pool block realloc'd with heaptrail_realloc stays in its pool: the
+    reset frees it (before, it left the pool and looked leaked)."""
+    d = pool_phase_report(t, ())
+    tot = d["totals"]
+    t.eq("allocations, frees, leaked blocks", (602, 602, 0),
+         (tot["allocations"], tot["frees"], tot["leaked_blocks"]))
+    pools = {p.get("name"): (p.get("allocations"), p.get("bytes_allocated"), p.get("live_blocks"),
+                             p.get("live_bytes")) for p in d.get("pools", [])}
+    t.eq("pools P and Q: allocations, bytes, live blocks, live bytes",
+         {"P": (2, 96, 0, 0), "Q": (300, 38400, 0, 0)}, pools)
+
+
+def t_pool_phase_sampled(t):
+    """Sampled: a pool's live bytes are 0 when its live blocks are (before,
+    a rounding leftover), a phase's net live change is the estimate like
+    its bytes (before, the raw sampled bytes), and the total of frees
+    counts an estimate of the pool resets' frees (before, only the 300
+    free calls)."""
+    for seed in ("1", "2", "3"):
+        d = pool_phase_report(t, ("--sample-rate", "4096", "--sample-seed", seed))
+        for p in d.get("pools", []):
+            if p.get("live_blocks") == 0:
+                t.eq("seed %s: pool %s live bytes with no live block" % (seed, p.get("name")), 0,
+                     p.get("live_bytes"))
+        ph = [x for x in d.get("phases", []) if x.get("phase") == "ph"]
+        t.need(len(ph) == 1, "seed %s: no phase ph: %r" % (seed, d.get("phases")))
+        t.eq("seed %s: phase ph's net live change (all its blocks outlive it) = its bytes" % seed,
+             ph[0].get("bytes_allocated"), ph[0].get("net_live_bytes"))
+        t.check(d["totals"]["frees"] > 302,
+                "seed %s: total frees %s counts no pool reset" % (seed, d["totals"]["frees"]))
+
+
 TESTS = [
     ("pools.totals", t_totals),
     ("pools.json", t_pools_json),
@@ -236,4 +279,6 @@ TESTS = [
     ("snapshots.json", t_snapshots_json),
     ("snapshots.text", t_snapshots_text),
     ("pools.none", t_none),
+    ("pools.realloc_stays", t_pool_realloc),
+    ("pools.sampled_estimates", t_pool_phase_sampled),
 ]

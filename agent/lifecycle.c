@@ -105,7 +105,12 @@ void ht_clock_init(void)
 static const int fatal_signals[] = {SIGSEGV, SIGBUS,  SIGFPE,  SIGILL,
 				    SIGABRT, SIGSYS,  SIGTERM, SIGINT,
 				    SIGHUP,  SIGQUIT, SIGPIPE, SIGXCPU,
-				    SIGXFSZ, SIGTRAP /* break=LIST without a debugger */};
+				    SIGXFSZ, SIGTRAP /* break=LIST without a debugger */,
+				    /* and the ones a program lets kill it by forgetting a
+				     * handler: an alarm() timeout, a profiling timer,
+				     * a stray SIGUSR1 (SIGUSR2 is the leak signal) */
+				    SIGALRM, SIGVTALRM, SIGPROF, SIGUSR1, SIGIO, SIGPWR,
+				    SIGSTKFLT};
 
 /* Set once ht_finish has written END: a second thread dying at the same
  * time waits for the first one's flush instead of killing the process in
@@ -148,14 +153,14 @@ static void install_signal_handlers(void)
 		if (sigaltstack(NULL, &old) == 0 && (old.ss_flags & SS_DISABLE))
 			sigaltstack(&ss, NULL);
 	}
-	for (size_t i = 0; i < sizeof fatal_signals / sizeof *fatal_signals; i++) {
+	for (int sig = 1; sig < NSIG; sig++) {
 		struct sigaction old;
-		if (sigaction(fatal_signals[i], NULL, &old) != 0 ||
+		if (!ht_is_fatal_signal(sig) || sigaction(sig, NULL, &old) != 0 ||
 		    old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO))
 			continue;
 		struct sigaction sa;
 		ht_fatal_sigaction(&sa);
-		sigaction(fatal_signals[i], &sa, NULL);
+		sigaction(sig, &sa, NULL);
 	}
 }
 
@@ -164,7 +169,7 @@ bool ht_is_fatal_signal(int sig)
 	for (size_t i = 0; i < sizeof fatal_signals / sizeof *fatal_signals; i++)
 		if (fatal_signals[i] == sig)
 			return true;
-	return false;
+	return sig >= SIGRTMIN && sig <= SIGRTMAX; /* real-time: they end it too */
 }
 
 void ht_fatal_sigaction(struct sigaction *sa)

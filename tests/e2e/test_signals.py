@@ -134,6 +134,27 @@ def t_sigkill_steady_rate(t):
             (got, made, int(made * (delay - 1.5) / delay)))
 
 
+def t_default_deadly_signals(t):
+    # Signals whose default action ends the process but that the agent
+    # did not catch: SIGALRM (a forgotten alarm()), SIGUSR1, SIGPROF, the
+    # real-time ones. The trace was left unfinished and empty.
+    need_tools(t)
+    for sig in (signal.SIGALRM, signal.SIGUSR1, signal.SIGPROF, signal.SIGRTMIN + 2):
+        out = scratch_dir("sig") / "x.ht"
+        p = subprocess.run([str(HT), "run", "-o", str(out), "--", str(PROGS / "raise_sig"),
+                            str(int(sig))], capture_output=True, timeout=60,
+                           preexec_fn=default_signals)
+        t.eq("signal %d: exit status" % sig, 128 + int(sig), p.returncode)
+        r = report(out)
+        if r.err or r.data is None:
+            t.check(False, "signal %d: report: %s" % (sig, r.err))
+            continue
+        tot = r.data["totals"]
+        t.eq("signal %d: allocations, frees, leaked blocks, ending signal" % sig,
+             (100, 99, 1, int(sig)), (tot["allocations"], tot["frees"], tot["leaked_blocks"],
+                                      r.data["program"].get("signal")))
+
+
 def t_handlers_invisible(t):
     need_tools(t)
     out = scratch_dir("sig") / "x.ht"
@@ -246,6 +267,7 @@ TESTS = [
     ("signals.sigkill_keeps_shipped", t_sigkill_keeps_shipped),
     ("signals.sigkill_steady_rate", t_sigkill_steady_rate),
     ("signals.handler_during_first_event", t_handler_during_first_event),
+    ("signals.default_deadly", t_default_deadly_signals),
     ("signals.handlers_invisible", t_handlers_invisible),
     ("signals.program_sets_dfl", t_program_sets_dfl_then_dies),
     ("signals.mask_through_unwinds", t_signal_mask_through_unwinds),

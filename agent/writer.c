@@ -177,6 +177,9 @@ static void zstd_configure(unsigned level)
 	ZSTD_CCtx_setParameter(zcs, ZSTD_c_minMatch, (int)cp.minMatch);
 	ZSTD_CCtx_setParameter(zcs, ZSTD_c_targetLength, (int)cp.targetLength);
 	ZSTD_CCtx_setParameter(zcs, ZSTD_c_strategy, (int)cp.strategy);
+	/* a checksum per frame: a damaged byte is then reported by the
+	 * reader, not read as other figures (4 bytes a frame) */
+	ZSTD_CCtx_setParameter(zcs, ZSTD_c_checksumFlag, 1);
 	level_now = level;
 }
 

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "run.h"
 #include "leaks.h"
@@ -336,6 +337,11 @@ static int load_model(const char *path, size_t tl_buckets, ht_trace_t **tp, ht_m
 		ht_trace_free(t);
 		return 1;
 	}
+	if (t->checksum_bad)
+		fprintf(stderr, "heaptrail: warning: %s: the zstd frame at file offset %" PRIu64
+				" fails its checksum: a byte changed after the trace was written; "
+				"figures from decompressed offset %" PRIu64 " on may be wrong\n",
+			path, t->checksum_file_offset, t->checksum_body_offset);
 	if (t->error)
 		fprintf(stderr, "heaptrail: warning: %s: %s; reporting what was read before it\n", path,
 			t->message);
@@ -712,6 +718,13 @@ static int cmd_convert(int argc, char **argv)
 	eo.trace_path = path;
 
 	ht_trace_t *t = NULL;
+	struct stat in_st, out_st;
+	if (out_path && stat(out_path, &out_st) == 0 && stat(path, &in_st) == 0 &&
+	    in_st.st_dev == out_st.st_dev && in_st.st_ino == out_st.st_ino) {
+		fprintf(stderr, "heaptrail: convert: -o %s is the trace itself: not overwritten\n",
+			out_path);
+		return 1;
+	}
 	ht_model_t *m = NULL;
 	if (load_model(path, 0, &t, &m))
 		return 1;

@@ -168,6 +168,11 @@ typedef struct ht_trace {
 	int64_t error_file_offset; /* file offset, -1 when unknown */
 	bool error_file_offset_approx; /* compressed: nearest known input position */
 	char message[512];	  /* human readable, names the offsets */
+	/* a zstd frame whose checksum fails: a byte changed after the agent
+	 * wrote it; the body is kept, the figures from there on may be wrong */
+	bool checksum_bad;
+	uint64_t checksum_file_offset; /* where that frame starts in the file */
+	uint64_t checksum_body_offset; /* and in the decompressed body */
 
 	/* internal lookup tables */
 	void *priv;

@@ -254,24 +254,40 @@ static void summary_sites(const ht_model_t *m, const char *path, const char *sho
 	if (sym)
 		ht_model_add_modules(m, sym);
 	ht_report_top_sites_text(stderr, m, sym, 10);
-	size_t len = strlen(path) + 6;
+	/* PATH.json, or PATH.json.N when that exists (never over a file, never
+	 * through a symlink: the trace's own rule) */
+	size_t len = strlen(path) + 32;
 	char *jpath = malloc(len);
 	FILE *f = NULL;
-	if (jpath) {
-		snprintf(jpath, len, "%s.json", path);
-		int fd = open(jpath, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-		f = fd >= 0 ? fdopen(fd, "w") : NULL;
-		if (!f && fd >= 0)
+	int err = ENOMEM;
+	for (unsigned i = 0; jpath && i < 1000 && !f; i++) {
+		if (i)
+			snprintf(jpath, len, "%s.json.%u", path, i);
+		else
+			snprintf(jpath, len, "%s.json", path);
+		int fd = open(jpath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0) {
+			err = errno;
+			if (err != EEXIST && err != ELOOP)
+				break;
+			continue;
+		}
+		f = fdopen(fd, "w");
+		if (!f) {
+			err = errno;
 			close(fd);
+			break;
+		}
 	}
-	int r = f ? ht_report_json(f, m, sym, NULL) : -errno;
+	int r = f ? ht_report_json(f, m, sym, NULL) : -err;
 	if (f && fclose(f) && !r)
 		r = -EIO;
 	if (r)
 		fprintf(stderr, "heaptrail: cannot write the JSON summary of %s: %s\n", shown,
 			ht_strerror(r));
 	else
-		fprintf(stderr, "\nheaptrail: JSON summary written to %s.json\n", shown);
+		fprintf(stderr, "\nheaptrail: JSON summary written to %s%s\n", jpath,
+			strcmp(jpath + strlen(jpath) - 5, ".json") ? " (the .json name was taken)" : "");
 	free(jpath);
 	ht_symbolizer_free(sym);
 }

@@ -18,7 +18,8 @@
 	X(EVERSION, 4004, "unsupported trace format version")  \
 	X(EZSTD, 4005, "zstd decompression failed")            \
 	X(ETOOBIG, 4006, "trace body exceeds the size limit")  \
-	X(EEMPTY, 4007, "trace holds no process record")
+	X(EEMPTY, 4007, "trace holds no process record")       \
+	X(ENOTREG, 4008, "not a regular file (a trace is one)")
 
 enum ht_errno {
 #define HT_ERRNO_ENUM(name, val, msg) HT_##name = val,

@@ -34,6 +34,11 @@ size_t ht_report_warnings(const ht_model_t *m, char buf[][HT_WARN_LEN], size_t m
 		if (n < max && snprintf(buf[n], HT_WARN_LEN, __VA_ARGS__) >= 0) \
 			n++;                                        \
 	} while (0)
+	if (t->checksum_bad)
+		WARN("the zstd frame at file offset %" PRIu64 " fails its checksum: a byte changed "
+		     "after the trace was written; figures from decompressed offset %" PRIu64
+		     " on may be wrong",
+		     t->checksum_file_offset, t->checksum_body_offset);
 	if (t->error)
 		WARN("%s; the report covers everything before it", t->message);
 	else if (t->ending == HT_ENDING_CUT_SHORT)

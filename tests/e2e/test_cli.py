@@ -224,6 +224,67 @@ def t_corrupt_middle(t):
             t.check(False, "flipped trace: " + e)
 
 
+def t_flipped_bits(t):
+    """Single flipped bits anywhere in the compressed body: each report
+    either warns (the frame's checksum, or damage with an offset) or shows
+    the untouched figures; none shows other figures in silence. Before
+    the agent wrote checksums, one flip in ten changed the numbers with no
+    word."""
+    tr = heaptrail_run([prog("leaks")], outdir=t.tmp, out_name="small.ht")
+    t.need(tr.out_path.exists(), "no trace: %s" % tail(tr.proc.err))
+    data = tr.out_path.read_bytes()
+    base = need_report(t, tr.out_path).data["totals"]
+    rnd = random.Random(7)
+    silent = []
+    for i in range(40):
+        off = rnd.randrange(16, len(data))
+        d = bytearray(data)
+        d[off] ^= 1 << rnd.randrange(8)
+        p = t.tmp / ("flip%d.ht" % i)
+        p.write_bytes(bytes(d))
+        r = report(p)
+        err = text(r.proc.err)
+        t.check(not (r.proc.rc >= 128 or "Sanitizer" in err or "runtime error" in err or
+                     r.proc.timed_out), "flip at %d: crash: %s: %s" % (off, r.proc.describe(),
+                                                                     tail(err, 400)))
+        if r.data is not None and not err.strip() and r.data.get("totals") != base:
+            silent.append(off)
+    t.eq("flips that changed the figures without a warning", [], silent)
+
+
+def t_not_a_file(t):
+    """A FIFO with no writer is refused at once (the open used to block for
+    ever), as are /dev/null and a directory."""
+    need_tools(t)
+    fifo = t.tmp / "fifo.ht"
+    os.mkfifo(fifo)
+    for path in (fifo, "/dev/null", t.tmp):
+        r = run([HT, "report", path], 20)
+        t.check(not r.timed_out, "report %s hangs" % path)
+        t.check(r.rc == 1 and ("not a regular file" in text(r.err) or "directory" in text(r.err)),
+                "report %s: %s: %s" % (path, r.describe(), tail(r.err)))
+
+
+def t_no_overwrite_input(t):
+    """convert -o naming its own input refuses (it used to replace the
+    trace by the export); run --summary never writes over an existing
+    FILE.json (it used to truncate it)."""
+    tr0 = heaptrail_run([prog("leaks")], outdir=t.tmp, out_name="orig.ht")
+    t.need(tr0.out_path.exists(), "no trace: %s" % tail(tr0.proc.err))
+    path = tr0.out_path
+    copy = t.tmp / "copy.ht"
+    copy.write_bytes(path.read_bytes())
+    r = run([HT, "convert", "--format", "folded", "-o", copy, copy], 60)
+    t.eq("convert -o onto its input: exit status", 1, r.rc)
+    t.eq("the trace is untouched", path.read_bytes(), copy.read_bytes())
+    out = t.tmp / "s.ht"
+    keep = t.tmp / "s.ht.json"
+    keep.write_text("KEEP\n")
+    tr = heaptrail_run([prog("leaks")], ("--summary",), outdir=t.tmp, out_name="s.ht")
+    t.eq("an existing FILE.json is kept", "KEEP\n", keep.read_text())
+    t.check((t.tmp / "s.ht.json.1").exists(), "no s.ht.json.1: %s" % tail(tr.proc.err))
+
+
 def t_mode(t):
     need_tools(t)
     for um in ("000", "022"):
@@ -511,6 +572,9 @@ TESTS = [
     ("trace.truncated_half", t_truncated),
     ("trace.truncated_tiny", t_truncated_tiny),
     ("trace.corrupt_middle", t_corrupt_middle),
+    ("trace.flipped_bits", t_flipped_bits),
+    ("cli.not_a_file", t_not_a_file),
+    ("cli.no_overwrite_input", t_no_overwrite_input),
     ("trace.garbage", t_garbage),
     ("trace.mode_0600", t_mode),
     ("trace.no_clobber", t_no_clobber),

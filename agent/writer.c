@@ -559,7 +559,35 @@ int ht_writer_open(bool forked)
 	expand_output(path, sizeof path - 8);
 	set_out_fd(ht_fd_move_high(create_exclusive(path, sizeof path)));
 	if (out_fd < 0) {
-		ht_log("cannot create the trace file ", path);
+		/* why, for the user here and for heaptrail run (the manifest):
+		 * strerror may allocate, so the common reasons by hand */
+		int e = errno;
+		static const struct {
+			int err;
+			const char *text;
+		} why[] = { { ENOENT, "No such file or directory" },
+			    { ENOTDIR, "Not a directory" },
+			    { EACCES, "Permission denied" },
+			    { EPERM, "Operation not permitted" },
+			    { EROFS, "Read-only file system" },
+			    { ENOSPC, "No space left on device" },
+			    { EMFILE, "Too many open files" },
+			    { ENAMETOOLONG, "File name too long" },
+			    { ELOOP, "a symbolic link is in the way" },
+			    { EEXIST, "1000 files of that name exist" } };
+		const char *text = "cannot open it";
+		for (size_t i = 0; i < sizeof why / sizeof why[0]; i++)
+			if (why[i].err == e)
+				text = why[i].text;
+		char msg[4096 + 128];
+		size_t k = ht_append_str(msg, 0, sizeof msg, path);
+		k = ht_append_str(msg, k, sizeof msg, ": ");
+		ht_append_str(msg, k, sizeof msg, text);
+		ht_log("cannot create the trace file ", msg);
+		char tail[160];
+		k = ht_append_str(tail, 0, sizeof tail, "error\t");
+		ht_append_str(tail, k, sizeof tail, text);
+		append_manifest(path, tail);
 		return -1;
 	}
 	struct stat st;

@@ -172,6 +172,9 @@ typedef struct entry {
 /* Read the manifest: a "pid<TAB>path" line when a trace is opened, and a
  * "pid<TAB>path<TAB>end<TAB>allocs<TAB>frees<TAB>bytes<TAB>ns" line when it is
  * finished. Returns the number of traces; *out is owned by the caller. */
+static unsigned errors_seen;	/* "error" lines: traces the agent could not create */
+static char first_error[4096 + 160];
+
 static size_t read_manifest(const char *path, entry_t **out)
 {
 	*out = NULL;
@@ -188,6 +191,15 @@ static size_t read_manifest(const char *path, entry_t **out)
 		char *tab = strchr(line, '\t');
 		if (!tab)
 			continue;
+		char *er = strstr(tab + 1, "\terror\t");
+		if (er) {
+			/* the agent could not create this trace: said once, at
+			 * the end, if no trace was written at all */
+			*er = '\0';
+			if (!errors_seen++)
+				snprintf(first_error, sizeof first_error, "%s: %s", tab + 1, er + 7);
+			continue;
+		}
 		char *ex = strstr(tab + 1, "\texec\t");
 		if (ex) {
 			*ex = '\0';
@@ -413,9 +425,14 @@ static char *report_traces(const char *manifest, pid_t child, const char *output
 	if (!getcwd(cwd, sizeof(cwd)))
 		cwd[0] = '\0';
 	if (n == 0) {
-		fputs("heaptrail: no trace was written (a statically linked program, or one that "
-		      "clears LD_PRELOAD, cannot be traced)\n",
-		      stderr);
+		if (errors_seen)
+			fprintf(stderr, "heaptrail: no trace was written: the agent could not create "
+					"%s\n", first_error);
+		else
+			fputs("heaptrail: no trace was written (a statically linked program, a setuid "
+			      "one run by another user, or one that clears LD_PRELOAD, cannot be "
+			      "traced)\n",
+			      stderr);
 		return NULL;
 	}
 	/* the main trace: the last image of the process we started (an exec

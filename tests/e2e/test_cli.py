@@ -285,6 +285,19 @@ def t_no_overwrite_input(t):
     t.check((t.tmp / "s.ht.json.1").exists(), "no s.ht.json.1: %s" % tail(tr.proc.err))
 
 
+def t_cannot_create(t):
+    """-o into a directory that does not exist: the program runs, and
+    heaptrail says why no trace was written (it used to guess a static
+    program after the agent's bare "cannot create")."""
+    need_tools(t)
+    out = t.tmp / "missing" / "x.ht"
+    r = run([HT, "run", "-o", out, "--", prog("leaks")], 60)
+    err = text(r.err)
+    t.check("could not create %s: No such file or directory" % out in err,
+            "no reason given: %s" % tail(err))
+    t.check("statically linked" not in err, "a wrong guess: %s" % tail(err))
+
+
 def t_mode(t):
     need_tools(t)
     for um in ("000", "022"):
@@ -575,6 +588,7 @@ TESTS = [
     ("trace.flipped_bits", t_flipped_bits),
     ("cli.not_a_file", t_not_a_file),
     ("cli.no_overwrite_input", t_no_overwrite_input),
+    ("cli.cannot_create", t_cannot_create),
     ("trace.garbage", t_garbage),
     ("trace.mode_0600", t_mode),
     ("trace.no_clobber", t_no_clobber),

@@ -343,7 +343,7 @@ static int load_model(const char *path, size_t tl_buckets, ht_trace_t **tp, ht_m
 				"figures from decompressed offset %" PRIu64 " on may be wrong\n",
 			path, t->checksum_file_offset, t->checksum_body_offset);
 	if (t->error)
-		fprintf(stderr, "heaptrail: warning: %s: %s; reporting what was read before it\n", path,
+		fprintf(stderr, "heaptrail: warning: %s: %s; reporting the records complete before it\n", path,
 			t->message);
 	*tp = t;
 	*mp = m;

@@ -40,8 +40,8 @@ size_t ht_report_warnings(const ht_model_t *m, char buf[][HT_WARN_LEN], size_t m
 		     " on may be wrong",
 		     t->checksum_file_offset, t->checksum_body_offset);
 	if (t->error)
-		WARN("%s; the report covers the records complete before it (a record cut short, up "
-		     "to half a second of events, is lost)",
+		WARN("%s; the report covers the records complete before it (a record cut short, "
+		     "about the last second of events, is lost)",
 		     t->message);
 	else if (t->ending == HT_ENDING_CUT_SHORT)
 		WARN("the trace has no END record: the program was killed (e.g. SIGKILL) or the "

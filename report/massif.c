@@ -176,10 +176,12 @@ static void tree_free(tree_t *t)
 /* ---- writing ------------------------------------------------------------------------ */
 
 /* Text on one line: the format is line based. */
+/* One line of text: control characters (line breaks, escapes a terminal
+ * would act on when ms_print shows the line) become spaces. */
 static void put_clean(FILE *out, const char *s)
 {
 	for (; *s; s++)
-		fputc(*s == '\n' || *s == '\r' ? ' ' : *s, out);
+		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? ' ' : *s, out);
 }
 
 /* A frame as massif labels it: "0xADDR: function (file:line)". */

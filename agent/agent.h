@@ -533,8 +533,9 @@ void ht_writer_fork_child_close(void);
 /* Tells heaptrail run (the manifest) that the process execs target: if no
  * trace of the new image follows, the image was not traced. */
 void ht_writer_note_exec(const char *target);
-/* fd moved to a number near the top of the first 1024 (below the soft
- * RLIMIT_NOFILE), close-on-exec: the agent's descriptors stay out of the
+/* fd moved to a high number, close-on-exec: above the soft RLIMIT_NOFILE
+ * (raised for the moment) when it is at most 1024, else just below it (or
+ * below 1024 for a huge one): the agent's descriptors stay out of the
  * program's way. fd itself when that cannot be done (agent/resources.c). */
 int ht_fd_move_high(int fd);
 /* The trace's descriptor, -1 when none (read by the descriptor hooks). */

@@ -21,8 +21,12 @@
  *    memcheck counts it;
  *  - errno is the real call's.
  * The agent's descriptors (the trace's, libunwind's pipe) are moved to
- * high numbers (ht_fd_move_high), so that the program finds the low ones
- * free as without the agent, and a low RLIMIT_NOFILE it sets is its own.
+ * high numbers (ht_fd_move_high: above the soft RLIMIT_NOFILE when it is
+ * at most 1024, where the program cannot reach them), so that the program
+ * finds the low ones free as without the agent. The trace's is also
+ * hidden from fcntl and dup (EBADF): a shell that finds an open
+ * close-on-exec descriptor takes it for its own and saves and restores
+ * it, duplicating the trace onto a number it then writes to.
  * The trace's own descriptor is kept from the program (a daemon that
  * closes every descriptor, a shell that dup2s onto a fixed number):
  * close of it fails with EBADF, as if it were not open; close_range and
@@ -311,6 +315,10 @@ HT_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 
 HT_EXPORT int dup(int fd)
 {
+	if (is_trace_fd(fd, __builtin_return_address(0))) {
+		errno = EBADF;
+		return -1;
+	}
 	FD_HOOK_BODY(HT_FDCALL_DUP, REAL(dup)(fd));
 }
 
@@ -330,10 +338,26 @@ int ht_fd_move_high(int fd)
 	struct rlimit rl;
 	if (fd < 0 || getrlimit(RLIMIT_NOFILE, &rl) != 0)
 		return fd;
-	rlim_t top = rl.rlim_cur < 1024 ? rl.rlim_cur : 1024;
-	if (top < 3 + 16)
-		return fd;
-	int high = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, (void *)(uintptr_t)(top - 16));
+	int high = -1;
+	if (rl.rlim_cur <= 1024 &&
+	    (rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= rl.rlim_cur + 16)) {
+		/* Above the soft limit, as valgrind keeps its own: no number
+		 * the program can open, dup2 onto or reach by closing up to
+		 * the limit. The limit is raised only for the moment. */
+		struct rlimit more = { rl.rlim_cur + 16, rl.rlim_max };
+		if (setrlimit(RLIMIT_NOFILE, &more) == 0) {
+			high = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, (void *)(uintptr_t)rl.rlim_cur);
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
+	}
+	if (high < 0) {
+		/* just below the limit, where no program asks for a number
+		 * (a huge limit: below 1024, not a descriptor table that size) */
+		rlim_t top = rl.rlim_cur <= 65536 ? rl.rlim_cur : 1024;
+		if (top < 3 + 16)
+			return fd;
+		high = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, (void *)(uintptr_t)(top - 16));
+	}
 	if (high < 0)
 		return fd;
 	real_close(fd);
@@ -429,6 +453,10 @@ HT_EXPORT int dup3(int oldfd, int newfd, int flags)
 	va_start(ap, cmd);                                                     \
 	void *arg = va_arg(ap, void *);                                        \
 	va_end(ap);                                                            \
+	if (is_trace_fd(fd, __builtin_return_address(0))) {                   \
+		errno = EBADF; /* not the program's: as if not open */         \
+		return -1;                                                     \
+	}                                                                      \
 	if (cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC)                          \
 		return REAL(fn)(fd, cmd, arg);                                 \
 	FD_HOOK_BODY(HT_FDCALL_DUP, REAL(fn)(fd, cmd, arg))

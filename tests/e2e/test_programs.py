@@ -754,6 +754,26 @@ def t_low_fds(t):
 add("run.low_descriptors_free", t_low_fds)
 
 
+def t_hidden_trace_fd(t):
+    """The trace's descriptor is not open as far as the program can tell:
+    fcntl and dup fail with EBADF, and a dup2 onto its number and writes
+    there reach the program's file. Before, a shell took it for one of its
+    own (open, close-on-exec, high), saved it and restored a duplicate of
+    the trace onto the number it then wrote to: the trace was corrupt."""
+    need_tools(t)
+    tr = heaptrail_run([PROGS / "find_trace_fd"])
+    t.eq("exit status (0; 3: fcntl sees it; 4: dup does; 5: dup2 onto it fails)", 0, tr.proc.rc)
+    r = report(tr.out_path)
+    t.need(not r.err and r.proc.rc == 0 and not text(r.proc.err).strip(),
+           "report: %s %s" % (r.err, tail(r.proc.err)))
+    m = by_leaf(r.data).get("main", {})
+    t.eq("the program's 10 allocations after it", (10, 240),
+         (m.get("allocations"), m.get("bytes_allocated")))
+
+
+add("run.trace_descriptor_hidden", t_hidden_trace_fd)
+
+
 # ---- fork ---------------------------------------------------------------------------
 
 def classify_fork(t, paths):

@@ -244,10 +244,14 @@ static void *writer_main(void *arg)
 			ht_lock(&ht_writer_lock);
 			bool dirty = ht_writer_dirty();
 			ht_unlock(&ht_writer_lock);
-			const struct timespec linger = {0, HT_LINGER_NS}, idle = {1, 0};
+			const struct timespec linger = {0, HT_LINGER_NS}, idle = {1, 0},
+					      /* main has called pthread_exit: look
+					       * for the last thread more often */
+					      orphaned = {0, 100000000};
+			bool main_gone = !dirty && stat_state("/proc/self/stat") == 'Z';
 			uint64_t t0 = ht_clock_ns();
 			long r = syscall(SYS_futex, &queued, FUTEX_WAIT_PRIVATE, 0,
-					 dirty ? &linger : &idle, NULL, 0);
+					 dirty ? &linger : main_gone ? &orphaned : &idle, NULL, 0);
 			atomic_fetch_add_explicit(&idle_ns, ht_clock_ns() - t0, memory_order_relaxed);
 			if (r < 0 && errno == ETIMEDOUT && atomic_load(&queued) == 0) {
 				ht_lock(&ht_writer_lock);

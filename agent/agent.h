@@ -182,6 +182,9 @@ void ht_block_write_locked(const ht_block_t *b);
  * the time it has waited for blocks so far, and how many times producers
  * had to write themselves (no writer thread, or the queue full). */
 uint64_t ht_flusher_idle_ns(void);
+/* The main thread ended with pthread_exit: the writer looks for the
+ * process's last thread from now on (agent/flusher.c). */
+void ht_flusher_main_exited(void);
 uint64_t ht_flusher_self_writes(void);
 void ht_flusher_fork_prepare(void);
 void ht_flusher_fork_parent(void);

@@ -67,6 +67,8 @@ static void thread_exit(void *arg)
 		ht_thread_flush(t);
 	ht_tls_thread = NULL;
 	tls_thread_exited = true;
+	if ((pid_t)syscall(SYS_gettid) == ht_pid)
+		ht_flusher_main_exited(); /* pthread_exit: the process goes on */
 	ht_lock(&registry_lock);
 	t->exited = true;
 	if (dead_stack_count < HT_DEAD_STACKS && t->stack_hi) {

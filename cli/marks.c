@@ -346,11 +346,11 @@ static int do_alloc(replay_t *r, const ht_event_t *ev)
 	blk_t v = { ev->addr, ev->size, ev->stack_id, ev->time, tag };
 	if ((e = tab_insert(&r->live, &v)))
 		return e;
+	double w = weight(r, ev->size);
 	r->heap += ev->size;
-	r->wheap += weight(r, ev->size) * (double)ev->size;
+	r->wheap += w * (double)ev->size;
 	mk->allocations++;
 	mk->bytes_allocated += ev->size;
-	double w = weight(r, ev->size);
 	mk->est[0] += w;
 	mk->est[1] += w * (double)ev->size;
 	r->nallocs++;

@@ -172,6 +172,15 @@ typedef struct entry {
 /* Read the manifest: a "pid<TAB>path" line when a trace is opened, and a
  * "pid<TAB>path<TAB>end<TAB>allocs<TAB>frees<TAB>bytes<TAB>ns" line when it is
  * finished. Returns the number of traces; *out is owned by the caller. */
+/* The latest entry of the trace at path (one path is one trace). */
+static entry_t *last_entry(entry_t *ent, size_t n, const char *path)
+{
+	for (size_t i = n; i-- > 0;)
+		if (!strcmp(ent[i].path, path))
+			return &ent[i];
+	return NULL;
+}
+
 static unsigned errors_seen;	/* "error" lines: traces the agent could not create */
 static char first_error[4096 + 160];
 
@@ -216,20 +225,16 @@ static size_t read_manifest(const char *path, entry_t **out)
 		char *end = strstr(tab + 1, "\tend\t");
 		if (end) {
 			*end = '\0';
-			for (size_t i = n; i-- > 0;) {
-				entry_t *e = &(*out)[i];
-				if (!strcmp(e->path, tab + 1)) {
-					e->ended = sscanf(end + 5, "%llu\t%llu\t%llu\t%llu", &e->allocs,
-							  &e->frees, &e->bytes, &e->duration_ns) == 4;
-					e->lost = strstr(end + 5, "\tlost") != NULL;
-					const char *x = strstr(end + 5, "\texact\t");
-					e->exact = e->ended && x &&
-						   sscanf(x + 7, "%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu",
-							  &e->x_allocs, &e->x_frees, &e->x_bytes,
-							  &e->peak, &e->leaked_bytes,
-							  &e->leaked_blocks, &e->temporary) == 7;
-					break;
-				}
+			entry_t *e = last_entry(*out, n, tab + 1);
+			if (e) {
+				e->ended = sscanf(end + 5, "%llu\t%llu\t%llu\t%llu", &e->allocs,
+						  &e->frees, &e->bytes, &e->duration_ns) == 4;
+				e->lost = strstr(end + 5, "\tlost") != NULL;
+				const char *x = strstr(end + 5, "\texact\t");
+				e->exact = e->ended && x &&
+					   sscanf(x + 7, "%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu",
+						  &e->x_allocs, &e->x_frees, &e->x_bytes, &e->peak,
+						  &e->leaked_bytes, &e->leaked_blocks, &e->temporary) == 7;
 			}
 			continue;
 		}

@@ -158,6 +158,13 @@ def memcheck_prog(t, name):
     return vg
 
 
+def eq_memcheck(t, vg, rep):
+    """The report's allocations, frees and leaked blocks equal memcheck's."""
+    tot = rep.get("totals", {})
+    t.eq("allocations, frees, leaked blocks vs memcheck", (vg.allocs, vg.frees, vg.inuse_blocks),
+         (tot.get("allocations"), tot.get("frees"), tot.get("leaked_blocks")))
+
+
 # ---- generic tests per spec -------------------------------------------------
 
 def make_oracle(name, spec):
@@ -521,10 +528,8 @@ def t_threads(t):
     vg = memcheck_prog(t, "threads")
     tr, rep = traced(t, "threads")
     t.eq("heaptrail run exit status", 0, tr.proc.rc)
+    eq_memcheck(t, vg, rep)
     tot = rep.get("totals", {})
-    t.eq("allocations, frees, leaked blocks vs memcheck",
-         (vg.allocs, vg.frees, vg.inuse_blocks),
-         (tot.get("allocations"), tot.get("frees"), tot.get("leaked_blocks")))
     agg = by_leaf(rep)
     for fn, want in THREAD_OWN.items():
         got = agg.get(fn, {})
@@ -664,9 +669,7 @@ def t_dtor_exit(t):
     vg = memcheck_prog(t, "dtor_exit")
     tr, rep = traced(t, "dtor_exit")
     t.eq("heaptrail run exit status", 0, tr.proc.rc)
-    tot = rep.get("totals", {})
-    t.eq("allocations, frees, leaked blocks vs memcheck", (vg.allocs, vg.frees, vg.inuse_blocks),
-         (tot.get("allocations"), tot.get("frees"), tot.get("leaked_blocks")))
+    eq_memcheck(t, vg, rep)
     agg = by_leaf(rep)
     t.eq("sites with leaf dtor_ctor_alloc", S(100, 6400, 0, 0),
          {k: agg.get("dtor_ctor_alloc", {}).get(k) for k in ("allocations", "bytes_allocated",
@@ -977,9 +980,7 @@ def t_dlopen(t):
     vg = memcheck_prog(t, "dlopen")
     tr, rep = traced(t, "dlopen")
     t.eq("heaptrail run exit status", 0, tr.proc.rc)
-    tot = rep.get("totals", {})
-    t.eq("allocations, frees, leaked blocks vs memcheck", (vg.allocs, vg.frees, vg.inuse_blocks),
-         (tot.get("allocations"), tot.get("frees"), tot.get("leaked_blocks")))
+    eq_memcheck(t, vg, rep)
     src = str(SRC / "plugin" / "dlplugin.c")
     lib = str(PROGS / "libdlplugin.so")
     pl = [lk for lk in rep.get("leaks", []) if lk.get("bytes") == 3000]

@@ -63,6 +63,9 @@ extern uint64_t ht_opt_sample_rate; /* mean bytes between samples; 0 = exact */
 extern uint64_t ht_opt_sample_seed; /* seeds the threads' generators if set */
 extern bool ht_opt_sample_seed_set;
 void ht_options_parse(void);
+/* With follow_fork=0: true in an image that is not the traced process (a
+ * spawned or vfork'ed child's); in the traced one, marks its environment. */
+bool ht_options_untraced_child(void);
 
 /* Recording switched on/off by the program (heaptrail_set_recording).
  * While off, allocations and function entries are not recorded. Frees

@@ -317,7 +317,10 @@ void ht_init(void)
 		return;
 	ht_guard++;
 	ht_options_parse();
-	if (!ht_opt_enabled) {
+	bool untraced_child = ht_options_untraced_child();
+	if (untraced_child)
+		remove_from_ld_preload(); /* its own children neither */
+	if (!ht_opt_enabled || untraced_child) {
 		atomic_store(&ht_state, HT_STATE_DISABLED);
 		ht_guard--;
 		return;

@@ -28,6 +28,7 @@ int ht_opt_leak_signal = -1; /* -1: SIGUSR2 unless the program handles it */
 uint64_t ht_opt_sample_rate;
 uint64_t ht_opt_sample_seed;
 bool ht_opt_sample_seed_set;
+static unsigned long root_pid; /* follow_fork=0: the traced process (below) */
 
 extern char **environ;
 
@@ -96,6 +97,10 @@ static bool set_option(const char *k, size_t klen, const char *v, size_t vlen)
 		if (!parse_uint(v, vlen, &u) || u > 1)
 			return false;
 		ht_opt_follow_fork = u;
+	} else if (key_is(k, klen, "root_pid")) {
+		if (!parse_uint(v, vlen, &u) || u == 0)
+			return false;
+		root_pid = u;
 	} else if (key_is(k, klen, "compress")) {
 		if (vlen == 4 && !ht_strncmp(v, "auto", 4))
 			ht_opt_compress = HT_COMPRESS_AUTO;
@@ -197,4 +202,38 @@ void ht_options_parse(void)
 		ht_log("summary=1 records every allocation: sample_rate ignored", NULL);
 		ht_opt_sample_rate = 0;
 	}
+}
+
+/* follow_fork=0 must also leave untraced the children that never run the
+ * agent's fork handler: posix_spawn, system and popen (glibc clones and
+ * execs inside libc), vfork then exec, or an exec given a copy of the
+ * environment taken before the fork. Only the new image can tell, so the
+ * first traced image appends root_pid=PID to HEAPTRAIL_OPTIONS in its own
+ * environment (the entry's pointer is replaced, nothing allocated: the
+ * string lives here), and an image of another pid is a descendant. An exec
+ * keeps the pid, so the traced process's own new image is still traced. */
+static char root_entry[sizeof "HEAPTRAIL_OPTIONS=" + 8192];
+
+bool ht_options_untraced_child(void)
+{
+	if (ht_opt_follow_fork)
+		return false;
+	pid_t self = getpid();
+	if (root_pid)
+		return root_pid != (unsigned long)self;
+	static const char key[] = "HEAPTRAIL_OPTIONS=";
+	for (char **e = environ; e && *e; e++) {
+		if (ht_strncmp(*e, key, sizeof key - 1))
+			continue;
+		size_t len = ht_strlcpy(root_entry, *e, sizeof root_entry);
+		len = ht_append_str(root_entry, len, sizeof root_entry, ",root_pid=");
+		len = ht_append_u64(root_entry, len, sizeof root_entry, (uint64_t)self);
+		if (len + 1 >= sizeof root_entry) {
+			ht_log("HEAPTRAIL_OPTIONS too long: follow_fork=0 covers forked children only", NULL);
+			return false;
+		}
+		*e = root_entry;
+		break;
+	}
+	return false;
 }

@@ -877,6 +877,32 @@ def t_fork_no_follow(t):
         t.check("child_work" not in by_leaf(r.data), "the child's events are in the parent's trace")
 
 
+def t_spawn_no_follow(t):
+    """--no-follow-fork leaves untraced the children no fork handler sees:
+    posix_spawn, system, vfork+execve, and an execve given an environment
+    copied before the fork. Followed, each of the four is traced."""
+    need_tools(t)
+    for follow in (False, True):
+        opts = [] if follow else ["--no-follow-fork"]
+        outdir = t.tmp / ("follow" if follow else "nofollow")
+        outdir.mkdir()
+        tr = heaptrail_run([prog("spawn_children")], opts=opts, out_name="sp.%p.ht", outdir=outdir)
+        t.eq("spawn_children exit status (follow=%s)" % follow, 0, tr.proc.rc)
+        images = []
+        for p in tr.files():
+            r = need_report(t, p)
+            images.append(os.path.basename((r.data.get("program", {}).get("command") or ["?"])[0]))
+        if follow:
+            t.eq("exec_target traces, followed", 4, images.count("exec_target"))
+        else:
+            t.eq("traces with --no-follow-fork", ["spawn_children"], images)
+            t.eq("traces listed on stderr", 1, len(tr.listed()))
+            r = need_report(t, tr.files()[0])
+            tot = r.data.get("totals", {})
+            t.eq("parent totals", {"allocations": 4, "frees": 2, "bytes_allocated": 2048,
+                                   "leaked_blocks": 2, "leaked_bytes": 1024}, {k: tot.get(k) for k in TOT})
+
+
 def t_fork_cwd_relative(t):
     """A relative -o in the current directory: the traces are still found
     via the stderr listing."""
@@ -924,6 +950,7 @@ def t_fork_inherited_frees(t):
 add("fork.memcheck_oracle", t_fork_memcheck)
 add("fork.inherited_frees", t_fork_inherited_frees)
 add("fork.no_follow_fork", t_fork_no_follow)
+add("fork.no_follow_spawned", t_spawn_no_follow)
 add("fork.relative_output", t_fork_cwd_relative)
 add("fork.pattern_p", t_fork_pattern)
 add("fork.stderr_listing", t_fork_listing)

@@ -195,6 +195,22 @@ void ht_flusher_fork_child(void);
 
 /* ---- per-thread state (agent/thread.c) ------------------------------------ */
 
+/* An allocation or free made by a program's signal handler that ran while
+ * the agent was encoding an event on the same thread (hooks.c, "signal
+ * handlers"): kept aside with a frame-pointer stack, and recorded when the
+ * interrupted event is done. */
+#define HT_DEFER_MAX 16
+#define HT_DEFER_DEPTH 32
+typedef struct ht_deferred {
+	uint8_t op;    /* HT_EV_ALLOC | fn << 4, or HT_EV_FREE */
+	uint8_t n;     /* frames */
+	volatile uint8_t ready;
+	uint64_t time;
+	uintptr_t addr;
+	uint64_t size;
+	void *frames[HT_DEFER_DEPTH];
+} ht_deferred_t;
+
 typedef struct ht_thread {
 	/* hot: touched by every event */
 	uint32_t len;	      /* bytes of events in buf */
@@ -239,6 +255,12 @@ typedef struct ht_thread {
 		const char *copy;
 		uint32_t id;
 	} name_cache[32];
+	/* signal handlers' events while the guard was held (hooks.c): a
+	 * handler takes entries at tail, the interrupted code records them
+	 * from head once it is out */
+	uint32_t defer_head, defer_tail;
+	uint64_t defer_lost;
+	ht_deferred_t deferred[HT_DEFER_MAX];
 	void *frames[HT_MAX_DEPTH + 16];
 } ht_thread_t;
 
@@ -456,6 +478,12 @@ void ht_sampling_fork_child(void);
 
 /* Per-thread reentrancy guard (agent/hooks.c). Set while the agent works. */
 extern __thread int ht_guard;
+/* ht_guard's value while a program's signal handler runs that interrupted
+ * the agent: its allocations and frees are deferred (hooks.c). */
+#define HT_GUARD_DEFER 0x40000000
+/* Set by such a handler when it deferred an event: the interrupted hook
+ * records them when it releases the guard. */
+extern __thread volatile int ht_deferred_pending;
 
 /* ---- stacks (agent/stacks.c, agent/unwind.c) ------------------------------ */
 /* Stack capture: ht_unwind and ht_capture in agent/unwind.h (inline, for

@@ -4,7 +4,9 @@
  *  1. Guard first. ht_guard (initial-exec TLS) is set while the agent works;
  *     a hook entered with it set calls the real function and records nothing.
  *     So allocations made by libc, libunwind or zstd on our behalf are never
- *     counted, and a signal handler that allocates inside a hook is safe.
+ *     counted, and a signal handler that allocates inside a hook is safe
+ *     (and, when the program installed it through our sigaction, recorded
+ *     later: "signal handlers" below).
  *  2. No malloc in the agent: memory comes from mmap (ht_mmap), strings are
  *     built by hand (agent/fmt.c), options are read from environ.
  *  3. No global lock on the fast path: events go to the thread's own buffer;
@@ -153,6 +155,92 @@ static inline bool should_record(void)
 		return atomic_load(&ht_state) == HT_STATE_RECORDING && !ht_guard;
 	}
 	return false;
+}
+
+/* ---- signal handlers -------------------------------------------------------
+ * A program's handler that allocates while the agent holds the guard on
+ * the same thread (it interrupted a hook) used to pass unrecorded: its
+ * blocks were unknown to the trace, and their frees matched nothing. The
+ * sigaction and signal hooks (end of this file) run the program's
+ * handlers through a trampoline that, when it finds the guard held, sets
+ * it to HT_GUARD_DEFER. Hooks entered so keep their event aside in the
+ * thread's state (defer_event: no lock, no buffer, a frame-pointer stack),
+ * and the interrupted hook records them when it releases the guard
+ * (GUARD_RELEASE), stamped no earlier than its own event. */
+
+__thread volatile int ht_deferred_pending;
+
+/* In a handler that interrupted the agent: keeps an allocation (op
+ * HT_EV_ALLOC | fn << 4) or a free of p aside, stamped at time. */
+HT_NOINLINE static void defer_event(uint8_t op, void *p, size_t size, uint64_t time)
+{
+	ht_thread_t *t = ht_tls_thread;
+	if (HT_UNLIKELY(!t))
+		return;
+	/* a nested handler may take an entry meanwhile: claim it first */
+	uint32_t i = __atomic_fetch_add(&t->defer_tail, 1, __ATOMIC_RELAXED);
+	if (i - t->defer_head >= HT_DEFER_MAX) {
+		__atomic_fetch_sub(&t->defer_tail, 1, __ATOMIC_RELAXED);
+		t->defer_lost++;
+		return;
+	}
+	ht_deferred_t *d = &t->deferred[i % HT_DEFER_MAX];
+	d->op = op;
+	d->addr = (uintptr_t)p;
+	d->size = size;
+	d->time = time;
+	d->n = 0;
+	if ((op & 0x0f) == HT_EV_ALLOC) {
+		void *f[HT_DEFER_DEPTH + HT_AGENT_FRAMES];
+		unsigned n = ht_fp_walk(t, f, HT_DEFER_DEPTH + HT_AGENT_FRAMES);
+		for (unsigned j = 0; j < n && d->n < HT_DEFER_DEPTH; j++)
+			if (!ht_addr_in_agent((uintptr_t)f[j]))
+				d->frames[d->n++] = f[j];
+	}
+	atomic_signal_fence(memory_order_release);
+	d->ready = 1;
+	ht_deferred_pending = 1;
+}
+
+static void record_deferred(ht_thread_t *t, const ht_deferred_t *d);
+
+/* Records the events handlers kept aside; the guard is free. */
+HT_NOINLINE static void deferred_flush(void)
+{
+	ht_thread_t *t = ht_tls_thread;
+	ht_deferred_pending = 0;
+	if (!t || atomic_load_explicit(&ht_state, memory_order_relaxed) != HT_STATE_RECORDING)
+		return;
+	int e = errno;
+	ht_guard = 1;
+	while (t->defer_head != __atomic_load_n(&t->defer_tail, __ATOMIC_RELAXED)) {
+		ht_deferred_t *d = &t->deferred[t->defer_head % HT_DEFER_MAX];
+		if (!d->ready)
+			break; /* claimed by a handler that a longjmp left */
+		atomic_signal_fence(memory_order_acquire);
+		record_deferred(t, d);
+		d->ready = 0;
+		t->defer_head++;
+	}
+	ht_guard = 0;
+	errno = e;
+	if (HT_UNLIKELY(ht_deferred_pending)) /* a handler ran meanwhile */
+		deferred_flush();
+}
+
+/* The end of a hook's work: the guard is released, and what signal
+ * handlers did meanwhile is recorded. */
+#define GUARD_RELEASE()                                                         \
+	do {                                                                   \
+		ht_guard = 0;                                                  \
+		if (HT_UNLIKELY(ht_deferred_pending))                          \
+			deferred_flush();                                      \
+	} while (0)
+
+/* A hook entered in a handler that interrupted the agent. */
+static inline bool deferring(void)
+{
+	return HT_UNLIKELY(ht_guard == HT_GUARD_DEFER);
 }
 
 /* ---- encoding events -------------------------------------------------------- */
@@ -352,10 +440,62 @@ static bool sampled_free_counted(void *p)
 	return false;
 }
 
+/* Records what a handler kept aside (deferred_flush), with the guard held:
+ * as its hook would have, sampling included, at its own time unless the
+ * thread's last event is later (times never go backwards in a block). */
+static void record_deferred(ht_thread_t *t, const ht_deferred_t *d)
+{
+	void *p = (void *)d->addr;
+	if ((d->op & 0x0f) == HT_EV_FREE) {
+		if (!atomic_load_explicit(&ht_recording_was_on, memory_order_relaxed))
+			return;
+		if (ht_opt_sample_rate && !sampled_free_counted(p))
+			return;
+	} else {
+		if (!atomic_load_explicit(&ht_recording_on, memory_order_relaxed) ||
+		    sample_skip(d->size))
+			return;
+	}
+	atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
+	uint32_t sid = 0;
+	if ((d->op & 0x0f) == HT_EV_ALLOC) {
+		memcpy(t->frames, d->frames, d->n * sizeof *d->frames);
+		sid = ht_stack_intern(t, d->n);
+	}
+	ht_thread_reserve(t, HT_EVENT_MAX);
+	uint64_t now = d->time < t->last_time ? t->last_time : d->time;
+	uint8_t *b = t->buf + t->len;
+	size_t k = 0;
+	b[k++] = d->op;
+	k += ht_varint_put(b + k, now - t->last_time);
+	k += ht_varint_put(b + k, ht_zigzag((int64_t)((uintptr_t)p - t->last_addr)));
+	if ((d->op & 0x0f) == HT_EV_ALLOC) {
+		k += ht_varint_put(b + k, d->size);
+		k += ht_varint_put(b + k, sid);
+		t->n_allocs++;
+		t->n_bytes += d->size;
+	} else {
+		t->n_frees++;
+	}
+	t->last_time = now;
+	t->last_addr = (uintptr_t)p;
+	t->len += (uint32_t)k;
+	atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
+	if ((d->op & 0x0f) == HT_EV_ALLOC && ht_opt_sample_rate)
+		ht_sampled_add(p);
+}
+
 #define ALLOC_HOOK_BODY(fn, size, call)                                        \
 	do {                                                                   \
-		if (HT_UNLIKELY(!should_record()))                             \
-			return call;                                           \
+		if (HT_UNLIKELY(!should_record())) {                           \
+			if (!deferring())                                      \
+				return call;                                   \
+			void *q_ = call;                                       \
+			if (q_)                                                \
+				defer_event(HT_EV_ALLOC | (fn) << 4, q_, size, \
+					    ht_stamp());                       \
+			return q_;                                             \
+		}                                                              \
 		ht_guard = 1;                                                  \
 		void *p_ = call;                                               \
 		if (HT_LIKELY(p_ != NULL) && !sample_skip(size)) {             \
@@ -363,7 +503,7 @@ static bool sampled_free_counted(void *p)
 			record_alloc_sampled(fn, p_, size, 0);                 \
 			errno = e_;                                            \
 		}                                                              \
-		ht_guard = 0;                                                  \
+		GUARD_RELEASE();                                               \
 		return p_;                                                     \
 	} while (0)
 
@@ -399,7 +539,7 @@ HT_NOINLINE static void *sampled_alloc_slow(unsigned fn, void *p, size_t size)
 	if (ht_sample_slow(size))
 		record_alloc_sampled(fn, p, size, 0);
 	errno = e;
-	ht_guard = 0;
+	GUARD_RELEASE();
 	return p;
 }
 
@@ -489,6 +629,8 @@ HT_EXPORT void *calloc(size_t n, size_t size)
 HT_NOINLINE static void free_sampled_slow(void *p)
 {
 	if (HT_UNLIKELY(!should_record())) {
+		if (deferring())
+			defer_event(HT_EV_FREE, p, 0, ht_stamp());
 		real_free(p);
 		return;
 	}
@@ -498,12 +640,14 @@ HT_NOINLINE static void free_sampled_slow(void *p)
 		record_free(p);
 	errno = e;
 	real_free(p);
-	ht_guard = 0;
+	GUARD_RELEASE();
 }
 
 HT_NOINLINE static void free_full(void *p)
 {
 	if (HT_UNLIKELY(!should_record())) {
+		if (deferring())
+			defer_event(HT_EV_FREE, p, 0, ht_stamp());
 		real_free(p);
 		return;
 	}
@@ -512,7 +656,7 @@ HT_NOINLINE static void free_full(void *p)
 	record_free(p);
 	errno = e;
 	real_free(p);
-	ht_guard = 0;
+	GUARD_RELEASE();
 }
 
 HT_NOINLINE static void free_entry(void *p)
@@ -572,8 +716,17 @@ static void *realloc_common(unsigned fn, void *old, size_t size, size_t nmemb,
 	if (HT_UNLIKELY(!real_malloc))
 		resolve_reals();
 #define REAL_CALL() (is_array ? real_reallocarray(old, nmemb, elem) : real_realloc(old, size))
-	if (HT_UNLIKELY(!should_record()))
-		return REAL_CALL();
+	if (HT_UNLIKELY(!should_record())) {
+		if (!deferring())
+			return REAL_CALL();
+		uint64_t free_time = ht_stamp();
+		void *q = REAL_CALL();
+		if (old && (q || (size == 0 && !is_array)))
+			defer_event(HT_EV_FREE, old, 0, free_time);
+		if (q)
+			defer_event((uint8_t)(HT_EV_ALLOC | fn << 4), q, size, ht_stamp());
+		return q;
+	}
 	ht_guard = 1;
 	if (old == NULL) {
 		void *q = REAL_CALL();
@@ -582,7 +735,7 @@ static void *realloc_common(unsigned fn, void *old, size_t size, size_t nmemb,
 			record_alloc_sampled(fn, q, size, 0);
 			errno = e;
 		}
-		ht_guard = 0;
+		GUARD_RELEASE();
 		return q;
 	}
 	bool sampling = ht_opt_sample_rate != 0;
@@ -598,7 +751,7 @@ static void *realloc_common(unsigned fn, void *old, size_t size, size_t nmemb,
 			record_alloc_sampled(fn, q, 0, 0);
 			errno = e;
 		}
-		ht_guard = 0;
+		GUARD_RELEASE();
 		return q;
 	}
 	int e = errno;
@@ -618,7 +771,7 @@ static void *realloc_common(unsigned fn, void *old, size_t size, size_t nmemb,
 			}
 		}
 		errno = e;
-		ht_guard = 0;
+		GUARD_RELEASE();
 		return q;
 	}
 	uint64_t free_time = realloc_begin();
@@ -639,7 +792,7 @@ static void *realloc_common(unsigned fn, void *old, size_t size, size_t nmemb,
 			ht_sampled_add(old);
 	}
 	errno = e;
-	ht_guard = 0;
+	GUARD_RELEASE();
 	return q;
 #undef REAL_CALL
 }
@@ -695,8 +848,12 @@ HT_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 			return *out ? 0 : ENOMEM;
 		}
 	}
-	if (HT_UNLIKELY(!should_record()))
-		return real_posix_memalign(out, align, size);
+	if (HT_UNLIKELY(!should_record())) {
+		int r = real_posix_memalign(out, align, size);
+		if (r == 0 && deferring())
+			defer_event(HT_EV_ALLOC | HT_FN_POSIX_MEMALIGN << 4, *out, size, ht_stamp());
+		return r;
+	}
 	ht_guard = 1;
 	int r = real_posix_memalign(out, align, size);
 	if (r == 0 && !sample_skip(size)) {
@@ -704,7 +861,7 @@ HT_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 		record_alloc_sampled(HT_FN_POSIX_MEMALIGN, *out, size, 0);
 		errno = e;
 	}
-	ht_guard = 0;
+	GUARD_RELEASE();
 	return r;
 }
 
@@ -912,10 +1069,10 @@ static inline bool cxx_pass(int chain)
 					record_alloc_sampled(fn, p, size, 0);  \
 					errno = e;                             \
 				}                                              \
-				ht_guard = 0;                                  \
+				GUARD_RELEASE();                               \
 				return p;                                      \
 			}                                                      \
-			ht_guard = 0;                                          \
+			GUARD_RELEASE();                                       \
 		}                                                              \
 		NEXT(sym##_next, #sym);                                        \
 		return sym##_next args;                                        \
@@ -996,7 +1153,7 @@ int heaptrail_agent_alloc(void *p, size_t size)
 	if (!sample_skip(size))
 		record_alloc_sampled(HT_FN_CUSTOM, p, size, 0);
 	errno = e;
-	ht_guard = 0;
+	GUARD_RELEASE();
 	return 0;
 }
 
@@ -1010,7 +1167,7 @@ int heaptrail_agent_free(void *p)
 	if (!ht_opt_sample_rate || sampled_free_counted(p))
 		record_free(p);
 	errno = e;
-	ht_guard = 0;
+	GUARD_RELEASE();
 	return 0;
 }
 
@@ -1034,7 +1191,7 @@ int heaptrail_agent_realloc(void *old, void *p, size_t size)
 	uint64_t free_time = realloc_begin();
 	record_realloc(HT_FN_CUSTOM, old, p, size, free_time, false);
 	errno = e;
-	ht_guard = 0;
+	GUARD_RELEASE();
 	return 0;
 }
 
@@ -1051,7 +1208,7 @@ int heaptrail_agent_pool_alloc(const void *pool, void *p, size_t size)
 	if (!sample_skip(size))
 		record_alloc_sampled(HT_FN_CUSTOM, p, size, (uintptr_t)pool);
 	errno = e;
-	ht_guard = 0;
+	GUARD_RELEASE();
 	return 0;
 }
 
@@ -1238,6 +1395,43 @@ static bool keep_ours(int sig, sighandler_t handler, int flags)
 	       atomic_load(&ht_state) == HT_STATE_RECORDING;
 }
 
+/* The program's handlers, run through signal_trampoline while recording
+ * ("signal handlers" above): per signal, the handler and the sigaction the
+ * program gave, which is what it reads back. Updated without a lock (a
+ * handler may call sigaction): racing sigaction calls on one signal are
+ * the program's race already. */
+#define HT_NSIG 65
+static struct sigaction prog_act[HT_NSIG];
+static void *_Atomic prog_handler[HT_NSIG];
+static _Atomic bool prog_siginfo[HT_NSIG];
+
+static void signal_trampoline(int sig, siginfo_t *si, void *uc)
+{
+	int saved = ht_guard;
+	if (saved)
+		ht_guard = HT_GUARD_DEFER; /* it interrupted the agent */
+	void *h = atomic_load_explicit(&prog_handler[sig], memory_order_acquire);
+	if (atomic_load_explicit(&prog_siginfo[sig], memory_order_relaxed))
+		((void (*)(int, siginfo_t *, void *))h)(sig, si, uc);
+	else
+		((void (*)(int))h)(sig);
+	ht_guard = saved;
+}
+
+/* The handler act installs, if the trampoline should run it: a function
+ * of the program's, while recording. */
+static void *wrappable(int sig, const struct sigaction *act)
+{
+	if (!act || sig <= 0 || sig >= HT_NSIG ||
+	    atomic_load_explicit(&ht_state, memory_order_relaxed) != HT_STATE_RECORDING)
+		return NULL;
+	void *h = act->sa_flags & SA_SIGINFO ? (void *)act->sa_sigaction : (void *)act->sa_handler;
+	if (h == (void *)SIG_DFL || h == (void *)SIG_IGN || h == (void *)SIG_HOLD ||
+	    ht_addr_in_agent((uintptr_t)h))
+		return NULL;
+	return h;
+}
+
 HT_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	if (HT_UNLIKELY(!real_sigaction))
@@ -1247,10 +1441,31 @@ HT_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *
 		ht_fatal_sigaction(&ours);
 		act = &ours;
 	}
-	int r = real_sigaction(sig, act, old);
-	if (r == 0 && old && !(old->sa_flags & SA_SIGINFO) &&
-	    (old->sa_handler == ht_fatal_signal_handler ||
-	     (old->sa_handler == ht_leak_signal_handler && ht_opt_leak_signal < 0))) {
+	struct sigaction prev;
+	if (sig > 0 && sig < HT_NSIG)
+		prev = prog_act[sig];
+	void *h = wrappable(sig, act);
+	int r;
+	if (h) {
+		atomic_store_explicit(&prog_siginfo[sig], (act->sa_flags & SA_SIGINFO) != 0,
+				      memory_order_relaxed);
+		atomic_store_explicit(&prog_handler[sig], h, memory_order_release);
+		prog_act[sig] = *act;
+		ours = *act;
+		ours.sa_sigaction = signal_trampoline;
+		ours.sa_flags |= SA_SIGINFO;
+		r = real_sigaction(sig, &ours, old);
+		if (r != 0)
+			prog_act[sig] = prev;
+	} else {
+		r = real_sigaction(sig, act, old);
+	}
+	if (r == 0 && old && (old->sa_flags & SA_SIGINFO) &&
+	    old->sa_sigaction == signal_trampoline) {
+		*old = prev;
+	} else if (r == 0 && old && !(old->sa_flags & SA_SIGINFO) &&
+		   (old->sa_handler == ht_fatal_signal_handler ||
+		    (old->sa_handler == ht_leak_signal_handler && ht_opt_leak_signal < 0))) {
 		old->sa_handler = SIG_DFL;
 		old->sa_flags = 0;
 		sigemptyset(&old->sa_mask);
@@ -1263,14 +1478,28 @@ HT_EXPORT sighandler_t signal(int sig, sighandler_t handler)
 	if (HT_UNLIKELY(!real_signal))
 		resolve_reals();
 	sighandler_t r;
+	struct sigaction sa, old;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = handler;
 	if (keep_ours(sig, handler, 0)) {
-		struct sigaction ours, old;
-		ht_fatal_sigaction(&ours);
-		if (real_sigaction(sig, &ours, &old) != 0)
+		ht_fatal_sigaction(&sa);
+		if (real_sigaction(sig, &sa, &old) != 0)
 			return SIG_ERR;
 		r = old.sa_handler;
+	} else if (wrappable(sig, &sa)) {
+		/* glibc's signal(): BSD semantics */
+		sigemptyset(&sa.sa_mask);
+		sigaddset(&sa.sa_mask, sig);
+		sa.sa_flags = SA_RESTART;
+		if (sigaction(sig, &sa, &old) != 0)
+			return SIG_ERR;
+		r = old.sa_flags & SA_SIGINFO ? (sighandler_t)(void *)old.sa_sigaction : old.sa_handler;
 	} else {
 		r = real_signal(sig, handler);
+		if ((void *)r == (void *)signal_trampoline && sig > 0 && sig < HT_NSIG)
+			r = prog_act[sig].sa_flags & SA_SIGINFO
+				    ? (sighandler_t)(void *)prog_act[sig].sa_sigaction
+				    : prog_act[sig].sa_handler;
 	}
 	if (r == ht_leak_signal_handler && ht_opt_leak_signal < 0)
 		return SIG_DFL; /* the default leak signal stays invisible */

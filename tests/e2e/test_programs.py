@@ -854,6 +854,28 @@ def t_fork_listing(t):
     check_fork_reports(t, classify_fork(t, listed))
 
 
+def t_signal_handler_allocs(t):
+    """A signal handler that allocates while the agent is recording an
+    event of the same thread: its blocks are recorded (deferred until the
+    interrupted event is written), at the handler's site."""
+    need_tools(t)
+    tr = heaptrail_run([prog("sigalloc")], out_name="sigalloc.ht")
+    t.eq("sigalloc exit status", 0, tr.proc.rc)
+    nums = tr.proc.out.split()
+    t.need(len(nums) == 2, "sigalloc printed %r" % tr.proc.out)
+    n, h = int(nums[0]), int(nums[1])
+    t.check(h > 100, "only %d signals handled" % h)
+    r = need_report(t, tr.out_path)
+    tot = r.data.get("totals", {})
+    t.eq("totals", {"allocations": n + h + 2, "frees": n + h + 2, "bytes_allocated": 16 * n + 48 * (h + 1) + 16,
+                    "leaked_blocks": 0, "leaked_bytes": 0},
+         {k: tot.get(k) for k in TOT})
+    t.eq("frees of unknown blocks", 0, tot.get("ignored_frees"))
+    in_handler = sum(s["allocations"] for s in r.data.get("sites", [])
+                     if s["stack"] and s["stack"][0].get("function") == "on_alarm")
+    t.eq("allocations at on_alarm", h, in_handler)
+
+
 def t_fork_memcheck(t):
     proc, res = memcheck(("fork",), [prog("fork")])
     got = sorted((r.allocs, r.frees, r.bytes, r.inuse_blocks, r.inuse_bytes) for r in res.values())
@@ -951,6 +973,7 @@ add("fork.memcheck_oracle", t_fork_memcheck)
 add("fork.inherited_frees", t_fork_inherited_frees)
 add("fork.no_follow_fork", t_fork_no_follow)
 add("fork.no_follow_spawned", t_spawn_no_follow)
+add("signals.handler_allocates", t_signal_handler_allocs)
 add("fork.relative_output", t_fork_cwd_relative)
 add("fork.pattern_p", t_fork_pattern)
 add("fork.stderr_listing", t_fork_listing)

@@ -108,9 +108,10 @@ static const int fatal_signals[] = {SIGSEGV, SIGBUS,  SIGFPE,  SIGILL,
 				    SIGXFSZ, SIGTRAP /* break=LIST without a debugger */,
 				    /* and the ones a program lets kill it by forgetting a
 				     * handler: an alarm() timeout, a profiling timer,
-				     * a stray SIGUSR1 (SIGUSR2 is the leak signal) */
-				    SIGALRM, SIGVTALRM, SIGPROF, SIGUSR1, SIGIO, SIGPWR,
-				    SIGSTKFLT};
+				     * a stray SIGUSR1 or SIGUSR2 (unless it is the leak
+				     * signal: install_signal_handlers) */
+				    SIGALRM, SIGVTALRM, SIGPROF, SIGUSR1, SIGUSR2, SIGIO,
+				    SIGPWR, SIGSTKFLT};
 
 /* Set once ht_finish has written END: a second thread dying at the same
  * time waits for the first one's flush instead of killing the process in
@@ -153,8 +154,13 @@ static void install_signal_handlers(void)
 		if (sigaltstack(NULL, &old) == 0 && (old.ss_flags & SS_DISABLE))
 			sigaltstack(&ss, NULL);
 	}
+	/* SIGUSR2 is the leak signal by default (install_leak_signal); the
+	 * signals asked for as leak or snapshot signal get those handlers */
+	int leak_sig = !ht_opt_leak_check ? 0 : ht_opt_leak_signal < 0 ? SIGUSR2 : ht_opt_leak_signal;
 	for (int sig = 1; sig < NSIG; sig++) {
 		struct sigaction old;
+		if (sig == ht_opt_snapshot_signal || sig == leak_sig)
+			continue;
 		if (!ht_is_fatal_signal(sig) || sigaction(sig, NULL, &old) != 0 ||
 		    old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO))
 			continue;

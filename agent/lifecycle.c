@@ -433,6 +433,10 @@ void ht_before_exec(const char *path)
 	ht_guard++;
 	ht_lock(&ht_writer_lock);
 	ht_thread_flush_all();
+	/* the sites so far: if the exec fails, the ones written at the end
+	 * replace them (docs/FORMAT.md, SITES) */
+	if (ht_opt_summary)
+		ht_summary_write();
 	uint8_t rec[HT_VARINT_MAX * 2 + 4096];
 	size_t n = ht_varint_put(rec, ht_now());
 	size_t len = path ? ht_strlen(path) : 0;

@@ -79,6 +79,7 @@ static struct {
 	uint64_t peak_epoch;
 	uint8_t *stack_defs;	   /* STACK events seen, for the file */
 	size_t stack_defs_len, stack_defs_cap;
+	size_t stack_defs_written; /* by an earlier summary (before an exec) */
 	/* heaptrail run's summary (ht_live_summary) */
 	uint64_t n_allocs, n_frees, n_bytes, n_temporary;
 	uint64_t seq;	   /* allocations digested */
@@ -685,10 +686,36 @@ bool ht_live_summary(ht_live_summary_t *out)
 	return true;
 }
 
+static void table_clear(live_table_t *tb)
+{
+	if (tb->slots)
+		memset(tb->slots, 0, (tb->mask + 1) * sizeof *tb->slots);
+	tb->count = 0;
+}
+
 void ht_live_fork_child(void)
 {
 	lv.inexact = true;
 	ht_live_stats.pool_frees = 0; /* the child counts its own frees */
+	if (!ht_opt_summary || !lv.sites)
+		return;
+	/* The child's summary holds its own allocations, as its trace would:
+	 * the rows the parent's digested events made go, and so do the
+	 * parent's blocks (their frees in the child match nothing, like a
+	 * trace's frees of blocks allocated before the fork). Its stacks are
+	 * defined again (ht_stacks_fork_child). */
+	memset(lv.sites, 0, lv.sites_cap * sizeof *lv.sites);
+	memset(lv.site_index, 0, (lv.site_index_mask + 1) * sizeof *lv.site_index);
+	memset(lv.site_keys, 0, (lv.site_index_mask + 1) * sizeof *lv.site_keys);
+	lv.nsites = 1;
+	lv.peak_epoch = 0;
+	lv.peak_time = 0;
+	lv.stack_defs_len = lv.stack_defs_written = 0;
+	table_clear(&lv.blocks);
+	table_clear(&lv.orphans);
+	lv.orphans_pending = false;
+	lv.pool_blocks = 0;
+	memset(&ht_live_stats, 0, sizeof ht_live_stats);
 }
 
 /* ---- summary mode: the file --------------------------------------------------- */
@@ -703,10 +730,12 @@ void ht_summary_leak(uint32_t site, unsigned kind, uint64_t size)
 
 void ht_summary_write(void)
 {
-	if (lv.stack_defs_len) {
+	if (lv.stack_defs_len > lv.stack_defs_written) {
 		/* one THREAD_BLOCK of STACK events: tid 0, base time 0 */
 		uint8_t head[2] = {0, 0};
-		ht_writer_record2(HT_REC_THREAD_BLOCK, head, 2, lv.stack_defs, lv.stack_defs_len);
+		ht_writer_record2(HT_REC_THREAD_BLOCK, head, 2, lv.stack_defs + lv.stack_defs_written,
+				  lv.stack_defs_len - lv.stack_defs_written);
+		lv.stack_defs_written = lv.stack_defs_len;
 	}
 	if (!summary_init())
 		return;

@@ -1172,6 +1172,7 @@ static int parse_body(ht_trace_t *t)
 			t->exec_path = path;
 			t->exec_time = when;
 			t->ending = HT_ENDING_EXEC;
+			t->summary_after_exec = t->nsummary_rows > 0;
 			break;
 		}
 		case HT_REC_END: {
@@ -1205,6 +1206,10 @@ static int parse_body(ht_trace_t *t)
 			break;
 		}
 		case HT_REC_SITES: {
+			if (t->summary_after_exec) {
+				t->nsummary_rows = 0;
+				t->summary_after_exec = false;
+			}
 			uint64_t when = f_u(&f);
 			t->summary_peak_bytes = f_u(&f);
 			t->summary_peak_time = f_u(&f);

@@ -144,6 +144,8 @@ typedef struct ht_trace {
 	uint64_t summary_live_blocks, summary_live_bytes;
 	ht_summary_row_t *summary_rows;
 	size_t nsummary_rows, cap_summary_rows;
+	bool summary_after_exec; /* SITES written before an exec that failed:
+				    the next SITES (at the end) replace them */
 
 	uint64_t nevents;     /* ALLOC/FREE/REALLOC/RSS events parsed */
 	uint64_t nfn_events;  /* ENTER/EXIT/ENABLE events parsed (not in nevents) */

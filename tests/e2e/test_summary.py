@@ -26,6 +26,10 @@ suite (test_programs.py).
   summary.leak_classes   the leak classes at exit land in the site rows
                          (read from the file): leak_classes.c's list
                          scenario, 1 definite, 9 indirect, 5 reachable
+  summary.exec           an image that execs keeps its figures (written
+                         before the exec); the new image has its own
+  summary.fork_child     a child forked after the parent's events were
+                         digested holds its own allocations only
   queries.<mode>         heaptrail_stats() (heaptrail.h) gives the figures
                          tests/programs/queries.c knows by construction, in
                          trace mode and in summary mode
@@ -238,6 +242,63 @@ def t_cross_thread(t):
                 (i + 1, summ["totals"]["frees"], full["totals"]["frees"]))
 
 
+def images_by_command(t, tr):
+    """Every trace of a run, by its program's basename: [(forked, data)]."""
+    out = {}
+    for p in tr.files():
+        if p.suffix == ".json":
+            continue
+        rep = report(p, "json")
+        if rep.err or rep.proc.rc != 0:
+            t.check(False, "report of %s failed: %s" % (p.name, rep.err))
+            continue
+        cmd = rep.data.get("program", {}).get("command") or ["?"]
+        out.setdefault(os.path.basename(cmd[0]), []).append(
+            (bool(rep.data["program"].get("forked")), rep.data))
+    return out
+
+
+def figures(data):
+    tot = data.get("totals", {})
+    return {k: tot.get(k) for k in ("allocations", "frees", "bytes_allocated", "leaked_blocks",
+                                    "leaked_bytes")}
+
+
+def t_exec(t):
+    """The image that execs writes its sites before the exec; the new image
+    has its own file."""
+    need_tools(t)
+    tr = heaptrail_run([str(PROGS / "exec_parent")], ("--summary",), out_name="x.%p.ht",
+                       timeout=TIMEOUT)
+    t.eq("exit status", 0, tr.proc.rc)
+    imgs = images_by_command(t, tr)
+    t.eq("images", ["exec_parent", "exec_target"], sorted(imgs))
+    if "exec_parent" in imgs:
+        d = imgs["exec_parent"][0][1]
+        t.eq("exec_parent figures", {"allocations": 2, "frees": 1, "bytes_allocated": 5555,
+                                     "leaked_blocks": 1, "leaked_bytes": 4321}, figures(d))
+        t.check(isinstance(d.get("summary_mode"), dict), "exec_parent's trace is not a summary")
+    if "exec_target" in imgs:
+        t.eq("exec_target figures", {"allocations": 3, "frees": 2, "bytes_allocated": 3000,
+                                     "leaked_blocks": 1, "leaked_bytes": 1000},
+             figures(imgs["exec_target"][0][1]))
+
+
+def t_fork_child(t):
+    """A child forked after the writer digested the parent's events holds
+    its own allocations only."""
+    need_tools(t)
+    tr = heaptrail_run([str(PROGS / "fork_digested")], ("--summary",), out_name="f.%p.ht",
+                       timeout=TIMEOUT)
+    t.eq("exit status", 0, tr.proc.rc)
+    got = {forked: figures(d) for forked, d in images_by_command(t, tr).get("fork_digested", [])}
+    t.eq("parent and child figures",
+         {False: {"allocations": 21, "frees": 20, "bytes_allocated": 2280, "leaked_blocks": 1,
+                  "leaked_bytes": 1000},
+          True: {"allocations": 10, "frees": 10, "bytes_allocated": 330, "leaked_blocks": 0,
+                 "leaked_bytes": 0}}, got)
+
+
 TESTS = [
     ("summary.sites.leaks", site_test("leaks")),
     ("summary.sites.peak", site_test("peak")),
@@ -251,6 +312,8 @@ TESTS = [
     ("summary.env_only", t_env_only),
     ("summary.cross_thread", t_cross_thread),
     ("summary.leak_classes", t_leak_classes),
+    ("summary.exec", t_exec),
+    ("summary.fork_child", t_fork_child),
     ("queries.trace", queries_test(())),
     ("queries.summary", queries_test(("--summary",))),
 ]

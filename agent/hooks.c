@@ -243,6 +243,20 @@ static inline bool deferring(void)
 	return HT_UNLIKELY(ht_guard == HT_GUARD_DEFER);
 }
 
+/* A sampled run's call that passes unrecorded because the trace is being
+ * finished: counted all the same, as the sampling fast paths count every
+ * call whatever the state, so that END's totals, read while other threads
+ * run on, stay in step (allocations and frees counted alike). */
+static inline void count_finishing(uint64_t allocs, uint64_t frees, uint64_t bytes)
+{
+	ht_thread_t *t;
+	if (ht_opt_sample_rate && !ht_guard && (t = ht_tls_thread) != NULL) {
+		t->n_allocs += allocs;
+		t->n_frees += frees;
+		t->n_bytes += bytes;
+	}
+}
+
 /* ---- encoding events -------------------------------------------------------- */
 
 #define HT_EVENT_MAX (1 + 7 * HT_VARINT_MAX)
@@ -488,12 +502,12 @@ static void record_deferred(ht_thread_t *t, const ht_deferred_t *d)
 #define ALLOC_HOOK_BODY(fn, size, call)                                        \
 	do {                                                                   \
 		if (HT_UNLIKELY(!should_record())) {                           \
-			if (!deferring())                                      \
-				return call;                                   \
 			void *q_ = call;                                       \
-			if (q_)                                                \
+			if (q_ && deferring())                                 \
 				defer_event(HT_EV_ALLOC | (fn) << 4, q_, size, \
 					    ht_stamp());                       \
+			else if (q_)                                           \
+				count_finishing(1, 0, size);                   \
 			return q_;                                             \
 		}                                                              \
 		ht_guard = 1;                                                  \
@@ -532,8 +546,17 @@ static inline ht_thread_t *sampled_thread(void)
 /* The allocation p reached its thread's sample point: record it. */
 HT_NOINLINE static void *sampled_alloc_slow(unsigned fn, void *p, size_t size)
 {
-	if (atomic_load_explicit(&ht_state, memory_order_relaxed) != HT_STATE_RECORDING)
+	if (atomic_load_explicit(&ht_state, memory_order_relaxed) != HT_STATE_RECORDING) {
+		/* finishing: still counted, as frees are (END's totals are
+		 * read after the state changed, while other threads run on;
+		 * the countdown stays spent, so every later call comes here) */
+		ht_thread_t *t = ht_tls_thread;
+		if (t) {
+			t->n_allocs++;
+			t->n_bytes += size;
+		}
 		return p;
+	}
 	ht_guard = 1;
 	int e = errno;
 	if (ht_sample_slow(size))
@@ -631,6 +654,8 @@ HT_NOINLINE static void free_sampled_slow(void *p)
 	if (HT_UNLIKELY(!should_record())) {
 		if (deferring())
 			defer_event(HT_EV_FREE, p, 0, ht_stamp());
+		else
+			count_finishing(0, 1, 0);
 		real_free(p);
 		return;
 	}
@@ -717,11 +742,14 @@ static void *realloc_common(unsigned fn, void *old, size_t size, size_t nmemb,
 		resolve_reals();
 #define REAL_CALL() (is_array ? real_reallocarray(old, nmemb, elem) : real_realloc(old, size))
 	if (HT_UNLIKELY(!should_record())) {
-		if (!deferring())
-			return REAL_CALL();
 		uint64_t free_time = ht_stamp();
 		void *q = REAL_CALL();
-		if (old && (q || (size == 0 && !is_array)))
+		bool freed = old && (q || (size == 0 && !is_array));
+		if (!deferring()) {
+			count_finishing(q != NULL, freed, q ? size : 0);
+			return q;
+		}
+		if (freed)
 			defer_event(HT_EV_FREE, old, 0, free_time);
 		if (q)
 			defer_event((uint8_t)(HT_EV_ALLOC | fn << 4), q, size, ht_stamp());
@@ -852,6 +880,8 @@ HT_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 		int r = real_posix_memalign(out, align, size);
 		if (r == 0 && deferring())
 			defer_event(HT_EV_ALLOC | HT_FN_POSIX_MEMALIGN << 4, *out, size, ht_stamp());
+		else if (r == 0)
+			count_finishing(1, 0, size);
 		return r;
 	}
 	ht_guard = 1;

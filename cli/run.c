@@ -265,7 +265,8 @@ static const char *display_path(const char *p, const char *cwd)
 
 /* Summary mode: the top sites by bytes on stderr, symbolized, and the
  * JSON report next to the trace (PATH.json). */
-static void summary_sites(const ht_model_t *m, const char *path, const char *shown)
+static void summary_sites(const ht_model_t *m, const char *path, const char *shown,
+			  ht_supp_list_t *supps)
 {
 	ht_symbolizer_t *sym = ht_symbolizer_new();
 	if (sym)
@@ -296,7 +297,14 @@ static void summary_sites(const ht_model_t *m, const char *path, const char *sho
 			break;
 		}
 	}
-	int r = f ? ht_report_json(f, m, sym, NULL) : -err;
+	/* the leaks as `heaptrail report --format json` gives them: with the
+	 * suppressions (built-in and the user's) applied */
+	ht_leaks_t lk;
+	bool have_lk = f && ht_leaks_build(m, sym, supps, &lk) == 0;
+	int r = !f ? -err : have_lk ? ht_report_json_leaks(f, m, sym, NULL, &lk)
+				    : ht_report_json(f, m, sym, NULL);
+	if (have_lk)
+		ht_leaks_free(&lk);
 	if (f && fclose(f) && !r)
 		r = -EIO;
 	if (r)
@@ -328,7 +336,7 @@ static void print_totals(const ht_totals_t *tt, uint64_t sample_rate)
 			ht_fmt_count(c, tt->temporary));
 }
 
-static void print_summary(const entry_t *ent, const char *shown)
+static void print_summary(const entry_t *ent, const char *shown, ht_supp_list_t *supps)
 {
 	const char *path = ent->path;
 	struct stat st;
@@ -381,7 +389,7 @@ static void print_summary(const entry_t *ent, const char *shown)
 	if (t->error)
 		fprintf(stderr, "heaptrail: warning: %s\n", t->message);
 	if (t->have_summary)
-		summary_sites(m, path, shown);
+		summary_sites(m, path, shown, supps);
 	ht_model_free(m);
 	ht_trace_free(t);
 }
@@ -422,7 +430,8 @@ static bool leaks_fail(const ht_run_opts_t *o, const char *path, const char *sho
 
 /* Prints the summary and the traces' paths. Returns the main trace's path
  * (the caller frees it), or NULL when no trace was written. */
-static char *report_traces(const char *manifest, pid_t child, const char *output)
+static char *report_traces(const char *manifest, pid_t child, const char *output,
+			   ht_supp_list_t *supps)
 {
 	entry_t *ent;
 	size_t n = read_manifest(manifest, &ent);
@@ -446,7 +455,7 @@ static char *report_traces(const char *manifest, pid_t child, const char *output
 	for (size_t i = 0; i < n; i++)
 		if (ent[i].pid == (long)child)
 			main_i = i;
-	print_summary(&ent[main_i], display_path(ent[main_i].path, cwd));
+	print_summary(&ent[main_i], display_path(ent[main_i].path, cwd), supps);
 	/* its last image exec'd one that opened no trace (a failed exec goes
 	 * on recording, and ends the trace as usual) */
 	if (ent[main_i].exec_target && !ent[main_i].ended)
@@ -618,7 +627,7 @@ int ht_run(const ht_run_opts_t *o)
 	} else {
 		ret = 1;
 	}
-	char *main_path = report_traces(manifest, pid, o->output);
+	char *main_path = report_traces(manifest, pid, o->output, o->supps);
 	unlink(manifest);
 	/* With no trace there was no leak check: a gate that asked for one
 	 * must not pass (a program that failed keeps its own status). */

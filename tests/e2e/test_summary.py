@@ -26,6 +26,8 @@ suite (test_programs.py).
   summary.leak_classes   the leak classes at exit land in the site rows
                          (read from the file): leak_classes.c's list
                          scenario, 1 definite, 9 indirect, 5 reachable
+  summary.json_suppressed  FILE.json applies --suppressions and the
+                         built-in ones, as the report does
   summary.exec           an image that execs keeps its figures (written
                          before the exec); the new image has its own
   summary.fork_child     a child forked after the parent's events were
@@ -264,6 +266,27 @@ def figures(data):
                                     "leaked_bytes")}
 
 
+def t_json_suppressed(t):
+    """FILE.json applies the suppressions as the report does: --suppressions
+    given to run, and the built-in ones."""
+    need_tools(t)
+    supp = t.tmp / "supp.txt"
+    supp.write_text("leak:leak_big\n")
+    tr = heaptrail_run([str(PROGS / "leaks")], ("--summary", "--suppressions", str(supp)),
+                       timeout=TIMEOUT)
+    t.eq("exit status", 0, tr.proc.rc)
+    jpath = str(tr.out_path) + ".json"
+    t.need(os.path.exists(jpath), "no %s" % jpath)
+    written = json.load(open(jpath))
+    rep = report(tr.out_path, "json", ("--suppressions", str(supp)))
+    if rep.err:
+        t.fatal(rep.err)
+    t.eq("suppressed bytes in FILE.json", 4096, written["totals"].get("suppressed_bytes"))
+    t.eq("FILE.json totals == report's with the same suppressions", rep.data["totals"],
+         written["totals"])
+    t.eq("FILE.json leaks == report's", rep.data.get("leaks"), written.get("leaks"))
+
+
 def t_exec(t):
     """The image that execs writes its sites before the exec; the new image
     has its own file."""
@@ -313,6 +336,7 @@ TESTS = [
     ("summary.cross_thread", t_cross_thread),
     ("summary.leak_classes", t_leak_classes),
     ("summary.exec", t_exec),
+    ("summary.json_suppressed", t_json_suppressed),
     ("summary.fork_child", t_fork_child),
     ("queries.trace", queries_test(())),
     ("queries.summary", queries_test(("--summary",))),

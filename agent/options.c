@@ -29,6 +29,7 @@ uint64_t ht_opt_sample_rate;
 uint64_t ht_opt_sample_seed;
 bool ht_opt_sample_seed_set;
 static unsigned long root_pid; /* follow_fork=0: the traced process (below) */
+static bool summary_sites_set;
 
 extern char **environ;
 
@@ -144,6 +145,7 @@ static bool set_option(const char *k, size_t klen, const char *v, size_t vlen)
 		if (!parse_uint(v, vlen, &u) || u < 1 || u > 10000000)
 			return false;
 		ht_opt_summary_sites = (unsigned)u;
+		summary_sites_set = true;
 	} else if (key_is(k, klen, "leak_signal")) {
 		if (!parse_uint(v, vlen, &u) || u > 64 || u == SIGKILL || u == SIGSTOP)
 			return false;
@@ -197,6 +199,8 @@ void ht_options_parse(void)
 	 * program's memory to classify the few sampled blocks. Ask for it. */
 	if (ht_opt_sample_rate && !leak_check_set)
 		ht_opt_leak_check = false;
+	if (summary_sites_set && !ht_opt_summary)
+		ht_log("summary_sites without summary=1: ignored", NULL);
 	if (ht_opt_summary && ht_opt_sample_rate) {
 		/* summary rows count what they see: they would need the weights */
 		ht_log("summary=1 records every allocation: sample_rate ignored", NULL);

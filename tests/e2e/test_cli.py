@@ -88,13 +88,15 @@ def t_bad_agent_options(t):
     # never taken silently: signals that cannot be caught, an empty path
     need_tools(t)
     env = dict(os.environ, LD_PRELOAD=str(AGENT),
-               HEAPTRAIL_OPTIONS="output=%s,snapshot_signal=9,leak_signal=19,manifest=" %
+               HEAPTRAIL_OPTIONS="output=%s,snapshot_signal=9,leak_signal=19,manifest=,summary_sites=5" %
                (t.tmp / "o.%p.ht"))
     p = run(["/usr/bin/true"], 30, env=env)
     t.eq("exit status of the program", 0, p.rc)
     for item in ("snapshot_signal=9", "leak_signal=19", "manifest="):
         t.check("ignoring bad option: %s\n" % item in text(p.err),
                 "no word on %s: %s" % (item, tail(p.err, 300)))
+    t.check("summary_sites without summary=1: ignored" in text(p.err),
+            "no word on summary_sites without summary: %s" % tail(p.err, 300))
 
 
 def full_trace(t, argv=("sampled",)):

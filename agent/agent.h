@@ -179,6 +179,9 @@ ht_block_t *ht_block_get(void);
 void ht_block_submit(ht_block_t *b);
 /* Write every queued block now; the caller holds ht_writer_lock. */
 void ht_blocks_drain_locked(void);
+/* THREAD_NAME records for the running threads the program named (agent/
+ * thread.c); with ht_writer_lock held, their events written. */
+void ht_thread_write_names(void);
 /* Writes one block as a THREAD_BLOCK record; caller holds ht_writer_lock. */
 void ht_block_write_locked(const ht_block_t *b);
 /* How the writer thread is doing, for the compression level (writer.c):

@@ -409,6 +409,8 @@ void ht_finish(unsigned how, unsigned status)
 	 * hang if the crashing thread holds the lock itself. */
 	if (ht_lock_timed(&ht_writer_lock, how == HT_END_SIGNAL ? 2000 : 60000)) {
 		ht_thread_flush_all();
+		if (!ht_opt_summary)
+			ht_thread_write_names();
 		if (ht_opt_leak_check && how != HT_END_SIGNAL)
 			ht_leak_check(HT_LEAK_AT_EXIT, 0, sp);
 		if (ht_opt_summary)

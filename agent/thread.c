@@ -15,6 +15,8 @@
  *   running at exit (or that died without its key destructor) are not lost.
  */
 #include <pthread.h>
+#include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -58,13 +60,63 @@ static void stack_bounds(ht_thread_t *t)
 static uintptr_t dead_stacks[HT_DEAD_STACKS][2];
 static unsigned dead_stack_count, dead_stack_next;
 
+/* ---- thread names ------------------------------------------------------------
+ * A thread named with pthread_setname_np (or prctl) gets a THREAD_NAME
+ * record, so reports and exports show "worker-3" rather than a number: when
+ * it exits (after its events, so that the reader numbers threads by their
+ * first event still) and, for the threads still running, at the end. A
+ * thread that keeps the name it inherited (the program's) gets none. */
+static char process_name[16];
+
+static void write_name(uint32_t tid, const char *name)
+{
+	if (!name[0] || !ht_strcmp(name, process_name))
+		return;
+	uint8_t rec[2 * HT_VARINT_MAX + 16];
+	size_t len = ht_strlen(name);
+	if (len > 15)
+		len = 15;
+	size_t n = ht_varint_put(rec, tid);
+	n += ht_varint_put(rec + n, len);
+	memcpy(rec + n, name, len);
+	ht_writer_record(HT_REC_THREAD_NAME, rec, n + len);
+}
+
+void ht_thread_write_names(void)
+{
+	for (ht_thread_t *t = registry; t; t = t->next) {
+		if (!t->in_use || t->exited || t->tid == (uint32_t)ht_pid)
+			continue;
+		char path[64] = "/proc/self/task/", name[32];
+		size_t n = ht_append_u64(path, ht_strlen(path), sizeof path, t->tid);
+		ht_append_str(path, n, sizeof path, "/comm");
+		long got = ht_read_file(path, name, sizeof name - 1);
+		if (got <= 0)
+			continue;
+		name[got] = 0;
+		if (name[got - 1] == '\n')
+			name[got - 1] = 0;
+		write_name(t->tid, name);
+	}
+}
+
 static void thread_exit(void *arg)
 {
 	ht_thread_t *t = arg;
 	int saved_guard = ht_guard;
 	ht_guard = 1;
-	if (atomic_load(&ht_state) == HT_STATE_RECORDING)
+	if (atomic_load(&ht_state) == HT_STATE_RECORDING) {
 		ht_thread_flush(t);
+		char name[17] = {0};
+		if (t->tid != (uint32_t)ht_pid && prctl(PR_GET_NAME, name) == 0 && name[0] &&
+		    ht_strcmp(name, process_name)) {
+			ht_lock(&ht_writer_lock);
+			ht_blocks_drain_locked(); /* its events first */
+			if (atomic_load(&ht_state) == HT_STATE_RECORDING)
+				write_name(t->tid, name);
+			ht_unlock(&ht_writer_lock);
+		}
+	}
 	ht_tls_thread = NULL;
 	tls_thread_exited = true;
 	if ((pid_t)syscall(SYS_gettid) == ht_pid)
@@ -271,6 +323,7 @@ void ht_thread_totals(uint64_t *allocs, uint64_t *frees, uint64_t *bytes)
 
 void ht_thread_init_process(void)
 {
+	prctl(PR_GET_NAME, process_name); /* at start-up: the main thread's */
 	thread_key_ok = pthread_key_create(&thread_key, thread_exit) == 0;
 }
 

@@ -12,13 +12,14 @@ plus dedicated tests for threads, fork, exec, dlopen, signals, recursion,
 exit status and the text report.
 """
 
+import json
 import os
 import re
 from pathlib import Path
 
 import contract
 import tracefile
-from harness import (PROGS, SRC, AGENT, T, by_leaf, functions, heaptrail_run,
+from harness import (HT, PROGS, SRC, AGENT, T, by_leaf, functions, heaptrail_run,
                      leaks_by_leaf, marker_line, memcheck, memcheck_single,
                      need_report, need_tools, report, run, tail, text,
                      traced_report)
@@ -854,6 +855,19 @@ def t_fork_listing(t):
     check_fork_reports(t, classify_fork(t, listed))
 
 
+def t_thread_names(t):
+    """Threads the program named carry their names in the trace: those that
+    exited and the one still running at exit; unnamed ones carry none."""
+    need_tools(t)
+    tr = heaptrail_run([prog("named_threads")], out_name="named.ht")
+    t.eq("exit status", 0, tr.proc.rc)
+    p = run([str(HT), "convert", "--format", "events", str(tr.out_path)], 60)
+    t.eq("convert exit status", 0, p.rc)
+    head = json.loads(text(p.out).splitlines()[0])
+    names = sorted((th["name"] or "") for th in head.get("threads", []))
+    t.eq("thread names (5 threads)", ["", "", "spinner", "worker-1", "worker-2"], names)
+
+
 def t_signal_handler_allocs(t):
     """A signal handler that allocates while the agent is recording an
     event of the same thread: its blocks are recorded (deferred until the
@@ -974,6 +988,7 @@ add("fork.inherited_frees", t_fork_inherited_frees)
 add("fork.no_follow_fork", t_fork_no_follow)
 add("fork.no_follow_spawned", t_spawn_no_follow)
 add("signals.handler_allocates", t_signal_handler_allocs)
+add("threads.names", t_thread_names)
 add("fork.relative_output", t_fork_cwd_relative)
 add("fork.pattern_p", t_fork_pattern)
 add("fork.stderr_listing", t_fork_listing)

@@ -497,6 +497,12 @@ static void record_deferred(ht_thread_t *t, const ht_deferred_t *d)
 	atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
 	if ((d->op & 0x0f) == HT_EV_ALLOC && ht_opt_sample_rate)
 		ht_sampled_add(p);
+	if (HT_UNLIKELY(ht_break_on)) { /* numbered like the trace's blocks */
+		if ((d->op & 0x0f) == HT_EV_ALLOC)
+			ht_break_alloc(t, p);
+		else
+			ht_break_free(p);
+	}
 }
 
 #define ALLOC_HOOK_BODY(fn, size, call)                                        \

@@ -53,6 +53,7 @@ HT_CACHE_ALIGN ht_live_stats_t ht_live_stats;
  * at the latest peak if one happened since. */
 typedef struct {
 	uint32_t stack_id;
+	uint64_t first_time; /* of its first allocation (SITE_TIMES) */
 	uint64_t allocs, bytes, frees, live_blocks, live_bytes;
 	uint64_t at_peak, max_live, largest, epoch;
 	uint64_t kind_blocks[4], kind_bytes[4];
@@ -342,6 +343,8 @@ static void live_alloc(uintptr_t addr, uint64_t size, uint64_t time, uint32_t ti
 			if (ht_opt_summary) {
 				site_t *r = &lv.sites[site_of(stack_id)];
 				site_touch(r);
+				if (!r->allocs || time < r->first_time)
+					r->first_time = time;
 				r->allocs++;
 				r->bytes += size;
 				r->frees++;
@@ -375,6 +378,8 @@ static void live_alloc(uintptr_t addr, uint64_t size, uint64_t time, uint32_t ti
 		e->site = site_of(stack_id);
 		site_t *r = &lv.sites[e->site];
 		site_touch(r);
+		if (!r->allocs || time < r->first_time)
+			r->first_time = time;
 		r->allocs++;
 		r->bytes += size;
 		r->live_blocks++;
@@ -767,6 +772,19 @@ void ht_summary_write(void)
 		}
 		ht_writer_record(HT_REC_SITES, rec, n);
 	} while (i < lv.nsites);
+	/* the rows' first times, by stack id (the overflow row has none) */
+	i = 1;
+	while (i < lv.nsites) {
+		size_t n = 0;
+		for (; i < lv.nsites && n + 2 * HT_VARINT_MAX < cap; i++) {
+			if (!lv.sites[i].allocs)
+				continue;
+			n += ht_varint_put(rec + n, lv.sites[i].stack_id);
+			n += ht_varint_put(rec + n, lv.sites[i].first_time);
+		}
+		if (n)
+			ht_writer_record(HT_REC_SITE_TIMES, rec, n);
+	}
 	ht_munmap(rec, cap);
 }
 

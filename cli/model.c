@@ -773,7 +773,7 @@ static int summary_sites(replay_t *r)
 	for (size_t i = 0; i < t->nsummary_rows; i++) {
 		const ht_summary_row_t *row = &t->summary_rows[i];
 		uint32_t k;
-		int e = site_for(r, row->overflow ? UINT64_MAX : row->stack_id, 0, &k);
+		int e = site_for(r, row->overflow ? UINT64_MAX : row->stack_id, row->first_time, &k);
 		if (e)
 			return e;
 		ht_site_t *s = &m->sites[k];

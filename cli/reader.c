@@ -1217,6 +1217,7 @@ static int parse_body(ht_trace_t *t)
 			t->summary_live_bytes = f_u(&f);
 			while (!f.err && f.pos < f.end) {
 				ht_summary_row_t row;
+				row.first_time = 0;
 				row.overflow = f_u(&f) & HT_SITE_OVERFLOW;
 				row.stack_id = f_u(&f);
 				row.allocations = f_u(&f);
@@ -1254,6 +1255,24 @@ static int parse_body(ht_trace_t *t)
 			t->have_summary = true;
 			if (when > t->last_time)
 				t->last_time = when;
+			break;
+		}
+		case HT_REC_SITE_TIMES: {
+			/* rows by stack id: the SITES records just before */
+			ht_map_t by_stack = {0};
+			for (size_t i = 0; i < t->nsummary_rows && r >= 0; i++)
+				if (!t->summary_rows[i].overflow &&
+				    ht_map_put(&by_stack, t->summary_rows[i].stack_id, (uint32_t)i))
+					r = -ENOMEM;
+			while (r >= 0 && !f.err && f.pos < f.end) {
+				uint64_t id = f_u(&f), when = f_u(&f);
+				uint32_t i = f.err ? HT_MAP_NONE : ht_map_get(&by_stack, id);
+				if (i != HT_MAP_NONE)
+					t->summary_rows[i].first_time = when;
+			}
+			ht_map_free(&by_stack);
+			if (r >= 0 && f.err)
+				r = field_fail(t, &f, "SITE_TIMES");
 			break;
 		}
 		case HT_REC_THREAD_NAME: {

@@ -84,6 +84,7 @@ typedef struct ht_summary_row {
 	uint64_t live_blocks, live_bytes; /* at the end */
 	uint64_t bytes_at_peak, max_live_bytes, largest;
 	uint64_t kind_blocks[4], kind_bytes[4]; /* HT_LEAK_DEFINITE.. - 1 */
+	uint64_t first_time; /* its first allocation's (SITE_TIMES), or 0 */
 } ht_summary_row_t;
 /* The classes one leak check gave the live blocks (LEAKS records, format
  * 1.4), sorted by address. */

@@ -38,7 +38,7 @@
 #define HT_FILE_MAGIC_LEN 8
 #define HT_FILE_HEADER_LEN 16
 #define HT_FORMAT_MAJOR 1
-#define HT_FORMAT_MINOR 8
+#define HT_FORMAT_MINOR 9
 #define HT_FILE_ZSTD 0x1u /* body is one or more zstd frames */
 
 /* ---- top-level records ---------------------------------------------------- */
@@ -137,6 +137,13 @@ enum ht_record_tag {
 	 * codes are in column 0 (packed.h, HT_PK_JOINED); other bits are 0.
 	 * The writer of 1.8 writes these instead of THREAD_BATCH. */
 	HT_REC_THREAD_BATCH2 = 0x0d,
+
+	/* Summary mode (format 1.9), after the SITES records: when each site's
+	 * first block was allocated, so that its frames are read in the
+	 * modules loaded then (a library loaded where an unloaded one was
+	 * has the same addresses): pairs of varint stack_id, varint time until
+	 * the payload ends. A site without a pair reads at time 0. */
+	HT_REC_SITE_TIMES = 0x0e,
 };
 #define HT_BATCH_JOINED 0x1u
 

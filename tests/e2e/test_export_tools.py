@@ -74,12 +74,15 @@ def ht_bytes(n):
 
 def check_gui_invariant(t, path):
     """heaptrack_gui 1.4 indexes its size histogram by allocation info: each
-    `a` line must be used by the next `+`, and infos first used in order."""
+    `a` line must be used by the next `+`, and infos first used in order.
+    After the last `+`, an `a` line no `+` uses harms nothing."""
+    lines = path.read_text().splitlines()
+    last_plus = max([i for i, line in enumerate(lines) if line.startswith("+ ")] + [-1])
     seen, pending = 0, None
-    for no, line in enumerate(path.read_text().splitlines(), 1):
+    for no, line in enumerate(lines, 1):
         if line.startswith("a "):
             t.check(pending is None, "line %d: `a` line %d never used before the next one" % (no, seen))
-            pending = seen
+            pending = seen if no - 1 < last_plus else None
             seen += 1
         elif line.startswith("+ "):
             idx = int(line[2:], 16)
@@ -356,6 +359,7 @@ TESTS = [
     ("export_heaptrack_leaks", check_heaptrack("leaks")),
     ("export_heaptrack_cxx_alloc", check_heaptrack("cxx_alloc")),
     ("export_heaptrack_threads", check_heaptrack("threads", threads=5)),
+    ("export_heaptrack_first_freed_last", check_heaptrack("first_freed_last")),
     ("export_flamegraph_leaks_bytes",
      check_flamegraph("leaks", "bytes", False, "leak_(big|small)$", ["leak_big", "leak_small"])),
     ("export_flamegraph_cxx_alloc_peak_icicle",

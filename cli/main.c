@@ -737,6 +737,17 @@ static int cmd_convert(int argc, char **argv)
 		ht_trace_free(t);
 		return 1;
 	}
+	if (eo.cost == HT_COST_TEMPORARY && (m->sample_rate || t->have_summary)) {
+		/* an empty graph would read as "no temporaries" */
+		fprintf(stderr,
+			"heaptrail: %s is a %s: it does not tell temporary allocations, which "
+			"--cost temporary needs\n",
+			path, t->have_summary ? "summary trace (heaptrail run --summary)"
+					      : "sampled trace (heaptrail run --sample-rate)");
+		ht_model_free(m);
+		ht_trace_free(t);
+		return 1;
+	}
 	FILE *out = stdout;
 	if (out_path && !(out = fopen(out_path, "wb"))) {
 		fprintf(stderr, "heaptrail: cannot write %s: %s\n", out_path, strerror(errno));

@@ -511,12 +511,14 @@ int ht_export_flamegraph(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 	xml(out, tr->argc ? tr->argv[0] : exe ? exe : "?");
 	fputs("</text>\n<text class=\"sub\" id=\"subtitle\" x=\"600\" y=\"44\" text-anchor=\"middle\">", out);
 	char g[HT_FMT_LEN];
+	/* samples and summaries cannot tell temporaries: "?" as in the report */
+	bool tmp_known = !m->sample_rate && !tr->have_summary;
 	fprintf(out,
 		"%s allocations \xc2\xb7 %s bytes allocated \xc2\xb7 peak %s bytes \xc2\xb7 leaked %s bytes"
 		" in %s blocks \xc2\xb7 %s temporary",
 		ht_fmt_count(a, tt->allocations), ht_fmt_count(b, tt->bytes_allocated),
 		ht_fmt_count(c, tt->peak_heap_bytes), ht_fmt_count(d, tt->leaked_bytes),
-		ht_fmt_count(f, tt->leaked_blocks), ht_fmt_count(g, tt->temporary));
+		ht_fmt_count(f, tt->leaked_blocks), tmp_known ? ht_fmt_count(g, tt->temporary) : "?");
 	if (omitted)
 		fprintf(out, "; %zu frame%s under %.1f px not drawn", omitted, omitted == 1 ? "" : "s",
 			MIN_WIDTH);

@@ -21,6 +21,8 @@ checked against the exact run and against the program's construction.
   sampling.trace_size    a sampled trace is far smaller than the exact one
   sampling.text          the text report says the rate and marks estimates
   sampling.pprof         pprof carries the weighted values (go tool pprof)
+  sampling.temporary     temporaries are unknown: the flame graph shows "?",
+                         --cost temporary is refused
   sampling.usage         bad --sample-rate values are usage errors
 """
 
@@ -261,6 +263,22 @@ def t_pprof(t):
             max(r[i] for r in rows))
 
 
+def t_temporary(t):
+    # temporaries are unknown when sampled: the flame graph says so (not
+    # "0 temporary"), and --cost temporary is refused, not drawn empty
+    path, rep = sampled(t, SEEDS[0])
+    p = run([HT, "convert", "--format", "flamegraph", path], 60)
+    sub = re.search(r'<text class="sub" id="subtitle"[^>]*>([^<]*)<', text(p.out))
+    t.check(sub and "\u00b7 ? temporary" in sub.group(1),
+            "flamegraph subtitle: temporaries not shown as unknown: %r" % (sub and sub.group(1)))
+    for fmt in ("folded", "flamegraph"):
+        p = run([HT, "convert", "--format", fmt, "--cost", "temporary", path], 60)
+        t.eq("convert --format %s --cost temporary: exit status" % fmt, 1, p.rc)
+        t.check("is a sampled trace" in text(p.err) and "--cost temporary" in text(p.err),
+                "convert --format %s --cost temporary: no clear message: %s" % (fmt, tail(p.err)))
+        t.eq("convert --format %s --cost temporary: output" % fmt, "", text(p.out))
+
+
 def t_usage(t):
     need_tools(t)
     for bad in ("x", "-1", "1e9", "2000000000"):
@@ -280,5 +298,6 @@ TESTS = [
     ("sampling.trace_size", t_trace_size),
     ("sampling.text", t_text),
     ("sampling.pprof", t_pprof),
+    ("sampling.temporary", t_temporary),
     ("sampling.usage", t_usage),
 ]

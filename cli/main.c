@@ -602,6 +602,16 @@ static int cmd_leaks(int argc, char **argv)
 		ht_supp_free(&supps);
 		return 1;
 	}
+	if (growth && t->have_summary) {
+		/* growth is live bytes over time: "no growth" would be a guess */
+		fprintf(stderr, "heaptrail: %s is a summary trace (heaptrail run --summary): it keeps "
+				"totals per site, not the events that --growth needs\n",
+			path);
+		ht_supp_free(&supps);
+		ht_model_free(m);
+		ht_trace_free(t);
+		return 1;
+	}
 	ht_symbolizer_t *sym = ht_symbolizer_new();
 	if (sym)
 		ht_model_add_modules(m, sym);

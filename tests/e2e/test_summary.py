@@ -171,6 +171,12 @@ def t_no_event_views(t):
         p = run([str(HT), "report"] + opt + [str(tr.out_path)], TIMEOUT)
         t.eq("report %s of a summary: exit status" % opt[0], 1, p.rc)
         t.check("is a summary trace" in text(p.err), "report %s: no clear message: %s" % (opt[0], tail(p.err)))
+    for fmt in ("text", "json"):
+        p = run([str(HT), "leaks", "--growth", "--format", fmt, str(tr.out_path)], TIMEOUT)
+        t.eq("leaks --growth --format %s of a summary: exit status" % fmt, 1, p.rc)
+        t.check("is a summary trace" in text(p.err) and "--growth" in text(p.err),
+                "leaks --growth --format %s: no clear message: %s" % (fmt, tail(p.err)))
+        t.eq("leaks --growth --format %s of a summary: output" % fmt, "", text(p.out))
     p = run([str(HT), "report", str(tr.out_path)], TIMEOUT)
     t.check("no tables of heaptrail.h's tags, phases, pools and snapshots" in text(p.out),
             "the text report does not say what a summary lacks: %s" % tail(p.out, 600))

@@ -326,6 +326,14 @@ def check_flamegraph(prog, cost, icicle, term, must_match):
             t.check((kids[0]["y"] > root["y"]) == icicle, "root y %r, child y %r, icicle %s"
                     % (root["y"], kids[0]["y"], icicle))
         t.check(res["hover"] and "%" in res["hover"], "hover line: %r" % res["hover"])
+        # labels stay inside their boxes, before and after a zoom
+        for when in ("before", "after", "reset"):
+            over = ["%s (text to %.2f, box to %.2f)" % (f["text"], f["textEnd"], f["x"] + f["width"])
+                    for f in res[when] or []
+                    if f["textEnd"] is not None and f["textEnd"] > f["x"] + f["width"] + 0.01]
+            t.check(not over, "%s zoom: labels past their box: %s" % (when, over[:5]))
+        if prog == "long_names":
+            t.check(any(f["text"].endswith("..") for f in fr), "no label was shortened")
 
         # click to zoom: the frame spans the width, others outside hide
         zi = res["zoomIdx"]
@@ -367,4 +375,7 @@ TESTS = [
     ("export_flamegraph_threads_allocations",
      check_flamegraph("threads", "allocations", True, "worker[23]_alloc",
                       ["worker2_alloc", "worker3_alloc"])),
+    ("export_flamegraph_long_names",
+     check_flamegraph("long_names", "bytes", False, "long_enough", [
+         "allocate_from_a_function_whose_name_is_long_enough_to_be_cut"])),
 ]

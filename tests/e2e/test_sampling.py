@@ -23,9 +23,13 @@ checked against the exact run and against the program's construction.
   sampling.pprof         pprof carries the weighted values (go tool pprof)
   sampling.temporary     temporaries are unknown: the flame graph shows "?",
                          --cost temporary is refused
+  sampling.chrome        a worker thread's peak (sampled_thread.c): the chrome
+                         marker on that thread, thread figures weighted; the
+                         JSON timeline's peak is peak_heap_bytes
   sampling.usage         bad --sample-rate values are usage errors
 """
 
+import json
 import re
 
 from harness import PROGS, HT, heaptrail_run, leaf, memo, need_tools, report, run, tail, text
@@ -279,6 +283,45 @@ def t_temporary(t):
         t.eq("convert --format %s --cost temporary: output" % fmt, "", text(p.out))
 
 
+def t_chrome(t):
+    # a worker thread makes the peak (sampled_thread.c): the chrome export
+    # puts the marker on it, its thread figures are weighted estimates that
+    # add up to the sites', and the report's timeline peaks at the totals'
+    # peak (one rounding for both)
+    need_tools(t)
+    p = PROGS / "sampled_thread"
+    t.need(p.exists(), "%s not built (make programs)" % p)
+    tr = heaptrail_run([p], ["--sample-rate", str(RATE), "--sample-seed", "1"])
+    t.need(tr.proc.rc == 0 and tr.out_path.exists(), "heaptrail run failed: %s" % tail(tr.proc.err))
+    rep = report(tr.out_path)
+    t.need(not rep.err and rep.proc.rc == 0, rep.err or rep.proc.describe())
+    tot, sites = rep.data["totals"], rep.data["sites"]
+    peak = [pt for pt in rep.data["timeline"] if pt.get("peak")]
+    t.eq("JSON timeline's peak point", [tot["peak_heap_bytes"]], [pt["heap_bytes"] for pt in peak])
+    out = t.tmp / "s.json"
+    c = run([HT, "convert", "--format", "chrome", "-o", out, tr.out_path], 60)
+    t.need(c.rc == 0, "convert --format chrome: %s" % tail(c.err))
+    evs = json.loads(out.read_text())["traceEvents"]
+    names = {e["tid"]: e["args"]["name"] for e in evs if e.get("name") == "thread_name"}
+    marker = [e for e in evs if e.get("cat") == "heap.peak"]
+    t.eq("peak marker's thread", ["thread #1"], [names.get(e["tid"]) for e in marker])
+    t.eq("peak marker's heap_bytes", [tot["peak_heap_bytes"]], [e["args"]["heap_bytes"] for e in marker])
+    heap = [e["args"]["bytes"] for e in evs if e.get("ph") == "C" and e["name"] == "heap"]
+    t.eq("heap counter's highest", tot["peak_heap_bytes"], max(heap + [0]))
+    slices = [e["args"] for e in evs if e.get("ph") == "X"]
+    slack = len(sites) + len(slices)  # each rounded once
+    for k in ("allocations", "bytes_allocated", "frees"):
+        want, got = sum(st[k] for st in sites), sum(a[k] for a in slices)
+        t.check(abs(want - got) <= slack, "thread slices' %s: %d, the sites' estimates: %d" % (k, got, want))
+    got = sum(a["bytes_freed"] for a in slices)
+    want = sum(st["bytes_allocated"] - st["leaked_bytes"] for st in sites)
+    t.check(abs(want - got) <= 2 * slack, "thread slices' bytes_freed: %d, the sites' estimates: %d" % (got, want))
+    acts = [e["args"] for e in evs if e.get("cat") == "heap.activity"]
+    for k in ("allocations", "bytes_allocated", "frees", "bytes_freed"):
+        t.eq("activity instants' %s vs their thread slices" % k,
+             sum(a[k] for a in slices), sum(a[k] for a in acts))
+
+
 def t_usage(t):
     need_tools(t)
     for bad in ("x", "-1", "1e9", "2000000000"):
@@ -299,5 +342,6 @@ TESTS = [
     ("sampling.text", t_text),
     ("sampling.pprof", t_pprof),
     ("sampling.temporary", t_temporary),
+    ("sampling.chrome", t_chrome),
     ("sampling.usage", t_usage),
 ]

@@ -520,12 +520,33 @@ int ht_export_flamegraph(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 	char g[HT_FMT_LEN];
 	/* samples and summaries cannot tell temporaries: "?" as in the report */
 	bool tmp_known = !m->sample_rate && !tr->have_summary;
-	fprintf(out,
-		"%s allocations \xc2\xb7 %s bytes allocated \xc2\xb7 peak %s bytes \xc2\xb7 leaked %s bytes"
-		" in %s blocks \xc2\xb7 %s temporary",
-		ht_fmt_count(a, tt->allocations), ht_fmt_count(b, tt->bytes_allocated),
-		ht_fmt_count(c, tt->peak_heap_bytes), ht_fmt_count(d, tt->leaked_bytes),
-		ht_fmt_count(f, tt->leaked_blocks), tmp_known ? ht_fmt_count(g, tt->temporary) : "?");
+	if (m->sample_rate) {
+		/* the boxes are the sites' estimates: show their sums, which the
+		 * root is, and the agent's exact counts labelled as such */
+		ht_site_t sum = { 0 };
+		for (size_t i = 0; i < m->nsites; i++) {
+			sum.allocations += m->sites[i].allocations;
+			sum.bytes_allocated += m->sites[i].bytes_allocated;
+			sum.peak_bytes += m->sites[i].peak_bytes;
+			sum.leaked_bytes += m->sites[i].leaked_bytes;
+			sum.leaked_blocks += m->sites[i].leaked_blocks;
+		}
+		fprintf(out,
+			"~%s allocations \xc2\xb7 ~%s bytes allocated \xc2\xb7 peak ~%s bytes \xc2\xb7 leaked"
+			" ~%s bytes in ~%s blocks \xc2\xb7 ? temporary",
+			ht_fmt_count(a, sum.allocations), ht_fmt_count(b, sum.bytes_allocated),
+			ht_fmt_count(c, sum.peak_bytes), ht_fmt_count(d, sum.leaked_bytes),
+			ht_fmt_count(f, sum.leaked_blocks));
+		fprintf(out, " (estimates; counted exactly: %s allocations, %s bytes)",
+			ht_fmt_count(a, tt->allocations), ht_fmt_count(b, tt->bytes_allocated));
+	} else {
+		fprintf(out,
+			"%s allocations \xc2\xb7 %s bytes allocated \xc2\xb7 peak %s bytes \xc2\xb7 leaked %s"
+			" bytes in %s blocks \xc2\xb7 %s temporary",
+			ht_fmt_count(a, tt->allocations), ht_fmt_count(b, tt->bytes_allocated),
+			ht_fmt_count(c, tt->peak_heap_bytes), ht_fmt_count(d, tt->leaked_bytes),
+			ht_fmt_count(f, tt->leaked_blocks), tmp_known ? ht_fmt_count(g, tt->temporary) : "?");
+	}
 	if (omitted)
 		fprintf(out, "; %zu frame%s under %.1f px not drawn", omitted, omitted == 1 ? "" : "s",
 			MIN_WIDTH);

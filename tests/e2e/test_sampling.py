@@ -26,6 +26,9 @@ checked against the exact run and against the program's construction.
   sampling.chrome        a worker thread's peak (sampled_thread.c): the chrome
                          marker on that thread, thread figures weighted; the
                          JSON timeline's peak is peak_heap_bytes
+  sampling.export_sums   folded and flamegraph totals are the sums of the
+                         sites' estimates; the flame graph's subtitle agrees
+                         with its root and labels END's exact counts
   sampling.usage         bad --sample-rate values are usage errors
 """
 
@@ -322,6 +325,31 @@ def t_chrome(t):
              sum(a[k] for a in slices), sum(a[k] for a in acts))
 
 
+def t_export_sums(t):
+    # exports weigh each stack by its site's estimate: their totals are the
+    # sums over the report's sites (not END's exact totals), and the flame
+    # graph's subtitle shows the same sums as its root, the exact counts
+    # labelled apart
+    path, rep = sampled(t, SEEDS[0])
+    tot, sites = rep["totals"], rep["sites"]
+    for cost, key in (("bytes", "bytes_allocated"), ("allocations", "allocations")):
+        want = sum(st[key] for st in sites)
+        p = run([HT, "convert", "--format", "folded", "--cost", cost, path], 60)
+        got = sum(int(line.rsplit(" ", 1)[1]) for line in text(p.out).splitlines())
+        t.eq("folded --cost %s sum vs the sites' %s" % (cost, key), want, got)
+        p = run([HT, "convert", "--format", "flamegraph", "--cost", cost, path], 60)
+        m = re.search(r'class="frame root" data-name="all" data-value="(\d+)"', text(p.out))
+        t.eq("flamegraph --cost %s root vs the sites' %s" % (cost, key), want, m and int(m.group(1)))
+        sub = re.search(r'id="subtitle"[^>]*>([^<]*)<', text(p.out))
+        sub = sub.group(1) if sub else ""
+        unit = "bytes allocated" if cost == "bytes" else "allocations"
+        t.check("~{:,} {} \u00b7".format(want, unit) in sub,
+                "subtitle %r lacks the root's ~%d %s" % (sub, want, unit))
+        t.check("counted exactly: {:,} allocations, {:,} bytes".format(
+            tot["allocations"], tot["bytes_allocated"]) in sub,
+            "subtitle %r lacks the exact counts, labelled" % sub)
+
+
 def t_usage(t):
     need_tools(t)
     for bad in ("x", "-1", "1e9", "2000000000"):
@@ -343,5 +371,6 @@ TESTS = [
     ("sampling.pprof", t_pprof),
     ("sampling.temporary", t_temporary),
     ("sampling.chrome", t_chrome),
+    ("sampling.export_sums", t_export_sums),
     ("sampling.usage", t_usage),
 ]

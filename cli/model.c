@@ -678,7 +678,7 @@ static int collect_live_end(replay_t *r)
 			continue;
 		m->live_end[m->nlive_end++] = (ht_live_block_t){
 			b->addr, b->size, b->time, b->seq, r->thread_num[b->thread], b->site,
-			ht_leak_kind_of(lc, b->addr)
+			ht_leak_kind_of(lc, b->addr), b->w
 		};
 	}
 	if (m->nlive_end)

@@ -14,6 +14,8 @@ checked against the exact run and against the program's construction.
   sampling.totals        END's counts stay exact (memcheck's convention): the
                          sampled totals equal the construction's
   sampling.leaks         the leaked site's estimate is within +-10%
+  sampling.leak_list     the leak list (JSON, heaptrail leaks, text) gives the
+                         estimates with intervals, adding up to the summary's
   sampling.frees_pair    a program that frees everything shows nothing live
                          (frees of sampled blocks pair up), for every seed
   sampling.programs      every entry point, C++, custom allocations, threads:
@@ -170,6 +172,34 @@ def t_leaks(t):
                 (seed, tot["leaked_blocks"]))
         leaks = {leaf(lk) for lk in rep["leaks"]}
         t.eq("seed %d: leaking sites" % seed, {"site_leak"}, leaks)
+
+
+def t_leak_list(t):
+    # the leak list shows the same estimates as the summary, with intervals:
+    # JSON leaks[] and the class totals add up to leaked_*, text marks them ~
+    path, rep = sampled(t, SEEDS[0])
+    tot, leaks = rep["totals"], rep["leaks"]
+    t.need(leaks, "no leaks in the sampled report")
+    slack = len(leaks)  # each group rounded once
+    for key, total in (("blocks", "leaked_blocks"), ("bytes", "leaked_bytes")):
+        t.check(abs(sum(lk[key] for lk in leaks) - tot[total]) <= slack,
+                "leaks[] %s sum %d vs totals.%s %d" % (key, sum(lk[key] for lk in leaks), total, tot[total]))
+        classes = sum(tot["%s_%s" % (k, key)] for k in
+                      ("definite", "indirect", "possible", "reachable", "unclassified", "suppressed"))
+        t.check(abs(classes - tot[total]) <= 6, "class %s sum %d vs totals.%s %d" % (key, classes, total, tot[total]))
+    t.check(all(isinstance(lk.get("blocks_ci95"), int) and isinstance(lk.get("bytes_ci95"), int)
+                for lk in leaks), "leaks[] entries lack blocks_ci95/bytes_ci95")
+    big = max(leaks, key=lambda lk: lk["bytes"])
+    t.check(abs(big["blocks"] - 3000) <= 300, "the leaked site's blocks %d: not the estimate of 3000" % big["blocks"])
+    p = run([HT, "leaks", "--format", "json", path], 60)
+    lj = json.loads(text(p.out))
+    t.eq("heaptrail leaks --format json: leaks[] vs the report's",
+         [(lk["blocks"], lk["bytes"], lk.get("blocks_ci95")) for lk in leaks],
+         [(lk["blocks"], lk["bytes"], lk.get("blocks_ci95")) for lk in lj["leaks"]])
+    p = run([HT, "leaks", path], 60)
+    m = re.search(r"^#1\s+~\S+ \S+\s+([\d,]+) B \(\+-[^)]*\) in ~([\d,]+) blocks \(\+-", text(p.out), re.M)
+    t.check(m and int(m.group(2).replace(",", "")) == big["blocks"],
+            "heaptrail leaks: the top leak is not the estimate with its interval: %s" % tail(p.out, 600))
 
 
 def t_frees_pair(t):
@@ -364,6 +394,7 @@ TESTS = [
     ("sampling.estimates", t_estimates),
     ("sampling.totals", t_totals),
     ("sampling.leaks", t_leaks),
+    ("sampling.leak_list", t_leak_list),
     ("sampling.frees_pair", t_frees_pair),
     ("sampling.programs", t_other_programs),
     ("sampling.trace_size", t_trace_size),

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -256,11 +257,17 @@ int ht_leaks_build(const ht_model_t *m, ht_symbolizer_t *sym, ht_supp_list_t *sl
 				goto out;
 			*gi = (uint32_t)out->n;
 			out->g[out->n++] = (ht_leak_group_t){ b->site, k, 0, 0, b->thread_num, b->seq,
-							      b->addr, supp[b->site] };
+							      b->addr, supp[b->site], 0, 0, 0, 0 };
 		}
 		ht_leak_group_t *g = &out->g[*gi];
 		g->blocks++;
 		g->bytes += b->size;
+		/* Horvitz-Thompson, as the model's leaked totals: var (1-p)/p^2 = w(w-1) */
+		double sz = (double)b->size, v = b->w * (b->w - 1);
+		g->est_blocks += b->w;
+		g->est_bytes += sz * b->w;
+		g->var_blocks += v;
+		g->var_bytes += sz * sz * v;
 		if (b->thread_num < g->ex_thread ||
 		    (b->thread_num == g->ex_thread && b->seq < g->ex_seq)) {
 			g->ex_thread = b->thread_num;
@@ -282,11 +289,27 @@ int ht_leaks_build(const ht_model_t *m, ht_symbolizer_t *sym, ht_supp_list_t *sl
 			if (supp[i] < -1)
 				goto out;
 			out->g[out->n++] = (ht_leak_group_t){ (uint32_t)i, k, s->sum_kind_blocks[k],
-							      s->sum_kind_bytes[k], 0, 0, 0, supp[i] };
+							      s->sum_kind_bytes[k], 0, 0, 0, supp[i],
+							      0, 0, 0, 0 };
 		}
 	}
+	/* a sampled trace: the estimates, as the summary's leaked figures */
+	bool sampled = m->sample_rate != 0;
+	double cls_blocks[HT_LEAK_KINDS] = { 0 }, cls_bytes[HT_LEAK_KINDS] = { 0 };
+	double sup_blocks = 0, sup_bytes = 0;
 	for (size_t i = 0; i < out->n; i++) {
 		ht_leak_group_t *g = &out->g[i];
+		if (sampled) {
+			g->blocks = (uint64_t)llround(g->est_blocks);
+			g->bytes = (uint64_t)llround(g->est_bytes);
+			if (g->supp >= 0) {
+				sup_blocks += g->est_blocks;
+				sup_bytes += g->est_bytes;
+			} else {
+				cls_blocks[g->kind] += g->est_blocks;
+				cls_bytes[g->kind] += g->est_bytes;
+			}
+		}
 		if (g->supp >= 0) {
 			out->supp_blocks += g->blocks;
 			out->supp_bytes += g->bytes;
@@ -298,6 +321,14 @@ int ht_leaks_build(const ht_model_t *m, ht_symbolizer_t *sym, ht_supp_list_t *sl
 			out->bytes[g->kind] += g->bytes;
 			out->nshown++;
 		}
+	}
+	if (sampled) { /* one rounding per figure, not a sum of rounded groups */
+		for (unsigned k = 0; k < HT_LEAK_KINDS; k++) {
+			out->blocks[k] = (uint64_t)llround(cls_blocks[k]);
+			out->bytes[k] = (uint64_t)llround(cls_bytes[k]);
+		}
+		out->supp_blocks = (uint64_t)llround(sup_blocks);
+		out->supp_bytes = (uint64_t)llround(sup_bytes);
 	}
 	if (out->n)
 		qsort_r(out->g, out->n, sizeof(*out->g), group_cmp, (void *)m);

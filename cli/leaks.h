@@ -57,13 +57,17 @@ typedef struct ht_leak_group {
 	uint32_t ex_thread; /* 1: the main thread */
 	uint64_t ex_seq, ex_addr;
 	long supp;	  /* index of the suppression that matched, or -1 */
+	/* sampled trace: blocks and bytes are these estimates, rounded, with
+	 * their variances (cli/model.h, ht_est_t) */
+	double est_blocks, est_bytes, var_blocks, var_bytes;
 } ht_leak_group_t;
 
 typedef struct ht_leaks {
 	ht_leak_group_t *g; /* unsuppressed first: by class, then bytes, largest first */
 	size_t n, nshown;   /* nshown: the unsuppressed ones, g[0, nshown) */
 	bool classified;    /* the trace has the exit check's classes */
-	uint64_t blocks[HT_LEAK_KINDS], bytes[HT_LEAK_KINDS]; /* unsuppressed, by class */
+	/* unsuppressed, by class; sampled: estimates rounded once per class */
+	uint64_t blocks[HT_LEAK_KINDS], bytes[HT_LEAK_KINDS];
 	uint64_t supp_blocks, supp_bytes;
 	const ht_supp_list_t *supps; /* may be NULL */
 } ht_leaks_t;

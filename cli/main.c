@@ -115,7 +115,7 @@ static const char help_text[] =
 	"  Write the trace in a format other tools read (heaptrail convert --help lists them).\n"
 	"    -o OUT                  output file (default: standard output)\n"
 	"    --cost bytes|allocations|peak|leaked|temporary\n"
-	"                            what a stack weighs, where the format has one cost\n"
+	"                            what a stack weighs (folded, flamegraph)\n"
 	"    --icicle                flamegraph with the root at the top\n"
 	"\n"
 	"Environment: HEAPTRAIL_AGENT overrides the path of libheaptrail.so.\n";
@@ -602,6 +602,16 @@ static int cmd_leaks(int argc, char **argv)
 		ht_supp_free(&supps);
 		return 1;
 	}
+	if (growth && t->have_summary) {
+		/* growth is live bytes over time: "no growth" would be a guess */
+		fprintf(stderr, "heaptrail: %s is a summary trace (heaptrail run --summary): it keeps "
+				"totals per site, not the events that --growth needs\n",
+			path);
+		ht_supp_free(&supps);
+		ht_model_free(m);
+		ht_trace_free(t);
+		return 1;
+	}
 	ht_symbolizer_t *sym = ht_symbolizer_new();
 	if (sym)
 		ht_model_add_modules(m, sym);
@@ -670,7 +680,7 @@ static int cmd_convert(int argc, char **argv)
 	const ht_exporter_t *fmt = NULL;
 	ht_export_opts_t eo = { NULL, HT_COST_BYTES, false };
 	const char *path = NULL, *out_path = NULL;
-	bool only_args = false;
+	bool only_args = false, cost_given = false;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -705,6 +715,7 @@ static int cmd_convert(int argc, char **argv)
 			if (!ht_cost_parse(v, &eo.cost))
 				return usage_error("convert: unknown cost '%s' "
 						   "(bytes, allocations, peak, leaked, temporary)", v);
+			cost_given = true;
 		} else if (!strcmp(a, "--icicle")) {
 			eo.icicle = true;
 		} else {
@@ -715,6 +726,12 @@ static int cmd_convert(int argc, char **argv)
 		return usage_error("convert: --format is required%s", "");
 	if (!path)
 		return usage_error("convert: no trace file given%s", "");
+	/* an option the format ignores would look as if it had applied */
+	if (cost_given && !fmt->has_cost)
+		return usage_error("convert: --cost goes with folded and flamegraph, not %s",
+				   fmt->name);
+	if (eo.icicle && strcmp(fmt->name, "flamegraph"))
+		return usage_error("convert: --icicle goes with flamegraph, not %s", fmt->name);
 	eo.trace_path = path;
 
 	ht_trace_t *t = NULL;
@@ -733,6 +750,17 @@ static int cmd_convert(int argc, char **argv)
 			"heaptrail: %s is a summary trace (heaptrail run --summary): it holds totals per "
 			"site, not the events that %s shows; convert it to pprof, folded or flamegraph\n",
 			path, fmt->name);
+		ht_model_free(m);
+		ht_trace_free(t);
+		return 1;
+	}
+	if (eo.cost == HT_COST_TEMPORARY && (m->sample_rate || t->have_summary)) {
+		/* an empty graph would read as "no temporaries" */
+		fprintf(stderr,
+			"heaptrail: %s is a %s: it does not tell temporary allocations, which "
+			"--cost temporary needs\n",
+			path, t->have_summary ? "summary trace (heaptrail run --summary)"
+					      : "sampled trace (heaptrail run --sample-rate)");
 		ht_model_free(m);
 		ht_trace_free(t);
 		return 1;

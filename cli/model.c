@@ -295,8 +295,9 @@ typedef struct replay {
 	tl_ctx_t *tlc;	   /* timelines folded on the way (m->timelines) */
 	size_t ntlc;
 	uint64_t cur_bytes, cur_blocks;
-	double cur_w; /* blocks the live samples stand for */
-	double rate;  /* the trace's sample rate; 0 = exact */
+	double cur_w;	/* blocks the live samples stand for */
+	double cur_est; /* bytes they stand for, unrounded (heap_now) */
+	double rate;	/* the trace's sample rate; 0 = exact */
 	ht_map_t pool_row; /* pool id -> its current row in m->pools */
 	size_t cap_pools, cap_snapshots, cap_checks;
 	uint32_t *thread_num; /* per thread: its allocation-number prefix, 0 = none yet */
@@ -359,7 +360,16 @@ static inline void site_est_live(replay_t *r, uint32_t si, uint64_t size, double
 
 /* Returns the bytes the block freed stood for (its size unless sampled)
  * and *w the blocks, or UINT64_MAX when it was unknown. */
-static uint64_t do_free(replay_t *r, uint64_t addr, double *w)
+/* The live heap: in a sampled trace the running estimate rounded once, so
+ * that the timelines' highest point is the totals' peak_heap_bytes (a sum
+ * of blocks rounded one by one would drift from it). */
+static uint64_t heap_now(const replay_t *r)
+{
+	return r->rate ? round_u64(r->cur_est) : r->cur_bytes;
+}
+
+/* *w, *wbytes: the blocks and bytes the freed block stood for. */
+static uint64_t do_free(replay_t *r, uint64_t addr, double *w, double *wbytes)
 {
 	live_t *b = live_find(&r->live, addr);
 	ht_totals_t *tot = &r->m->totals;
@@ -369,6 +379,7 @@ static uint64_t do_free(replay_t *r, uint64_t addr, double *w)
 	}
 	uint64_t size = b->wsize;
 	*w = b->w;
+	*wbytes = (double)b->size * b->w;
 	site_touch(r, b->site);
 	site_est_live(r, b->site, b->size, -1);
 	ht_site_t *s = &r->m->sites[b->site];
@@ -378,6 +389,7 @@ static uint64_t do_free(replay_t *r, uint64_t addr, double *w)
 	r->cur_bytes -= b->wsize;
 	r->cur_blocks--;
 	r->cur_w -= b->w;
+	r->cur_est -= (double)b->size * b->w;
 	{
 		tot->frees++;
 		s->frees++;
@@ -415,6 +427,7 @@ static int do_alloc(replay_t *r, const ht_event_t *ev)
 		r->cur_bytes -= old->wsize;
 		r->cur_blocks--;
 		r->cur_w -= old->w;
+		r->cur_est -= (double)old->size * old->w;
 		live_remove(&r->live, old);
 		tot->reused_addresses++;
 	}
@@ -438,6 +451,7 @@ static int do_alloc(replay_t *r, const ht_event_t *ev)
 	r->cur_bytes += v.wsize;
 	r->cur_blocks++;
 	r->cur_w += w;
+	r->cur_est += sz * w;
 	{
 		tot->allocations++;
 		tot->bytes_allocated += ev->size;
@@ -537,7 +551,7 @@ static int take_snapshot(replay_t *r, const ht_event_t *ev)
 	sn->name_id = ev->name_id;
 	sn->time = ev->time;
 	sn->thread = ev->thread;
-	sn->live_bytes = r->cur_bytes;
+	sn->live_bytes = heap_now(r);
 	sn->live_blocks = r->rate ? round_u64(r->cur_w) : r->cur_blocks;
 	for (size_t i = 0; i < m->nsites; i++) {
 		const ht_site_t *s = &m->sites[i];
@@ -664,7 +678,7 @@ static int collect_live_end(replay_t *r)
 			continue;
 		m->live_end[m->nlive_end++] = (ht_live_block_t){
 			b->addr, b->size, b->time, b->seq, r->thread_num[b->thread], b->site,
-			ht_leak_kind_of(lc, b->addr)
+			ht_leak_kind_of(lc, b->addr), b->w
 		};
 	}
 	if (m->nlive_end)
@@ -672,18 +686,18 @@ static int collect_live_end(replay_t *r)
 	return 0;
 }
 
-/* The heap after ev, into the timelines asked for (freed, fw: what
+/* The heap after ev, into the timelines asked for (freed, fw, fwb: what
  * do_free returned for a FREE). */
-static void replay_fold(replay_t *r, const ht_event_t *ev, uint64_t freed, double fw)
+static void replay_fold(replay_t *r, const ht_event_t *ev, uint64_t freed, double fw, double fwb)
 {
-	ht_replay_step_t st = { r->cur_bytes, r->rate ? round_u64(r->cur_w) : r->cur_blocks, 0, 0, 0,
+	ht_replay_step_t st = { heap_now(r), r->rate ? round_u64(r->cur_w) : r->cur_blocks, 0, 0, 0,
 				false };
 	if (ev->type == HT_EV_FREE) {
 		st.ignored = freed == UINT64_MAX;
 		if (!st.ignored) {
 			st.freed_bytes = freed;
 			st.weight = fw;
-			st.weight_bytes = (double)freed;
+			st.weight_bytes = fwb;
 		}
 	} else if (ev->type == HT_EV_ALLOC || ev->type == HT_EV_REALLOC) {
 		double var;
@@ -714,12 +728,12 @@ static int replay_run(replay_t *r)
 			goto out;
 		switch (ev.type) {
 		case HT_EV_FREE: { /* for a REALLOC, its free half came first */
-			double fw = 0;
-			uint64_t freed = do_free(r, ev.addr, &fw);
+			double fw = 0, fwb = 0;
+			uint64_t freed = do_free(r, ev.addr, &fw, &fwb);
 			if (ev.pooled && (e = pool_event(r, &ev, freed, fw)))
 				goto out;
 			if (r->ntlc)
-				replay_fold(r, &ev, freed, fw);
+				replay_fold(r, &ev, freed, fw, fwb);
 			break;
 		}
 		case HT_EV_POOL:
@@ -742,19 +756,19 @@ static int replay_run(replay_t *r)
 				goto out;
 			if (ev.pooled && (e = pool_event(r, &ev, 0, 0)))
 				goto out;
-			if (r->cur_bytes > tot->peak_heap_bytes) {
-				tot->peak_heap_bytes = r->cur_bytes;
+			if (heap_now(r) > tot->peak_heap_bytes) {
+				tot->peak_heap_bytes = heap_now(r);
 				tot->peak_time_ns = ev.time;
 				r->peak_ver++; /* every site's figures now are the peak's */
 			}
 			if (r->ntlc)
-				replay_fold(r, &ev, 0, 0);
+				replay_fold(r, &ev, 0, 0, 0);
 			break;
 		case HT_EV_RSS:
 			if (ev.size > tot->peak_rss_bytes)
 				tot->peak_rss_bytes = ev.size;
 			if (r->ntlc)
-				replay_fold(r, &ev, 0, 0);
+				replay_fold(r, &ev, 0, 0, 0);
 			break;
 		}
 	}
@@ -1003,7 +1017,7 @@ static void use_estimates(ht_model_t *m)
 	tot->temporary = 0;
 	tot->leaked_blocks = round_u64(tot->est.leaked_blocks);
 	tot->leaked_bytes = round_u64(tot->est.leaked_bytes);
-	tot->peak_heap_bytes = round_u64(tot->est.peak_bytes);
+	/* peak_heap_bytes stays the replay's (heap_now): the timelines' peak */
 	for (size_t i = 0; i < m->npools; i++) {
 		ht_pool_stat_t *p = &m->pools[i];
 		p->allocations = round_u64(p->est[0]);
@@ -1303,6 +1317,8 @@ int ht_model_replay(const ht_model_t *m, ht_replay_fn fn, void *ctx)
 	ht_replay_step_t st = { 0, 0, 0, false, 0, 0 };
 	double rate = m->sample_rate;
 	double heap_w = 0; /* exact in an unsampled trace: sums of 1 */
+	double heap_est = 0; /* sampled: rounded once, as heap_now() */
+	uint64_t heap = 0;
 	ht_event_t ev;
 	while (!e && ht_merge_next(mg, &ev)) {
 		live_t *b;
@@ -1314,9 +1330,10 @@ int ht_model_replay(const ht_model_t *m, ht_replay_fn fn, void *ctx)
 			if ((b = live_find(&lt, ev.addr))) {
 				st.freed_bytes = b->wsize;
 				st.weight = b->w;
-				st.weight_bytes = (double)b->wsize;
-				st.heap_bytes -= b->wsize;
+				st.weight_bytes = (double)b->size * b->w;
+				heap -= b->wsize;
 				heap_w -= b->w;
+				heap_est -= st.weight_bytes;
 				live_remove(&lt, b);
 			} else {
 				st.ignored = true;
@@ -1325,8 +1342,9 @@ int ht_model_replay(const ht_model_t *m, ht_replay_fn fn, void *ctx)
 		case HT_EV_ALLOC:
 		case HT_EV_REALLOC: {
 			if ((b = live_find(&lt, ev.addr))) {
-				st.heap_bytes -= b->wsize;
+				heap -= b->wsize;
 				heap_w -= b->w;
+				heap_est -= (double)b->size * b->w;
 				live_remove(&lt, b);
 			}
 			double var;
@@ -1336,13 +1354,15 @@ int ht_model_replay(const ht_model_t *m, ht_replay_fn fn, void *ctx)
 				     st.weight, 0, 0, ev.thread, ev.time };
 			if ((e = live_insert(&lt, &v)))
 				break;
-			st.heap_bytes += v.wsize;
+			heap += v.wsize;
 			heap_w += st.weight;
+			heap_est += st.weight_bytes;
 			break;
 		}
 		default:
 			break;
 		}
+		st.heap_bytes = rate ? round_u64(heap_est) : heap;
 		st.heap_blocks = round_u64(heap_w);
 		if (!e)
 			e = fn(ctx, &ev, &st);

@@ -116,6 +116,7 @@ typedef struct ht_live_block {
 	uint32_t thread_num; /* 1: the main thread, then 2, 3, ... */
 	uint32_t site;	     /* index into ht_model_t.sites */
 	unsigned kind;	     /* HT_LEAK_*, or 0: unclassified (no class known) */
+	double w;	     /* blocks it stands for: 1, or 1/p when sampled */
 } ht_live_block_t;
 
 /* Leak classes, indexed by HT_LEAK_* (0: unclassified). */

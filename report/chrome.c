@@ -88,10 +88,12 @@ static const char *base_name(const char *p)
 	return s ? s + 1 : p;
 }
 
-/* Per-thread figures, from one replay. */
+/* Per-thread figures, from one replay: in a sampled trace weighted
+ * estimates, as the report's sites have them. */
 typedef struct thread_acc {
 	uint64_t first, last; /* times of its first and last heap events */
 	uint64_t allocations, frees, bytes_allocated, bytes_freed;
+	double w_allocs, w_frees, w_bytes, w_freed; /* unrounded sums of the above */
 	/* the open activity slice */
 	size_t slot;	      /* its bucket, SIZE_MAX when empty */
 	uint64_t s_first, s_last, s_allocs, s_frees, s_bytes, s_freed;
@@ -102,9 +104,18 @@ typedef struct pass {
 	thread_acc_t *th;
 	uint64_t span;
 	uint64_t max_so_far;
-	uint32_t peak_thread;
+	uint32_t peak_thread; /* of the allocation that first reached max_so_far */
 	bool have_peak;
 } pass_t;
+
+/* Add x to the running sum *sum; returns what that adds to its rounded
+ * value, so that rounded parts (slices, threads) add up with no error. */
+static uint64_t add_rounded(double *sum, double x)
+{
+	uint64_t before = (uint64_t)(*sum + 0.5);
+	*sum += x;
+	return (uint64_t)(*sum + 0.5) - before;
+}
 
 static uint64_t thread_tid(const ht_trace_t *t, uint32_t i)
 {
@@ -156,28 +167,32 @@ static int activity_step(void *ctx, const ht_event_t *ev, const ht_replay_step_t
 		a->slot = slot;
 		a->s_first = ev->time;
 	}
-	if (!a->allocations && !a->frees)
+	if (!a->w_allocs && !a->w_frees)
 		a->first = ev->time;
 	a->last = a->s_last = ev->time;
+	uint64_t d;
 	if (ev->type == HT_EV_FREE) {
-		a->frees++;
-		a->s_frees++;
-		a->bytes_freed += st->freed_bytes;
-		a->s_freed += st->freed_bytes;
+		d = add_rounded(&a->w_frees, st->weight);
+		a->frees += d;
+		a->s_frees += d;
+		d = add_rounded(&a->w_freed, st->weight_bytes);
+		a->bytes_freed += d;
+		a->s_freed += d;
 		return 0;
 	}
-	a->allocations++;
-	a->s_allocs++;
-	a->bytes_allocated += ev->size;
-	a->s_bytes += ev->size;
-	/* the first allocation that reaches the model's peak made it */
-	if (!p->have_peak && st->heap_bytes == p->w->m->totals.peak_heap_bytes &&
-	    st->heap_bytes > p->max_so_far) {
+	d = add_rounded(&a->w_allocs, st->weight);
+	a->allocations += d;
+	a->s_allocs += d;
+	d = add_rounded(&a->w_bytes, st->weight_bytes);
+	a->bytes_allocated += d;
+	a->s_bytes += d;
+	/* the allocation that first reached the replay's highest heap made the
+	 * peak (the model's rule), whatever rounding a sampled trace has */
+	if (st->heap_bytes > p->max_so_far) {
+		p->max_so_far = st->heap_bytes;
 		p->have_peak = true;
 		p->peak_thread = ev->thread;
 	}
-	if (st->heap_bytes > p->max_so_far)
-		p->max_so_far = st->heap_bytes;
 	return 0;
 }
 

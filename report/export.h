@@ -38,6 +38,7 @@ typedef struct ht_exporter {
 	ht_export_fn write;
 	const char *what;  /* one line for --help */
 	bool needs_events; /* shows events over time: refused for a summary trace */
+	bool has_cost;	   /* weighs stacks by one cost: takes --cost */
 } ht_exporter_t;
 
 /* The table, ended by an entry with name == NULL. */

@@ -10,14 +10,14 @@ int ht_export_flamegraph(FILE *, const ht_model_t *, ht_symbolizer_t *, const ht
 int ht_export_heaptrack(FILE *, const ht_model_t *, ht_symbolizer_t *, const ht_export_opts_t *);
 
 const ht_exporter_t ht_exporters[] = {
-	{ "flamegraph", ht_export_flamegraph, "flame graph SVG (inline JS: tooltips, zoom, search; --cost, --icicle)", false },
-	{ "heaptrack", ht_export_heaptrack, "heaptrack's format, for heaptrack_print and heaptrack_gui", true },
-	{ "pprof", ht_export_pprof, "gzipped pprof profile (go tool pprof, speedscope); all costs as sample types", false },
-	{ "folded", ht_export_folded, "folded stacks 'root;...;leaf COST' (flamegraph.pl, speedscope); --cost", false },
-	{ "events", ht_export_events, "every allocation, free and realloc as JSON lines, in time order", true },
-	{ "chrome", ht_export_chrome, "Chrome Trace Event JSON: heap/RSS counters, a track per thread, the peak (Perfetto, DevTools, speedscope)", true },
-	{ "massif", ht_export_massif, "valgrind massif.out: snapshots over time, detailed tree at the peak (ms_print, massif-visualizer)", true },
-	{ NULL, NULL, NULL, false },
+	{ "flamegraph", ht_export_flamegraph, "flame graph SVG (inline JS: tooltips, zoom, search; --cost, --icicle)", false, true },
+	{ "heaptrack", ht_export_heaptrack, "heaptrack's format, for heaptrack_print and heaptrack_gui", true, false },
+	{ "pprof", ht_export_pprof, "gzipped pprof profile (go tool pprof, speedscope); all costs as sample types", false, false },
+	{ "folded", ht_export_folded, "folded stacks 'root;...;leaf COST' (flamegraph.pl, speedscope); --cost", false, true },
+	{ "events", ht_export_events, "every allocation, free and realloc as JSON lines, in time order", true, false },
+	{ "chrome", ht_export_chrome, "Chrome Trace Event JSON: heap/RSS counters, a track per thread, the peak (Perfetto, DevTools, speedscope)", true, false },
+	{ "massif", ht_export_massif, "valgrind massif.out: snapshots over time, detailed tree at the peak (ms_print, massif-visualizer)", true, false },
+	{ NULL, NULL, NULL, false, false },
 };
 
 uint64_t ht_site_cost(const ht_site_t *s, ht_cost_t c)

@@ -371,13 +371,20 @@ static const char script[] =
 	"  const fmt = (v) => v.toLocaleString('en-US');\n"
 	"  const pct = (v) => (total ? 100 * v / total : 0).toFixed(2) + '%';\n"
 	"  let zoomed = null;\n"
-	"  /* fit the label into its box, as flamegraph.pl does */\n"
+	"  /* fit the label into its box, cut with '..': measured, since a\n"
+	"     character's width depends on the font the browser picked */\n"
 	"  function fit(g) {\n"
 	"    const r = g.querySelector('rect'), t = g.querySelector('text');\n"
-	"    const w = +r.getAttribute('width'), name = g.getAttribute('data-name');\n"
+	"    const w = +r.getAttribute('width') - 6, name = g.getAttribute('data-name');\n"
 	"    t.setAttribute('x', +r.getAttribute('x') + 3);\n"
-	"    const chars = Math.floor((w - 6) / 7);\n"
-	"    t.textContent = chars < 3 ? '' : name.length <= chars ? name : name.slice(0, chars - 2) + '..';\n"
+	"    const fits = (s) => { t.textContent = s; return t.getComputedTextLength() <= w; };\n"
+	"    if (w < 18 || fits(name)) { if (w < 18) t.textContent = ''; return; }\n"
+	"    let lo = 0, hi = name.length - 1; /* the longest cut that fits */\n"
+	"    while (lo < hi) {\n"
+	"      const mid = (lo + hi + 1) >> 1;\n"
+	"      if (fits(name.slice(0, mid) + '..')) lo = mid; else hi = mid - 1;\n"
+	"    }\n"
+	"    t.textContent = lo ? name.slice(0, lo) + '..' : '';\n"
 	"  }\n"
 	"  function place(g, x, w) {\n"
 	"    const r = g.querySelector('rect');\n"
@@ -511,12 +518,35 @@ int ht_export_flamegraph(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 	xml(out, tr->argc ? tr->argv[0] : exe ? exe : "?");
 	fputs("</text>\n<text class=\"sub\" id=\"subtitle\" x=\"600\" y=\"44\" text-anchor=\"middle\">", out);
 	char g[HT_FMT_LEN];
-	fprintf(out,
-		"%s allocations \xc2\xb7 %s bytes allocated \xc2\xb7 peak %s bytes \xc2\xb7 leaked %s bytes"
-		" in %s blocks \xc2\xb7 %s temporary",
-		ht_fmt_count(a, tt->allocations), ht_fmt_count(b, tt->bytes_allocated),
-		ht_fmt_count(c, tt->peak_heap_bytes), ht_fmt_count(d, tt->leaked_bytes),
-		ht_fmt_count(f, tt->leaked_blocks), ht_fmt_count(g, tt->temporary));
+	/* samples and summaries cannot tell temporaries: "?" as in the report */
+	bool tmp_known = !m->sample_rate && !tr->have_summary;
+	if (m->sample_rate) {
+		/* the boxes are the sites' estimates: show their sums, which the
+		 * root is, and the agent's exact counts labelled as such */
+		ht_site_t sum = { 0 };
+		for (size_t i = 0; i < m->nsites; i++) {
+			sum.allocations += m->sites[i].allocations;
+			sum.bytes_allocated += m->sites[i].bytes_allocated;
+			sum.peak_bytes += m->sites[i].peak_bytes;
+			sum.leaked_bytes += m->sites[i].leaked_bytes;
+			sum.leaked_blocks += m->sites[i].leaked_blocks;
+		}
+		fprintf(out,
+			"~%s allocations \xc2\xb7 ~%s bytes allocated \xc2\xb7 peak ~%s bytes \xc2\xb7 leaked"
+			" ~%s bytes in ~%s blocks \xc2\xb7 ? temporary",
+			ht_fmt_count(a, sum.allocations), ht_fmt_count(b, sum.bytes_allocated),
+			ht_fmt_count(c, sum.peak_bytes), ht_fmt_count(d, sum.leaked_bytes),
+			ht_fmt_count(f, sum.leaked_blocks));
+		fprintf(out, " (estimates; counted exactly: %s allocations, %s bytes)",
+			ht_fmt_count(a, tt->allocations), ht_fmt_count(b, tt->bytes_allocated));
+	} else {
+		fprintf(out,
+			"%s allocations \xc2\xb7 %s bytes allocated \xc2\xb7 peak %s bytes \xc2\xb7 leaked %s"
+			" bytes in %s blocks \xc2\xb7 %s temporary",
+			ht_fmt_count(a, tt->allocations), ht_fmt_count(b, tt->bytes_allocated),
+			ht_fmt_count(c, tt->peak_heap_bytes), ht_fmt_count(d, tt->leaked_bytes),
+			ht_fmt_count(f, tt->leaked_blocks), tmp_known ? ht_fmt_count(g, tt->temporary) : "?");
+	}
 	if (omitted)
 		fprintf(out, "; %zu frame%s under %.1f px not drawn", omitted, omitted == 1 ? "" : "s",
 			MIN_WIDTH);

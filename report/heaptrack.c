@@ -37,7 +37,9 @@
  *       right after the last plain `+` (the lines since are held in memory
  *       while that block lives); failing that (no such `+`, or the peak's
  *       pair in between), later, past frees only, to right after the next
- *       plain `+` whose heap stays below the peak.
+ *       plain `+` whose heap stays below the peak; failing that too, to the
+ *       end, under a new info index of its size and trace (an `a` line no
+ *       `+` uses is harmless there: invariant 1 concerns `+` lines only).
  *  3. Heap at every `+` line is what it was at that event, except where a
  *     pulled free lowers it, which is harmless everywhere but at the event
  *     that first reached the global peak. A temporary whose lifetime spans
@@ -513,6 +515,19 @@ static void put_minus(hk_t *h, uint32_t idx)
 	h->heap -= h->keys[h->info_key[idx]].size;
 }
 
+/* Write the `a` line of a new info index for key k. NONE on -ENOMEM. */
+static uint32_t new_info(hk_t *h, uint32_t k)
+{
+	if (h->ninfos >= NONE - 1 ||
+	    ht_util_grow((void **)&h->info_key, &h->cap_infos, h->ninfos + 1, sizeof(*h->info_key))) {
+		h->err = -ENOMEM;
+		return NONE;
+	}
+	h->info_key[h->ninfos] = k;
+	fprintf(h->out, "a %" PRIx64 " %" PRIx32 "\n", h->keys[k].size, h->keys[k].trace);
+	return (uint32_t)h->ninfos++;
+}
+
 /* Write `+` for key k, avoiding info index `avoid` (the index of the `-`
  * that follows, or NONE). Returns the info index used. */
 static uint32_t write_plus(hk_t *h, uint32_t k, uint32_t avoid)
@@ -521,14 +536,9 @@ static uint32_t write_plus(hk_t *h, uint32_t k, uint32_t avoid)
 	uint32_t idx = key->primary != avoid ? key->primary : key->secondary;
 	if (idx == NONE || idx == avoid) {
 		/* a new info for this key: `a` line right before its first use */
-		if (h->ninfos >= NONE - 1 ||
-		    ht_util_grow((void **)&h->info_key, &h->cap_infos, h->ninfos + 1, sizeof(*h->info_key))) {
-			h->err = -ENOMEM;
+		idx = new_info(h, k);
+		if (idx == NONE)
 			return 0;
-		}
-		idx = (uint32_t)h->ninfos;
-		h->info_key[h->ninfos++] = k;
-		fprintf(h->out, "a %" PRIx64 " %" PRIx32 "\n", key->size, key->trace);
 		/* index 0 serves one block only (invariant 2) */
 		if (idx != 0) {
 			if (key->primary == NONE)
@@ -751,8 +761,14 @@ int ht_export_heaptrack(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 		flush_held(&h, NONE);
 		h.seg_on = false;
 		seg_restart(&h);
-		if (h.b0_deferred) /* no room before the end: heaptrack may count it */
-			put_minus(&h, 0);
+		if (h.b0_deferred) {
+			/* no room before the end: `- 0` after a free would be
+			 * temporary, so free it under a new info of its size and
+			 * trace; after the last `+` no histogram entry needs it */
+			uint32_t alias = new_info(&h, h.info_key[0]);
+			if (alias != NONE)
+				put_minus(&h, alias);
+		}
 		/* the run's end and the kernel's high-water mark, as the model has them */
 		note_time(&h, m->totals.duration_ns);
 		note_rss(&h, m->totals.peak_rss_bytes);

@@ -26,14 +26,34 @@ static const char *const class_title[HT_LEAK_KINDS] = {
 
 /* ---- text ----------------------------------------------------------------------- */
 
+/* A sampled trace's figures are estimates: "~" before them, as the summary
+ * has it, and " (+-H)" after a group's, H the half width of its 95% interval. */
+static const char *approx(const ht_model_t *m)
+{
+	return m->sample_rate ? "~" : "";
+}
+
+static char *ci(char *buf, const ht_model_t *m, double var, bool bytes)
+{
+	char tmp[HT_FMT_LEN];
+	buf[0] = 0;
+	if (m->sample_rate) {
+		uint64_t h = (uint64_t)(ht_ci95(var) + 0.5);
+		snprintf(buf, 2 * HT_FMT_LEN, " (+-%s)", bytes ? ht_fmt_size(tmp, h) : ht_fmt_count(tmp, h));
+	}
+	return buf;
+}
+
 /* One class's groups, g[from, to), at most top of them. */
 static int print_class(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const ht_leaks_t *l,
 		       size_t from, size_t to, size_t top, uint32_t *labels, uint32_t *next)
 {
 	unsigned kind = l->g[from].kind;
 	char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN], d[HT_FMT_LEN], num[48];
-	fprintf(out, "\n%s: %s (%s B) in %s block%s, %zu stack%s\n", class_title[kind],
-		ht_fmt_size(a, l->bytes[kind]), ht_fmt_count(b, l->bytes[kind]),
+	char cb[2 * HT_FMT_LEN], cn[2 * HT_FMT_LEN];
+	const char *ap = approx(m);
+	fprintf(out, "\n%s: %s%s (%s B) in %s%s block%s, %zu stack%s\n", class_title[kind], ap,
+		ht_fmt_size(a, l->bytes[kind]), ht_fmt_count(b, l->bytes[kind]), ap,
 		ht_fmt_count(c, l->blocks[kind]), l->blocks[kind] == 1 ? "" : "s", to - from,
 		to - from == 1 ? "" : "s");
 	size_t shown = to - from < top ? to - from : top;
@@ -48,11 +68,15 @@ static int print_class(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, con
 		char eg[64] = "";
 		if (g->ex_seq)
 			snprintf(eg, sizeof eg, ", e.g. block %s", ht_alloc_number(num, g->ex_thread, g->ex_seq));
-		fprintf(out, "%s#%-3zu%10s  %s B in %s block%s (of %s allocated here)%s"
+		char size[2 * HT_FMT_LEN];
+		snprintf(size, sizeof(size), "%s%s", ap, ht_fmt_size(a, g->bytes));
+		fprintf(out, "%s#%-3zu%10s  %s B%s in %s%s block%s%s (of %s%s allocated here)%s"
 			"  [site %u]\n",
-			i ? "\n" : "", i + 1, ht_fmt_size(a, g->bytes), ht_fmt_count(b, g->bytes),
+			i ? "\n" : "", i + 1, size,
+			ht_fmt_count(b, g->bytes), ci(cb, m, g->var_bytes, true), ap,
 			ht_fmt_count(c, g->blocks), g->blocks == 1 ? "" : "s",
-			ht_fmt_count(d, s->allocations), eg, labels[g->site]);
+			ci(cn, m, g->var_blocks, false), ap, ht_fmt_count(d, s->allocations), eg,
+			labels[g->site]);
 		e = ht_report_stack_text(out, m, sym, s, repeat);
 	}
 	if (!e && to - from > shown) {
@@ -61,8 +85,8 @@ static int print_class(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, con
 			bytes += l->g[i].bytes;
 			blocks += l->g[i].blocks;
 		}
-		fprintf(out, "\n... and %zu more stacks: %s in %s blocks (--top 0 shows all)\n",
-			to - from - shown, ht_fmt_size(a, bytes), ht_fmt_count(b, blocks));
+		fprintf(out, "\n... and %zu more stacks: %s%s in %s%s blocks (--top 0 shows all)\n",
+			to - from - shown, ap, ht_fmt_size(a, bytes), ap, ht_fmt_count(b, blocks));
 	}
 	return e;
 }
@@ -104,10 +128,10 @@ int ht_report_leaks_text_labeled(FILE *out, const ht_model_t *m, ht_symbolizer_t
 		while (j < l->nshown && l->g[j].kind == l->g[i].kind)
 			j++;
 		if (l->g[i].kind == HT_LEAK_REACHABLE && !show_reachable)
-			fprintf(out, "\nstill reachable: %s (%s B) in %s block%s, %zu stack%s"
-				" (--show-reachable lists them)\n",
+			fprintf(out, "\nstill reachable: %s%s (%s B) in %s%s block%s, %zu stack%s"
+				" (--show-reachable lists them)\n", approx(m),
 				ht_fmt_size(a, l->bytes[HT_LEAK_REACHABLE]),
-				ht_fmt_count(b, l->bytes[HT_LEAK_REACHABLE]),
+				ht_fmt_count(b, l->bytes[HT_LEAK_REACHABLE]), approx(m),
 				ht_fmt_count(c, l->blocks[HT_LEAK_REACHABLE]),
 				l->blocks[HT_LEAK_REACHABLE] == 1 ? "" : "s", j - i, j - i == 1 ? "" : "s");
 		else
@@ -118,9 +142,9 @@ int ht_report_leaks_text_labeled(FILE *out, const ht_model_t *m, ht_symbolizer_t
 		size_t np = 0;
 		for (size_t i = 0; l->supps && i < l->supps->n; i++)
 			np += l->supps->s[i].blocks > 0;
-		fprintf(out, "\nsuppressed: %s (%s B) in %s blocks, by %zu pattern%s:\n",
-			ht_fmt_size(a, l->supp_bytes), ht_fmt_count(b, l->supp_bytes),
-			ht_fmt_count(c, l->supp_blocks), np, np == 1 ? "" : "s");
+		fprintf(out, "\nsuppressed: %s%s (%s B) in %s%s blocks, by %zu pattern%s:\n",
+			approx(m), ht_fmt_size(a, l->supp_bytes), ht_fmt_count(b, l->supp_bytes),
+			approx(m), ht_fmt_count(c, l->supp_blocks), np, np == 1 ? "" : "s");
 		for (size_t i = 0; l->supps && i < l->supps->n; i++) {
 			const ht_supp_t *s = &l->supps->s[i];
 			if (s->blocks)
@@ -248,8 +272,12 @@ int ht_report_leaks_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, c
 			err = (int)nf;
 			break;
 		}
-		fprintf(out, "%s\n  {\"blocks\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"kind\": ",
-			i ? "," : "", g->blocks, g->bytes);
+		fprintf(out, "%s\n  {\"blocks\": %" PRIu64 ", \"bytes\": %" PRIu64, i ? "," : "",
+			g->blocks, g->bytes);
+		if (m->sample_rate)
+			fprintf(out, ", \"blocks_ci95\": %.0f, \"bytes_ci95\": %.0f",
+				ht_ci95(g->var_blocks), ht_ci95(g->var_bytes));
+		fputs(", \"kind\": ", out);
 		ht_json_str(out, ht_leak_kind_name(g->kind));
 		if (g->ex_seq) /* summary mode knows no single block */
 			fprintf(out, ", \"block\": \"%s\", \"block_address\": \"0x%" PRIx64 "\"",

@@ -42,6 +42,13 @@ def t_bad_options(t):
     usage_case(t, ["report", "--no-such-option", str(t.tmp / "x.ht")], "report, unknown option")
     usage_case(t, ["report", "--format", "xml", str(t.tmp / "x.ht")], "report --format xml")
     usage_case(t, ["report", "--top", "lots", str(t.tmp / "x.ht")], "report --top lots")
+    # options a format has no use for are refused, not silently ignored
+    for fmt in ("pprof", "massif", "heaptrack", "events", "chrome"):
+        usage_case(t, ["convert", "--format", fmt, "--cost", "peak", str(t.tmp / "x.ht")],
+                   "convert --format %s --cost" % fmt)
+    for fmt in ("folded", "pprof"):
+        usage_case(t, ["convert", "--format", fmt, "--icicle", str(t.tmp / "x.ht")],
+                   "convert --format %s --icicle" % fmt)
     # what the agent would refuse (and then run without), the CLI refuses first
     for v, what in (("99999999999999999999", "past 10^15"), ("4294967296.1", "thread past 2^32"),
                     ("+".join(str(i) for i in range(1, 18)), "17 numbers (16 at most)")):

@@ -74,12 +74,15 @@ def ht_bytes(n):
 
 def check_gui_invariant(t, path):
     """heaptrack_gui 1.4 indexes its size histogram by allocation info: each
-    `a` line must be used by the next `+`, and infos first used in order."""
+    `a` line must be used by the next `+`, and infos first used in order.
+    After the last `+`, an `a` line no `+` uses harms nothing."""
+    lines = path.read_text().splitlines()
+    last_plus = max([i for i, line in enumerate(lines) if line.startswith("+ ")] + [-1])
     seen, pending = 0, None
-    for no, line in enumerate(path.read_text().splitlines(), 1):
+    for no, line in enumerate(lines, 1):
         if line.startswith("a "):
             t.check(pending is None, "line %d: `a` line %d never used before the next one" % (no, seen))
-            pending = seen
+            pending = seen if no - 1 < last_plus else None
             seen += 1
         elif line.startswith("+ "):
             idx = int(line[2:], 16)
@@ -323,6 +326,14 @@ def check_flamegraph(prog, cost, icicle, term, must_match):
             t.check((kids[0]["y"] > root["y"]) == icicle, "root y %r, child y %r, icicle %s"
                     % (root["y"], kids[0]["y"], icicle))
         t.check(res["hover"] and "%" in res["hover"], "hover line: %r" % res["hover"])
+        # labels stay inside their boxes, before and after a zoom
+        for when in ("before", "after", "reset"):
+            over = ["%s (text to %.2f, box to %.2f)" % (f["text"], f["textEnd"], f["x"] + f["width"])
+                    for f in res[when] or []
+                    if f["textEnd"] is not None and f["textEnd"] > f["x"] + f["width"] + 0.01]
+            t.check(not over, "%s zoom: labels past their box: %s" % (when, over[:5]))
+        if prog == "long_names":
+            t.check(any(f["text"].endswith("..") for f in fr), "no label was shortened")
 
         # click to zoom: the frame spans the width, others outside hide
         zi = res["zoomIdx"]
@@ -356,6 +367,7 @@ TESTS = [
     ("export_heaptrack_leaks", check_heaptrack("leaks")),
     ("export_heaptrack_cxx_alloc", check_heaptrack("cxx_alloc")),
     ("export_heaptrack_threads", check_heaptrack("threads", threads=5)),
+    ("export_heaptrack_first_freed_last", check_heaptrack("first_freed_last")),
     ("export_flamegraph_leaks_bytes",
      check_flamegraph("leaks", "bytes", False, "leak_(big|small)$", ["leak_big", "leak_small"])),
     ("export_flamegraph_cxx_alloc_peak_icicle",
@@ -363,4 +375,7 @@ TESTS = [
     ("export_flamegraph_threads_allocations",
      check_flamegraph("threads", "allocations", True, "worker[23]_alloc",
                       ["worker2_alloc", "worker3_alloc"])),
+    ("export_flamegraph_long_names",
+     check_flamegraph("long_names", "bytes", False, "long_enough", [
+         "allocate_from_a_function_whose_name_is_long_enough_to_be_cut"])),
 ]

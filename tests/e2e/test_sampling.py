@@ -14,6 +14,8 @@ checked against the exact run and against the program's construction.
   sampling.totals        END's counts stay exact (memcheck's convention): the
                          sampled totals equal the construction's
   sampling.leaks         the leaked site's estimate is within +-10%
+  sampling.leak_list     the leak list (JSON, heaptrail leaks, text) gives the
+                         estimates with intervals, adding up to the summary's
   sampling.frees_pair    a program that frees everything shows nothing live
                          (frees of sampled blocks pair up), for every seed
   sampling.programs      every entry point, C++, custom allocations, threads:
@@ -21,9 +23,18 @@ checked against the exact run and against the program's construction.
   sampling.trace_size    a sampled trace is far smaller than the exact one
   sampling.text          the text report says the rate and marks estimates
   sampling.pprof         pprof carries the weighted values (go tool pprof)
+  sampling.temporary     temporaries are unknown: the flame graph shows "?",
+                         --cost temporary is refused
+  sampling.chrome        a worker thread's peak (sampled_thread.c): the chrome
+                         marker on that thread, thread figures weighted; the
+                         JSON timeline's peak is peak_heap_bytes
+  sampling.export_sums   folded and flamegraph totals are the sums of the
+                         sites' estimates; the flame graph's subtitle agrees
+                         with its root and labels END's exact counts
   sampling.usage         bad --sample-rate values are usage errors
 """
 
+import json
 import re
 
 from harness import PROGS, HT, heaptrail_run, leaf, memo, need_tools, report, run, tail, text
@@ -163,6 +174,34 @@ def t_leaks(t):
         t.eq("seed %d: leaking sites" % seed, {"site_leak"}, leaks)
 
 
+def t_leak_list(t):
+    # the leak list shows the same estimates as the summary, with intervals:
+    # JSON leaks[] and the class totals add up to leaked_*, text marks them ~
+    path, rep = sampled(t, SEEDS[0])
+    tot, leaks = rep["totals"], rep["leaks"]
+    t.need(leaks, "no leaks in the sampled report")
+    slack = len(leaks)  # each group rounded once
+    for key, total in (("blocks", "leaked_blocks"), ("bytes", "leaked_bytes")):
+        t.check(abs(sum(lk[key] for lk in leaks) - tot[total]) <= slack,
+                "leaks[] %s sum %d vs totals.%s %d" % (key, sum(lk[key] for lk in leaks), total, tot[total]))
+        classes = sum(tot["%s_%s" % (k, key)] for k in
+                      ("definite", "indirect", "possible", "reachable", "unclassified", "suppressed"))
+        t.check(abs(classes - tot[total]) <= 6, "class %s sum %d vs totals.%s %d" % (key, classes, total, tot[total]))
+    t.check(all(isinstance(lk.get("blocks_ci95"), int) and isinstance(lk.get("bytes_ci95"), int)
+                for lk in leaks), "leaks[] entries lack blocks_ci95/bytes_ci95")
+    big = max(leaks, key=lambda lk: lk["bytes"])
+    t.check(abs(big["blocks"] - 3000) <= 300, "the leaked site's blocks %d: not the estimate of 3000" % big["blocks"])
+    p = run([HT, "leaks", "--format", "json", path], 60)
+    lj = json.loads(text(p.out))
+    t.eq("heaptrail leaks --format json: leaks[] vs the report's",
+         [(lk["blocks"], lk["bytes"], lk.get("blocks_ci95")) for lk in leaks],
+         [(lk["blocks"], lk["bytes"], lk.get("blocks_ci95")) for lk in lj["leaks"]])
+    p = run([HT, "leaks", path], 60)
+    m = re.search(r"^#1\s+~\S+ \S+\s+([\d,]+) B \(\+-[^)]*\) in ~([\d,]+) blocks \(\+-", text(p.out), re.M)
+    t.check(m and int(m.group(2).replace(",", "")) == big["blocks"],
+            "heaptrail leaks: the top leak is not the estimate with its interval: %s" % tail(p.out, 600))
+
+
 def t_frees_pair(t):
     for seed in SEEDS:
         _, rep = sampled(t, seed, ("noleak",))
@@ -261,6 +300,86 @@ def t_pprof(t):
             max(r[i] for r in rows))
 
 
+def t_temporary(t):
+    # temporaries are unknown when sampled: the flame graph says so (not
+    # "0 temporary"), and --cost temporary is refused, not drawn empty
+    path, rep = sampled(t, SEEDS[0])
+    p = run([HT, "convert", "--format", "flamegraph", path], 60)
+    sub = re.search(r'<text class="sub" id="subtitle"[^>]*>([^<]*)<', text(p.out))
+    t.check(sub and "\u00b7 ? temporary" in sub.group(1),
+            "flamegraph subtitle: temporaries not shown as unknown: %r" % (sub and sub.group(1)))
+    for fmt in ("folded", "flamegraph"):
+        p = run([HT, "convert", "--format", fmt, "--cost", "temporary", path], 60)
+        t.eq("convert --format %s --cost temporary: exit status" % fmt, 1, p.rc)
+        t.check("is a sampled trace" in text(p.err) and "--cost temporary" in text(p.err),
+                "convert --format %s --cost temporary: no clear message: %s" % (fmt, tail(p.err)))
+        t.eq("convert --format %s --cost temporary: output" % fmt, "", text(p.out))
+
+
+def t_chrome(t):
+    # a worker thread makes the peak (sampled_thread.c): the chrome export
+    # puts the marker on it, its thread figures are weighted estimates that
+    # add up to the sites', and the report's timeline peaks at the totals'
+    # peak (one rounding for both)
+    need_tools(t)
+    p = PROGS / "sampled_thread"
+    t.need(p.exists(), "%s not built (make programs)" % p)
+    tr = heaptrail_run([p], ["--sample-rate", str(RATE), "--sample-seed", "1"])
+    t.need(tr.proc.rc == 0 and tr.out_path.exists(), "heaptrail run failed: %s" % tail(tr.proc.err))
+    rep = report(tr.out_path)
+    t.need(not rep.err and rep.proc.rc == 0, rep.err or rep.proc.describe())
+    tot, sites = rep.data["totals"], rep.data["sites"]
+    peak = [pt for pt in rep.data["timeline"] if pt.get("peak")]
+    t.eq("JSON timeline's peak point", [tot["peak_heap_bytes"]], [pt["heap_bytes"] for pt in peak])
+    out = t.tmp / "s.json"
+    c = run([HT, "convert", "--format", "chrome", "-o", out, tr.out_path], 60)
+    t.need(c.rc == 0, "convert --format chrome: %s" % tail(c.err))
+    evs = json.loads(out.read_text())["traceEvents"]
+    names = {e["tid"]: e["args"]["name"] for e in evs if e.get("name") == "thread_name"}
+    marker = [e for e in evs if e.get("cat") == "heap.peak"]
+    t.eq("peak marker's thread", ["thread #1"], [names.get(e["tid"]) for e in marker])
+    t.eq("peak marker's heap_bytes", [tot["peak_heap_bytes"]], [e["args"]["heap_bytes"] for e in marker])
+    heap = [e["args"]["bytes"] for e in evs if e.get("ph") == "C" and e["name"] == "heap"]
+    t.eq("heap counter's highest", tot["peak_heap_bytes"], max(heap + [0]))
+    slices = [e["args"] for e in evs if e.get("ph") == "X"]
+    slack = len(sites) + len(slices)  # each rounded once
+    for k in ("allocations", "bytes_allocated", "frees"):
+        want, got = sum(st[k] for st in sites), sum(a[k] for a in slices)
+        t.check(abs(want - got) <= slack, "thread slices' %s: %d, the sites' estimates: %d" % (k, got, want))
+    got = sum(a["bytes_freed"] for a in slices)
+    want = sum(st["bytes_allocated"] - st["leaked_bytes"] for st in sites)
+    t.check(abs(want - got) <= 2 * slack, "thread slices' bytes_freed: %d, the sites' estimates: %d" % (got, want))
+    acts = [e["args"] for e in evs if e.get("cat") == "heap.activity"]
+    for k in ("allocations", "bytes_allocated", "frees", "bytes_freed"):
+        t.eq("activity instants' %s vs their thread slices" % k,
+             sum(a[k] for a in slices), sum(a[k] for a in acts))
+
+
+def t_export_sums(t):
+    # exports weigh each stack by its site's estimate: their totals are the
+    # sums over the report's sites (not END's exact totals), and the flame
+    # graph's subtitle shows the same sums as its root, the exact counts
+    # labelled apart
+    path, rep = sampled(t, SEEDS[0])
+    tot, sites = rep["totals"], rep["sites"]
+    for cost, key in (("bytes", "bytes_allocated"), ("allocations", "allocations")):
+        want = sum(st[key] for st in sites)
+        p = run([HT, "convert", "--format", "folded", "--cost", cost, path], 60)
+        got = sum(int(line.rsplit(" ", 1)[1]) for line in text(p.out).splitlines())
+        t.eq("folded --cost %s sum vs the sites' %s" % (cost, key), want, got)
+        p = run([HT, "convert", "--format", "flamegraph", "--cost", cost, path], 60)
+        m = re.search(r'class="frame root" data-name="all" data-value="(\d+)"', text(p.out))
+        t.eq("flamegraph --cost %s root vs the sites' %s" % (cost, key), want, m and int(m.group(1)))
+        sub = re.search(r'id="subtitle"[^>]*>([^<]*)<', text(p.out))
+        sub = sub.group(1) if sub else ""
+        unit = "bytes allocated" if cost == "bytes" else "allocations"
+        t.check("~{:,} {} \u00b7".format(want, unit) in sub,
+                "subtitle %r lacks the root's ~%d %s" % (sub, want, unit))
+        t.check("counted exactly: {:,} allocations, {:,} bytes".format(
+            tot["allocations"], tot["bytes_allocated"]) in sub,
+            "subtitle %r lacks the exact counts, labelled" % sub)
+
+
 def t_usage(t):
     need_tools(t)
     for bad in ("x", "-1", "1e9", "2000000000"):
@@ -291,11 +410,15 @@ TESTS = [
     ("sampling.estimates", t_estimates),
     ("sampling.totals", t_totals),
     ("sampling.leaks", t_leaks),
+    ("sampling.leak_list", t_leak_list),
     ("sampling.frees_pair", t_frees_pair),
     ("sampling.programs", t_other_programs),
     ("sampling.trace_size", t_trace_size),
     ("sampling.text", t_text),
     ("sampling.pprof", t_pprof),
+    ("sampling.temporary", t_temporary),
+    ("sampling.chrome", t_chrome),
+    ("sampling.export_sums", t_export_sums),
     ("sampling.usage", t_usage),
     ("sampling.busy_exit", t_busy_exit),
 ]

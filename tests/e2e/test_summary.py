@@ -156,6 +156,17 @@ def t_converts(t):
     t.eq("folded: the overflow row, named, with its bytes",
          ["[all other sites: the summary's site table was full] %d" % over[0]["bytes_allocated"]], rows)
     t.check("[unknown stack]" not in text(p.out), "folded still calls a row an unknown stack")
+    # temporaries are unknown: the flame graph says so, --cost temporary is refused
+    p = run([str(HT), "convert", "--format", "flamegraph", str(tr.out_path)], TIMEOUT)
+    sub = re.search(r'<text class="sub" id="subtitle"[^>]*>([^<]*)<', text(p.out))
+    t.check(sub and "\u00b7 ? temporary" in sub.group(1),
+            "flamegraph subtitle of a summary: temporaries not shown as unknown: %r" % (sub and sub.group(1)))
+    for fmt in ("folded", "flamegraph"):
+        p = run([str(HT), "convert", "--format", fmt, "--cost", "temporary", str(tr.out_path)], TIMEOUT)
+        t.eq("convert --format %s --cost temporary of a summary: exit status" % fmt, 1, p.rc)
+        t.check("is a summary trace" in text(p.err) and "--cost temporary" in text(p.err),
+                "convert --format %s --cost temporary of a summary: no clear message: %s" % (fmt, tail(p.err)))
+        t.eq("convert --format %s --cost temporary of a summary: output" % fmt, "", text(p.out))
 
 
 def t_no_event_views(t):
@@ -166,6 +177,12 @@ def t_no_event_views(t):
         p = run([str(HT), "report"] + opt + [str(tr.out_path)], TIMEOUT)
         t.eq("report %s of a summary: exit status" % opt[0], 1, p.rc)
         t.check("is a summary trace" in text(p.err), "report %s: no clear message: %s" % (opt[0], tail(p.err)))
+    for fmt in ("text", "json"):
+        p = run([str(HT), "leaks", "--growth", "--format", fmt, str(tr.out_path)], TIMEOUT)
+        t.eq("leaks --growth --format %s of a summary: exit status" % fmt, 1, p.rc)
+        t.check("is a summary trace" in text(p.err) and "--growth" in text(p.err),
+                "leaks --growth --format %s: no clear message: %s" % (fmt, tail(p.err)))
+        t.eq("leaks --growth --format %s of a summary: output" % fmt, "", text(p.out))
     p = run([str(HT), "report", str(tr.out_path)], TIMEOUT)
     t.check("no tables of heaptrail.h's tags, phases, pools and snapshots" in text(p.out),
             "the text report does not say what a summary lacks: %s" % tail(p.out, 600))

@@ -36,8 +36,14 @@ async function main() {
     await page.screenshot({ path: pngPath });
 
     const frames = () => page.$$eval('g.frame', (gs) => gs.map((g) => {
-      const r = g.querySelector('rect');
+      const r = g.querySelector('rect'), t = g.querySelector('text');
+      let textEnd = null; /* where the drawn label ends, px */
+      if (t.textContent && getComputedStyle(g).display !== 'none') {
+        const b = t.getBBox();
+        textEnd = b.x + b.width;
+      }
       return {
+        textEnd,
         name: g.getAttribute('data-name'), value: +g.getAttribute('data-value'),
         self: +g.getAttribute('data-self'), depth: +g.getAttribute('data-depth'),
         root: g.classList.contains('root'), title: g.querySelector('title').textContent,

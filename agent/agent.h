@@ -202,7 +202,12 @@ void ht_flusher_fork_child(void);
  * the agent was encoding an event on the same thread (hooks.c, "signal
  * handlers"): kept aside with a frame-pointer stack, and recorded when the
  * interrupted event is done. */
-#define HT_DEFER_MAX 16
+#define HT_DEFER_INLINE 64 /* in the thread's state */
+#define HT_DEFER_MORE 16384 /* mapped by the handler that needs them: a
+			       handler running every 100 us while its thread
+			       waits a second for the writer's lock (a loaded
+			       machine) */
+#define HT_DEFER_MAX (HT_DEFER_INLINE + HT_DEFER_MORE)
 #define HT_DEFER_DEPTH 32
 typedef struct ht_deferred {
 	uint8_t op;    /* HT_EV_ALLOC | fn << 4, or HT_EV_FREE */
@@ -263,9 +268,21 @@ typedef struct ht_thread {
 	 * from head once it is out */
 	uint32_t defer_head, defer_tail;
 	uint64_t defer_lost;
-	ht_deferred_t deferred[HT_DEFER_MAX];
+	ht_deferred_t deferred[HT_DEFER_INLINE];
+	ht_deferred_t *_Atomic deferred_more; /* HT_DEFER_MORE more, or NULL */
 	void *frames[HT_MAX_DEPTH + 16];
 } ht_thread_t;
+
+/* Entry i of t's ring of events kept aside by signal handlers: the first
+ * HT_DEFER_INLINE in t, the others in deferred_more (NULL until mapped). */
+static inline ht_deferred_t *ht_deferred_slot(ht_thread_t *t, uint32_t i)
+{
+	uint32_t k = i % HT_DEFER_MAX;
+	if (k < HT_DEFER_INLINE)
+		return &t->deferred[k];
+	ht_deferred_t *more = atomic_load_explicit(&t->deferred_more, memory_order_acquire);
+	return more ? &more[k - HT_DEFER_INLINE] : NULL;
+}
 
 /* The current thread's state, or NULL before its first event. Read directly
  * only by the sampling fast path, which must not pay for a call. */

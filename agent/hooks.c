@@ -37,6 +37,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -177,14 +179,27 @@ HT_NOINLINE static void defer_event(uint8_t op, void *p, size_t size, uint64_t t
 	ht_thread_t *t = ht_tls_thread;
 	if (HT_UNLIKELY(!t))
 		return;
+	/* the entries past the inline ones are mapped by the first handler
+	 * that needs one (mmap is async-signal-safe; no lock, once per state) */
+	if ((__atomic_load_n(&t->defer_tail, __ATOMIC_RELAXED) % HT_DEFER_MAX) >= HT_DEFER_INLINE &&
+	    !atomic_load_explicit(&t->deferred_more, memory_order_acquire)) {
+		size_t len = HT_DEFER_MORE * sizeof(ht_deferred_t);
+		void *m = (void *)syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE,
+					  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		ht_deferred_t *none = NULL;
+		if (m != MAP_FAILED &&
+		    !atomic_compare_exchange_strong(&t->deferred_more, &none, (ht_deferred_t *)m))
+			syscall(SYS_munmap, m, len); /* a nested handler mapped it first */
+	}
 	/* a nested handler may take an entry meanwhile: claim it first */
 	uint32_t i = __atomic_fetch_add(&t->defer_tail, 1, __ATOMIC_RELAXED);
-	if (i - t->defer_head >= HT_DEFER_MAX) {
+	ht_deferred_t *d = ht_deferred_slot(t, i);
+	if (i - t->defer_head >= HT_DEFER_MAX || !d) {
 		__atomic_fetch_sub(&t->defer_tail, 1, __ATOMIC_RELAXED);
 		t->defer_lost++;
+		atomic_fetch_or(&ht_agent_flags, HT_AGENT_HANDLER_EVENTS_LOST);
 		return;
 	}
-	ht_deferred_t *d = &t->deferred[i % HT_DEFER_MAX];
 	d->op = op;
 	d->addr = (uintptr_t)p;
 	d->size = size;
@@ -214,8 +229,8 @@ HT_NOINLINE static void deferred_flush(void)
 	int e = errno;
 	ht_guard = 1;
 	while (t->defer_head != __atomic_load_n(&t->defer_tail, __ATOMIC_RELAXED)) {
-		ht_deferred_t *d = &t->deferred[t->defer_head % HT_DEFER_MAX];
-		if (!d->ready)
+		ht_deferred_t *d = ht_deferred_slot(t, t->defer_head);
+		if (!d || !d->ready)
 			break; /* claimed by a handler that a longjmp left */
 		atomic_signal_fence(memory_order_acquire);
 		record_deferred(t, d);

@@ -100,6 +100,18 @@ void ht_thread_write_names(void)
 	}
 }
 
+/* Forgets the events signal handlers kept aside in t (a reused state, a
+ * fork child's copy of the parent's). */
+static void defer_forget(ht_thread_t *t)
+{
+	for (uint32_t i = t->defer_head; i != t->defer_tail; i++) {
+		ht_deferred_t *d = ht_deferred_slot(t, i);
+		if (d)
+			d->ready = 0;
+	}
+	t->defer_head = t->defer_tail = 0;
+}
+
 static void thread_exit(void *arg)
 {
 	ht_thread_t *t = arg;
@@ -169,6 +181,7 @@ HT_NOINLINE HT_COLD static ht_thread_t *thread_create(void)
 	t->alloc_seq = 0;
 	t->last_addr = 0;
 	t->last_fn = 0;
+	defer_forget(t);
 	ht_unlock(&registry_lock);
 	if (ht_opt_sample_rate)
 		ht_sample_thread_init(t);
@@ -349,6 +362,7 @@ void ht_thread_fork_child(void)
 	ht_names_fork_child(self);
 	for (ht_thread_t *t = registry; t; t = t->next) {
 		t->n_allocs = t->n_frees = t->n_bytes = 0; /* the child counts its own */
+		defer_forget(t);
 		if (t != self) {
 			t->in_use = false;
 			t->len = 0;

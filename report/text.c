@@ -48,6 +48,9 @@ size_t ht_report_warnings(const ht_model_t *m, char buf[][HT_WARN_LEN], size_t m
 		     "trace was cut short; the report covers what was recorded");
 	if (t->agent_flags & HT_AGENT_OUT_OF_MEMORY)
 		WARN("the agent ran out of memory: some events were lost");
+	if (t->agent_flags & HT_AGENT_HANDLER_EVENTS_LOST)
+		WARN("a signal handler allocated or freed while the agent was busy more times "
+		     "than it could keep aside: some of those events were lost");
 	if (t->agent_flags & HT_AGENT_STACK_TABLE_FULL)
 		WARN("the agent's stack table filled up: some allocations have no stack");
 	if (t->skipped_records)

@@ -241,6 +241,7 @@ typedef struct ht_thread {
 	bool exited; /* its key destructor ran: its stack is dead memory */
 	struct ht_thread *next; /* registry link */
 	uintptr_t stack_lo, stack_hi; /* bounds for the frame-pointer walker */
+	bool bounds_pending; /* not read yet (thread.c, bounds_now) */
 	ht_block_t *blk; /* the block being filled; buf == blk->data */
 	uint8_t *buf;
 	struct ht_scache *scache; /* validated stack cache (agent/scache.c) */
@@ -498,6 +499,9 @@ void ht_sampling_fork_child(void);
 
 /* Per-thread reentrancy guard (agent/hooks.c). Set while the agent works. */
 extern __thread int ht_guard;
+/* Set while the program is in pthread_getattr_np, which holds the thread's
+ * lock that the agent's own call of it would wait for (hooks.c). */
+extern __thread int ht_in_getattr;
 /* ht_guard's value while a program's signal handler runs that interrupted
  * the agent: its allocations and frees are deferred (hooks.c). */
 #define HT_GUARD_DEFER 0x40000000

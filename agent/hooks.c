@@ -33,6 +33,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -70,6 +71,7 @@ static int (*real_fexecve)(int, char *const[], char *const[]);
 static int (*real_execveat)(int, const char *, char *const[], char *const[], int);
 static void (*real_quick_exit)(int) __attribute__((noreturn));
 static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
+static int (*real_pthread_getattr_np)(pthread_t, pthread_attr_t *);
 static sighandler_t (*real_signal)(int, sighandler_t);
 
 /* Bootstrap allocations, made while dlsym runs (rule 7). Each block has a
@@ -133,6 +135,7 @@ HT_NOINLINE HT_COLD static void resolve_reals(void)
 	RESOLVE(quick_exit);
 	RESOLVE(sigaction);
 	RESOLVE(signal);
+	RESOLVE(pthread_getattr_np);
 	/* malloc last: a non-NULL real_malloc means everything is resolved. */
 	void *m = dlsym(RTLD_NEXT, "malloc");
 	ht_guard--;
@@ -1428,6 +1431,26 @@ HT_EXPORT int execle(const char *path, const char *arg, ...)
 	char *const *envp = va_arg(ap, char *const *);
 	va_end(ap);
 	EXEC_WRAP(path, real_execve(path, (char *const *)argv, envp));
+}
+
+/* ---- pthread_getattr_np ------------------------------------------------------
+ * glibc holds the thread's own lock while it allocates in there (the cpu
+ * set; for the main thread, fopen of /proc/self/maps). A thread whose first
+ * heap call is that one (Rust's runtime on the main thread, the JVM's on
+ * each of its threads) gets its state made inside it, and the state wants
+ * the thread's stack bounds from pthread_getattr_np: the same lock, a
+ * deadlock. While the program is in here the agent leaves the bounds for
+ * later (ht_in_getattr, agent/thread.c). */
+__thread int ht_in_getattr;
+
+HT_EXPORT int pthread_getattr_np(pthread_t th, pthread_attr_t *attr)
+{
+	if (HT_UNLIKELY(!real_pthread_getattr_np))
+		resolve_reals();
+	ht_in_getattr++;
+	int r = real_pthread_getattr_np(th, attr);
+	ht_in_getattr--;
+	return r;
 }
 
 /* ---- signal dispositions ----------------------------------------------------

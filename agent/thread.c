@@ -39,6 +39,28 @@ static bool thread_key_ok;
 #define HT_RSS_INTERVAL_NS 10000000ull
 static _Atomic uint64_t last_rss_time;
 
+/* The thread's stack bounds, unless the program is inside
+ * pthread_getattr_np, whose lock our call would wait for (hooks.c): then
+ * at a later ship of its events (ht_thread_flush). Until then the frame
+ * walker allows a window above the current frame. */
+static void stack_bounds(ht_thread_t *t);
+
+static void bounds_now(ht_thread_t *t)
+{
+	if (ht_in_getattr)
+		return;
+	t->bounds_pending = false;
+	/* pthread_getattr_np calls malloc (the main thread's reads
+	 * /proc/self/maps). A thread's first event may come from a hook that
+	 * is no malloc (open, close): a signal handler that allocates, fine
+	 * there natively, must not land inside that malloc. */
+	sigset_t async, saved;
+	ht_async_signals(&async);
+	pthread_sigmask(SIG_BLOCK, &async, &saved);
+	stack_bounds(t);
+	pthread_sigmask(SIG_SETMASK, &saved, NULL);
+}
+
 static void stack_bounds(ht_thread_t *t)
 {
 	pthread_attr_t attr;
@@ -200,15 +222,8 @@ HT_NOINLINE HT_COLD static ht_thread_t *thread_create(void)
 	ht_scache_forget(t); /* a reused state: the old thread's chains */
 	t->scache_gen = atomic_load(&ht_stacks_gen);
 	t->stack_lo = t->stack_hi = 0;
-	/* pthread_getattr_np calls malloc (the main thread's reads
-	 * /proc/self/maps). A thread's first event may come from a hook that
-	 * is no malloc (open, close): a signal handler that allocates, fine
-	 * there natively, must not land inside that malloc. */
-	sigset_t async, saved;
-	ht_async_signals(&async);
-	pthread_sigmask(SIG_BLOCK, &async, &saved);
-	stack_bounds(t);
-	pthread_sigmask(SIG_SETMASK, &saved, NULL);
+	t->bounds_pending = true;
+	bounds_now(t);
 	ht_tls_thread = t;
 	if (thread_key_ok && !tls_thread_exited)
 		pthread_setspecific(thread_key, t);
@@ -265,6 +280,8 @@ static void ship_locked(ht_thread_t *t)
 
 void ht_thread_flush(ht_thread_t *t)
 {
+	if (HT_UNLIKELY(t->bounds_pending) && t == ht_tls_thread)
+		bounds_now(t);
 	maybe_sample_rss(t);
 	if (t->len == 0)
 		return;

@@ -855,6 +855,21 @@ def t_fork_listing(t):
     check_fork_reports(t, classify_fork(t, listed))
 
 
+def t_getattr_first(t):
+    """A thread's first heap call inside pthread_getattr_np (Rust's main
+    thread, the JVM's threads) under the thread's own lock: the agent hung
+    asking for the stack bounds under it."""
+    need_tools(t)
+    tr = heaptrail_run([prog("getattr_first")], out_name="getattr.ht", timeout=30)
+    t.need(not tr.proc.timed_out, "heaptrail run hung (killed after 30 s)")
+    t.eq("exit status", 0, tr.proc.rc)
+    r = need_report(t, tr.out_path)
+    mine = [s for s in r.data.get("sites", []) if s["stack"] and
+            s["stack"][0].get("function") == "check_attr"]
+    t.eq("malloc(1000) of check_attr, on both threads", (2, 2000),
+         (sum(s["allocations"] for s in mine), sum(s["bytes_allocated"] for s in mine)))
+
+
 def t_thread_names(t):
     """Threads the program named carry their names in the trace: those that
     exited and the one still running at exit; unnamed ones carry none."""
@@ -989,6 +1004,7 @@ add("fork.no_follow_fork", t_fork_no_follow)
 add("fork.no_follow_spawned", t_spawn_no_follow)
 add("signals.handler_allocates", t_signal_handler_allocs)
 add("threads.names", t_thread_names)
+add("threads.first_heap_call_in_getattr", t_getattr_first)
 add("fork.relative_output", t_fork_cwd_relative)
 add("fork.pattern_p", t_fork_pattern)
 add("fork.stderr_listing", t_fork_listing)

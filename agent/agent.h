@@ -591,6 +591,10 @@ void ht_writer_fork_child_close(void);
 /* Tells heaptrail run (the manifest) that the process execs target: if no
  * trace of the new image follows, the image was not traced. */
 void ht_writer_note_exec(const char *target);
+/* Notes in the manifest that object (the executable, a library loaded
+ * before the agent) defines malloc: the program's calls reach it, not the
+ * agent (heaptrail run says so). */
+void ht_writer_note_own_malloc(const char *object);
 /* fd moved to a high number, close-on-exec: above the soft RLIMIT_NOFILE
  * (raised for the moment) when it is at most 1024, else just below it (or
  * below 1024 for a huge one): the agent's descriptors stay out of the

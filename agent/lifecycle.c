@@ -316,6 +316,18 @@ static void quick_finish(void)
 	ht_finish(HT_END_EXIT, (unsigned)atomic_load(&ht_exit_code));
 }
 
+/* An executable that defines malloc itself (Chromium's PartitionAlloc)
+ * comes first in the lookup order: the program's calls go to its malloc,
+ * and the agent sees none of them. Say so, rather than report nothing. */
+static void note_own_malloc(void)
+{
+	void *m = dlsym(RTLD_DEFAULT, "malloc");
+	Dl_info theirs, ours;
+	if (m && dladdr(m, &theirs) && dladdr((void *)&note_own_malloc, &ours) &&
+	    theirs.dli_fbase != ours.dli_fbase)
+		ht_writer_note_own_malloc(theirs.dli_fname);
+}
+
 void ht_init(void)
 {
 	int expected = 0;
@@ -348,6 +360,7 @@ void ht_init(void)
 		return;
 	}
 	ht_modules_refresh();
+	note_own_malloc();
 	/* The header, PROCESS and module records reach the disk now: even a
 	 * program killed at once leaves a readable (empty) trace. */
 	ht_lock(&ht_writer_lock);

@@ -636,6 +636,17 @@ int ht_writer_open(bool forked)
 	return 0;
 }
 
+void ht_writer_note_own_malloc(const char *object)
+{
+	char tail[4096 + 16];
+	size_t k = ht_append_str(tail, 0, sizeof tail, "ownmalloc\t");
+	k = ht_append_str(tail, k, sizeof tail, object ? object : "");
+	for (size_t i = 10; i < k; i++)
+		if (tail[i] == '\t' || tail[i] == '\n')
+			tail[i] = ' ';
+	append_manifest(out_path, tail);
+}
+
 void ht_writer_note_exec(const char *target)
 {
 	char tail[4096 + 16];

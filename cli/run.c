@@ -165,6 +165,8 @@ typedef struct entry {
 	bool lost;
 	/* the program it exec'd (an "exec" line), NULL when none */
 	char *exec_target;
+	/* the object whose own malloc the program calls ("ownmalloc"), or NULL */
+	char *own_malloc;
 	unsigned long long x_allocs, x_frees, x_bytes, peak, leaked_bytes, leaked_blocks,
 		temporary;
 } entry_t;
@@ -207,6 +209,16 @@ static size_t read_manifest(const char *path, entry_t **out)
 			*er = '\0';
 			if (!errors_seen++)
 				snprintf(first_error, sizeof first_error, "%s: %s", tab + 1, er + 7);
+			continue;
+		}
+		char *om = strstr(tab + 1, "\townmalloc\t");
+		if (om) {
+			*om = '\0';
+			entry_t *e = last_entry(*out, n, tab + 1);
+			if (e) {
+				free(e->own_malloc);
+				e->own_malloc = strdup(om + 11);
+			}
 			continue;
 		}
 		char *ex = strstr(tab + 1, "\texec\t");
@@ -388,6 +400,12 @@ static void print_summary(const entry_t *ent, const char *shown, ht_supp_list_t 
 	print_totals(&m->totals, m->sample_rate ? t->sample_rate : 0);
 	if (t->error)
 		fprintf(stderr, "heaptrail: warning: %s\n", t->message);
+	if (t->ending == HT_ENDING_CUT_SHORT && !ent->lost)
+		fputs("heaptrail: warning: the agent did not see the program end: it left by a "
+		      "raw exit_group system call (as Go programs do) or was killed by "
+		      "SIGKILL; the events still in the agent's buffers (up to the last "
+		      "half second) are missing, so the figures above are partial\n",
+		      stderr);
 	if (t->have_summary)
 		summary_sites(m, path, shown, supps);
 	ht_model_free(m);
@@ -456,6 +474,11 @@ static char *report_traces(const char *manifest, pid_t child, const char *output
 		if (ent[i].pid == (long)child)
 			main_i = i;
 	print_summary(&ent[main_i], display_path(ent[main_i].path, cwd), supps);
+	if (ent[main_i].own_malloc)
+		fprintf(stderr, "heaptrail: note: %s defines its own malloc: the program's "
+				"allocations go there, not through libc, and heaptrail sees none "
+				"of them\n",
+			ent[main_i].own_malloc);
 	/* its last image exec'd one that opened no trace (a failed exec goes
 	 * on recording, and ends the trace as usual) */
 	if (ent[main_i].exec_target && !ent[main_i].ended)
@@ -498,6 +521,7 @@ static char *report_traces(const char *manifest, pid_t child, const char *output
 		if (i != main_i)
 			free(ent[i].path);
 		free(ent[i].exec_target);
+		free(ent[i].own_malloc);
 	}
 	free(ent);
 	return main_path;

@@ -44,8 +44,9 @@ size_t ht_report_warnings(const ht_model_t *m, char buf[][HT_WARN_LEN], size_t m
 		     "about the last second of events, is lost)",
 		     t->message);
 	else if (t->ending == HT_ENDING_CUT_SHORT)
-		WARN("the trace has no END record: the program was killed (e.g. SIGKILL) or the "
-		     "trace was cut short; the report covers what was recorded");
+		WARN("the trace has no END record: the program was killed (e.g. SIGKILL), left by "
+		     "a raw exit_group system call (Go programs), or the trace was cut short; the "
+		     "report covers what was recorded");
 	if (t->agent_flags & HT_AGENT_OUT_OF_MEMORY)
 		WARN("the agent ran out of memory: some events were lost");
 	if (t->agent_flags & HT_AGENT_HANDLER_EVENTS_LOST)

@@ -738,7 +738,38 @@ def t_odd_exits(t):
         t.eq("%s: heaptrail run notes an untraced image" % how, how == "untraced", note)
 
 
+def t_raw_exit_group(t):
+    """A raw exit_group system call (how Go programs leave) is seen by no
+    hook: the events still in the agent's buffers are lost. heaptrail run
+    must say the figures are partial, not state them as the program's."""
+    need_tools(t)
+    tr = heaptrail_run([PROGS / "odd_exits", "exit_group"], out_name="eg.ht")
+    t.eq("exit status", 4, tr.proc.rc)
+    t.check("the agent did not see the program end" in text(tr.proc.err),
+            "no word that the figures are partial: %s" % tail(tr.proc.err))
+    for how in ("vfork_exit", "quick_exit"):
+        tr = heaptrail_run([PROGS / "odd_exits", how], out_name="%s.ht" % how)
+        t.check("did not see the program end" not in text(tr.proc.err),
+                "%s: a complete trace called partial" % how)
+
+
+def t_own_malloc(t):
+    """An executable with its own malloc: its calls never reach heaptrail.
+    heaptrail run names the object instead of reporting 0 allocations as
+    the program's; a program on libc's malloc gets no such note."""
+    need_tools(t)
+    tr = heaptrail_run([PROGS / "own_malloc"], out_name="own.ht")
+    t.eq("exit status", 0, tr.proc.rc)
+    t.check(re.search(r"note: \S*own_malloc defines its own malloc", text(tr.proc.err)),
+            "no note on the program's own malloc: %s" % tail(tr.proc.err))
+    tr = heaptrail_run([PROGS / "leaks"], out_name="libc.ht")
+    t.check("defines its own malloc" not in text(tr.proc.err),
+            "a program on libc's malloc noted as having its own: %s" % tail(tr.proc.err))
+
+
 add("run.odd_exits", t_odd_exits)
+add("run.own_malloc", t_own_malloc)
+add("run.raw_exit_group", t_raw_exit_group)
 
 
 def t_low_fds(t):

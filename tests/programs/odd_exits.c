@@ -13,10 +13,15 @@
  *   untraced     the same, then execve of /bin/true with an empty
  *                environment (no LD_PRELOAD): the new image is not traced,
  *                and heaptrail run must say so. Exit 0.
+ *   exit_group   2 x malloc(64), 1 freed, then the raw exit_group system
+ *                call (Go programs leave so): no hook sees it, the events
+ *                still buffered are lost, and heaptrail run must say the
+ *                figures are partial. Exit 4.
  */
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -62,6 +67,12 @@ int main(int argc, char **argv)
 		else
 			execveat(AT_FDCWD, "/bin/true", args, environ, 0);
 		return 1;
+	}
+	if (!strcmp(how, "exit_group")) {
+		blocks[0] = malloc(64);
+		blocks[1] = malloc(64);
+		free(blocks[0]);
+		syscall(SYS_exit_group, 4);
 	}
 	return 2;
 }

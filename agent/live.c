@@ -91,10 +91,16 @@ static struct {
 /* One thread's events arrive in order; a second thread's may not. */
 static inline void note_heap_thread(uint32_t tid)
 {
-	if (!lv.heap_tid)
+	if (!lv.heap_tid) {
 		lv.heap_tid = tid;
-	else if (tid != lv.heap_tid)
+	} else if (tid != lv.heap_tid && !lv.inexact) {
 		lv.inexact = true;
+		/* blocks of threads come in the order they ship, not in time
+		 * order: a summary's peak may count a block another thread had
+		 * freed already (the trace's reader merges by time instead) */
+		if (ht_opt_summary)
+			atomic_fetch_or(&ht_agent_flags, HT_AGENT_SUMMARY_PEAK_ORDER);
+	}
 }
 
 static bool summary_init(void)

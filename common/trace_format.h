@@ -187,6 +187,9 @@ enum ht_end_how {
 #define HT_AGENT_OUT_OF_MEMORY 0x1u /* agent ran out of its own memory: events lost */
 #define HT_AGENT_STACK_TABLE_FULL 0x2u /* new stacks were recorded as id 0 */
 #define HT_AGENT_EXIT_CODE_UNKNOWN 0x4u /* status is not the real exit code */
+#define HT_AGENT_SUMMARY_PEAK_ORDER 0x10u /* summary mode with several threads:
+					     the peak follows the order the
+					     writer got their events in */
 #define HT_AGENT_HANDLER_EVENTS_LOST 0x8u /* a signal handler's allocations or
 					      frees, made while the agent was
 					      busy, did not fit aside */

@@ -309,7 +309,9 @@ int ht_report_json_leaks(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 		bool full = false;
 		for (size_t i = 0; i < m->nsites; i++)
 			full |= m->sites[i].overflow;
-		fprintf(out, ",\n \"summary_mode\": {\"site_table_full\": %s}", full ? "true" : "false");
+		fprintf(out, ",\n \"summary_mode\": {\"site_table_full\": %s, \"peak_in_arrival_order\": %s}",
+			full ? "true" : "false",
+			t->agent_flags & HT_AGENT_SUMMARY_PEAK_ORDER ? "true" : "false");
 	}
 	/* issue 3: suppressions and on-demand leak checks */
 	if (!err && lk->supps && lk->supps->n) {

@@ -49,6 +49,11 @@ size_t ht_report_warnings(const ht_model_t *m, char buf[][HT_WARN_LEN], size_t m
 		     "report covers what was recorded");
 	if (t->agent_flags & HT_AGENT_OUT_OF_MEMORY)
 		WARN("the agent ran out of memory: some events were lost");
+	if (t->have_summary && (t->agent_flags & HT_AGENT_SUMMARY_PEAK_ORDER))
+		WARN("summary mode with several threads: the peak heap (and each site's bytes at "
+		     "it) follows the order the agent received the threads' events, not time "
+		     "order, and may be higher than the real peak; a full trace gives the exact "
+		     "one");
 	if (t->agent_flags & HT_AGENT_HANDLER_EVENTS_LOST)
 		WARN("a signal handler allocated or freed while the agent was busy more times "
 		     "than it could keep aside: some of those events were lost");

@@ -329,23 +329,31 @@ static void summary_sites(const ht_model_t *m, const char *path, const char *sho
 	ht_symbolizer_free(sym);
 }
 
+/* "s" unless n is 1. */
+static const char *plural(uint64_t n)
+{
+	return n == 1 ? "" : "s";
+}
+
 /* The summary's two lines of totals; sample_rate != 0: estimates. */
 static void print_totals(const ht_totals_t *tt, uint64_t sample_rate)
 {
 	char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN], d[HT_FMT_LEN], e[HT_FMT_LEN];
 	const char *est = sample_rate ? "~" : "";
-	fprintf(stderr, "heaptrail: %s allocations, %s frees, %s allocated, peak heap %s%s, in %s\n",
-		ht_fmt_count(a, tt->allocations), ht_fmt_count(b, tt->frees),
+	fprintf(stderr, "heaptrail: %s allocation%s, %s free%s, %s allocated, peak heap %s%s, in %s\n",
+		ht_fmt_count(a, tt->allocations), plural(tt->allocations), ht_fmt_count(b, tt->frees),
+		plural(tt->frees),
 		ht_fmt_size(c, tt->bytes_allocated), est, ht_fmt_size(d, tt->peak_heap_bytes),
 		ht_fmt_duration(e, tt->duration_ns));
 	if (sample_rate)
-		fprintf(stderr, "heaptrail: leaked ~%s in ~%s blocks (sampled every %s on average)\n",
+		fprintf(stderr, "heaptrail: leaked ~%s in ~%s block%s (sampled every %s on average)\n",
 			ht_fmt_size(a, tt->leaked_bytes), ht_fmt_count(b, tt->leaked_blocks),
-			ht_fmt_size(c, sample_rate));
+			plural(tt->leaked_blocks), ht_fmt_size(c, sample_rate));
 	else
-		fprintf(stderr, "heaptrail: leaked %s in %s blocks; %s temporary allocations\n",
+		fprintf(stderr, "heaptrail: leaked %s in %s block%s; %s temporary allocation%s\n",
 			ht_fmt_size(a, tt->leaked_bytes), ht_fmt_count(b, tt->leaked_blocks),
-			ht_fmt_count(c, tt->temporary));
+			plural(tt->leaked_blocks), ht_fmt_count(c, tt->temporary),
+			plural(tt->temporary));
 }
 
 static void print_summary(const entry_t *ent, const char *shown, ht_supp_list_t *supps)

@@ -516,8 +516,11 @@ static char *report_traces(const char *manifest, pid_t child, const char *output
 			if (i != main_i && shown >= MAX_LISTED)
 				continue;
 			shown += i != main_i;
-			fprintf(stderr, "heaptrail:   %s  (pid %ld%s)\n", display_path(ent[i].path, cwd),
-				ent[i].pid, i == main_i ? ", summarized above" : "");
+			/* a trace with neither an end nor an exec was cut short:
+			 * the process was killed (a debugger's probe child, say) */
+			fprintf(stderr, "heaptrail:   %s  (pid %ld%s%s)\n", display_path(ent[i].path, cwd),
+				ent[i].pid, i == main_i ? ", summarized above" : "",
+				!ent[i].ended && !ent[i].exec_target ? ", cut short: killed?" : "");
 		}
 		if (n - 1 > MAX_LISTED)
 			fprintf(stderr, "heaptrail:   ... and %zu more, up to %s\n", n - 1 - MAX_LISTED,

@@ -1032,7 +1032,21 @@ def t_fork_inherited_frees(t):
 add("fork.memcheck_oracle", t_fork_memcheck)
 add("fork.inherited_frees", t_fork_inherited_frees)
 add("fork.no_follow_fork", t_fork_no_follow)
+def t_killed_child_listed(t):
+    """A forked child killed by SIGKILL leaves a trace with no end: the
+    listing says so; the parent's, complete, is not marked."""
+    need_tools(t)
+    tr = heaptrail_run([prog("kill_child")], out_name="kc.%p.ht")
+    t.eq("exit status", 0, tr.proc.rc)
+    lines = [l for l in text(tr.proc.err).splitlines() if re.match(r"heaptrail:   \S+\.ht  \(pid", l)]
+    t.eq("traces listed", 2, len(lines))
+    t.eq("listed as cut short", 1, sum("cut short: killed?" in l for l in lines))
+    t.check(all("cut short" not in l for l in lines if "summarized above" in l),
+            "the parent's complete trace is marked cut short: %s" % lines)
+
+
 add("fork.no_follow_spawned", t_spawn_no_follow)
+add("fork.killed_child_listed", t_killed_child_listed)
 add("signals.handler_allocates", t_signal_handler_allocs)
 add("threads.names", t_thread_names)
 add("threads.first_heap_call_in_getattr", t_getattr_first)

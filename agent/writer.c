@@ -147,6 +147,16 @@ static void drain_out(void)
 #define HT_SEGMENT ((uint64_t)2 << 20)
 
 static unsigned level_now; /* HT_COMPRESS_FAST or _STRONG: the frame's */
+/* A trace's first frame compresses with small tables: zstd clears its
+ * tables at each frame's start, and STRONG's 3 MiB (FAST's 512 KiB) of
+ * them cost a short-lived process about 1.5 ms of page faults, which a
+ * shell script of a hundred commands pays a hundred times. Tables larger
+ * than the data find nothing more: past HT_SMALL_FRAME bytes the frame
+ * ends and the next has the level's own. */
+#define HT_SMALL_TABLES_LOG 14
+#define HT_SMALL_FRAME ((uint64_t)256 << 10)
+static bool tables_small;
+static uint64_t small_in; /* bytes fed into the small-table frame */
 static struct {
 	uint64_t start, in, zstd_ns, idle_ns, self_writes;
 } seg;
@@ -170,6 +180,12 @@ static ZSTD_compressionParameters zstd_params(unsigned level)
 static void zstd_configure(unsigned level)
 {
 	ZSTD_compressionParameters cp = zstd_params(level);
+	if (tables_small) {
+		if (cp.hashLog > HT_SMALL_TABLES_LOG)
+			cp.hashLog = HT_SMALL_TABLES_LOG;
+		if (cp.chainLog > HT_SMALL_TABLES_LOG)
+			cp.chainLog = HT_SMALL_TABLES_LOG;
+	}
 	ZSTD_CCtx_setParameter(zcs, ZSTD_c_windowLog, (int)cp.windowLog);
 	ZSTD_CCtx_setParameter(zcs, ZSTD_c_chainLog, (int)cp.chainLog);
 	ZSTD_CCtx_setParameter(zcs, ZSTD_c_hashLog, (int)cp.hashLog);
@@ -196,6 +212,11 @@ static void zstd_finish(ZSTD_EndDirective how);
 /* At a record boundary: the level for what follows (compress=auto). */
 static void segment_check(void)
 {
+	if (tables_small && zcs && small_in >= HT_SMALL_FRAME) {
+		zstd_finish(ZSTD_e_end);
+		tables_small = false;
+		zstd_configure(level_now);
+	}
 	if (ht_opt_compress != HT_COMPRESS_AUTO || !zcs || seg.in < HT_SEGMENT)
 		return;
 	uint64_t wall = ht_clock_ns() - seg.start;
@@ -236,6 +257,7 @@ static void feed(const void *data, size_t n)
 	frame_open = true;
 	uint64_t t0 = ht_clock_ns();
 	seg.in += n;
+	small_in += n;
 	while (in.pos < in.size) {
 		ZSTD_outBuffer out = {outbuf, outcap, outlen};
 		size_t r = ZSTD_compressStream2(zcs, &out, &in, ZSTD_e_continue);
@@ -614,6 +636,8 @@ int ht_writer_open(bool forked)
 		}
 		if (zws)
 			zcs = ZSTD_initStaticCStream(zws, zws_size);
+		tables_small = true;
+		small_in = 0;
 		if (zcs)
 			zstd_configure(first);
 		segment_start();

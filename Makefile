@@ -100,6 +100,11 @@ $(B)/tests/%: tests/programs/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O0 -g -fno-omit-frame-pointer -fno-builtin -D_GNU_SOURCE -Iinclude -o $@ $< -ldl -lpthread -rdynamic
 
+# Without PIE: its PLT entry is malloc's canonical address.
+$(B)/tests/malloc_pointer: tests/programs/malloc_pointer.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O0 -g -fno-omit-frame-pointer -fno-builtin -no-pie -fno-pie -o $@ $<
+
 # A program that walks its own stack with libunwind in a signal handler.
 $(B)/tests/sigprof_unwind: tests/programs/sigprof_unwind.c
 	@mkdir -p $(dir $@)

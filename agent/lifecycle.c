@@ -8,6 +8,7 @@
  * the new image writes its own file.
  */
 #include <dlfcn.h>
+#include <link.h>
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
@@ -323,7 +324,12 @@ static void note_own_malloc(void)
 {
 	void *m = dlsym(RTLD_DEFAULT, "malloc");
 	Dl_info theirs, ours;
-	if (m && dladdr(m, &theirs) && dladdr((void *)&note_own_malloc, &ours) &&
+	const ElfW(Sym) *sym = NULL;
+	/* A non-PIE executable that takes malloc's address makes its PLT
+	 * entry malloc's address everywhere: an undefined symbol there, not
+	 * a definition. */
+	if (m && dladdr1(m, &theirs, (void **)&sym, RTLD_DL_SYMENT) && sym &&
+	    sym->st_shndx != SHN_UNDEF && dladdr((void *)&note_own_malloc, &ours) &&
 	    theirs.dli_fbase != ours.dli_fbase)
 		ht_writer_note_own_malloc(theirs.dli_fname);
 }

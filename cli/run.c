@@ -335,8 +335,9 @@ static const char *plural(uint64_t n)
 	return n == 1 ? "" : "s";
 }
 
-/* The summary's two lines of totals; sample_rate != 0: estimates. */
-static void print_totals(const ht_totals_t *tt, uint64_t sample_rate)
+/* The summary's two lines of totals; sample_rate != 0: estimates;
+ * summary: a summary-mode trace (no temporaries: they need events). */
+static void print_totals(const ht_totals_t *tt, uint64_t sample_rate, bool summary)
 {
 	char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN], d[HT_FMT_LEN], e[HT_FMT_LEN];
 	const char *est = sample_rate ? "~" : "";
@@ -349,6 +350,9 @@ static void print_totals(const ht_totals_t *tt, uint64_t sample_rate)
 		fprintf(stderr, "heaptrail: leaked ~%s in ~%s block%s (sampled every %s on average)\n",
 			ht_fmt_size(a, tt->leaked_bytes), ht_fmt_count(b, tt->leaked_blocks),
 			plural(tt->leaked_blocks), ht_fmt_size(c, sample_rate));
+	else if (summary)
+		fprintf(stderr, "heaptrail: leaked %s in %s block%s\n", ht_fmt_size(a, tt->leaked_bytes),
+			ht_fmt_count(b, tt->leaked_blocks), plural(tt->leaked_blocks));
 	else
 		fprintf(stderr, "heaptrail: leaked %s in %s block%s; %s temporary allocation%s\n",
 			ht_fmt_size(a, tt->leaked_bytes), ht_fmt_count(b, tt->leaked_blocks),
@@ -378,7 +382,7 @@ static void print_summary(const entry_t *ent, const char *shown, ht_supp_list_t 
 			.temporary = ent->temporary,
 			.duration_ns = ent->duration_ns,
 		};
-		print_totals(&tt, 0);
+		print_totals(&tt, 0, false);
 		return;
 	}
 	if (ent->ended && stat(path, &st) == 0 &&
@@ -405,7 +409,7 @@ static void print_summary(const entry_t *ent, const char *shown, ht_supp_list_t 
 		ht_trace_free(t);
 		return;
 	}
-	print_totals(&m->totals, m->sample_rate ? t->sample_rate : 0);
+	print_totals(&m->totals, m->sample_rate ? t->sample_rate : 0, t->have_summary);
 	if (t->error)
 		fprintf(stderr, "heaptrail: warning: %s\n", t->message);
 	if (t->ending == HT_ENDING_CUT_SHORT && !ent->lost)

@@ -762,9 +762,13 @@ def t_own_malloc(t):
     t.eq("exit status", 0, tr.proc.rc)
     t.check(re.search(r"note: \S*own_malloc defines its own malloc", text(tr.proc.err)),
             "no note on the program's own malloc: %s" % tail(tr.proc.err))
-    tr = heaptrail_run([PROGS / "leaks"], out_name="libc.ht")
-    t.check("defines its own malloc" not in text(tr.proc.err),
-            "a program on libc's malloc noted as having its own: %s" % tail(tr.proc.err))
+    for name in ("leaks", "malloc_pointer"):
+        tr = heaptrail_run([PROGS / name], out_name="libc.ht")
+        t.check("defines its own malloc" not in text(tr.proc.err),
+                "%s, on libc's malloc, noted as having its own: %s" % (name, tail(tr.proc.err)))
+    r = need_report(t, tr.out_path)
+    t.eq("malloc_pointer: allocations, bytes", (100, 3200),
+         (r.data["totals"]["allocations"], r.data["totals"]["bytes_allocated"]))
 
 
 add("run.odd_exits", t_odd_exits)

@@ -113,6 +113,7 @@ def t_run_output(t):
     tr, summ = traced(t, "leaks", (), ("--summary",))
     err = text(tr.proc.err)
     t.check("TOP SITES BY BYTES ALLOCATED" in err, "no top sites on stderr: %s" % tail(tr.proc.err))
+    t.check("temporary" not in err, "a summary has no temporaries to count: %s" % tail(tr.proc.err))
     t.check(re.search(r"leaks\.c:\d+", err), "no file:line in the top sites: %s" % err[-800:])
     jpath = str(tr.out_path) + ".json"
     t.need(os.path.exists(jpath), "no %s" % jpath)

@@ -458,6 +458,23 @@ static bool leaks_fail(const ht_run_opts_t *o, const char *path, const char *sho
 	return fail;
 }
 
+/* A trace with neither an end nor an exec in the manifest whose file has
+ * no END record either: the process was killed (a debugger's probe child,
+ * say). A process that dropped its privileges cannot append to the
+ * manifest, so the file has the last word (read only when small). */
+static bool cut_short(const entry_t *e)
+{
+	struct stat st;
+	if (e->ended || e->exec_target || stat(e->path, &st) != 0)
+		return false;
+	if ((unsigned long long)st.st_size > FULL_SUMMARY_MAX_BYTES)
+		return false; /* unknown: say nothing rather than guess */
+	ht_trace_t *t = NULL;
+	bool cut = ht_reader_load_file(e->path, NULL, &t) >= 0 && t->ending == HT_ENDING_CUT_SHORT;
+	ht_trace_free(t);
+	return cut;
+}
+
 /* Prints the summary and the traces' paths. Returns the main trace's path
  * (the caller frees it), or NULL when no trace was written. */
 static char *report_traces(const char *manifest, pid_t child, const char *output,
@@ -520,11 +537,9 @@ static char *report_traces(const char *manifest, pid_t child, const char *output
 			if (i != main_i && shown >= MAX_LISTED)
 				continue;
 			shown += i != main_i;
-			/* a trace with neither an end nor an exec was cut short:
-			 * the process was killed (a debugger's probe child, say) */
 			fprintf(stderr, "heaptrail:   %s  (pid %ld%s%s)\n", display_path(ent[i].path, cwd),
 				ent[i].pid, i == main_i ? ", summarized above" : "",
-				!ent[i].ended && !ent[i].exec_target ? ", cut short: killed?" : "");
+				cut_short(&ent[i]) ? ", cut short: killed?" : "");
 		}
 		if (n - 1 > MAX_LISTED)
 			fprintf(stderr, "heaptrail:   ... and %zu more, up to %s\n", n - 1 - MAX_LISTED,

@@ -72,7 +72,7 @@ static int (*real_execveat)(int, const char *, char *const[], char *const[], int
 static void (*real_quick_exit)(int) __attribute__((noreturn));
 static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
 static int (*real_pthread_getattr_np)(pthread_t, pthread_attr_t *);
-static sighandler_t (*real_signal)(int, sighandler_t);
+static sighandler_t (*real_sigset)(int, sighandler_t);
 
 /* Bootstrap allocations, made while dlsym runs (rule 7). Each block has a
  * 16-byte header with its size, for realloc and malloc_usable_size. */
@@ -134,8 +134,8 @@ HT_NOINLINE HT_COLD static void resolve_reals(void)
 	RESOLVE(execveat); /* glibc 2.34 */
 	RESOLVE(quick_exit);
 	RESOLVE(sigaction);
-	RESOLVE(signal);
 	RESOLVE(pthread_getattr_np);
+	RESOLVE(sigset);
 	/* malloc last: a non-NULL real_malloc means everything is resolved. */
 	void *m = dlsym(RTLD_NEXT, "malloc");
 	ht_guard--;
@@ -1471,13 +1471,15 @@ static bool keep_ours(int sig, sighandler_t handler, int flags)
 
 /* The program's handlers, run through signal_trampoline while recording
  * ("signal handlers" above): per signal, the handler and the sigaction the
- * program gave, which is what it reads back. Updated without a lock (a
- * handler may call sigaction): racing sigaction calls on one signal are
- * the program's race already. */
+ * program gave, which is what it reads back; and the SIG_DFL the program
+ * set that keep_ours replaced. Updated without a lock (a handler may call
+ * sigaction): racing sigaction calls on one signal are the program's race
+ * already. */
 #define HT_NSIG 65
 static struct sigaction prog_act[HT_NSIG];
 static void *_Atomic prog_handler[HT_NSIG];
 static _Atomic bool prog_siginfo[HT_NSIG];
+static bool prog_dfl[HT_NSIG]; /* prog_act holds a SIG_DFL that keep_ours replaced */
 
 static void signal_trampoline(int sig, siginfo_t *si, void *uc)
 {
@@ -1489,6 +1491,20 @@ static void signal_trampoline(int sig, siginfo_t *si, void *uc)
 		((void (*)(int, siginfo_t *, void *))h)(sig, si, uc);
 	else
 		((void (*)(int))h)(sig);
+	/* SA_RESETHAND: the kernel put SIG_DFL back before the handler ran.
+	 * A crash handler that returns then dies of the fault again, by
+	 * SIG_DFL: ours takes it instead, finishes the trace, and dies the
+	 * same way (as keep_ours does for a SIG_DFL the program sets). */
+	if ((prog_act[sig].sa_flags & SA_RESETHAND) && ht_is_fatal_signal(sig) &&
+	    atomic_load_explicit(&ht_state, memory_order_relaxed) == HT_STATE_RECORDING) {
+		struct sigaction cur, ours;
+		/* (the kernel leaves SA_SIGINFO set: the handler alone says) */
+		if (real_sigaction(sig, NULL, &cur) == 0 && cur.sa_handler == SIG_DFL) {
+			prog_dfl[sig] = false;
+			ht_fatal_sigaction(&ours);
+			real_sigaction(sig, &ours, NULL);
+		}
+	}
 	ht_guard = saved;
 }
 
@@ -1506,18 +1522,67 @@ static void *wrappable(int sig, const struct sigaction *act)
 	return h;
 }
 
+/* A disposition read from the kernel (old), as the program set it: the
+ * trampoline reads back as the program's handler and flags, our fatal
+ * handler as the SIG_DFL the program set (or never changed), the default
+ * leak signal's as SIG_DFL. The kernel's own additions stay (glibc's
+ * SA_RESTORER, the mask without SIGKILL and SIGSTOP). prev: prog_act[sig]
+ * and prog_dfl[sig] before the call that returned old (sig's). */
+#ifndef SA_RESTORER
+#define SA_RESTORER 0x04000000 /* the kernel's: glibc sets it, headers do not show it */
+#endif
+
+static void as_program_set(struct sigaction *old, const struct sigaction *prev, bool prev_dfl)
+{
+	bool info = old->sa_flags & SA_SIGINFO;
+	if (info && old->sa_sigaction == signal_trampoline) {
+		int keep = old->sa_flags & ~SA_SIGINFO;
+		if (prev->sa_flags & SA_SIGINFO)
+			old->sa_sigaction = prev->sa_sigaction;
+		else
+			old->sa_handler = prev->sa_handler;
+		old->sa_flags = keep | (prev->sa_flags & SA_SIGINFO);
+	} else if (!info && (old->sa_handler == ht_fatal_signal_handler ||
+			     (old->sa_handler == ht_leak_signal_handler && ht_opt_leak_signal < 0))) {
+		int restorer = old->sa_flags & SA_RESTORER;
+		if (prev_dfl && old->sa_handler == ht_fatal_signal_handler) {
+			*old = *prev;
+			old->sa_flags |= restorer;
+			sigdelset(&old->sa_mask, SIGKILL);
+			sigdelset(&old->sa_mask, SIGSTOP);
+		} else {
+			old->sa_handler = SIG_DFL;
+			old->sa_flags = 0;
+			sigemptyset(&old->sa_mask);
+		}
+	}
+}
+
+/* The handler a signal() style call returns, from the disposition before. */
+static sighandler_t handler_of(const struct sigaction *old)
+{
+	return old->sa_flags & SA_SIGINFO ? (sighandler_t)(void *)old->sa_sigaction : old->sa_handler;
+}
+
 HT_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	if (HT_UNLIKELY(!real_sigaction))
 		resolve_reals();
-	struct sigaction ours;
-	if (act && keep_ours(sig, act->sa_handler, act->sa_flags)) {
+	bool in_range = sig > 0 && sig < HT_NSIG;
+	struct sigaction prev, ours;
+	bool prev_dfl = false;
+	if (in_range) {
+		prev = prog_act[sig];
+		prev_dfl = prog_dfl[sig];
+	} else {
+		memset(&prev, 0, sizeof prev);
+	}
+	const struct sigaction *given = act;
+	bool kept = act && keep_ours(sig, act->sa_handler, act->sa_flags);
+	if (kept) {
 		ht_fatal_sigaction(&ours);
 		act = &ours;
 	}
-	struct sigaction prev;
-	if (sig > 0 && sig < HT_NSIG)
-		prev = prog_act[sig];
 	void *h = wrappable(sig, act);
 	int r;
 	if (h) {
@@ -1525,59 +1590,95 @@ HT_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *
 				      memory_order_relaxed);
 		atomic_store_explicit(&prog_handler[sig], h, memory_order_release);
 		prog_act[sig] = *act;
+		prog_dfl[sig] = false;
 		ours = *act;
 		ours.sa_sigaction = signal_trampoline;
 		ours.sa_flags |= SA_SIGINFO;
 		r = real_sigaction(sig, &ours, old);
-		if (r != 0)
-			prog_act[sig] = prev;
 	} else {
 		r = real_sigaction(sig, act, old);
+		if (r == 0 && in_range && act) {
+			prog_dfl[sig] = kept;
+			if (kept)
+				prog_act[sig] = *given;
+		}
 	}
-	if (r == 0 && old && (old->sa_flags & SA_SIGINFO) &&
-	    old->sa_sigaction == signal_trampoline) {
-		*old = prev;
-	} else if (r == 0 && old && !(old->sa_flags & SA_SIGINFO) &&
-		   (old->sa_handler == ht_fatal_signal_handler ||
-		    (old->sa_handler == ht_leak_signal_handler && ht_opt_leak_signal < 0))) {
-		old->sa_handler = SIG_DFL;
-		old->sa_flags = 0;
-		sigemptyset(&old->sa_mask);
+	if (r != 0 && in_range) {
+		prog_act[sig] = prev;
+		prog_dfl[sig] = prev_dfl;
 	}
+	if (r == 0 && old && in_range)
+		as_program_set(old, &prev, prev_dfl);
 	return r;
 }
 
+/* signal() and its older names: BSD semantics (SA_RESTART, the signal
+ * blocked in its handler), through our sigaction. */
 HT_EXPORT sighandler_t signal(int sig, sighandler_t handler)
 {
-	if (HT_UNLIKELY(!real_signal))
+	if (HT_UNLIKELY(!real_sigaction))
 		resolve_reals();
-	sighandler_t r;
 	struct sigaction sa, old;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = handler;
-	if (keep_ours(sig, handler, 0)) {
-		ht_fatal_sigaction(&sa);
-		if (real_sigaction(sig, &sa, &old) != 0)
-			return SIG_ERR;
-		r = old.sa_handler;
-	} else if (wrappable(sig, &sa)) {
-		/* glibc's signal(): BSD semantics */
-		sigemptyset(&sa.sa_mask);
+	sigemptyset(&sa.sa_mask);
+	if (sig > 0 && sig < NSIG)
 		sigaddset(&sa.sa_mask, sig);
-		sa.sa_flags = SA_RESTART;
-		if (sigaction(sig, &sa, &old) != 0)
-			return SIG_ERR;
-		r = old.sa_flags & SA_SIGINFO ? (sighandler_t)(void *)old.sa_sigaction : old.sa_handler;
-	} else {
-		r = real_signal(sig, handler);
-		if ((void *)r == (void *)signal_trampoline && sig > 0 && sig < HT_NSIG)
-			r = prog_act[sig].sa_flags & SA_SIGINFO
-				    ? (sighandler_t)(void *)prog_act[sig].sa_sigaction
-				    : prog_act[sig].sa_handler;
+	sa.sa_flags = SA_RESTART;
+	if (sigaction(sig, &sa, &old) != 0)
+		return SIG_ERR;
+	return handler_of(&old);
+}
+
+HT_EXPORT sighandler_t bsd_signal(int sig, sighandler_t handler);
+sighandler_t bsd_signal(int sig, sighandler_t handler)
+{
+	return signal(sig, handler);
+}
+
+HT_EXPORT sighandler_t ssignal(int sig, sighandler_t handler);
+sighandler_t ssignal(int sig, sighandler_t handler)
+{
+	return signal(sig, handler);
+}
+
+/* System V semantics: the handler is reset to SIG_DFL when it runs, and
+ * the signal is not blocked in it. */
+HT_EXPORT sighandler_t sysv_signal(int sig, sighandler_t handler);
+sighandler_t sysv_signal(int sig, sighandler_t handler)
+{
+	if (HT_UNLIKELY(!real_sigaction))
+		resolve_reals();
+	struct sigaction sa, old;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = handler;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+	if (sigaction(sig, &sa, &old) != 0)
+		return SIG_ERR;
+	return handler_of(&old);
+}
+
+/* sigset: glibc's sets the disposition through its internal sigaction;
+ * only what it returns needs our reading. */
+HT_EXPORT sighandler_t sigset(int sig, sighandler_t disp);
+sighandler_t sigset(int sig, sighandler_t disp)
+{
+	if (HT_UNLIKELY(!real_sigaction))
+		resolve_reals();
+	struct sigaction before;
+	bool known = sig > 0 && sig < HT_NSIG && real_sigaction(sig, NULL, &before) == 0;
+	struct sigaction prev;
+	bool prev_dfl = false;
+	if (known) {
+		prev = prog_act[sig];
+		prev_dfl = prog_dfl[sig];
 	}
-	if (r == ht_leak_signal_handler && ht_opt_leak_signal < 0)
-		return SIG_DFL; /* the default leak signal stays invisible */
-	return r == ht_fatal_signal_handler ? SIG_DFL : r;
+	sighandler_t r = real_sigset(sig, disp);
+	if (r == SIG_ERR || r == SIG_HOLD || !known)
+		return r;
+	as_program_set(&before, &prev, prev_dfl);
+	return handler_of(&before);
 }
 
 /* ---- main's return value ----------------------------------------------------

@@ -413,10 +413,11 @@ static void print_summary(const entry_t *ent, const char *shown, ht_supp_list_t 
 	if (t->error)
 		fprintf(stderr, "heaptrail: warning: %s\n", t->message);
 	if (t->ending == HT_ENDING_CUT_SHORT && !ent->lost)
-		fputs("heaptrail: warning: the agent did not see the program end: it left by a "
-		      "raw exit_group system call (as Go programs do) or was killed by "
-		      "SIGKILL; the events still in the agent's buffers (up to the last "
-		      "half second) are missing, so the figures above are partial\n",
+		fputs("heaptrail: warning: the agent did not see the program end (a raw "
+		      "exit_group system call, as Go programs make, or a signal the agent "
+		      "could not catch, such as SIGKILL); the events still in its buffers "
+		      "(up to the last half second) are missing, so the figures above are "
+		      "partial\n",
 		      stderr);
 	if (t->have_summary)
 		summary_sites(m, path, shown, supps);

@@ -264,7 +264,42 @@ def t_threads_abort_together(t):
         t.eq("allocations made by churn() (run %d)" % attempt, 300000, own)
 
 
+def t_readback_as_plain(t):
+    """Every way of setting a disposition returns, and sigaction reads
+    back, what it does without the agent (handlers run behind the agent's
+    trampoline; the fatal signals it catches read back as SIG_DFL)."""
+    need_tools(t)
+    plain = subprocess.run([str(PROGS / "sigreadback")], capture_output=True, timeout=60,
+                           preexec_fn=default_signals)
+    t.eq("plain exit status", 0, plain.returncode)
+    out = scratch_dir("sig") / "x.ht"
+    p = subprocess.run([str(HT), "run", "-o", str(out), "--", str(PROGS / "sigreadback")],
+                       capture_output=True, timeout=60, preexec_fn=default_signals)
+    t.eq("exit status", 0, p.returncode)
+    t.eq("output under heaptrail == plain", text(plain.stdout), text(p.stdout))
+
+
+def t_crash_resethand(t):
+    """A crash handler installed with SA_RESETHAND that returns: the fault
+    repeats under the SIG_DFL the kernel put back, which the agent now
+    takes over, so the trace is complete."""
+    need_tools(t)
+    out = scratch_dir("sig") / "x.ht"
+    p = subprocess.run([str(HT), "run", "-o", str(out), "--", str(PROGS / "crash_resethand")],
+                       capture_output=True, timeout=60, preexec_fn=default_signals)
+    t.eq("exit status", 128 + signal.SIGSEGV, p.returncode)
+    r = report(out)
+    if r.err:
+        t.fatal(r.err)
+    t.eq("allocations, ending signal, truncated",
+         (100, int(signal.SIGSEGV), False),
+         (r.data["totals"]["allocations"], r.data["program"].get("signal"),
+          bool(r.data.get("truncated"))))
+
+
 TESTS = [
+    ("signals.readback_as_plain", t_readback_as_plain),
+    ("signals.crash_handler_resethand", t_crash_resethand),
     ("signals.threads_abort_together", t_threads_abort_together),
     ("signals.sigterm_complete", t_sigterm_complete),
     ("signals.sigterm_to_heaptrail", lambda t: t_signal_to_heaptrail(t, signal.SIGTERM)),

@@ -186,13 +186,13 @@ HT_NOINLINE static void defer_event(uint8_t op, void *p, size_t size, uint64_t t
 	 * that needs one (mmap is async-signal-safe; no lock, once per state) */
 	if ((__atomic_load_n(&t->defer_tail, __ATOMIC_RELAXED) % HT_DEFER_MAX) >= HT_DEFER_INLINE &&
 	    !atomic_load_explicit(&t->deferred_more, memory_order_acquire)) {
+		/* ht_mmap: a system call and a lock-free note of the range,
+		 * which the leak scan leaves out (entries hold addresses) */
 		size_t len = HT_DEFER_MORE * sizeof(ht_deferred_t);
-		void *m = (void *)syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE,
-					  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		void *m = ht_mmap(len);
 		ht_deferred_t *none = NULL;
-		if (m != MAP_FAILED &&
-		    !atomic_compare_exchange_strong(&t->deferred_more, &none, (ht_deferred_t *)m))
-			syscall(SYS_munmap, m, len); /* a nested handler mapped it first */
+		if (m && !atomic_compare_exchange_strong(&t->deferred_more, &none, (ht_deferred_t *)m))
+			ht_munmap(m, len); /* a nested handler mapped it first */
 	}
 	/* a nested handler may take an entry meanwhile: claim it first */
 	uint32_t i = __atomic_fetch_add(&t->defer_tail, 1, __ATOMIC_RELAXED);
@@ -237,6 +237,7 @@ HT_NOINLINE static void deferred_flush(void)
 			break; /* claimed by a handler that a longjmp left */
 		atomic_signal_fence(memory_order_acquire);
 		record_deferred(t, d);
+		d->addr = 0; /* no stale pointer for the leak scan to find */
 		d->ready = 0;
 		t->defer_head++;
 	}

@@ -66,6 +66,11 @@ static inline uint64_t ht_util_hash64(uint64_t x)
 #define HT_FMT_LEN 40
 /* 1234567 -> "1,234,567" */
 char *ht_fmt_count(char *buf, uint64_t v);
+/* "blocks", or "block" for one: "in 1 block". */
+static inline const char *ht_blocks_word(uint64_t n)
+{
+	return n == 1 ? "block" : "blocks";
+}
 /* 1234567 -> "1.18 MiB"; below 1 KiB "512 B" */
 char *ht_fmt_size(char *buf, uint64_t bytes);
 /* nanoseconds -> "1.234 s", "12.3 ms", "45 us" */

@@ -85,8 +85,9 @@ static int print_class(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, con
 			bytes += l->g[i].bytes;
 			blocks += l->g[i].blocks;
 		}
-		fprintf(out, "\n... and %zu more stacks: %s%s in %s%s blocks (--top 0 shows all)\n",
-			to - from - shown, ap, ht_fmt_size(a, bytes), ap, ht_fmt_count(b, blocks));
+		fprintf(out, "\n... and %zu more stacks: %s%s in %s%s %s (--top 0 shows all)\n",
+			to - from - shown, ap, ht_fmt_size(a, bytes), ap, ht_fmt_count(b, blocks),
+			ht_blocks_word(blocks));
 	}
 	return e;
 }
@@ -142,15 +143,16 @@ int ht_report_leaks_text_labeled(FILE *out, const ht_model_t *m, ht_symbolizer_t
 		size_t np = 0;
 		for (size_t i = 0; l->supps && i < l->supps->n; i++)
 			np += l->supps->s[i].blocks > 0;
-		fprintf(out, "\nsuppressed: %s%s (%s B) in %s%s blocks, by %zu pattern%s:\n",
+		fprintf(out, "\nsuppressed: %s%s (%s B) in %s%s %s, by %zu pattern%s:\n",
 			approx(m), ht_fmt_size(a, l->supp_bytes), ht_fmt_count(b, l->supp_bytes),
-			approx(m), ht_fmt_count(c, l->supp_blocks), np, np == 1 ? "" : "s");
+			approx(m), ht_fmt_count(c, l->supp_blocks), ht_blocks_word(l->supp_blocks), np,
+			np == 1 ? "" : "s");
 		for (size_t i = 0; l->supps && i < l->supps->n; i++) {
 			const ht_supp_t *s = &l->supps->s[i];
 			if (s->blocks)
-				fprintf(out, "  %10s B in %6s blocks  leak:%s  (%s)\n",
-					ht_fmt_count(a, s->bytes), ht_fmt_count(b, s->blocks), s->pattern,
-					s->origin);
+				fprintf(out, "  %10s B in %6s %-6s  leak:%s  (%s)\n",
+					ht_fmt_count(a, s->bytes), ht_fmt_count(b, s->blocks),
+					ht_blocks_word(s->blocks), s->pattern, s->origin);
 		}
 	}
 	return e;
@@ -193,9 +195,9 @@ int ht_report_checks_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym)
 			unsigned kk = k % HT_LEAK_KINDS; /* 1..4, then unclassified */
 			if (!c->blocks[kk])
 				continue;
-			fprintf(out, "  %-18s %12s B in %s blocks\n",
+			fprintf(out, "  %-18s %12s B in %s %s\n",
 				kk ? class_title[kk] : "unclassified", ht_fmt_count(a, c->bytes[kk]),
-				ht_fmt_count(b, c->blocks[kk]));
+				ht_fmt_count(b, c->blocks[kk]), ht_blocks_word(c->blocks[kk]));
 		}
 		for (size_t k = 0; k < c->ntop; k++) {
 			fprintf(out, "    %12s B  %-10s  ", ht_fmt_count(a, c->top[k].bytes),

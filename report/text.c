@@ -359,9 +359,10 @@ static void print_summary(FILE *out, const ht_model_t *m)
 			ht_fmt_count(b, tt->peak_rss_bytes));
 	else
 		fprintf(out, "  %-18s %14s\n", "peak RSS", "unknown");
-	fprintf(out, "  %-18s %14s   %s B%s in %s blocks%s\n", "leaked",
+	fprintf(out, "  %-18s %14s   %s B%s in %s %s%s\n", "leaked",
 		est_size(a, m, tt->leaked_bytes), ht_fmt_count(b, tt->leaked_bytes),
 		est_ci(d, m, e->var_leaked_bytes, true), est_count(cbuf, m, tt->leaked_blocks),
+		ht_blocks_word(tt->leaked_blocks),
 		m->sample_rate ? est_ci(d + HT_FMT_LEN, m, e->var_leaked_blocks, false) : "");
 	if (m->sample_rate)
 		fprintf(out, "  %-18s %14s   not known from samples", "temporary allocs", "?");
@@ -456,8 +457,8 @@ static void print_list(textctx_t *c, const char *title, ht_site_order_t order, h
 			blocks += m->sites[idx[i]].leaked_blocks;
 		}
 		char a[HT_FMT_LEN], b[HT_FMT_LEN];
-		fprintf(out, "\n... and %zu more leak sites: %s in %s blocks (--top 0 shows all)\n",
-			n - shown, ht_fmt_size(a, bytes), ht_fmt_count(b, blocks));
+		fprintf(out, "\n... and %zu more leak sites: %s in %s %s (--top 0 shows all)\n",
+			n - shown, ht_fmt_size(a, bytes), ht_fmt_count(b, blocks), ht_blocks_word(blocks));
 	}
 }
 

@@ -200,10 +200,11 @@ int ht_report_timeline_text(FILE *out, const ht_model_t *m)
 	rstrip_print(out, axis, len);
 	rstrip_print(out, line, len);
 
-	fprintf(out, "  heap   peak %s at %s (%s blocks), %s in %s blocks at the end\n",
+	fprintf(out, "  heap   peak %s at %s (%s %s), %s in %s %s at the end\n",
 		ht_fmt_size(a, tl.peak_bytes), time_label(b, tl.peak_time_ns),
-		ht_fmt_count(c, tl.peak_blocks), ht_fmt_size(d, tt->leaked_bytes),
-		ht_fmt_count(f, tt->leaked_blocks));
+		ht_fmt_count(c, tl.peak_blocks), ht_blocks_word(tl.peak_blocks),
+		ht_fmt_size(d, tt->leaked_bytes), ht_fmt_count(f, tt->leaked_blocks),
+		ht_blocks_word(tt->leaked_blocks));
 	if (tl.rss_samples)
 		fprintf(out, "  RSS    %s sample%s, highest %s; peak RSS %s (the kernel's high-water mark)\n",
 			ht_fmt_count(a, tl.rss_samples), tl.rss_samples == 1 ? "" : "s",

@@ -223,7 +223,7 @@ def t_suppressions(t):
     t.eq("^leak$: leaks left", 4, len(rep.get("leaks", [])))
     # the text names them
     p = run([HT, "leaks", "--suppressions", str(f), path], TIMEOUT)
-    t.check(re.search(r"4,096 B in +1 blocks +leak:leak_big", text(p.out)),
+    t.check(re.search(r"4,096 B in +1 block +leak:leak_big", text(p.out)),
             "text lacks the per-pattern line:\n%s" % tail(p.out, 1500))
     # a line that is not leak:PATTERN is refused, naming it
     bad = write_supp(t, "bad.supp", ["leak:ok", "race:foo"])

@@ -73,6 +73,7 @@ static void (*real_quick_exit)(int) __attribute__((noreturn));
 static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
 static int (*real_pthread_getattr_np)(pthread_t, pthread_attr_t *);
 static sighandler_t (*real_sigset)(int, sighandler_t);
+static sighandler_t (*real_signal)(int, sighandler_t);
 
 /* Bootstrap allocations, made while dlsym runs (rule 7). Each block has a
  * 16-byte header with its size, for realloc and malloc_usable_size. */
@@ -136,6 +137,7 @@ HT_NOINLINE HT_COLD static void resolve_reals(void)
 	RESOLVE(sigaction);
 	RESOLVE(pthread_getattr_np);
 	RESOLVE(sigset);
+	RESOLVE(signal);
 	/* malloc last: a non-NULL real_malloc means everything is resolved. */
 	void *m = dlsym(RTLD_NEXT, "malloc");
 	ht_guard--;
@@ -1613,21 +1615,26 @@ HT_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *
 	return r;
 }
 
-/* signal() and its older names: BSD semantics (SA_RESTART, the signal
- * blocked in its handler), through our sigaction. */
+/* signal() and its older names: glibc's own sets the flags (SA_RESTART
+ * unless siginterrupt said otherwise, a set only glibc knows) and the mask;
+ * what it installed then goes through our sigaction, which wraps it or
+ * keeps our fatal handler for SIG_DFL, as for any disposition. */
 HT_EXPORT sighandler_t signal(int sig, sighandler_t handler)
 {
 	if (HT_UNLIKELY(!real_sigaction))
 		resolve_reals();
-	struct sigaction sa, old;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = handler;
-	sigemptyset(&sa.sa_mask);
-	if (sig > 0 && sig < NSIG)
-		sigaddset(&sa.sa_mask, sig);
-	sa.sa_flags = SA_RESTART;
-	if (sigaction(sig, &sa, &old) != 0)
+	if (sig <= 0 || sig >= HT_NSIG)
+		return real_signal(sig, handler); /* its error */
+	struct sigaction prev = prog_act[sig], old, cur;
+	bool prev_dfl = prog_dfl[sig];
+	if (real_sigaction(sig, NULL, &old) != 0)
 		return SIG_ERR;
+	if (real_signal(sig, handler) == SIG_ERR)
+		return SIG_ERR;
+	if (real_sigaction(sig, NULL, &cur) == 0 &&
+	    (keep_ours(sig, cur.sa_handler, cur.sa_flags) || wrappable(sig, &cur)))
+		sigaction(sig, &cur, NULL);
+	as_program_set(&old, &prev, prev_dfl);
 	return handler_of(&old);
 }
 

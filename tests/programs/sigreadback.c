@@ -1,7 +1,8 @@
 /* sigreadback.c - prints what every way of setting a signal's disposition
  * returns and what sigaction reads back: handlers set by signal, sigaction,
  * bsd_signal, sysv_signal, ssignal and sigset, SIG_DFL set on signals the
- * agent catches (SIGINT, SIGTERM), one never touched (SIGHUP). Under
+ * agent catches (SIGINT, SIGTERM), one never touched (SIGHUP), signal()
+ * after siginterrupt (no SA_RESTART). Under
  * heaptrail the output must be the plain run's, byte for byte. Exit 0.
  */
 #include <signal.h>
@@ -77,5 +78,8 @@ int main(void)
 	printf("old SIGTERM: %s flags %#x\n", n(old.sa_handler), (unsigned)old.sa_flags);
 	show("SIGTERM set to h4", SIGTERM);
 	show("SIGHUP untouched", SIGHUP);
+	siginterrupt(SIGUSR2, 1); /* signal() then leaves SA_RESTART out */
+	signal(SIGUSR2, h1);
+	show("SIGUSR2 after siginterrupt", SIGUSR2);
 	return 0;
 }

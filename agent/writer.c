@@ -660,26 +660,29 @@ int ht_writer_open(bool forked)
 	return 0;
 }
 
-void ht_writer_note_own_malloc(const char *object)
+/* Appends "key<TAB>value" to the trace's manifest line, the value made one
+ * field of one line. */
+static void note_field(const char *key, const char *value)
 {
 	char tail[4096 + 16];
-	size_t k = ht_append_str(tail, 0, sizeof tail, "ownmalloc\t");
-	k = ht_append_str(tail, k, sizeof tail, object ? object : "");
-	for (size_t i = 10; i < k; i++)
+	size_t k = ht_append_str(tail, 0, sizeof tail, key);
+	k = ht_append_str(tail, k, sizeof tail, "\t");
+	size_t from = k;
+	k = ht_append_str(tail, k, sizeof tail, value ? value : "");
+	for (size_t i = from; i < k; i++)
 		if (tail[i] == '\t' || tail[i] == '\n')
 			tail[i] = ' ';
 	append_manifest(out_path, tail);
 }
 
+void ht_writer_note_own_malloc(const char *object)
+{
+	note_field("ownmalloc", object);
+}
+
 void ht_writer_note_exec(const char *target)
 {
-	char tail[4096 + 16];
-	size_t k = ht_append_str(tail, 0, sizeof tail, "exec\t");
-	k = ht_append_str(tail, k, sizeof tail, target ? target : "");
-	for (size_t i = 5; i < k; i++)
-		if (tail[i] == '\t' || tail[i] == '\n')
-			tail[i] = ' '; /* one line, one field */
-	append_manifest(out_path, tail);
+	note_field("exec", target);
 }
 
 void ht_writer_finish(unsigned how, unsigned status)

@@ -224,13 +224,10 @@ static size_t read_manifest(const char *path, entry_t **out)
 		char *ex = strstr(tab + 1, "\texec\t");
 		if (ex) {
 			*ex = '\0';
-			for (size_t i = n; i-- > 0;) {
-				entry_t *e = &(*out)[i];
-				if (!strcmp(e->path, tab + 1)) {
-					free(e->exec_target);
-					e->exec_target = strdup(ex + 6);
-					break;
-				}
+			entry_t *e = last_entry(*out, n, tab + 1);
+			if (e) {
+				free(e->exec_target);
+				e->exec_target = strdup(ex + 6);
 			}
 			continue;
 		}

@@ -209,6 +209,10 @@ void ht_flusher_fork_child(void);
 			       machine) */
 #define HT_DEFER_MAX (HT_DEFER_INLINE + HT_DEFER_MORE)
 #define HT_DEFER_DEPTH 32
+/* Asynchronous signals kept for the end of an allocation hook, per thread:
+ * more (real-time signals queued faster than one hook takes) run their
+ * handlers at once, their events deferred as above. */
+#define HT_SIG_PENDING_MAX 8
 typedef struct ht_deferred {
 	uint8_t op;    /* HT_EV_ALLOC | fn << 4, or HT_EV_FREE */
 	uint8_t n;     /* frames */
@@ -271,6 +275,13 @@ typedef struct ht_thread {
 	uint64_t defer_lost;
 	ht_deferred_t deferred[HT_DEFER_INLINE];
 	ht_deferred_t *_Atomic deferred_more; /* HT_DEFER_MORE more, or NULL */
+	/* asynchronous signals that found an allocation hook at work, sent
+	 * again once it is done (hooks.c); taken from head, added at tail */
+	uint32_t sig_head, sig_tail;
+	struct ht_pending_signal {
+		int sig;
+		siginfo_t info;
+	} sig_pending[HT_SIG_PENDING_MAX];
 	void *frames[HT_MAX_DEPTH + 16];
 } ht_thread_t;
 
@@ -505,6 +516,10 @@ extern __thread int ht_in_getattr;
 /* ht_guard's value while a program's signal handler runs that interrupted
  * the agent: its allocations and frees are deferred (hooks.c). */
 #define HT_GUARD_DEFER 0x40000000
+/* ht_guard's value while an allocation hook works (hooks.c): short work,
+ * which an asynchronous signal's handler waits for (hooks.c, "signal
+ * handlers"). Other agent code sets 1 or counts up. */
+#define HT_GUARD_HOOK 2
 /* Set by such a handler when it deferred an event: the interrupted hook
  * records them when it releases the guard. */
 extern __thread volatile int ht_deferred_pending;

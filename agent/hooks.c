@@ -38,6 +38,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -171,7 +173,20 @@ static inline bool should_record(void)
  * it to HT_GUARD_DEFER. Hooks entered so keep their event aside in the
  * thread's state (defer_event: no lock, no buffer, a frame-pointer stack),
  * and the interrupted hook records them when it releases the guard
- * (GUARD_RELEASE), stamped no earlier than its own event. */
+ * (GUARD_RELEASE), stamped no earlier than its own event.
+ *
+ * A handler may also leave by siglongjmp, and one that interrupted the
+ * agent would leave its work half done: the guard held for good (the
+ * thread recorded nothing more), maybe a lock. So an asynchronous standard
+ * signal (a timer, kill, Ctrl-C: not a fault of the thread's own code, nor
+ * abort) that finds an allocation hook at work (HT_GUARD_HOOK) does not
+ * run its handler there: the trampoline keeps the signal and its siginfo
+ * in the thread's state and leaves it blocked, and the hook sends it again
+ * to its own thread when it releases the guard (send_pending_signals): the
+ * handler runs then, microseconds late, as if the signal had come at the
+ * end of the malloc. Faults, abort's SIGABRT, real-time signals (their
+ * order), SA_RESETHAND handlers (the kernel has reset the action already)
+ * and signals past HT_SIG_PENDING_MAX run at once, as before. */
 
 __thread volatile int ht_deferred_pending;
 
@@ -222,26 +237,61 @@ HT_NOINLINE static void defer_event(uint8_t op, void *p, size_t size, uint64_t t
 
 static void record_deferred(ht_thread_t *t, const ht_deferred_t *d);
 
-/* Records the events handlers kept aside; the guard is free. */
+/* The same siginfo (si_code, si_value, the sender): the kernel takes any
+ * from a thread for itself. */
+static void send_to_self(pid_t pid, uint32_t tid, const struct ht_pending_signal *p)
+{
+	if (syscall(SYS_rt_tgsigqueueinfo, pid, (pid_t)tid, p->sig, &p->info) != 0)
+		syscall(SYS_tgkill, pid, (pid_t)tid, p->sig);
+}
+
+/* Sends again, each to this thread, the signals the trampoline kept while
+ * a hook worked; their handlers run as they are unblocked (the trampoline
+ * blocked each, so that the kernel keeps another of it pending instead:
+ * one instance of a standard signal, as while any signal is blocked). The
+ * entries are taken with the guard held (a signal coming meanwhile runs at
+ * once), the signals unblocked with it free. */
+static void send_pending_signals(ht_thread_t *t)
+{
+	if (t->sig_head == t->sig_tail)
+		return;
+	ht_guard = 1;
+	pid_t pid = getpid();
+	sigset_t kept;
+	sigemptyset(&kept);
+	for (; t->sig_head != t->sig_tail; t->sig_head++) {
+		const struct ht_pending_signal *p = &t->sig_pending[t->sig_head % HT_SIG_PENDING_MAX];
+		sigaddset(&kept, p->sig);
+		send_to_self(pid, t->tid, p);
+	}
+	ht_guard = 0;
+	pthread_sigmask(SIG_UNBLOCK, &kept, NULL);
+}
+
+/* Records the events handlers kept aside and sends the signals kept for
+ * later; the guard is free. */
 HT_NOINLINE static void deferred_flush(void)
 {
 	ht_thread_t *t = ht_tls_thread;
 	ht_deferred_pending = 0;
-	if (!t || atomic_load_explicit(&ht_state, memory_order_relaxed) != HT_STATE_RECORDING)
+	if (!t)
 		return;
 	int e = errno;
-	ht_guard = 1;
-	while (t->defer_head != __atomic_load_n(&t->defer_tail, __ATOMIC_RELAXED)) {
-		ht_deferred_t *d = ht_deferred_slot(t, t->defer_head);
-		if (!d || !d->ready)
-			break; /* claimed by a handler that a longjmp left */
-		atomic_signal_fence(memory_order_acquire);
-		record_deferred(t, d);
-		d->addr = 0; /* no stale pointer for the leak scan to find */
-		d->ready = 0;
-		t->defer_head++;
+	if (atomic_load_explicit(&ht_state, memory_order_relaxed) == HT_STATE_RECORDING) {
+		ht_guard = HT_GUARD_HOOK;
+		while (t->defer_head != __atomic_load_n(&t->defer_tail, __ATOMIC_RELAXED)) {
+			ht_deferred_t *d = ht_deferred_slot(t, t->defer_head);
+			if (!d || !d->ready)
+				break; /* claimed by a handler that a longjmp left */
+			atomic_signal_fence(memory_order_acquire);
+			record_deferred(t, d);
+			d->addr = 0; /* no stale pointer for the leak scan to find */
+			d->ready = 0;
+			t->defer_head++;
+		}
+		ht_guard = 0;
 	}
-	ht_guard = 0;
+	send_pending_signals(t);
 	errno = e;
 	if (HT_UNLIKELY(ht_deferred_pending)) /* a handler ran meanwhile */
 		deferred_flush();
@@ -535,7 +585,7 @@ static void record_deferred(ht_thread_t *t, const ht_deferred_t *d)
 				count_finishing(1, 0, size);                   \
 			return q_;                                             \
 		}                                                              \
-		ht_guard = 1;                                                  \
+		ht_guard = HT_GUARD_HOOK;                                      \
 		void *p_ = call;                                               \
 		if (HT_LIKELY(p_ != NULL) && !sample_skip(size)) {             \
 			int e_ = errno;                                        \
@@ -582,7 +632,7 @@ HT_NOINLINE static void *sampled_alloc_slow(unsigned fn, void *p, size_t size)
 		}
 		return p;
 	}
-	ht_guard = 1;
+	ht_guard = HT_GUARD_HOOK;
 	int e = errno;
 	if (ht_sample_slow(size))
 		record_alloc_sampled(fn, p, size, 0);
@@ -684,7 +734,7 @@ HT_NOINLINE static void free_sampled_slow(void *p)
 		real_free(p);
 		return;
 	}
-	ht_guard = 1;
+	ht_guard = HT_GUARD_HOOK;
 	int e = errno;
 	if (sampled_free_counted(p))
 		record_free(p);
@@ -701,7 +751,7 @@ HT_NOINLINE static void free_full(void *p)
 		real_free(p);
 		return;
 	}
-	ht_guard = 1;
+	ht_guard = HT_GUARD_HOOK;
 	int e = errno;
 	record_free(p);
 	errno = e;
@@ -780,7 +830,7 @@ static void *realloc_common(unsigned fn, void *old, size_t size, size_t nmemb,
 			defer_event((uint8_t)(HT_EV_ALLOC | fn << 4), q, size, ht_stamp());
 		return q;
 	}
-	ht_guard = 1;
+	ht_guard = HT_GUARD_HOOK;
 	if (old == NULL) {
 		void *q = REAL_CALL();
 		if (q && !sample_skip(size)) {
@@ -909,7 +959,7 @@ HT_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 			count_finishing(1, 0, size);
 		return r;
 	}
-	ht_guard = 1;
+	ht_guard = HT_GUARD_HOOK;
 	int r = real_posix_memalign(out, align, size);
 	if (r == 0 && !sample_skip(size)) {
 		int e = errno;
@@ -1116,7 +1166,7 @@ static inline bool cxx_pass(int chain)
 		if (HT_UNLIKELY(!real_malloc))                                 \
 			resolve_reals();                                       \
 		if (HT_LIKELY(should_record())) {                              \
-			ht_guard = 1;                                          \
+			ht_guard = HT_GUARD_HOOK;                              \
 			void *p = alloc;                                       \
 			if (HT_LIKELY(p != NULL)) {                            \
 				if (!sample_skip(size)) {                      \
@@ -1203,7 +1253,7 @@ int heaptrail_agent_alloc(void *p, size_t size)
 {
 	if (!p || !should_record())
 		return 0;
-	ht_guard = 1;
+	ht_guard = HT_GUARD_HOOK;
 	int e = errno;
 	if (!sample_skip(size))
 		record_alloc_sampled(HT_FN_CUSTOM, p, size, 0);
@@ -1217,7 +1267,7 @@ int heaptrail_agent_free(void *p)
 {
 	if (!p || !should_record())
 		return 0;
-	ht_guard = 1;
+	ht_guard = HT_GUARD_HOOK;
 	int e = errno;
 	if (!ht_opt_sample_rate || sampled_free_counted(p))
 		record_free(p);
@@ -1240,7 +1290,7 @@ int heaptrail_agent_realloc(void *old, void *p, size_t size)
 		heaptrail_agent_free(old);
 		return heaptrail_agent_alloc(p, size);
 	}
-	ht_guard = 1;
+	ht_guard = HT_GUARD_HOOK;
 	int e = errno;
 	/* The program moved the block already: both halves happen now. */
 	uint64_t free_time = realloc_begin();
@@ -1258,7 +1308,7 @@ int heaptrail_agent_pool_alloc(const void *pool, void *p, size_t size)
 {
 	if (!p || !pool || !should_record())
 		return 0;
-	ht_guard = 1;
+	ht_guard = HT_GUARD_HOOK;
 	int e = errno;
 	if (!sample_skip(size))
 		record_alloc_sampled(HT_FN_CUSTOM, p, size, (uintptr_t)pool);
@@ -1482,9 +1532,40 @@ static void *_Atomic prog_handler[HT_NSIG];
 static _Atomic bool prog_siginfo[HT_NSIG];
 static bool prog_dfl[HT_NSIG]; /* prog_act holds a SIG_DFL that keep_ours replaced */
 
+/* Signals whose handlers must run at once: those the thread's own code
+ * raises where it runs (a fault, or abort, which goes on to SIG_DFL if the
+ * handler returns), and real-time signals, whose instances queue: one
+ * sent again would land behind those queued meanwhile, out of order. */
+static bool run_at_once(int sig)
+{
+	return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE ||
+	       sig == SIGTRAP || sig == SIGSYS || sig == SIGABRT || sig >= SIGRTMIN;
+}
+
+/* Keeps sig for the end of the interrupted hook ("signal handlers"
+ * above); false when it must run now. */
+static bool keep_for_later(int sig, const siginfo_t *si, void *uc)
+{
+	ht_thread_t *t = ht_tls_thread;
+	if (!t || !si || !uc || run_at_once(sig) ||
+	    (prog_act[sig].sa_flags & SA_RESETHAND) ||
+	    t->sig_tail - t->sig_head >= HT_SIG_PENDING_MAX)
+		return false;
+	struct ht_pending_signal *p = &t->sig_pending[t->sig_tail % HT_SIG_PENDING_MAX];
+	p->sig = sig;
+	p->info = *si;
+	t->sig_tail++;
+	/* blocked when the hook goes on, until send_pending_signals */
+	sigaddset(&((ucontext_t *)uc)->uc_sigmask, sig);
+	ht_deferred_pending = 1;
+	return true;
+}
+
 static void signal_trampoline(int sig, siginfo_t *si, void *uc)
 {
 	int saved = ht_guard;
+	if (saved == HT_GUARD_HOOK && keep_for_later(sig, si, uc))
+		return;
 	if (saved)
 		ht_guard = HT_GUARD_DEFER; /* it interrupted the agent */
 	void *h = atomic_load_explicit(&prog_handler[sig], memory_order_acquire);

@@ -940,6 +940,48 @@ def t_signal_handler_allocs(t):
     t.eq("allocations at on_alarm", h, in_handler)
 
 
+def t_signal_siglongjmp(t):
+    """A SIGALRM handler that leaves by siglongjmp, often finding the
+    program inside the agent: the agent never runs it in the middle of its
+    own work (it is sent again when the allocation hook is done), so the
+    thread goes on recording. Before, the first such jump left the agent's
+    guard held and the thread recorded nothing more (300 of 500,000)."""
+    need_tools(t)
+    tr = heaptrail_run([prog("siglongjmp")], out_name="siglongjmp.ht")
+    t.eq("siglongjmp exit status", 0, tr.proc.rc)
+    nums = tr.proc.out.split()
+    t.need(len(nums) == 4, "siglongjmp printed %r" % tr.proc.out)
+    n, handled, jumps, in_agent = (int(x) for x in nums)
+    t.check(handled > 100 and jumps > 10, "only %d signals, %d jumps" % (handled, jumps))
+    r = need_report(t, tr.out_path)
+    tot = r.data.get("totals", {})
+    # A handler that found the program in a hook's first or last
+    # instructions (nothing held) may jump out of it, as out of glibc's
+    # malloc: that call's block is lost to the program (a leak) or its free
+    # not counted by it, at most one per such jump.
+    allocs, frees = tot.get("allocations", 0), tot.get("frees", 0)
+    t.check(n + 1 <= allocs <= n + 1 + in_agent,
+            "allocations %d, the program made %d (+1), %d jumps from agent code" % (allocs, n, in_agent))
+    t.check(n + 1 <= frees <= n + 1 + in_agent,
+            "frees %d, the program made %d (+1), %d jumps from agent code" % (frees, n, in_agent))
+    t.eq("leaked blocks (allocations - frees)", allocs - frees, tot.get("leaked_blocks"))
+    t.eq("frees of unknown blocks", 0, tot.get("ignored_frees"))
+
+
+def t_signal_sigqueue_order(t):
+    """Signals sent with a value to a thread that is mostly inside the
+    agent: every real-time signal reaches its handler once, in order, with
+    its siginfo; a standard one held back until the hook is done keeps its
+    siginfo (value, si_code, sender). The plain run is the reference."""
+    want = "20000 20000 0 0 3000 3000 0 0"
+    plain = run([prog("sigqueue_order")], 60)
+    t.eq("plain run's output", want, text(plain.out).strip())
+    need_tools(t)
+    tr = heaptrail_run([prog("sigqueue_order")], out_name="sigqueue.ht")
+    t.eq("exit status", 0, tr.proc.rc)
+    t.eq("output under heaptrail", want, text(tr.proc.out).strip())
+
+
 def t_fork_memcheck(t):
     proc, res = memcheck(("fork",), [prog("fork")])
     got = sorted((r.allocs, r.frees, r.bytes, r.inuse_blocks, r.inuse_bytes) for r in res.values())
@@ -1052,6 +1094,8 @@ def t_killed_child_listed(t):
 add("fork.no_follow_spawned", t_spawn_no_follow)
 add("fork.killed_child_listed", t_killed_child_listed)
 add("signals.handler_allocates", t_signal_handler_allocs)
+add("signals.siglongjmp_out_of_handler", t_signal_siglongjmp)
+add("signals.sigqueue_order", t_signal_sigqueue_order)
 add("threads.names", t_thread_names)
 add("threads.first_heap_call_in_getattr", t_getattr_first)
 add("fork.relative_output", t_fork_cwd_relative)

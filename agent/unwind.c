@@ -6,7 +6,9 @@
  *   met before is replayed from its per-thread trace cache, without locks.
  * - a frame-pointer walker (unwind=fp): a few loads per frame, for programs
  *   built with -fno-omit-frame-pointer. Every frame pointer is checked against
- *   the thread's stack bounds, so garbage ends the walk instead of a crash.
+ *   the thread's stack bounds, so garbage ends the walk instead of a crash;
+ *   a walk that starts on another stack (a coroutine's, an alternate signal
+ *   stack) checks each page it enters instead (ht_fp_walk_foreign).
  *
  * A frame it has not met (and every unw_step) goes through its DWARF path,
  * whose register-state cache and memory pools libunwind 1.6 (as Debian
@@ -33,9 +35,57 @@
 #include <libunwind.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "agent.h"
 #include "unwind.h"
+
+/* A walk that starts outside the thread's stack bounds runs on another
+ * stack: a coroutine's (makecontext, a fiber library's), or the alternate
+ * stack of a signal handler, whose frame chain goes on into the code it
+ * interrupted. Its bounds are unknown, so each page the walk enters is
+ * checked first: process_vm_readv of one byte fails with EFAULT where a
+ * load would fault (unmapped, a guard page), and protection is per page.
+ * One system call per page: a few per capture, on this path only. */
+static bool page_readable(uintptr_t page)
+{
+	char byte;
+	struct iovec local = {&byte, 1}, remote = {(void *)page, 1};
+	return syscall(SYS_process_vm_readv, (long)getpid(), &local, 1L, &remote, 1L, 0L) == 1;
+}
+
+unsigned ht_fp_walk_foreign(uintptr_t fp, void **out, unsigned max)
+{
+	const uintptr_t page = 4096;
+	/* fp's own page holds the hook's frame: readable */
+	uintptr_t ok_lo = fp & ~(page - 1), ok_hi = ok_lo + page;
+	unsigned n = 0;
+	while (n < max && !(fp & 7)) {
+		/* the frame's two words lie in [fp, fp + 16): extend the
+		 * readable range over the pages they touch */
+		for (uintptr_t p = fp & ~(page - 1); p < fp + 16; p += page) {
+			if (p >= ok_lo && p < ok_hi)
+				continue;
+			if (!page_readable(p))
+				return n;
+			if (p == ok_hi)
+				ok_hi += page;
+			else
+				ok_lo = p, ok_hi = p + page;
+		}
+		uintptr_t next = ((uintptr_t *)fp)[0];
+		uintptr_t ret = ((uintptr_t *)fp)[1];
+		if (!ret)
+			break;
+		out[n++] = (void *)ret;
+		if (next <= fp) /* callers live higher, on this stack or the next */
+			break;
+		fp = next;
+	}
+	return n;
+}
 
 /* Every signal but the synchronous faults (above): built once. */
 static sigset_t unwind_mask;

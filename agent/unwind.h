@@ -15,6 +15,10 @@
 
 #include "agent.h"
 
+/* The frame-pointer walk from fp, on a stack that is not the thread's own
+ * (a coroutine's, a signal handler's alternate stack): agent/unwind.c. */
+unsigned ht_fp_walk_foreign(uintptr_t fp, void **out, unsigned max);
+
 __attribute__((always_inline)) static inline unsigned
 ht_fp_walk(const ht_thread_t *t, void **out, unsigned max)
 {
@@ -24,7 +28,8 @@ ht_fp_walk(const ht_thread_t *t, void **out, unsigned max)
 	if (!hi) { /* unknown bounds: allow a window above the current frame */
 		lo = fp;
 		hi = fp + (8u << 20);
-	}
+	} else if (HT_UNLIKELY(fp < lo || fp >= hi))
+		return ht_fp_walk_foreign(fp, out, max);
 	while (n < max) {
 		if (fp < lo || fp + 16 > hi || (fp & 7))
 			break;

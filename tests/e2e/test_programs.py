@@ -1268,7 +1268,29 @@ def t_depth_fp_cli(t):
 
 
 add("recursion.depth_default_64", t_depth_default)
+def t_foreign_stacks(t):
+    """Allocations on a coroutine's stack (from malloc and from mmap) and
+    on a signal handler's alternate stack lie outside the thread's stack
+    bounds: both unwinders still give their whole stacks. The
+    frame-pointer walker used to stop at once there (empty stacks)."""
+    need_tools(t)
+    for unwind in ("fp", "libunwind"):
+        tr = heaptrail_run([prog("foreign_stacks")], opts=["--unwind", unwind],
+                           out_name="foreign_%s.ht" % unwind)
+        t.eq("exit status (--unwind %s)" % unwind, 0, tr.proc.rc)
+        r = need_report(t, tr.out_path)
+        got = {}
+        for site in r.data.get("sites", []):
+            f = functions(site["stack"])
+            if f and f[0] in ("level3", "alt2"):
+                key = tuple(f[:4] if f[0] == "level3" else f[:3])
+                got[key] = got.get(key, 0) + site["allocations"]
+        t.eq("allocations by innermost frames (--unwind %s)" % unwind,
+             {("level3", "level2", "level1", "coro_body"): 20, ("alt2", "alt1", "on_usr1"): 5}, got)
+
+
 add("recursion.unwind_fp_cli", t_depth_fp_cli)
+add("recursion.foreign_stacks", t_foreign_stacks)
 add("recursion.depth_256", t_depth_256)
 add("recursion.unwind_fp", t_depth_fp)
 

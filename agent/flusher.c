@@ -323,7 +323,12 @@ static void start_writer(void)
 
 void ht_block_submit(ht_block_t *b)
 {
-	if (!atomic_load_explicit(&writer_started, memory_order_relaxed))
+	/* A child made by a raw clone(CLONE_VM) is another process in our
+	 * memory: a writer started there would live in its thread group
+	 * (and end that with exit when left alone), and its writes are
+	 * refused (writer.c). It only queues; our writer writes. */
+	bool clone_child = getpid() != ht_pid;
+	if (!atomic_load_explicit(&writer_started, memory_order_relaxed) && !clone_child)
 		start_writer();
 	ht_lock(&queue_lock);
 	b->next = NULL;
@@ -336,6 +341,8 @@ void ht_block_submit(ht_block_t *b)
 	ht_unlock(&queue_lock);
 	if (n == 1)
 		syscall(SYS_futex, &queued, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	if (clone_child)
+		return;
 	if (n > HT_MAX_QUEUED || !atomic_load(&writer_started)) {
 		/* The writer is behind (or absent): write now, on this thread;
 		 * with no writer to write the batch later, write it too. */

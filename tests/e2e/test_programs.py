@@ -1031,6 +1031,27 @@ def t_spawn_no_follow(t):
                                    "leaked_blocks": 2, "leaked_bytes": 1024}, {k: tot.get(k) for k in TOT})
 
 
+def t_rawclone_vm(t):
+    """A child of a raw clone(CLONE_VM) shares the parent's memory: its
+    events land in the parent's trace, and it neither writes the trace nor
+    starts the writer there. Before, a writer started in the child's
+    process ended it with exit(0) (the program's exit handler ran there,
+    its status was lost) and the parent's trace was lost whole."""
+    want = "child 3\nexit handler in main\n"
+    plain = run([prog("rawclone_vm")], 60)
+    t.eq("plain run's output", want, text(plain.out))
+    need_tools(t)
+    tr = heaptrail_run([prog("rawclone_vm")], out_name="rawclone.ht")
+    t.eq("exit status", 0, tr.proc.rc)
+    t.eq("output under heaptrail", want, text(tr.proc.out))
+    r = need_report(t, tr.out_path)
+    tot = r.data.get("totals", {})
+    t.eq("totals", {"allocations": 1103, "frees": 1103, "bytes_allocated": 1048576 + 50000 + 10200,
+                    "leaked_blocks": 0, "leaked_bytes": 0}, {k: tot.get(k) for k in TOT})
+    t.eq("the child's sites", {"child": 2}, {k: v["allocations"] for k, v in by_leaf(r.data).items()
+                                            if k == "child"})
+
+
 def t_fork_cwd_relative(t):
     """A relative -o in the current directory: the traces are still found
     via the stderr listing."""
@@ -1099,6 +1120,7 @@ add("signals.sigqueue_order", t_signal_sigqueue_order)
 add("threads.names", t_thread_names)
 add("threads.first_heap_call_in_getattr", t_getattr_first)
 add("fork.relative_output", t_fork_cwd_relative)
+add("fork.raw_clone_vm", t_rawclone_vm)
 add("fork.pattern_p", t_fork_pattern)
 add("fork.stderr_listing", t_fork_listing)
 

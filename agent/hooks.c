@@ -32,12 +32,14 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -1377,6 +1379,39 @@ HT_EXPORT void _exit(int status)
 HT_EXPORT void _Exit(int status)
 {
 	_exit(status);
+}
+
+/* daemon(3) as glibc has it, but for its parent's end: glibc's leaves by
+ * an _exit inside libc, which no hook sees, so the parent's trace lost
+ * everything not yet written (all it did before, for a short program).
+ * Here the parent leaves by the _exit above. */
+HT_EXPORT int daemon(int nochdir, int noclose)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid > 0)
+		_exit(0);
+	if (setsid() < 0)
+		return -1;
+	if (!nochdir)
+		(void)chdir("/");
+	if (!noclose) {
+		int fd = open("/dev/null", O_RDWR);
+		if (fd < 0)
+			return -1;
+		struct stat st;
+		if (fstat(fd, &st) != 0 || !S_ISCHR(st.st_mode)) {
+			close(fd);
+			return -1; /* not the null device: glibc's refusal */
+		}
+		(void)dup2(fd, STDIN_FILENO);
+		(void)dup2(fd, STDOUT_FILENO);
+		(void)dup2(fd, STDERR_FILENO);
+		if (fd > 2)
+			close(fd);
+	}
+	return 0;
 }
 
 HT_EXPORT int dlclose(void *handle)

@@ -483,8 +483,12 @@ static int create_exclusive(char *path, size_t cap)
 		}
 		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 			      0600);
-		if (fd >= 0)
+		if (fd >= 0) {
+			/* the program's umask (0777 before a fork or an
+			 * exec) must not leave its owner a file it cannot read */
+			fchmod(fd, 0600);
 			return fd;
+		}
 		if (errno != EEXIST)
 			return -1;
 	}

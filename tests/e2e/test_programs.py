@@ -15,13 +15,14 @@ exit status and the text report.
 import json
 import os
 import re
+import time
 from pathlib import Path
 
 import contract
 import tracefile
 from harness import (HT, PROGS, SRC, AGENT, T, by_leaf, functions, heaptrail_run,
                      leaks_by_leaf, marker_line, memcheck, memcheck_single,
-                     need_report, need_tools, report, run, tail, text,
+                     need_report, need_tools, report, run, scratch_dir, tail, text,
                      traced_report)
 
 TOT = ("allocations", "frees", "bytes_allocated", "leaked_blocks", "leaked_bytes")
@@ -1031,6 +1032,48 @@ def t_spawn_no_follow(t):
                                    "leaked_blocks": 2, "leaked_bytes": 1024}, {k: tot.get(k) for k in TOT})
 
 
+def t_umask_fork(t):
+    """A program's umask 0777 does not leave its fork child a trace its
+    owner cannot read (open's mode 0600 went through the umask: mode 000)."""
+    need_tools(t)
+    tr = heaptrail_run([prog("umask_fork")], out_name="u.ht")
+    t.eq("exit status", 0, tr.proc.rc)
+    files = sorted(tr.files())
+    t.eq("traces", 2, len(files))
+    t.eq("modes", ["0o600"] * len(files), [oct(os.stat(p).st_mode & 0o777) for p in files])
+    for p in files:
+        t.check(need_report(t, p).data.get("totals") is not None, "%s unreadable" % p)
+
+
+def t_daemon(t):
+    """daemon(3): glibc's parent leaves by an _exit inside libc that no hook
+    sees, so its trace lost everything it had not written yet (here all of
+    it). The parent's trace is now whole, ended by _exit, its live blocks
+    leaked; the daemon's own trace is the child's."""
+    need_tools(t)
+    outdir = Path(scratch_dir("daemon"))
+    tr = heaptrail_run([prog("daemonize"), outdir], out_name="d.ht", outdir=outdir)
+    t.eq("exit status", 0, tr.proc.rc)
+    deadline = time.monotonic() + 5
+    while not (outdir / "done").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    t.need((outdir / "done").exists(), "the daemon did not finish")
+    got = {}
+    for p in sorted(outdir.glob("d.ht*")):
+        r = report(p)
+        while time.monotonic() < deadline:  # the daemon may still be writing
+            if r.data and r.data.get("program", {}).get("ending") != "cut_short":
+                break
+            time.sleep(0.05)
+            r = report(p)
+        prg = r.data.get("program", {}) if r.data else {}
+        tot = r.data.get("totals", {}) if r.data else {}
+        got["daemon" if prg.get("forked") else "parent"] = (
+            prg.get("ending"), tot.get("allocations"), tot.get("frees"), tot.get("leaked_bytes"))
+    t.eq("traces (ending, allocations, frees, leaked bytes)",
+         {"parent": ("_exit", 1000, 500, 32000), "daemon": ("exit", 10, 10, 0)}, got)
+
+
 def t_rawclone_vm(t):
     """A child of a raw clone(CLONE_VM) shares the parent's memory: its
     events land in the parent's trace, and it neither writes the trace nor
@@ -1121,6 +1164,8 @@ add("threads.names", t_thread_names)
 add("threads.first_heap_call_in_getattr", t_getattr_first)
 add("fork.relative_output", t_fork_cwd_relative)
 add("fork.raw_clone_vm", t_rawclone_vm)
+add("fork.daemon", t_daemon)
+add("fork.umask_0777", t_umask_fork)
 add("fork.pattern_p", t_fork_pattern)
 add("fork.stderr_listing", t_fork_listing)
 

@@ -275,6 +275,10 @@ typedef struct ht_thread {
 	uint64_t defer_lost;
 	ht_deferred_t deferred[HT_DEFER_INLINE];
 	ht_deferred_t *_Atomic deferred_more; /* HT_DEFER_MORE more, or NULL */
+	/* an alternate signal stack, kept with the state (later threads
+	 * reuse it), armed while its thread runs without one of its own */
+	void *alt_stack;
+	bool alt_armed;
 	/* asynchronous signals that found an allocation hook at work, sent
 	 * again once it is done (hooks.c); taken from head, added at tail */
 	uint32_t sig_head, sig_tail;

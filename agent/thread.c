@@ -134,6 +134,37 @@ static void defer_forget(ht_thread_t *t)
 	t->defer_head = t->defer_tail = 0;
 }
 
+/* A stack overflow must still reach the agent's fatal handler, which
+ * finishes the trace, and a handler needs a stack: lifecycle.c gives the
+ * main thread an alternate one, this every other thread the program has
+ * given none. */
+#define HT_ALT_STACK (64 * 1024)
+
+static void alt_stack_arm(ht_thread_t *t)
+{
+	stack_t cur;
+	if (sigaltstack(NULL, &cur) != 0 || !(cur.ss_flags & SS_DISABLE))
+		return;
+	if (!t->alt_stack && !(t->alt_stack = ht_mmap(HT_ALT_STACK)))
+		return;
+	stack_t ss = {.ss_sp = t->alt_stack, .ss_size = HT_ALT_STACK, .ss_flags = 0};
+	t->alt_armed = sigaltstack(&ss, NULL) == 0;
+}
+
+/* At the thread's end, before another thread may take the state. */
+static void alt_stack_disarm(ht_thread_t *t)
+{
+	if (!t->alt_armed)
+		return;
+	t->alt_armed = false;
+	stack_t cur;
+	if (sigaltstack(NULL, &cur) == 0 && cur.ss_sp == t->alt_stack &&
+	    !(cur.ss_flags & (SS_DISABLE | SS_ONSTACK))) {
+		stack_t off = {.ss_flags = SS_DISABLE};
+		sigaltstack(&off, NULL);
+	}
+}
+
 static void thread_exit(void *arg)
 {
 	ht_thread_t *t = arg;
@@ -151,6 +182,7 @@ static void thread_exit(void *arg)
 			ht_unlock(&ht_writer_lock);
 		}
 	}
+	alt_stack_disarm(t);
 	ht_tls_thread = NULL;
 	tls_thread_exited = true;
 	if ((pid_t)syscall(SYS_gettid) == ht_pid)
@@ -225,8 +257,11 @@ HT_NOINLINE HT_COLD static ht_thread_t *thread_create(void)
 	t->bounds_pending = true;
 	bounds_now(t);
 	ht_tls_thread = t;
-	if (thread_key_ok && !tls_thread_exited)
+	if (thread_key_ok && !tls_thread_exited) {
 		pthread_setspecific(thread_key, t);
+		if (t->ordinal != 1)
+			alt_stack_arm(t); /* disarmed by thread_exit, the key's */
+	}
 	return t;
 }
 

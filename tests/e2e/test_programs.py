@@ -1032,6 +1032,21 @@ def t_spawn_no_follow(t):
                                    "leaked_blocks": 2, "leaked_bytes": 1024}, {k: tot.get(k) for k in TOT})
 
 
+def t_thread_overflow(t):
+    """A thread that overflows its stack: the agent's fatal handler needs a
+    stack to run on and finish the trace. Only the main thread had an
+    alternate one; the kernel killed the process at once and the trace
+    was lost whole."""
+    need_tools(t)
+    tr = heaptrail_run([prog("thread_overflow")], out_name="overflow.ht")
+    t.eq("exit status (SIGSEGV)", 128 + 11, tr.proc.rc)
+    r = need_report(t, tr.out_path)
+    prg = r.data.get("program", {})
+    t.eq("ending", ("signal", 11), (prg.get("ending"), prg.get("signal")))
+    t.eq("allocations by site", {"main": 500, "overflow": 500},
+         {k: v["allocations"] for k, v in by_leaf(r.data).items() if k in ("main", "overflow")})
+
+
 def t_umask_fork(t):
     """A program's umask 0777 does not leave its fork child a trace its
     owner cannot read (open's mode 0600 went through the umask: mode 000)."""
@@ -1166,6 +1181,7 @@ add("fork.relative_output", t_fork_cwd_relative)
 add("fork.raw_clone_vm", t_rawclone_vm)
 add("fork.daemon", t_daemon)
 add("fork.umask_0777", t_umask_fork)
+add("threads.stack_overflow", t_thread_overflow)
 add("fork.pattern_p", t_fork_pattern)
 add("fork.stderr_listing", t_fork_listing)
 

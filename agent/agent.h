@@ -34,6 +34,7 @@ enum ht_state {
 	HT_STATE_RECORDING = 1, /* normal operation */
 	HT_STATE_DISABLED = 2,	/* option, fork child untraced, or a failure */
 	HT_STATE_FINISHED = 3,	/* trace closed (exit, _exit, signal, exec) */
+	HT_STATE_EXEC = 4,	/* an exec's flush: allocation hooks wait it out */
 };
 extern _Atomic int ht_state;
 

@@ -35,6 +35,7 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -152,6 +153,16 @@ HT_NOINLINE HT_COLD static void resolve_reals(void)
 
 /* Returns true if this call should be recorded. The first call of the
  * process starts the agent. */
+/* Another thread is flushing the trace before an exec (ht_before_exec):
+ * its flush takes every thread's buffer, so this one waits (tens of
+ * microseconds) and records after, rather than pass unrecorded. */
+HT_NOINLINE HT_COLD static bool exec_flush_wait(void)
+{
+	while (atomic_load(&ht_state) == HT_STATE_EXEC)
+		sched_yield();
+	return atomic_load(&ht_state) == HT_STATE_RECORDING;
+}
+
 static inline bool should_record(void)
 {
 	if (HT_UNLIKELY(ht_guard))
@@ -163,6 +174,8 @@ static inline bool should_record(void)
 		ht_init();
 		return atomic_load(&ht_state) == HT_STATE_RECORDING && !ht_guard;
 	}
+	if (s == HT_STATE_EXEC)
+		return exec_flush_wait();
 	return false;
 }
 

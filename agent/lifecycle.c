@@ -444,12 +444,15 @@ void ht_finish(unsigned how, unsigned status)
 	ht_guard--;
 }
 
+/* Set while an exec runs with the writer's lock held (ht_before_exec). */
+static bool exec_holds_writer;
+
 void ht_before_exec(const char *path)
 {
 	int expected = HT_STATE_RECORDING;
 	if (getpid() != ht_pid)
 		return; /* vfork child: nothing of ours to flush */
-	if (!atomic_compare_exchange_strong(&ht_state, &expected, HT_STATE_FINISHED))
+	if (!atomic_compare_exchange_strong(&ht_state, &expected, HT_STATE_EXEC))
 		return;
 	ht_guard++;
 	ht_lock(&ht_writer_lock);
@@ -470,15 +473,25 @@ void ht_before_exec(const char *path)
 	/* End the zstd frame: if exec succeeds the file is complete as is. */
 	ht_writer_flush(true);
 	ht_writer_note_exec(path);
-	ht_unlock(&ht_writer_lock);
-	ht_guard--;
+	/* Until the exec is done, the other threads record again: a failed
+	 * exec must not cost their events (a program trying execs along its
+	 * PATH while its threads work lost nearly all of them: their hooks
+	 * waited only for the flush above, HT_STATE_EXEC). Nothing is
+	 * written meanwhile: the writer's lock stays held, so that a
+	 * successful exec leaves the file ending with the frame just closed,
+	 * and this thread keeps its guard, or it might ship a block and wait
+	 * for the lock it holds. ht_after_failed_exec lets both go. */
+	exec_holds_writer = true;
+	atomic_store(&ht_state, HT_STATE_RECORDING);
 }
 
 void ht_after_failed_exec(void)
 {
-	int expected = HT_STATE_FINISHED;
-	if (getpid() == ht_pid)
-		atomic_compare_exchange_strong(&ht_state, &expected, HT_STATE_RECORDING);
+	if (getpid() != ht_pid || !exec_holds_writer)
+		return;
+	exec_holds_writer = false;
+	ht_unlock(&ht_writer_lock);
+	ht_guard--;
 }
 
 __attribute__((constructor)) static void agent_constructor(void)

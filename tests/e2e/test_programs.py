@@ -1032,6 +1032,18 @@ def t_spawn_no_follow(t):
                                    "leaked_blocks": 2, "leaked_bytes": 1024}, {k: tot.get(k) for k in TOT})
 
 
+def t_exec_fail_threads(t):
+    """Execs that fail while another thread allocates: the recording of the
+    other threads goes on (it stopped for the whole exec, then for the
+    flush before it: 18 of 200,000 recorded)."""
+    need_tools(t)
+    tr = heaptrail_run([prog("exec_fail_threads")], out_name="execfail.ht")
+    t.eq("exit status", 0, tr.proc.rc)
+    r = need_report(t, tr.out_path)
+    t.eq("the worker's allocations", 200000, by_leaf(r.data).get("worker", {}).get("allocations"))
+    t.eq("trace files (the failed execs wrote no other)", 1, len(list(tr.files())))
+
+
 def t_thread_overflow(t):
     """A thread that overflows its stack: the agent's fatal handler needs a
     stack to run on and finish the trace. Only the main thread had an
@@ -1182,6 +1194,7 @@ add("fork.raw_clone_vm", t_rawclone_vm)
 add("fork.daemon", t_daemon)
 add("fork.umask_0777", t_umask_fork)
 add("threads.stack_overflow", t_thread_overflow)
+add("exec.failing_while_threads_allocate", t_exec_fail_threads)
 add("fork.pattern_p", t_fork_pattern)
 add("fork.stderr_listing", t_fork_listing)
 

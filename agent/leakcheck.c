@@ -9,7 +9,7 @@
  *     the heap (glibc's [heap] and arena heaps, where free chunks keep stale
  *     pointers, and the ranges of big and custom blocks: live blocks are
  *     scanned when reached), the agent's own memory, its libraries' data and
- *     its writer thread's stack, stacks of exited threads.
+ *     its writer thread's stack, stacks of exited threads (while still mapped).
  *  2. An aligned word equal to a block's start makes it reachable; one
  *     inside it, possibly reachable. Scanning propagates: what a reachable
  *     block points to is reachable (possibly, for interior pointers), what a
@@ -531,6 +531,30 @@ static void exclude_arena_heaps(const char *maps)
 	}
 }
 
+/* The maps read for this check, for exclude_dead_stack. */
+static const char *check_maps;
+
+/* A stack of a thread that exited: glibc keeps it mapped, stale, in its
+ * cache, but unmaps what the cache cannot hold (40 MiB), and the addresses
+ * are reused (a library's .bss, the program's mappings). Left out only
+ * while the mapping holding its top is still that stack: anonymous and
+ * starting where the stack starts (the guard page below keeps the kernel
+ * from merging it), or the main thread's [stack], which is never unmapped
+ * (its bounds reach below the mapping: the rlimit). */
+static void exclude_dead_stack(uintptr_t lo, uintptr_t hi)
+{
+	maps_line_t m;
+	for (const char *l = check_maps; (l = maps_next(l, &m)) && m.lo < hi;) {
+		if (hi > m.hi)
+			continue;
+		if (m.rw && !ht_strncmp(m.path, "[stack]", 7))
+			excl_add(m.lo > lo ? m.lo : lo, hi);
+		else if (m.rw && (!*m.path || *m.path == '\n') && m.lo == lo)
+			excl_add(lo, hi);
+		return;
+	}
+}
+
 static void scan_roots(const char *maps, uintptr_t sp)
 {
 	maps_line_t m;
@@ -624,7 +648,8 @@ void ht_leak_check(unsigned reason, uint64_t check_id, uintptr_t sp)
 		excl_add(ht_agent_lo, ht_agent_hi);
 		for (unsigned i = 0; i < ht_agent_ndeps; i++)
 			excl_add(ht_agent_deps[i][0], (ht_agent_deps[i][1] + 4095) & ~(uintptr_t)4095);
-		ht_thread_exclusions(excl_add);
+		check_maps = maps;
+		ht_thread_exclusions(excl_add, exclude_dead_stack);
 		exclude_arena_heaps(maps);
 		excl_sort();
 		scan_roots(maps, sp);

@@ -10,11 +10,17 @@
  *             waits; the blocks are dropped: main's 1234 bytes and the
  *             worker's page-aligned 1011 (memalign, the only live block of
  *             its arena). Freed chunks are no roots: 2 definite
+ *   deadstack a thread with a 48 MiB stack runs and ends (glibc caches at
+ *             most 40 MiB of stacks: it unmaps this one when it is joined);
+ *             a page mapped where the stack was holds the only pointer to
+ *             a 100-byte block: 1 reachable
  */
 #include <malloc.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define NOINLINE __attribute__((noinline))
 
@@ -76,11 +82,38 @@ static NOINLINE void scenario_arena(void)
 	main_block = NULL;
 }
 
+static void *stack_worker(void *arg)
+{
+	int local;
+	free(malloc(10)); /* the agent knows the thread */
+	*(void **)arg = &local;
+	return NULL;
+}
+
+static NOINLINE void scenario_deadstack(void)
+{
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 48 << 20);
+	void *where;
+	pthread_t th;
+	pthread_create(&th, &attr, stack_worker, &where);
+	pthread_join(th, NULL);
+	uintptr_t page = ((uintptr_t)where & ~(uintptr_t)4095) - (16 << 20);
+	void **m = mmap((void *)page, 4096, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (m == MAP_FAILED)
+		exit(3); /* the stack is still there */
+	m[100] = malloc(100);
+}
+
 int main(int argc, char **argv)
 {
 	const char *s = argc > 1 ? argv[1] : "";
 	if (!strcmp(s, "arena"))
 		scenario_arena();
+	else if (!strcmp(s, "deadstack"))
+		scenario_deadstack();
 	else
 		return 2;
 	wipe_stack();

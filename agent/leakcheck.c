@@ -555,6 +555,9 @@ static void exclude_dead_stack(uintptr_t lo, uintptr_t hi)
 	}
 }
 
+/* sp: where the calling thread's frames end, 0 if it runs elsewhere (a
+ * coroutine's stack, an alternate signal stack): then the mapping that
+ * holds it is program memory like any other, read whole. */
 static void scan_roots(const char *maps, uintptr_t sp)
 {
 	maps_line_t m;
@@ -652,6 +655,10 @@ void ht_leak_check(unsigned reason, uint64_t check_id, uintptr_t sp)
 		ht_thread_exclusions(excl_add, exclude_dead_stack);
 		exclude_arena_heaps(maps);
 		excl_sort();
+		/* what lies below sp is dead frames only in the thread's stack */
+		ht_thread_t *t = ht_tls_thread;
+		if (t && t->stack_hi && (sp < t->stack_lo || sp >= t->stack_hi))
+			sp = 0;
 		scan_roots(maps, sp);
 		drain(0, 0);
 		for (size_t i = 0; i < n_blk; i++) {

@@ -14,13 +14,20 @@
  *             most 40 MiB of stacks: it unmaps this one when it is joined);
  *             a page mapped where the stack was holds the only pointer to
  *             a 100-byte block: 1 reachable
+ *   coro      coroutine stacks carved from one mapping: the first holds a
+ *             4321-byte block in a local and is suspended; the second, above
+ *             it, calls exit: 1 reachable
+ *   altstack  exit from a signal handler running on an alternate stack in
+ *             .bss, right above a table that holds 8 blocks: 8 reachable
  */
 #include <malloc.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <ucontext.h>
 
 #define NOINLINE __attribute__((noinline))
 
@@ -107,6 +114,68 @@ static NOINLINE void scenario_deadstack(void)
 	m[100] = malloc(100);
 }
 
+#define CORO_STACK (64 * 1024)
+static ucontext_t main_ctx, coro_ctx[2];
+
+static void coro_hold(void)
+{
+	void *volatile mine = malloc(4321);
+	swapcontext(&coro_ctx[0], &main_ctx);
+	(void)mine;
+}
+
+static void coro_exit(void)
+{
+	exit(0);
+}
+
+static NOINLINE void run_coro(void)
+{
+	char *pool = mmap(NULL, 2 * CORO_STACK, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void (*body[2])(void) = {coro_hold, coro_exit};
+	for (int i = 0; i < 2; i++) {
+		getcontext(&coro_ctx[i]);
+		coro_ctx[i].uc_stack.ss_sp = pool + i * CORO_STACK;
+		coro_ctx[i].uc_stack.ss_size = CORO_STACK;
+		coro_ctx[i].uc_link = &main_ctx;
+		makecontext(&coro_ctx[i], body[i], 0);
+	}
+	swapcontext(&main_ctx, &coro_ctx[0]); /* the first keeps its block, yields */
+	swapcontext(&main_ctx, &coro_ctx[1]); /* the second exits */
+	exit(4);
+}
+
+static struct {
+	void *table[16384];
+	char stack[1 << 16];
+} alt; /* .bss: the table's end and the stack share a mapping */
+
+static void exit_handler(int sig)
+{
+	(void)sig;
+	exit(0);
+}
+
+static NOINLINE void scenario_altstack(void)
+{
+	for (int i = 0; i < 8; i++)
+		alt.table[16000 + i] = malloc(100 + i);
+}
+
+static NOINLINE void exit_on_altstack(void)
+{
+	stack_t ss = {.ss_sp = alt.stack, .ss_size = sizeof alt.stack};
+	sigaltstack(&ss, NULL);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = exit_handler;
+	sa.sa_flags = SA_ONSTACK;
+	sigaction(SIGUSR1, &sa, NULL);
+	raise(SIGUSR1);
+	exit(4);
+}
+
 int main(int argc, char **argv)
 {
 	const char *s = argc > 1 ? argv[1] : "";
@@ -114,8 +183,14 @@ int main(int argc, char **argv)
 		scenario_arena();
 	else if (!strcmp(s, "deadstack"))
 		scenario_deadstack();
-	else
+	else if (!strcmp(s, "altstack"))
+		scenario_altstack();
+	else if (strcmp(s, "coro"))
 		return 2;
 	wipe_stack();
+	if (!strcmp(s, "coro"))
+		run_coro();
+	if (!strcmp(s, "altstack"))
+		exit_on_altstack();
 	return 0;
 }

@@ -565,10 +565,12 @@ static void scan_roots(const char *maps, uintptr_t sp)
 		const char *path = m.path;
 		if (!m.rw)
 			continue;
-		/* devices may not like being read; [vvar] and the like are not ours */
+		/* devices may not like being read; [vvar] and the like are not
+		 * ours. /dev/shm holds files (tmpfs: shm_open), read like any. */
 		if (*path == '[' && ht_strncmp(path, "[stack", 6) && ht_strncmp(path, "[heap", 5))
 			continue;
-		if (!ht_strncmp(path, "/dev/", 5) && ht_strncmp(path, "/dev/zero", 9))
+		if (!ht_strncmp(path, "/dev/", 5) && ht_strncmp(path, "/dev/zero", 9) &&
+		    ht_strncmp(path, "/dev/shm/", 9))
 			continue;
 		if (!ht_strncmp(path, "[heap]", 6))
 			continue; /* the main arena */

@@ -61,7 +61,7 @@ SCENARIOS = ["list", "tree", "cycle", "interior", "thread", "tls", "dlopen", "mi
 THREADED = {"thread", "tls", "mixed"}
 # tests/programs/leak_roots.c: memory that is (or is not) a root
 ROOTS_PROG = "leak_roots"
-ROOTS_SCENARIOS = ["arena", "deadstack", "coro", "altstack"]
+ROOTS_SCENARIOS = ["arena", "deadstack", "coro", "altstack", "shm"]
 ROOTS_THREADED = {"arena"}
 VG_NAMES = {"definite": "definitely lost", "indirect": "indirectly lost",
             "possible": "possibly lost", "reachable": "still reachable"}

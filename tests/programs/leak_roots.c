@@ -19,7 +19,11 @@
  *             it, calls exit: 1 reachable
  *   altstack  exit from a signal handler running on an alternate stack in
  *             .bss, right above a table that holds 8 blocks: 8 reachable
+ *   shm       a POSIX shared memory object (shm_open: a file in /dev/shm),
+ *             mapped shared, holds the only pointers to 5 blocks of 500
+ *             bytes: 5 reachable
  */
+#include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
@@ -28,6 +32,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 #define NOINLINE __attribute__((noinline))
 
@@ -176,6 +181,24 @@ static NOINLINE void exit_on_altstack(void)
 	exit(4);
 }
 
+static NOINLINE void scenario_shm(void)
+{
+	char name[32] = "/ht_leak_roots_";
+	char *p = name + strlen(name);
+	for (unsigned pid = (unsigned)getpid(); pid; pid /= 10) /* digits reversed: unique */
+		*p++ = (char)('0' + pid % 10);
+	int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+	if (fd < 0 || ftruncate(fd, 4096) != 0)
+		exit(3);
+	void **shared = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	shm_unlink(name);
+	close(fd);
+	if (shared == MAP_FAILED)
+		exit(3);
+	for (int i = 0; i < 5; i++)
+		shared[i] = malloc(500);
+}
+
 int main(int argc, char **argv)
 {
 	const char *s = argc > 1 ? argv[1] : "";
@@ -183,6 +206,8 @@ int main(int argc, char **argv)
 		scenario_arena();
 	else if (!strcmp(s, "deadstack"))
 		scenario_deadstack();
+	else if (!strcmp(s, "shm"))
+		scenario_shm();
 	else if (!strcmp(s, "altstack"))
 		scenario_altstack();
 	else if (strcmp(s, "coro"))

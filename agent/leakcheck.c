@@ -9,7 +9,7 @@
  *     the heap (glibc's [heap] and arena heaps, where free chunks keep stale
  *     pointers, and the ranges of big and custom blocks: live blocks are
  *     scanned when reached), the agent's own memory, its libraries' data and
- *     its writer thread's stack, stacks of exited threads.
+ *     its writer thread's stack, stacks of exited threads (while still mapped).
  *  2. An aligned word equal to a block's start makes it reachable; one
  *     inside it, possibly reachable. Scanning propagates: what a reachable
  *     block points to is reachable (possibly, for interior pointers), what a
@@ -297,7 +297,8 @@ static void drain(int mode, size_t leader)
 /* Ranges never scanned, sorted by start. */
 static uintptr_t (*excl)[2];
 static unsigned n_excl;
-#define EXCL_MAX (8192 + 256)
+/* the agent's mappings (8192), its libraries, dead stacks (256), arena heaps */
+#define EXCL_MAX (8192 + 2048)
 #define HT_MAX_RELRO 4096 /* as many as modules.c keeps */
 
 static void excl_add(uintptr_t lo, uintptr_t hi)
@@ -419,44 +420,165 @@ static char *read_maps(size_t *cap_out)
 	return NULL;
 }
 
-static void scan_roots(uintptr_t sp)
+/* One line of /proc/self/maps. */
+typedef struct {
+	uintptr_t lo, hi;
+	bool rw;
+	const char *path; /* "\n" (or "") for anonymous memory */
+} maps_line_t;
+
+/* Parses the line at l into m; returns the next line, NULL at the end. */
+static const char *maps_next(const char *l, maps_line_t *m)
 {
-	size_t maps_cap;
-	char *maps = read_maps(&maps_cap);
-	if (!maps)
-		return;
-	for (const char *l = maps; *l;) {
-		const char *s = l;
-		uintptr_t lo = parse_hex(&s);
-		s++; /* '-' */
-		uintptr_t hi = parse_hex(&s);
-		s++; /* ' ' */
-		bool rw = s[0] == 'r' && s[1] == 'w';
-		const char *path = s;
-		for (int field = 0; field < 4 && *path && *path != '\n'; field++) {
-			while (*path && *path != ' ' && *path != '\n')
-				path++;
-			while (*path == ' ')
-				path++;
-		}
-		const char *eol = path;
-		while (*eol && *eol != '\n')
-			eol++;
-		l = *eol ? eol + 1 : eol;
-		if (!rw)
+	if (!*l)
+		return NULL;
+	const char *s = l;
+	m->lo = parse_hex(&s);
+	s++; /* '-' */
+	m->hi = parse_hex(&s);
+	s++; /* ' ' */
+	m->rw = s[0] == 'r' && s[1] == 'w';
+	const char *path = s;
+	for (int field = 0; field < 4 && *path && *path != '\n'; field++) {
+		while (*path && *path != ' ' && *path != '\n')
+			path++;
+		while (*path == ' ')
+			path++;
+	}
+	m->path = path;
+	const char *eol = path;
+	while (*eol && *eol != '\n')
+		eol++;
+	return *eol ? eol + 1 : eol;
+}
+
+/* Reads the word at a into *out; false if that faults. */
+static bool peek(uintptr_t a, uintptr_t *out)
+{
+	if (sigsetjmp(fault_jmp, 0) == 0) {
+		scanning = true;
+		*out = *(volatile const uintptr_t *)a;
+		scanning = false;
+		return true;
+	}
+	after_fault();
+	scanning = false;
+	return false;
+}
+
+/* glibc's heap_info (malloc/arena.c) opens every heap of the arenas other
+ * than the main one: the arena's address, the arena's previous heap (none
+ * in its first heap, where the arena itself follows this header: 32 or 48
+ * bytes, by version), the size in use and the size made read-write. */
+enum { HEAP_AR_PTR, HEAP_PREV, HEAP_SIZE, HEAP_MPROTECT_SIZE, HEAP_WORDS };
+
+static bool peek_heap(uintptr_t h, uintptr_t w[HEAP_WORDS])
+{
+	for (int i = 0; i < HEAP_WORDS; i++)
+		if (!peek(h + 8 * (uintptr_t)i, &w[i]))
+			return false;
+	return true;
+}
+
+static bool first_heap_of(uintptr_t h, const uintptr_t w[HEAP_WORDS])
+{
+	return !w[HEAP_PREV] && w[HEAP_AR_PTR] > h && w[HEAP_AR_PTR] - h <= 64 &&
+	       !(w[HEAP_AR_PTR] & 7);
+}
+
+/* The read-write size of the arena heap at h (HEAP_MAX-aligned), or 0 if
+ * h holds no heap_info: its sizes must be whole pages, within HEAP_MAX,
+ * and its arena must be the one that opens the arena's first heap. */
+static uintptr_t arena_heap_size(uintptr_t h)
+{
+	uintptr_t w[HEAP_WORDS], first[HEAP_WORDS];
+	if (!peek_heap(h, w))
+		return 0;
+	uintptr_t size = w[HEAP_SIZE], rw_size = w[HEAP_MPROTECT_SIZE];
+	if (!size || ((size | rw_size) & 4095) || size > rw_size || rw_size > HEAP_MAX)
+		return 0;
+	if (first_heap_of(h, w))
+		return rw_size;
+	uintptr_t first_h = w[HEAP_AR_PTR] & ~(HEAP_MAX - 1);
+	if (!w[HEAP_PREV] || (w[HEAP_PREV] & (HEAP_MAX - 1)) || first_h == h ||
+	    !peek_heap(first_h, first) || !first_heap_of(first_h, first) ||
+	    first[HEAP_AR_PTR] != w[HEAP_AR_PTR])
+		return 0;
+	return rw_size;
+}
+
+/* Leaves out glibc's arena heaps other than the main one. Their free
+ * chunks keep stale pointers, and a heap may hold no block that tells it
+ * apart (scan_mapping: only page-aligned ones, or none), so each is known
+ * by its heap_info, at the start of a HEAP_MAX-aligned anonymous mapping.
+ * Their live blocks are scanned when reached. */
+static void exclude_arena_heaps(const char *maps)
+{
+	maps_line_t m;
+	for (const char *l = maps; (l = maps_next(l, &m));) {
+		if (!m.rw || (*m.path && *m.path != '\n'))
 			continue;
-		/* devices may not like being read; [vvar] and the like are not ours */
+		for (uintptr_t h = (m.lo + HEAP_MAX - 1) & ~(HEAP_MAX - 1); h >= m.lo && h < m.hi;
+		     h += HEAP_MAX) {
+			/* a big mapping's untouched pages are not faulted in for
+			 * this; glibc wrote the header of a heap */
+			unsigned char in = 1;
+			bool big = m.hi - m.lo >= SCAN_SPARSE_MIN;
+			if (big && !mincore((void *)h, 4096, &in) && !(in & 1))
+				continue;
+			excl_add(h, h + arena_heap_size(h));
+		}
+	}
+}
+
+/* The maps read for this check, for exclude_dead_stack. */
+static const char *check_maps;
+
+/* A stack of a thread that exited: glibc keeps it mapped, stale, in its
+ * cache, but unmaps what the cache cannot hold (40 MiB), and the addresses
+ * are reused (a library's .bss, the program's mappings). Left out only
+ * while the mapping holding its top is still that stack: anonymous and
+ * starting where the stack starts (the guard page below keeps the kernel
+ * from merging it), or the main thread's [stack], which is never unmapped
+ * (its bounds reach below the mapping: the rlimit). */
+static void exclude_dead_stack(uintptr_t lo, uintptr_t hi)
+{
+	maps_line_t m;
+	for (const char *l = check_maps; (l = maps_next(l, &m)) && m.lo < hi;) {
+		if (hi > m.hi)
+			continue;
+		if (m.rw && !ht_strncmp(m.path, "[stack]", 7))
+			excl_add(m.lo > lo ? m.lo : lo, hi);
+		else if (m.rw && (!*m.path || *m.path == '\n') && m.lo == lo)
+			excl_add(lo, hi);
+		return;
+	}
+}
+
+/* sp: where the calling thread's frames end, 0 if it runs elsewhere (a
+ * coroutine's stack, an alternate signal stack): then the mapping that
+ * holds it is program memory like any other, read whole. */
+static void scan_roots(const char *maps, uintptr_t sp)
+{
+	maps_line_t m;
+	for (const char *l = maps; (l = maps_next(l, &m));) {
+		const char *path = m.path;
+		if (!m.rw)
+			continue;
+		/* devices may not like being read; [vvar] and the like are not
+		 * ours. /dev/shm holds files (tmpfs: shm_open), read like any. */
 		if (*path == '[' && ht_strncmp(path, "[stack", 6) && ht_strncmp(path, "[heap", 5))
 			continue;
-		if (!ht_strncmp(path, "/dev/", 5) && ht_strncmp(path, "/dev/zero", 9))
+		if (!ht_strncmp(path, "/dev/", 5) && ht_strncmp(path, "/dev/zero", 9) &&
+		    ht_strncmp(path, "/dev/shm/", 9))
 			continue;
 		if (!ht_strncmp(path, "[heap]", 6))
 			continue; /* the main arena */
-		if (sp >= lo && sp < hi) /* our own stack: from sp up */
+		uintptr_t lo = m.lo;
+		if (sp >= lo && sp < m.hi) /* our own stack: from sp up */
 			lo = sp;
-		scan_mapping(lo, hi);
+		scan_mapping(lo, m.hi);
 	}
-	ht_munmap(maps, maps_cap);
 	/* relro (.data.rel.ro, .got): pointers stored before start-up made
 	 * them read-only, e.g. in the loader's own tables. Those mappings are
 	 * r--p, so the pass above did not read them. */
@@ -498,7 +620,8 @@ static void write_records(unsigned reason, uint64_t check_id)
 
 void ht_leak_check(unsigned reason, uint64_t check_id, uintptr_t sp)
 {
-	size_t cap;
+	size_t cap, maps_cap = 0;
+	char *maps = NULL;
 	const ht_live_block_t *slots = ht_live_slots(&cap);
 	n_blk = blk_cap = ht_live_count();
 	blk = n_blk ? ht_mmap(blk_cap * sizeof *blk) : NULL;
@@ -525,14 +648,20 @@ void ht_leak_check(unsigned reason, uint64_t check_id, uintptr_t sp)
 		if (e > hi_addr)
 			hi_addr = e;
 	}
-	if (n_blk) {
+	if (n_blk && (maps = read_maps(&maps_cap))) {
 		n_excl = ht_agent_maps(excl, 8192);
 		excl_add(ht_agent_lo, ht_agent_hi);
 		for (unsigned i = 0; i < ht_agent_ndeps; i++)
 			excl_add(ht_agent_deps[i][0], (ht_agent_deps[i][1] + 4095) & ~(uintptr_t)4095);
-		ht_thread_exclusions(excl_add);
+		check_maps = maps;
+		ht_thread_exclusions(excl_add, exclude_dead_stack);
+		exclude_arena_heaps(maps);
 		excl_sort();
-		scan_roots(sp);
+		/* what lies below sp is dead frames only in the thread's stack */
+		ht_thread_t *t = ht_tls_thread;
+		if (t && t->stack_hi && (sp < t->stack_lo || sp >= t->stack_hi))
+			sp = 0;
+		scan_roots(maps, sp);
 		drain(0, 0);
 		for (size_t i = 0; i < n_blk; i++) {
 			if (state[i] != UNREACHED)
@@ -553,6 +682,7 @@ void ht_leak_check(unsigned reason, uint64_t check_id, uintptr_t sp)
 		write_records(reason, check_id);
 	}
 out:
+	ht_munmap(maps, maps_cap);
 	ht_munmap(blk, blk_cap * sizeof *blk);
 	ht_munmap(state, blk_cap);
 	ht_munmap(excl, EXCL_MAX * sizeof *excl);

@@ -362,7 +362,8 @@ void ht_thread_flush_all(void)
 	}
 }
 
-void ht_thread_exclusions(void (*add)(uintptr_t lo, uintptr_t hi))
+void ht_thread_exclusions(void (*add)(uintptr_t lo, uintptr_t hi),
+			  void (*add_dead_stack)(uintptr_t lo, uintptr_t hi))
 {
 	for (unsigned i = 0; i < dead_stack_count; i++) {
 		bool reused = false; /* glibc gave the stack to a running thread */
@@ -370,7 +371,7 @@ void ht_thread_exclusions(void (*add)(uintptr_t lo, uintptr_t hi))
 			reused |= t->in_use && !t->exited && t->stack_lo < dead_stacks[i][1] &&
 				  dead_stacks[i][0] < t->stack_hi;
 		if (!reused)
-			add(dead_stacks[i][0], dead_stacks[i][1]);
+			add_dead_stack(dead_stacks[i][0], dead_stacks[i][1]);
 	}
 	if (ht_writer_stack_hi)
 		add(ht_writer_stack_lo, ht_writer_stack_hi);

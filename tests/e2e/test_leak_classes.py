@@ -38,6 +38,9 @@ bytes under 128.
   leaks.classes.off          leak_check=0: no LEAKS record, the run is normal
   leaks.classes.ondemand     heaptrail_leak_check() and SIGUSR2 write checks 1 and 2
                              while the program runs, each with list's classes
+  leaks.roots.<scenario>     tests/programs/leak_roots.c, memory the scan must (or
+                             must not) take for roots: classes and totals ==
+                             memcheck's, as above
   leaks.classes.python       a real program: /usr/bin/python3 (PYTHONMALLOC=malloc)
                              building 1000 dicts; definitely, indirectly and possibly
                              lost equal memcheck's exactly (python's possibly lost
@@ -56,13 +59,17 @@ PROG = "leak_classes"
 SCENARIOS = ["list", "tree", "cycle", "interior", "thread", "tls", "dlopen", "mixed", "exit_",
              "merged"]
 THREADED = {"thread", "tls", "mixed"}
+# tests/programs/leak_roots.c: memory that is (or is not) a root
+ROOTS_PROG = "leak_roots"
+ROOTS_SCENARIOS = ["arena", "deadstack", "coro", "altstack", "shm"]
+ROOTS_THREADED = {"arena"}
 VG_NAMES = {"definite": "definitely lost", "indirect": "indirectly lost",
             "possible": "possibly lost", "reachable": "still reachable"}
 
 
-def traced(t, scenario, opts=""):
+def traced(t, scenario, opts="", prog=PROG):
     need_tools(t)
-    p = PROGS / PROG
+    p = PROGS / prog
     t.need(p.exists(), "%s not built (make programs)" % p)
 
     def go():
@@ -73,9 +80,9 @@ def traced(t, scenario, opts=""):
         if tr.proc.timed_out or not tr.out_path.exists():
             return tr, "heaptrail run failed: %s: %s" % (tr.proc.describe(), tail(tr.proc.err))
         if tr.proc.rc != 0:
-            return tr, "%s %s exited %s: %s" % (PROG, scenario, tr.proc.rc, tail(tr.proc.err))
+            return tr, "%s %s exited %s: %s" % (prog, scenario, tr.proc.rc, tail(tr.proc.err))
         return tr, None
-    tr, err = memo(("leak_classes", scenario, opts), go)
+    tr, err = memo((prog, scenario, opts), go)
     if err:
         t.fatal(err)
     return tr.out_path
@@ -104,16 +111,16 @@ def traced_classes(t, key, args, env=None):
     return ht
 
 
-def check_scenario(scenario):
+def check_scenario(scenario, prog=PROG, threaded=THREADED):
     def t_fn(t):
-        path = traced(t, scenario)
+        path = traced(t, scenario, prog=prog)
         ht = tracefile.leak_totals(str(path))
         t.need(ht is not None, "the trace has no LEAKS record of the exit check")
-        mc = memcheck_classes(t, (PROG, scenario), [PROGS / PROG, scenario])
+        mc = memcheck_classes(t, (prog, scenario), [PROGS / prog, scenario])
         for kind in VG_NAMES:
             t.eq("%s blocks" % kind, mc[kind][0], ht[kind][0])
             diff = ht[kind][1] - mc[kind][1]
-            if kind == "possible" and scenario in THREADED:
+            if kind == "possible" and scenario in threaded:
                 t.check(diff % 16 == 0 and abs(diff) < 128,
                         "possibly lost bytes %d vs memcheck's %d: more than the TLS vector's "
                         "difference" % (ht[kind][1], mc[kind][1]))
@@ -254,6 +261,7 @@ def t_sparse(t):
 
 
 TESTS = [("leaks.classes." + s, check_scenario(s)) for s in SCENARIOS] + [
+    ("leaks.roots." + s, check_scenario(s, ROOTS_PROG, ROOTS_THREADED)) for s in ROOTS_SCENARIOS] + [
     ("leaks.classes.complete", t_complete),
     ("leaks.classes.off", t_off),
     ("leaks.classes.ondemand", t_ondemand),

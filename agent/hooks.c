@@ -1038,13 +1038,13 @@ static void *next_symbol(const char *name)
 	if (HT_UNLIKELY(!var))                                                 \
 	*(void **)&var = next_symbol(name)
 
-/* libstdc++ raises an alignment below a pointer's to a pointer's
- * (posix_memalign refuses it); a bad one (not a power of two) fails here,
- * and the next definition throws as the program expects. */
+/* libstdc++ raises a power of two below a pointer's to a pointer's
+ * (posix_memalign refuses it); a bad one (0, or not a power of two) fails
+ * here, and the next definition throws as the program expects. */
 static inline void *real_aligned(size_t align, size_t n)
 {
 	void *p = NULL;
-	if (align < sizeof(void *))
+	if (align < sizeof(void *) && align && !(align & (align - 1)))
 		align = sizeof(void *);
 	return real_posix_memalign(&p, align, n ? n : 1) == 0 ? p : NULL;
 }

@@ -438,6 +438,27 @@ def t_cxx_replaced_new(t):
 add("cxx.replaced_operators", t_cxx_replaced_new)
 
 
+def t_cxx_bad_align(t):
+    """Aligned operator new with an alignment that is not a power of two
+    fails, as without heaptrail: bad_alloc, or NULL for nothrow. Before,
+    the agent raised any alignment below a pointer's (0, 3, 5, 6, 7) to a
+    pointer's, and those calls succeeded."""
+    need_tools(t)
+    plain = run([PROGS / "cxx_bad_align"], 30)
+    t.eq("plain run: exit status (calls that succeeded)", 0, plain.rc)
+    tr = heaptrail_run([PROGS / "cxx_bad_align"], out_name="ba.ht")
+    t.eq("traced run: exit status (calls that succeeded)", 0, tr.proc.rc)
+    t.need(tr.out_path.exists(), "no trace: %s" % tail(tr.proc.err))
+    tot = need_report(t, tr.out_path).data.get("totals", {})
+    # 14 bad_alloc exceptions (136 bytes each, freed when caught: the
+    # nothrow form catches its own) + the pool
+    t.eq("allocations, frees, bytes", (15, 14, 14 * 136 + POOL),
+         (tot.get("allocations"), tot.get("frees"), tot.get("bytes_allocated")))
+
+
+add("cxx.aligned_new_bad_alignment", t_cxx_bad_align)
+
+
 def t_cold_main(t):
     """A frame in code without debug information (_start) right after a
     line table that ends in a row of no length (main's, split into a .cold

@@ -863,15 +863,15 @@ static void *realloc_common(unsigned fn, void *old, size_t size, size_t nmemb,
 	 * the free half is only counted and the new block is sampled like any
 	 * allocation. */
 	if (sampling && !(ht_sampled_maybe(old) && ht_sampled_remove(old))) {
+		errno = e;
 		void *q = REAL_CALL();
+		e = errno; /* a failure's ENOMEM included */
 		if (q) {
 			ht_thread_t *t = ht_thread_get();
 			if (t)
 				t->n_frees++;
-			if (!sample_skip(size)) {
-				e = errno;
+			if (!sample_skip(size))
 				record_alloc_sampled(fn, q, size, 0);
-			}
 		}
 		errno = e;
 		GUARD_RELEASE();

@@ -227,6 +227,8 @@ def t_other_programs(t):
             tr = heaptrail_run([p], opts)
             t.need(tr.out_path.exists(), "%s run of %s wrote no trace: %s: %s" %
                    (name, prog, tr.proc.describe(), tail(tr.proc.err)))
+            # 0: every call behaved, failures included (errno)
+            t.eq("%s: exit status of the %s run" % (prog, name), 0, tr.proc.rc)
             rep = report(tr.out_path)
             t.need(not rep.err, rep.err or "")
             runs[name] = rep.data["totals"]

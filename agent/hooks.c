@@ -1059,7 +1059,11 @@ static inline void *real_aligned(size_t align, size_t n)
  * recording nothing itself: the program's operator reaches malloc, or
  * not, on its own. A replacement in the executable takes every call of
  * its name before ours; one in a library loaded after us is found as the
- * next definition of a name that is not libstdc++'s (or libc++'s). */
+ * next definition of a name that is not libstdc++'s (or libc++'s). An
+ * allocator library that replaces malloc and operator new alike (jemalloc,
+ * tcmalloc) is the exception: its operators call its malloc directly, and
+ * would never reach ours, but ours calling its malloc and free is what its
+ * own do; they are treated as the C++ runtime's. */
 enum {
 	CXX_NEW = 1 << 0, CXX_NEW_ARRAY = 1 << 1, CXX_NEW_NT = 1 << 2, CXX_NEW_ARRAY_NT = 1 << 3,
 	CXX_NEW_AL = 1 << 4, CXX_NEW_ARRAY_AL = 1 << 5, CXX_NEW_AL_NT = 1 << 6,
@@ -1104,12 +1108,15 @@ static const char *const cxx_names[CXX_NOPS] = {
 /* The replaced variants (CXX_* bits); -1 until looked up. */
 static _Atomic int cxx_replaced = -1;
 
-/* True if f is a C++ runtime's own definition. */
-static bool cxx_runtime(void *f)
+/* True if f is a C++ runtime's own definition, or the allocator's whose
+ * malloc we call (in the object at malloc_base). */
+static bool cxx_runtime(void *f, void *malloc_base)
 {
 	Dl_info info;
 	if (!dladdr(f, &info) || !info.dli_fname)
 		return false;
+	if (malloc_base && info.dli_fbase == malloc_base)
+		return true;
 	const char *base = info.dli_fname;
 	for (const char *c = base; *c; c++)
 		if (*c == '/')
@@ -1122,12 +1129,15 @@ HT_NOINLINE HT_COLD static int cxx_lookup(void)
 {
 	int e = errno;
 	ht_guard++;
+	Dl_info info;
+	void *m = dlsym(RTLD_NEXT, "malloc"); /* real_malloc, resolved or not */
+	void *malloc_base = m && dladdr(m, &info) ? info.dli_fbase : NULL;
 	int mask = 0;
 	for (int i = 0; i < CXX_NOPS; i++) {
 		void *f = dlsym(RTLD_DEFAULT, cxx_names[i]);
 		if (f && !ht_addr_in_agent((uintptr_t)f))
 			mask |= 1 << i; /* the executable's, or a library's before us */
-		else if ((f = dlsym(RTLD_NEXT, cxx_names[i])) && !cxx_runtime(f))
+		else if ((f = dlsym(RTLD_NEXT, cxx_names[i])) && !cxx_runtime(f, malloc_base))
 			mask |= 1 << i; /* a library's after us */
 	}
 	ht_guard--;

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import contract
 import tracefile
-from harness import (HT, PROGS, SRC, AGENT, T, by_leaf, functions, heaptrail_run,
+from harness import (HT, PROGS, SRC, AGENT, T, by_leaf, find_library, functions, heaptrail_run,
                      leaks_by_leaf, marker_line, memcheck, memcheck_single,
                      need_report, need_tools, report, run, tail, text,
                      traced_report)
@@ -457,6 +457,59 @@ def t_cxx_bad_align(t):
 
 
 add("cxx.aligned_new_bad_alignment", t_cxx_bad_align)
+
+
+def cxx_allocator_library(soname, what):
+    """operator new and delete in a program whose malloc is an allocator
+    library's that defines them too (jemalloc, tcmalloc), preloaded after
+    the agent or linked to the program: recorded as with libstdc++. Before,
+    the agent took them for the program's own operators and handed every
+    call on, and the library's never reach malloc: nothing was recorded."""
+    def test(t):
+        need_tools(t)
+        lib = find_library(soname)
+        if not lib:
+            t.skip("%s is not installed (apt-get install %s)" % (soname, what))
+        src = SRC / "cxx_alt_alloc.cc"
+        linked = t.tmp / "cxx_alt_alloc_linked"
+        cc = run(["c++", "-std=gnu++17", "-O0", "-g", "-fno-omit-frame-pointer", "-fno-builtin",
+                  "-o", linked, src, lib], 120)
+        t.need(cc.rc == 0, "cannot link cxx_alt_alloc.cc to %s: %s" % (lib, tail(cc.err)))
+        env = dict(os.environ, LD_PRELOAD=lib)
+        for how, args, e in (("preloaded", [PROGS / "cxx_alt_alloc"], env),
+                             ("linked", [linked], None)):
+            tr = heaptrail_run(args, out_name="%s.ht" % how, env=e)
+            t.eq("%s: exit status" % how, 0, tr.proc.rc)
+            if not tr.out_path.exists():
+                t.check(False, "%s: no trace: %s" % (how, tail(tr.proc.err)))
+                continue
+            rep = need_report(t, tr.out_path).data
+            # the library's own start-up (tcmalloc's uses new) comes on top
+            own = [x for x in rep.get("sites", []) if os.path.basename(
+                (x.get("stack") or [{}])[0].get("module") or "") == os.path.basename(lib)]
+            more = [sum(x.get(k, 0) for x in own) for k in
+                    ("allocations", "bytes_allocated", "leaked_blocks", "leaked_bytes")]
+            t.eq("%s: totals" % how, {"allocations": 120 + more[0],
+                                       "frees": 69 + more[0] - more[2],
+                                       "bytes_allocated": 20915 + POOL + more[1],
+                                       "leaked_blocks": 51 + more[2],
+                                       "leaked_bytes": 10200 + POOL + more[3]},
+                 {k: rep.get("totals", {}).get(k) for k in TOT})
+            t.eq("%s: ignored frees" % how, 0, rep.get("totals", {}).get("ignored_frees"))
+            t.eq("%s: allocations, bytes, leaked blocks by leaf" % how,
+                 {"make_arrays()": (100, 20200, 50), "make_objects()": (10, 240, 0),
+                  "make_nothrow()": (5, 160, 0), "make_aligned()": (3, 192, 0),
+                  "use_malloc()": (1, 123, 0)},
+                 {k: (v["allocations"], v["bytes_allocated"], v["leaked_blocks"])
+                  for k, v in by_leaf({"sites": [x for x in rep.get("sites", [])
+                                                 if x not in own]}).items()
+                  if v["bytes_allocated"] != POOL})
+    return test
+
+
+add("cxx.jemalloc_operators", cxx_allocator_library("libjemalloc.so.2", "libjemalloc2"))
+add("cxx.tcmalloc_operators",
+    cxx_allocator_library("libtcmalloc_minimal.so.4", "libtcmalloc-minimal4"))
 
 
 def t_cold_main(t):

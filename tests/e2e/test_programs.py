@@ -54,9 +54,16 @@ SPECS = {
                "use_usable_size": S(1, 24), "use_failures": S(1, 8),
                "leak_one": S(1, 77, 1, 77)}),
     "entry_points_extra": dict(
-        totals=(3, 2, 4040, 1, 3000), exit=0, peak=3000, memcheck=False,
-        sites={"use_pvalloc": S(1, 1000), "realloc_fails": S(1, 40),
+        totals=(4, 3, 4540, 1, 3000), exit=0, peak=3000, memcheck=False,
+        sites={"use_pvalloc": S(2, 1500), "realloc_fails": S(1, 40),
                "leak_pvalloc": S(1, 3000, 1, 3000)}),
+    # glibc's __libc_malloc and the others, called directly
+    "libc_direct": dict(
+        totals=(28, 27, 3739, 1, 33), exit=0, peak=1000, memcheck=True,
+        sites={"libc_then_free": S(10, 1000), "malloc_then_libc": S(10, 600),
+               "libc_realloc": S(2, 550), "realloc_of_libc": S(2, 440),
+               "libc_calloc": S(1, 20), "libc_memalign": S(1, 96),
+               "libc_valloc": S(1, 1000), "leak_libc": S(1, 33, 1, 33)}),
     "cxx_alloc": dict(
         totals=(13, 11, 73584, 2, 72736), exit=0, peak=72992, memcheck=True, cxx=True,
         sites={"make_widget(int)": S(2, 64, 1, 32), "make_array(int)": S(1, 40),

@@ -220,7 +220,8 @@ def t_other_programs(t):
     glibc's own DTV allocations (threads.c says why)."""
     need_tools(t)
     keys = ("allocations", "frees", "bytes_allocated")
-    for prog in ("threads", "entry_points", "entry_points_extra", "cxx_alloc", "custom_alloc"):
+    for prog in ("threads", "entry_points", "entry_points_extra", "libc_direct", "cxx_alloc",
+                 "custom_alloc"):
         p = PROGS / prog
         runs = {}
         for name, opts in (("exact", []), ("sampled", ["--sample-rate", "256", "--sample-seed", "7"])):

@@ -6,14 +6,15 @@
  *    block stays live) it counts nothing.
  *
  *   function        call                          allocs frees bytes
- *   use_pvalloc     pvalloc(1000), free               1     1   1000 (requested
+ *   use_pvalloc     pvalloc(1000), free;
+ *                   __libc_pvalloc(500), free         2     2   1500 (requested
  *                                                       size, not the page)
  *   realloc_fails   malloc(40); realloc(p, huge),
  *                   reallocarray(p, overflowing),
  *                   reallocarray(p, huge) fail, each
  *                   with ENOMEM (nothing); free(p)    1     1     40
  *   leak_pvalloc    pvalloc(3000), never freed        1     0   3000
- *   total                                             3     2   4040
+ *   total                                             4     3   4540
  *   leaked: 1 block, 3000 bytes (leaf leak_pvalloc). peak heap: 3000.
  *   Exit status 0 (1 if a call misbehaves).
  */
@@ -23,11 +24,17 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+void *__libc_pvalloc(size_t);
+
 static int failures;
 
 static void use_pvalloc(void)
 {
 	void *p = pvalloc(1000);
+	if (!p || ((uintptr_t)p & 4095) != 0)
+		failures++;
+	free(p);
+	p = __libc_pvalloc(500);
 	if (!p || ((uintptr_t)p & 4095) != 0)
 		failures++;
 	free(p);

@@ -1512,6 +1512,14 @@ HT_EXPORT int dlclose(void *handle)
 {
 	if (HT_UNLIKELY(!real_malloc))
 		resolve_reals();
+	if (atomic_load(&ht_state) == HT_STATE_RECORDING && !ht_guard) {
+		/* while the library is there to look at */
+		int e = errno;
+		ht_guard++;
+		ht_modules_check_bypass(handle);
+		ht_guard--;
+		errno = e;
+	}
 	int r = real_dlclose(handle);
 	if (r == 0 && atomic_load(&ht_state) == HT_STATE_RECORDING && !ht_guard) {
 		int e = errno;

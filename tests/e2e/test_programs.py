@@ -852,8 +852,27 @@ def t_own_malloc(t):
          (r.data["totals"]["allocations"], r.data["totals"]["bytes_allocated"]))
 
 
+def t_deepbind(t):
+    """A library dlopen'ed with RTLD_DEEPBIND binds malloc and free to
+    libc's, past the agent: its allocations are missed, its frees of the
+    program's blocks make false leaks. heaptrail run names it, whether it
+    is still loaded at the end or was closed before; a library loaded
+    without the flag gets no such note. Before, nothing was said."""
+    need_tools(t)
+    lib = str(PROGS / "libdlplugin.so")
+    for args in (["deep"], ["deep", "close"], ["plain"], ["plain", "close"]):
+        how = " ".join(args)
+        tr = heaptrail_run([PROGS / "deepbind"] + args, out_name="db.ht")
+        t.eq("%s: exit status" % how, 0, tr.proc.rc)
+        notes = re.findall(r"note: (.*) bound to a malloc and free other than the program's",
+                           text(tr.proc.err))
+        t.eq("%s: libraries noted as bound past heaptrail" % how,
+             [lib] if args[0] == "deep" else [], notes)
+
+
 add("run.odd_exits", t_odd_exits)
 add("run.own_malloc", t_own_malloc)
+add("run.deepbind_noted", t_deepbind)
 add("run.raw_exit_group", t_raw_exit_group)
 
 

@@ -555,6 +555,10 @@ extern _Atomic unsigned ht_agent_flags;
 /* Write MODULE records for objects loaded since the last call and
  * MODULE_UNLOAD records for the ones gone. Takes the module lock. */
 void ht_modules_refresh(void);
+/* Names in the manifest each library whose malloc or free is bound past
+ * the agent (RTLD_DEEPBIND, dlmopen): all of them, or only the one of a
+ * dlopen handle. Under the guard; not in a signal handler. */
+void ht_modules_check_bypass(void *handle);
 /* Forget what was written (a new trace file starts) and write all again. */
 void ht_modules_rewrite_all(void);
 /* The PT_GNU_RELRO ranges of the loaded modules (read-only after start-up,
@@ -617,6 +621,7 @@ void ht_writer_note_exec(const char *target);
  * before the agent) defines malloc: the program's calls reach it, not the
  * agent (heaptrail run says so). */
 void ht_writer_note_own_malloc(const char *object);
+void ht_writer_note_bypass(const char *object);
 /* fd moved to a high number, close-on-exec: above the soft RLIMIT_NOFILE
  * (raised for the moment) when it is at most 1024, else just below it (or
  * below 1024 for a huge one): the agent's descriptors stay out of the

@@ -63,6 +63,23 @@ static void *(*real_memalign)(size_t, size_t);
 static void *(*real_valloc)(size_t);
 static void *(*real_pvalloc)(size_t);
 static size_t (*real_malloc_usable_size)(void *);
+/* glibc's own names of the same functions (__libc_malloc, ...), which
+ * programs call directly (a malloc wrapper forwards to them): ours call
+ * the next ones, not the public twins, whose next definition may be such a
+ * wrapper (it would call us again). */
+static void *(*real_libc_malloc)(size_t);
+static void (*real_libc_free)(void *);
+static void *(*real_libc_calloc)(size_t, size_t);
+static void *(*real_libc_realloc)(void *, size_t);
+static void *(*real_libc_memalign)(size_t, size_t);
+static void *(*real_libc_valloc)(size_t);
+static void *(*real_libc_pvalloc)(size_t);
+/* Whether our __libc_ hooks record: not when the next malloc is another
+ * object's than the next __libc_malloc (a library after us defines malloc:
+ * a wrapper that may forward to __libc_malloc, whose calls our malloc hook
+ * saw already, and which the sampling fast paths, without the guard,
+ * would count twice); they only hand the call on then. */
+static bool libc_names_recorded;
 static void (*real_exit)(int) __attribute__((noreturn));
 static void (*real__exit)(int) __attribute__((noreturn));
 static int (*real_dlclose)(void *);
@@ -110,6 +127,13 @@ static size_t boot_size(const void *p)
 static _Atomic int resolving;
 
 #define RESOLVE(name) *(void **)&real_##name = dlsym(RTLD_NEXT, #name)
+/* __libc_NAME, or else the public NAME (then no program can call it) */
+#define RESOLVE_LIBC(name, public)                                             \
+	do {                                                                   \
+		*(void **)&real_libc_##name = dlsym(RTLD_NEXT, "__libc_" #name); \
+		if (!real_libc_##name)                                         \
+			*(void **)&real_libc_##name = (void *)(public);        \
+	} while (0)
 
 HT_NOINLINE HT_COLD static void resolve_reals(void)
 {
@@ -143,6 +167,16 @@ HT_NOINLINE HT_COLD static void resolve_reals(void)
 	RESOLVE(signal);
 	/* malloc last: a non-NULL real_malloc means everything is resolved. */
 	void *m = dlsym(RTLD_NEXT, "malloc");
+	RESOLVE_LIBC(malloc, m);
+	RESOLVE_LIBC(free, real_free);
+	RESOLVE_LIBC(calloc, real_calloc);
+	RESOLVE_LIBC(realloc, real_realloc);
+	RESOLVE_LIBC(memalign, real_memalign);
+	RESOLVE_LIBC(valloc, real_valloc);
+	RESOLVE_LIBC(pvalloc, real_pvalloc);
+	Dl_info next, libc;
+	libc_names_recorded = m && dladdr(m, &next) && dladdr((void *)real_libc_malloc, &libc) &&
+			      next.dli_fbase == libc.dli_fbase;
 	ht_guard--;
 	if (!m || !real_free || !real_calloc || !real_realloc) {
 		ht_log("cannot find the real malloc; giving up", NULL);
@@ -716,16 +750,20 @@ HT_EXPORT void *malloc(size_t size)
 	SAMPLED_ALLOC_BODY(HT_FN_MALLOC, size, real_malloc(size), malloc_full(size), NULL);
 }
 
+static void *boot_calloc(size_t n, size_t size)
+{
+	size_t total;
+	if (__builtin_mul_overflow(n, size, &total))
+		return NULL;
+	return boot_alloc(total, 16);
+}
+
 HT_NOINLINE static void *calloc_full(size_t n, size_t size)
 {
 	if (HT_UNLIKELY(!real_malloc)) {
 		resolve_reals();
-		if (!real_malloc) {
-			size_t total;
-			if (__builtin_mul_overflow(n, size, &total))
-				return NULL;
-			return boot_alloc(total, 16);
-		}
+		if (!real_malloc)
+			return boot_calloc(n, size);
 	}
 	ALLOC_HOOK_BODY(HT_FN_CALLOC, n * size, real_calloc(n, size));
 }
@@ -738,15 +776,19 @@ HT_EXPORT void *calloc(size_t n, size_t size)
 	SAMPLED_ALLOC_BODY(HT_FN_CALLOC, n * size, real_calloc(n, size), calloc_full(n, size), NULL);
 }
 
+/* Where the free hooks' real function is: real_free, or real_libc_free
+ * (read when called: a free may come first, and start the agent). */
+typedef void (*const *real_free_at)(void *);
+
 /* A sampled run's free that the filter could not clear. */
-HT_NOINLINE static void free_sampled_slow(void *p)
+HT_NOINLINE static void free_sampled_slow(void *p, real_free_at real)
 {
 	if (HT_UNLIKELY(!should_record())) {
 		if (deferring())
 			defer_event(HT_EV_FREE, p, 0, ht_stamp());
 		else
 			count_finishing(0, 1, 0);
-		real_free(p);
+		(*real)(p);
 		return;
 	}
 	ht_guard = HT_GUARD_HOOK;
@@ -754,41 +796,41 @@ HT_NOINLINE static void free_sampled_slow(void *p)
 	if (sampled_free_counted(p))
 		record_free(p);
 	errno = e;
-	real_free(p);
+	(*real)(p);
 	GUARD_RELEASE();
 }
 
-HT_NOINLINE static void free_full(void *p)
+HT_NOINLINE static void free_full(void *p, real_free_at real)
 {
 	if (HT_UNLIKELY(!should_record())) {
 		if (deferring())
 			defer_event(HT_EV_FREE, p, 0, ht_stamp());
-		real_free(p);
+		(*real)(p);
 		return;
 	}
 	ht_guard = HT_GUARD_HOOK;
 	int e = errno;
 	record_free(p);
 	errno = e;
-	real_free(p);
+	(*real)(p);
 	GUARD_RELEASE();
 }
 
-HT_NOINLINE static void free_entry(void *p)
+HT_NOINLINE static void free_entry(void *p, real_free_at real)
 {
 	if (HT_UNLIKELY(p == NULL))
 		return;
 	if (HT_UNLIKELY(is_boot(p)))
 		return;
 	if (ht_opt_sample_rate)
-		free_sampled_slow(p);
+		free_sampled_slow(p, real);
 	else
-		free_full(p);
+		free_full(p, real);
 }
 
-/* free's body, inline in free and in operator delete (a call of free from
- * delete would go through the PLT). */
-__attribute__((always_inline)) static inline void free_body(void *p)
+/* free's body, inline in free, __libc_free and operator delete (a call of
+ * free from delete would go through the PLT). */
+__attribute__((always_inline)) static inline void free_body(void *p, real_free_at real)
 {
 	/* sampling's common case: one filter load says p was not sampled (a
 	 * free is counted whether recording is switched on or not, as in an
@@ -799,20 +841,30 @@ __attribute__((always_inline)) static inline void free_body(void *p)
 	if (HT_LIKELY(!ht_sampled_maybe(p)) && HT_LIKELY((t = ht_tls_thread) != NULL) &&
 	    HT_LIKELY(!ht_guard)) {
 		t->n_frees++;
-		real_free(p);
+		(*real)(p);
 		return;
 	}
-	free_entry(p);
+	free_entry(p, real);
 }
 
 HT_EXPORT void free(void *p)
 {
-	free_body(p);
+	free_body(p, &real_free);
 }
 
-/* Common body of realloc and reallocarray. */
+HT_EXPORT void __libc_free(void *p);
+void __libc_free(void *p)
+{
+	if (HT_UNLIKELY(!libc_names_recorded) && real_malloc && !is_boot(p)) {
+		real_libc_free(p);
+		return;
+	}
+	free_body(p, &real_libc_free);
+}
+
+/* Common body of realloc, reallocarray and __libc_realloc (libc_name). */
 static void *realloc_common(unsigned fn, void *old, size_t size, size_t nmemb,
-			    size_t elem)
+			    size_t elem, bool libc_name)
 {
 	bool is_array = fn == HT_FN_REALLOCARRAY;
 	if (HT_UNLIKELY(is_boot(old))) {
@@ -830,7 +882,8 @@ static void *realloc_common(unsigned fn, void *old, size_t size, size_t nmemb,
 	}
 	if (HT_UNLIKELY(!real_malloc))
 		resolve_reals();
-#define REAL_CALL() (is_array ? real_reallocarray(old, nmemb, elem) : real_realloc(old, size))
+	void *(*real)(void *, size_t) = libc_name ? real_libc_realloc : real_realloc;
+#define REAL_CALL() (is_array ? real_reallocarray(old, nmemb, elem) : real(old, size))
 	if (HT_UNLIKELY(!should_record())) {
 		uint64_t free_time = ht_stamp();
 		void *q = REAL_CALL();
@@ -863,7 +916,7 @@ static void *realloc_common(unsigned fn, void *old, size_t size, size_t nmemb,
 		if (!sampling || sampled_free_counted(old))
 			record_free(old);
 		errno = e;
-		void *q = real_realloc(old, 0);
+		void *q = real(old, 0);
 		if (q && !sample_skip(0)) { /* an allocator that returns a minimal block */
 			e = errno;
 			record_alloc_sampled(fn, q, 0, 0);
@@ -878,15 +931,15 @@ static void *realloc_common(unsigned fn, void *old, size_t size, size_t nmemb,
 	 * the free half is only counted and the new block is sampled like any
 	 * allocation. */
 	if (sampling && !(ht_sampled_maybe(old) && ht_sampled_remove(old))) {
+		errno = e;
 		void *q = REAL_CALL();
+		e = errno; /* a failure's ENOMEM included */
 		if (q) {
 			ht_thread_t *t = ht_thread_get();
 			if (t)
 				t->n_frees++;
-			if (!sample_skip(size)) {
-				e = errno;
+			if (!sample_skip(size))
 				record_alloc_sampled(fn, q, size, 0);
-			}
 		}
 		errno = e;
 		GUARD_RELEASE();
@@ -923,7 +976,7 @@ HT_NOINLINE static void *realloc_sampled(void *old, size_t size)
 	ht_thread_t *t = sampled_thread();
 	if (HT_UNLIKELY(!t) ||
 	    (old && (HT_UNLIKELY(!size) || ht_sampled_maybe(old)))) /* boot blocks: "maybe" */
-		return realloc_common(HT_FN_REALLOC, old, size, 0, 0);
+		return realloc_common(HT_FN_REALLOC, old, size, 0, 0, false);
 	void *q = real_realloc(old, size);
 	if (HT_UNLIKELY(!q))
 		return q; /* failed: the old block is untouched */
@@ -942,7 +995,7 @@ HT_EXPORT void *realloc(void *old, size_t size)
 {
 	if (ht_opt_sample_rate)
 		return realloc_sampled(old, size); /* a thread state: reals resolved */
-	return realloc_common(HT_FN_REALLOC, old, size, 0, 0);
+	return realloc_common(HT_FN_REALLOC, old, size, 0, 0, false);
 }
 
 HT_EXPORT void *reallocarray(void *old, size_t nmemb, size_t elem)
@@ -952,9 +1005,9 @@ HT_EXPORT void *reallocarray(void *old, size_t nmemb, size_t elem)
 		size = SIZE_MAX; /* the real call fails with ENOMEM */
 	if (size == 0 && old != NULL) {
 		/* reallocarray(p, 0, x) behaves as realloc(p, 0) */
-		return realloc_common(HT_FN_REALLOC, old, 0, 0, 0);
+		return realloc_common(HT_FN_REALLOC, old, 0, 0, 0, false);
 	}
-	return realloc_common(HT_FN_REALLOCARRAY, old, size, nmemb, elem);
+	return realloc_common(HT_FN_REALLOCARRAY, old, size, nmemb, elem, false);
 }
 
 HT_EXPORT int posix_memalign(void **out, size_t align, size_t size)
@@ -1028,6 +1081,72 @@ HT_EXPORT size_t malloc_usable_size(void *p)
 	return real_malloc_usable_size(p);
 }
 
+/* ---- glibc's own names: __libc_malloc and the others -----------------------
+ * Counted as their public twins, as memcheck counts them; without the
+ * sampling fast paths (ALLOC_HOOK_BODY samples). __libc_free is with free. */
+
+/* Resolves the reals if needed; true if the call is only handed on. */
+static inline bool libc_names_passed(void)
+{
+	if (HT_UNLIKELY(!real_malloc))
+		resolve_reals();
+	return HT_UNLIKELY(!libc_names_recorded) && real_malloc;
+}
+
+HT_EXPORT void *__libc_malloc(size_t size);
+void *__libc_malloc(size_t size)
+{
+	if (libc_names_passed())
+		return real_libc_malloc(size);
+	if (HT_UNLIKELY(!real_malloc))
+		return boot_alloc(size, 16);
+	ALLOC_HOOK_BODY(HT_FN_MALLOC, size, real_libc_malloc(size));
+}
+
+HT_EXPORT void *__libc_calloc(size_t n, size_t size);
+void *__libc_calloc(size_t n, size_t size)
+{
+	if (libc_names_passed())
+		return real_libc_calloc(n, size);
+	if (HT_UNLIKELY(!real_malloc))
+		return boot_calloc(n, size);
+	ALLOC_HOOK_BODY(HT_FN_CALLOC, n * size, real_libc_calloc(n, size));
+}
+
+HT_EXPORT void *__libc_realloc(void *old, size_t size);
+void *__libc_realloc(void *old, size_t size)
+{
+	if (libc_names_passed() && !is_boot(old))
+		return real_libc_realloc(old, size);
+	return realloc_common(HT_FN_REALLOC, old, size, 0, 0, true);
+}
+
+HT_EXPORT void *__libc_memalign(size_t align, size_t size);
+void *__libc_memalign(size_t align, size_t size)
+{
+	if (libc_names_passed())
+		return real_libc_memalign(align, size);
+	if (HT_UNLIKELY(!real_malloc))
+		return boot_alloc(size, align);
+	ALLOC_HOOK_BODY(HT_FN_MEMALIGN, size, real_libc_memalign(align, size));
+}
+
+HT_EXPORT void *__libc_valloc(size_t size);
+void *__libc_valloc(size_t size)
+{
+	if (libc_names_passed())
+		return real_libc_valloc(size);
+	ALLOC_HOOK_BODY(HT_FN_VALLOC, size, real_libc_valloc(size));
+}
+
+HT_EXPORT void *__libc_pvalloc(size_t size);
+void *__libc_pvalloc(size_t size)
+{
+	if (libc_names_passed())
+		return real_libc_pvalloc(size);
+	ALLOC_HOOK_BODY(HT_FN_PVALLOC, size, real_libc_pvalloc(size));
+}
+
 /* ---- C++ operator new and delete -------------------------------------------
  * The common case is served here, from the real malloc, exactly as
  * libstdc++ does it (its operator new is malloc with size 0 taken as 1, its
@@ -1053,13 +1172,13 @@ static void *next_symbol(const char *name)
 	if (HT_UNLIKELY(!var))                                                 \
 	*(void **)&var = next_symbol(name)
 
-/* libstdc++ raises an alignment below a pointer's to a pointer's
- * (posix_memalign refuses it); a bad one (not a power of two) fails here,
- * and the next definition throws as the program expects. */
+/* libstdc++ raises a power of two below a pointer's to a pointer's
+ * (posix_memalign refuses it); a bad one (0, or not a power of two) fails
+ * here, and the next definition throws as the program expects. */
 static inline void *real_aligned(size_t align, size_t n)
 {
 	void *p = NULL;
-	if (align < sizeof(void *))
+	if (align < sizeof(void *) && align && !(align & (align - 1)))
 		align = sizeof(void *);
 	return real_posix_memalign(&p, align, n ? n : 1) == 0 ? p : NULL;
 }
@@ -1074,7 +1193,11 @@ static inline void *real_aligned(size_t align, size_t n)
  * recording nothing itself: the program's operator reaches malloc, or
  * not, on its own. A replacement in the executable takes every call of
  * its name before ours; one in a library loaded after us is found as the
- * next definition of a name that is not libstdc++'s (or libc++'s). */
+ * next definition of a name that is not libstdc++'s (or libc++'s). An
+ * allocator library that replaces malloc and operator new alike (jemalloc,
+ * tcmalloc) is the exception: its operators call its malloc directly, and
+ * would never reach ours, but ours calling its malloc and free is what its
+ * own do; they are treated as the C++ runtime's. */
 enum {
 	CXX_NEW = 1 << 0, CXX_NEW_ARRAY = 1 << 1, CXX_NEW_NT = 1 << 2, CXX_NEW_ARRAY_NT = 1 << 3,
 	CXX_NEW_AL = 1 << 4, CXX_NEW_ARRAY_AL = 1 << 5, CXX_NEW_AL_NT = 1 << 6,
@@ -1119,12 +1242,15 @@ static const char *const cxx_names[CXX_NOPS] = {
 /* The replaced variants (CXX_* bits); -1 until looked up. */
 static _Atomic int cxx_replaced = -1;
 
-/* True if f is a C++ runtime's own definition. */
-static bool cxx_runtime(void *f)
+/* True if f is a C++ runtime's own definition, or the allocator's whose
+ * malloc we call (in the object at malloc_base). */
+static bool cxx_runtime(void *f, void *malloc_base)
 {
 	Dl_info info;
 	if (!dladdr(f, &info) || !info.dli_fname)
 		return false;
+	if (malloc_base && info.dli_fbase == malloc_base)
+		return true;
 	const char *base = info.dli_fname;
 	for (const char *c = base; *c; c++)
 		if (*c == '/')
@@ -1137,12 +1263,15 @@ HT_NOINLINE HT_COLD static int cxx_lookup(void)
 {
 	int e = errno;
 	ht_guard++;
+	Dl_info info;
+	void *m = dlsym(RTLD_NEXT, "malloc"); /* real_malloc, resolved or not */
+	void *malloc_base = m && dladdr(m, &info) ? info.dli_fbase : NULL;
 	int mask = 0;
 	for (int i = 0; i < CXX_NOPS; i++) {
 		void *f = dlsym(RTLD_DEFAULT, cxx_names[i]);
 		if (f && !ht_addr_in_agent((uintptr_t)f))
 			mask |= 1 << i; /* the executable's, or a library's before us */
-		else if ((f = dlsym(RTLD_NEXT, cxx_names[i])) && !cxx_runtime(f))
+		else if ((f = dlsym(RTLD_NEXT, cxx_names[i])) && !cxx_runtime(f, malloc_base))
 			mask |= 1 << i; /* a library's after us */
 	}
 	ht_guard--;
@@ -1210,7 +1339,7 @@ static inline bool cxx_pass(int chain)
 		}                                                              \
 		if (HT_UNLIKELY(ptr == NULL))                                  \
 			return;                                                \
-		free_body(ptr);                                                \
+		free_body(ptr, &real_free);                                    \
 	}
 
 typedef struct nothrow_s nothrow_t; /* std::nothrow_t, passed by reference */
@@ -1431,6 +1560,14 @@ HT_EXPORT int dlclose(void *handle)
 {
 	if (HT_UNLIKELY(!real_malloc))
 		resolve_reals();
+	if (atomic_load(&ht_state) == HT_STATE_RECORDING && !ht_guard) {
+		/* while the library is there to look at */
+		int e = errno;
+		ht_guard++;
+		ht_modules_check_bypass(handle);
+		ht_guard--;
+		errno = e;
+	}
 	int r = real_dlclose(handle);
 	if (r == 0 && atomic_load(&ht_state) == HT_STATE_RECORDING && !ht_guard) {
 		int e = errno;

@@ -424,6 +424,8 @@ void ht_finish(unsigned how, unsigned status)
 	uintptr_t sp = (uintptr_t)__builtin_frame_address(0) - 64;
 	if (exit_sp && exit_tid == (pid_t)syscall(SYS_gettid))
 		sp = exit_sp; /* the exit path's frames are not the program's */
+	if (how != HT_END_SIGNAL) /* the loader's lock: not in a handler */
+		ht_modules_check_bypass(NULL);
 	/* Exit and _exit wait as long as it takes; a signal handler must not
 	 * hang if the crashing thread holds the lock itself. */
 	if (ht_lock_timed(&ht_writer_lock, how == HT_END_SIGNAL ? 2000 : 60000)) {

@@ -12,6 +12,7 @@
  *
  * dl_iterate_phdr is called under the guard: the loader may allocate.
  */
+#include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
 #include <stddef.h>
@@ -349,6 +350,133 @@ static int find_agent(struct dl_phdr_info *info, size_t size, void *arg)
 void ht_modules_init(void)
 {
 	dl_iterate_phdr(find_agent, (void *)(uintptr_t)&ht_modules_init);
+}
+
+/* ---- libraries bound past the agent -------------------------------------
+ * A library dlopen'ed with RTLD_DEEPBIND (or into another namespace by
+ * dlmopen) looks its symbols up in its own dependencies first: its malloc
+ * and free are libc's, not the agent's, and the program's figures miss
+ * them (its frees of the program's blocks make false leaks). dlopen is
+ * not interposed (hooks.c says why), so the flag is not seen; its effect
+ * is: a resolved GOT slot of malloc, free, calloc or realloc that holds
+ * neither the agent's function nor the global definition (an executable's
+ * own malloc) nor an address in the library itself (a lazy slot not yet
+ * bound). Such libraries are named in the manifest ("bypass"), once each.
+ * Checked when the trace is finished, and for the library that dlclose
+ * closes (only it: a program may load and close one plugin many times). */
+
+#if defined(__x86_64__)
+#define HT_R_JUMP_SLOT R_X86_64_JUMP_SLOT
+#define HT_R_GLOB_DAT R_X86_64_GLOB_DAT
+#elif defined(__aarch64__)
+#define HT_R_JUMP_SLOT R_AARCH64_JUMP_SLOT
+#define HT_R_GLOB_DAT R_AARCH64_GLOB_DAT
+#endif
+
+#define HT_BYPASS_NAMES 4
+static const char *const bypass_names[HT_BYPASS_NAMES] = {"malloc", "free", "calloc", "realloc"};
+static void *bypass_global[HT_BYPASS_NAMES];
+static uint64_t bypass_noted[64];
+static unsigned bypass_nnoted;
+static ht_lock_t bypass_lock;
+
+#ifdef HT_R_JUMP_SLOT
+/* glibc relocates the dynamic section's addresses in place (not where it
+ * is read-only): an address below the bias is still an offset. */
+static uintptr_t dyn_addr(uintptr_t bias, uintptr_t v)
+{
+	return v < bias ? v + bias : v;
+}
+
+/* True if one of rel[0..n)'s slots of the malloc family is bound past us. */
+static bool bound_past(const struct dl_phdr_info *info, const ElfW(Rela) *rel, size_t n,
+		       const ElfW(Sym) *symtab, const char *strtab, uintptr_t lo, uintptr_t hi)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned long type = ELF64_R_TYPE(rel[i].r_info);
+		if (type != HT_R_JUMP_SLOT && type != HT_R_GLOB_DAT)
+			continue;
+		const ElfW(Sym) *sym = &symtab[ELF64_R_SYM(rel[i].r_info)];
+		if (sym->st_shndx != SHN_UNDEF)
+			continue;
+		const char *name = strtab + sym->st_name;
+		for (int k = 0; k < HT_BYPASS_NAMES; k++) {
+			if (ht_strcmp(name, bypass_names[k]))
+				continue;
+			uintptr_t to = *(const uintptr_t *)(info->dlpi_addr + rel[i].r_offset);
+			if (to && !ht_addr_in_agent(to) && to != (uintptr_t)bypass_global[k] &&
+			    !(to >= lo && to < hi))
+				return true;
+		}
+	}
+	return false;
+}
+#endif
+
+static int check_bypass(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	const struct link_map *only = arg;
+	if (only && (only->l_addr != info->dlpi_addr || !info->dlpi_name || !only->l_name ||
+		     ht_strcmp(only->l_name, info->dlpi_name)))
+		return 0;
+#ifdef HT_R_JUMP_SLOT
+	const ElfW(Dyn) *dyn = NULL;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+			dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+	if (!dyn || !info->dlpi_name || !info->dlpi_name[0])
+		return 0; /* the executable binds in the global scope */
+	uintptr_t bias = info->dlpi_addr, symtab = 0, strtab = 0, rela = 0, jmprel = 0;
+	size_t relasz = 0, pltrelsz = 0;
+	long pltrel = DT_RELA;
+	for (; dyn->d_tag != DT_NULL; dyn++) {
+		switch (dyn->d_tag) {
+		case DT_SYMTAB: symtab = dyn_addr(bias, dyn->d_un.d_ptr); break;
+		case DT_STRTAB: strtab = dyn_addr(bias, dyn->d_un.d_ptr); break;
+		case DT_RELA: rela = dyn_addr(bias, dyn->d_un.d_ptr); break;
+		case DT_RELASZ: relasz = dyn->d_un.d_val; break;
+		case DT_JMPREL: jmprel = dyn_addr(bias, dyn->d_un.d_ptr); break;
+		case DT_PLTRELSZ: pltrelsz = dyn->d_un.d_val; break;
+		case DT_PLTREL: pltrel = (long)dyn->d_un.d_val; break;
+		}
+	}
+	if (!symtab || !strtab)
+		return 0;
+	uintptr_t lo, hi;
+	range_of(info, &lo, &hi);
+	const ElfW(Sym) *sy = (const ElfW(Sym) *)symtab;
+	const char *st = (const char *)strtab;
+	bool past = (rela && bound_past(info, (const ElfW(Rela) *)rela, relasz / sizeof(ElfW(Rela)),
+				       sy, st, lo, hi)) ||
+		    (jmprel && pltrel == DT_RELA &&
+		     bound_past(info, (const ElfW(Rela) *)jmprel, pltrelsz / sizeof(ElfW(Rela)), sy,
+				st, lo, hi));
+	if (!past)
+		return 0;
+	uint64_t h = hash_str(info->dlpi_name);
+	for (unsigned i = 0; i < bypass_nnoted; i++)
+		if (bypass_noted[i] == h)
+			return 0;
+	if (bypass_nnoted < sizeof bypass_noted / sizeof *bypass_noted)
+		bypass_noted[bypass_nnoted++] = h;
+	ht_writer_note_bypass(info->dlpi_name);
+#else
+	(void)info;
+#endif
+	return 0;
+}
+
+void ht_modules_check_bypass(void *handle)
+{
+	struct link_map *only = NULL;
+	if (handle && (dlinfo(handle, RTLD_DI_LINKMAP, &only) != 0 || !only))
+		return;
+	ht_lock(&bypass_lock);
+	for (int k = 0; k < HT_BYPASS_NAMES; k++)
+		bypass_global[k] = dlsym(RTLD_DEFAULT, bypass_names[k]);
+	dl_iterate_phdr(check_bypass, only);
+	ht_unlock(&bypass_lock);
 }
 
 void ht_modules_fork_prepare(void)

@@ -684,6 +684,11 @@ void ht_writer_note_own_malloc(const char *object)
 	note_field("ownmalloc", object);
 }
 
+void ht_writer_note_bypass(const char *object)
+{
+	note_field("bypass", object);
+}
+
 void ht_writer_note_exec(const char *target)
 {
 	note_field("exec", target);

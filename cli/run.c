@@ -167,6 +167,9 @@ typedef struct entry {
 	char *exec_target;
 	/* the object whose own malloc the program calls ("ownmalloc"), or NULL */
 	char *own_malloc;
+	/* the libraries whose malloc and free are bound past the agent
+	 * ("bypass": RTLD_DEEPBIND, dlmopen), ", "-separated, or NULL */
+	char *bypass;
 	unsigned long long x_allocs, x_frees, x_bytes, peak, leaked_bytes, leaked_blocks,
 		temporary;
 } entry_t;
@@ -218,6 +221,19 @@ static size_t read_manifest(const char *path, entry_t **out)
 			if (e) {
 				free(e->own_malloc);
 				e->own_malloc = strdup(om + 11);
+			}
+			continue;
+		}
+		char *by = strstr(tab + 1, "\tbypass\t");
+		if (by) {
+			*by = '\0';
+			entry_t *e = last_entry(*out, n, tab + 1);
+			const char *lib = by + 8;
+			size_t had = e && e->bypass ? strlen(e->bypass) : 0;
+			char *all = e ? realloc(e->bypass, had + strlen(lib) + 3) : NULL;
+			if (all) {
+				sprintf(all + had, "%s%s", had ? ", " : "", lib);
+				e->bypass = all;
 			}
 			continue;
 		}
@@ -506,6 +522,12 @@ static char *report_traces(const char *manifest, pid_t child, const char *output
 				"allocations go there, not through libc, and heaptrail sees none "
 				"of them\n",
 			ent[main_i].own_malloc);
+	if (ent[main_i].bypass)
+		fprintf(stderr, "heaptrail: note: %s bound to a malloc and free other than the "
+				"program's (loaded with RTLD_DEEPBIND, or by dlmopen): heaptrail "
+				"sees none of its allocations and frees, and a block of the "
+				"program's that it frees shows as a leak\n",
+			ent[main_i].bypass);
 	/* its last image exec'd one that opened no trace (a failed exec goes
 	 * on recording, and ends the trace as usual) */
 	if (ent[main_i].exec_target && !ent[main_i].ended)
@@ -550,6 +572,7 @@ static char *report_traces(const char *manifest, pid_t child, const char *output
 			free(ent[i].path);
 		free(ent[i].exec_target);
 		free(ent[i].own_malloc);
+		free(ent[i].bypass);
 	}
 	free(ent);
 	return main_path;

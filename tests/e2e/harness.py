@@ -52,6 +52,10 @@ class Fatal(Exception):
     pass
 
 
+class Skip(Exception):
+    """A test that cannot run here (an optional library is absent)."""
+
+
 class T:
     """One test's context: collects failures, owns a scratch directory."""
 
@@ -79,6 +83,10 @@ class T:
     def need(self, cond, msg):
         if not cond:
             self.fatal(msg)
+
+    def skip(self, why):
+        """Ends the test as skipped: said, with why, and counted apart."""
+        raise Skip(why)
 
 
 # ---- processes -----------------------------------------------------------
@@ -252,6 +260,20 @@ def report(path, fmt="json", extra=()):
             err = "report output is not JSON (%s): %s; stdout: %s; stderr: %s" % (
                 e, proc.describe(), tail(proc.out, 300), tail(proc.err, 300))
     return Report(proc, data, err)
+
+
+def find_library(soname):
+    """The path of a shared library by its soname (ldconfig's cache), or None."""
+    for ldconfig in ("/sbin/ldconfig", "/usr/sbin/ldconfig", "ldconfig"):
+        p = run([ldconfig, "-p"], 30)
+        if p.rc == 0:
+            for line in text(p.out).splitlines():
+                name, _, path = line.strip().partition(" => ")
+                # "(libc6,x86-64)": a 64-bit build, not the 32-bit "(libc6)"
+                if name.split(" ")[0] == soname and "64)" in name and os.path.exists(path):
+                    return path
+            return None
+    return None
 
 
 def need_tools(t):

@@ -7,8 +7,10 @@ Usage: run.py [-j N] [-k] [-v] [PATTERN...]
   -k        keep the scratch directory (traces, memcheck logs)
   -v        print each test's time and extra detail
 
-Prints `PASS name` or `FAIL name: reason` (further mismatches indented
-below) per test, in a fixed order, then `e2e: N passed, N failed`.
+Prints `PASS name`, `FAIL name: reason` (further mismatches indented
+below) or `SKIP name: why` (it cannot run here: an optional library is
+absent) per test, in a fixed order, then `e2e: N skipped` when some were,
+and `e2e: N passed, N failed`.
 Exit status 1 if any test failed.
 """
 
@@ -59,9 +61,11 @@ def run_one(name, fn, verbose):
         fn(t)
     except harness.Fatal:
         pass
+    except harness.Skip as why:
+        return name, None, str(why), time.monotonic() - t0
     except Exception:  # a bug in the test or an unexpected report shape
         t.errors.append("test raised: " + traceback.format_exc(limit=4).strip().replace("\n", "\n      "))
-    return name, t.errors, time.monotonic() - t0
+    return name, t.errors, None, time.monotonic() - t0
 
 
 def main():
@@ -80,14 +84,17 @@ def main():
     if not harness.HT_ASAN.exists():
         print("note: %s missing; reports use %s" % (harness.HT_ASAN, harness.HT), flush=True)
 
-    passed = failed = 0
+    passed = failed = skipped = 0
     t0 = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.j) as pool:
         futs = [pool.submit(run_one, n, f, args.v) for n, f in tests]
         for fut in futs:
-            name, errors, secs = fut.result()
+            name, errors, why, secs = fut.result()
             extra = " (%.1fs)" % secs if args.v else ""
-            if errors:
+            if why is not None:
+                skipped += 1
+                print("SKIP %s: %s%s" % (name, why, extra), flush=True)
+            elif errors:
                 failed += 1
                 more = " (+%d more below)" % (len(errors) - 1) if len(errors) > 1 else ""
                 print("FAIL %s: %s%s%s" % (name, errors[0], more, extra), flush=True)
@@ -102,6 +109,8 @@ def main():
         print("scratch kept in %s" % harness.SCRATCH)
     else:
         shutil.rmtree(harness.SCRATCH, ignore_errors=True)
+    if skipped:
+        print("e2e: %d skipped" % skipped, flush=True)
     print("e2e: %d passed, %d failed" % (passed, failed), flush=True)
     return 1 if failed else 0
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import contract
 import tracefile
-from harness import (HT, PROGS, SRC, AGENT, T, by_leaf, functions, heaptrail_run,
+from harness import (HT, PROGS, SRC, AGENT, T, by_leaf, find_library, functions, heaptrail_run,
                      leaks_by_leaf, marker_line, memcheck, memcheck_single,
                      need_report, need_tools, report, run, scratch_dir, tail, text,
                      traced_report)
@@ -55,9 +55,16 @@ SPECS = {
                "use_usable_size": S(1, 24), "use_failures": S(1, 8),
                "leak_one": S(1, 77, 1, 77)}),
     "entry_points_extra": dict(
-        totals=(3, 2, 4040, 1, 3000), exit=0, peak=3000, memcheck=False,
-        sites={"use_pvalloc": S(1, 1000), "realloc_fails": S(1, 40),
+        totals=(4, 3, 4540, 1, 3000), exit=0, peak=3000, memcheck=False,
+        sites={"use_pvalloc": S(2, 1500), "realloc_fails": S(1, 40),
                "leak_pvalloc": S(1, 3000, 1, 3000)}),
+    # glibc's __libc_malloc and the others, called directly
+    "libc_direct": dict(
+        totals=(28, 27, 3739, 1, 33), exit=0, peak=1000, memcheck=True,
+        sites={"libc_then_free": S(10, 1000), "malloc_then_libc": S(10, 600),
+               "libc_realloc": S(2, 550), "realloc_of_libc": S(2, 440),
+               "libc_calloc": S(1, 20), "libc_memalign": S(1, 96),
+               "libc_valloc": S(1, 1000), "leak_libc": S(1, 33, 1, 33)}),
     "cxx_alloc": dict(
         totals=(13, 11, 73584, 2, 72736), exit=0, peak=72992, memcheck=True, cxx=True,
         sites={"make_widget(int)": S(2, 64, 1, 32), "make_array(int)": S(1, 40),
@@ -439,6 +446,80 @@ def t_cxx_replaced_new(t):
 add("cxx.replaced_operators", t_cxx_replaced_new)
 
 
+def t_cxx_bad_align(t):
+    """Aligned operator new with an alignment that is not a power of two
+    fails, as without heaptrail: bad_alloc, or NULL for nothrow. Before,
+    the agent raised any alignment below a pointer's (0, 3, 5, 6, 7) to a
+    pointer's, and those calls succeeded."""
+    need_tools(t)
+    plain = run([PROGS / "cxx_bad_align"], 30)
+    t.eq("plain run: exit status (calls that succeeded)", 0, plain.rc)
+    tr = heaptrail_run([PROGS / "cxx_bad_align"], out_name="ba.ht")
+    t.eq("traced run: exit status (calls that succeeded)", 0, tr.proc.rc)
+    t.need(tr.out_path.exists(), "no trace: %s" % tail(tr.proc.err))
+    tot = need_report(t, tr.out_path).data.get("totals", {})
+    # 14 bad_alloc exceptions (136 bytes each, freed when caught: the
+    # nothrow form catches its own) + the pool
+    t.eq("allocations, frees, bytes", (15, 14, 14 * 136 + POOL),
+         (tot.get("allocations"), tot.get("frees"), tot.get("bytes_allocated")))
+
+
+add("cxx.aligned_new_bad_alignment", t_cxx_bad_align)
+
+
+def cxx_allocator_library(soname, what):
+    """operator new and delete in a program whose malloc is an allocator
+    library's that defines them too (jemalloc, tcmalloc), preloaded after
+    the agent or linked to the program: recorded as with libstdc++. Before,
+    the agent took them for the program's own operators and handed every
+    call on, and the library's never reach malloc: nothing was recorded."""
+    def test(t):
+        need_tools(t)
+        lib = find_library(soname)
+        if not lib:
+            t.skip("%s is not installed (apt-get install %s)" % (soname, what))
+        src = SRC / "cxx_alt_alloc.cc"
+        linked = t.tmp / "cxx_alt_alloc_linked"
+        cc = run(["c++", "-std=gnu++17", "-O0", "-g", "-fno-omit-frame-pointer", "-fno-builtin",
+                  "-o", linked, src, lib], 120)
+        t.need(cc.rc == 0, "cannot link cxx_alt_alloc.cc to %s: %s" % (lib, tail(cc.err)))
+        env = dict(os.environ, LD_PRELOAD=lib)
+        for how, args, e in (("preloaded", [PROGS / "cxx_alt_alloc"], env),
+                             ("linked", [linked], None)):
+            tr = heaptrail_run(args, out_name="%s.ht" % how, env=e)
+            t.eq("%s: exit status" % how, 0, tr.proc.rc)
+            if not tr.out_path.exists():
+                t.check(False, "%s: no trace: %s" % (how, tail(tr.proc.err)))
+                continue
+            rep = need_report(t, tr.out_path).data
+            # the library's own start-up (tcmalloc's uses new) comes on top
+            own = [x for x in rep.get("sites", []) if os.path.basename(
+                (x.get("stack") or [{}])[0].get("module") or "") == os.path.basename(lib)]
+            more = [sum(x.get(k, 0) for x in own) for k in
+                    ("allocations", "bytes_allocated", "leaked_blocks", "leaked_bytes")]
+            t.eq("%s: totals" % how, {"allocations": 120 + more[0],
+                                       "frees": 69 + more[0] - more[2],
+                                       "bytes_allocated": 20915 + POOL + more[1],
+                                       "leaked_blocks": 51 + more[2],
+                                       "leaked_bytes": 10200 + POOL + more[3]},
+                 {k: rep.get("totals", {}).get(k) for k in TOT})
+            t.eq("%s: ignored frees" % how, 0, rep.get("totals", {}).get("ignored_frees"))
+            t.eq("%s: allocations, bytes, leaked blocks by leaf" % how,
+                 {"make_arrays()": (100, 20200, 50), "make_objects()": (10, 240, 0),
+                  "make_nothrow()": (5, 160, 0), "make_aligned()": (3, 192, 0),
+                  "use_malloc()": (1, 123, 0)},
+                 {k: (v["allocations"], v["bytes_allocated"], v["leaked_blocks"])
+                  for k, v in by_leaf({"sites": [x for x in rep.get("sites", [])
+                                                 if x not in own]}).items()
+                  if v["bytes_allocated"] != POOL})
+    return test
+
+
+add("cxx.jemalloc_operators", cxx_allocator_library("libjemalloc.so.2", "libjemalloc2"))
+add("cxx.tcmalloc_operators",
+    cxx_allocator_library("libtcmalloc_minimal.so.4", "libtcmalloc-minimal4"))
+
+
 def t_cold_main(t):
     """A frame in code without debug information (_start) right after a
     line table that ends in a row of no length (main's, split into a .cold
@@ -772,8 +853,27 @@ def t_own_malloc(t):
          (r.data["totals"]["allocations"], r.data["totals"]["bytes_allocated"]))
 
 
+def t_deepbind(t):
+    """A library dlopen'ed with RTLD_DEEPBIND binds malloc and free to
+    libc's, past the agent: its allocations are missed, its frees of the
+    program's blocks make false leaks. heaptrail run names it, whether it
+    is still loaded at the end or was closed before; a library loaded
+    without the flag gets no such note. Before, nothing was said."""
+    need_tools(t)
+    lib = str(PROGS / "libdlplugin.so")
+    for args in (["deep"], ["deep", "close"], ["plain"], ["plain", "close"]):
+        how = " ".join(args)
+        tr = heaptrail_run([PROGS / "deepbind"] + args, out_name="db.ht")
+        t.eq("%s: exit status" % how, 0, tr.proc.rc)
+        notes = re.findall(r"note: (.*) bound to a malloc and free other than the program's",
+                           text(tr.proc.err))
+        t.eq("%s: libraries noted as bound past heaptrail" % how,
+             [lib] if args[0] == "deep" else [], notes)
+
+
 add("run.odd_exits", t_odd_exits)
 add("run.own_malloc", t_own_malloc)
+add("run.deepbind_noted", t_deepbind)
 add("run.raw_exit_group", t_raw_exit_group)
 
 

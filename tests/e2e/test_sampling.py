@@ -220,13 +220,16 @@ def t_other_programs(t):
     glibc's own DTV allocations (threads.c says why)."""
     need_tools(t)
     keys = ("allocations", "frees", "bytes_allocated")
-    for prog in ("threads", "entry_points", "entry_points_extra", "cxx_alloc", "custom_alloc"):
+    for prog in ("threads", "entry_points", "entry_points_extra", "libc_direct", "cxx_alloc",
+                 "custom_alloc"):
         p = PROGS / prog
         runs = {}
         for name, opts in (("exact", []), ("sampled", ["--sample-rate", "256", "--sample-seed", "7"])):
             tr = heaptrail_run([p], opts)
             t.need(tr.out_path.exists(), "%s run of %s wrote no trace: %s: %s" %
                    (name, prog, tr.proc.describe(), tail(tr.proc.err)))
+            # 0: every call behaved, failures included (errno)
+            t.eq("%s: exit status of the %s run" % (prog, name), 0, tr.proc.rc)
             rep = report(tr.out_path)
             t.need(not rep.err, rep.err or "")
             runs[name] = rep.data["totals"]

@@ -6,19 +6,25 @@
  *    block stays live) it counts nothing.
  *
  *   function        call                          allocs frees bytes
- *   use_pvalloc     pvalloc(1000), free               1     1   1000 (requested
+ *   use_pvalloc     pvalloc(1000), free;
+ *                   __libc_pvalloc(500), free         2     2   1500 (requested
  *                                                       size, not the page)
- *   realloc_fails   malloc(40); realloc(p, huge)
- *                   fails (nothing); free(p)          1     1     40
+ *   realloc_fails   malloc(40); realloc(p, huge),
+ *                   reallocarray(p, overflowing),
+ *                   reallocarray(p, huge) fail, each
+ *                   with ENOMEM (nothing); free(p)    1     1     40
  *   leak_pvalloc    pvalloc(3000), never freed        1     0   3000
- *   total                                             3     2   4040
+ *   total                                             4     3   4540
  *   leaked: 1 block, 3000 bytes (leaf leak_pvalloc). peak heap: 3000.
  *   Exit status 0 (1 if a call misbehaves).
  */
+#include <errno.h>
 #include <malloc.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
+
+void *__libc_pvalloc(size_t);
 
 static int failures;
 
@@ -28,14 +34,27 @@ static void use_pvalloc(void)
 	if (!p || ((uintptr_t)p & 4095) != 0)
 		failures++;
 	free(p);
+	p = __libc_pvalloc(500);
+	if (!p || ((uintptr_t)p & 4095) != 0)
+		failures++;
+	free(p);
 }
 
 static void realloc_fails(void)
 {
 	volatile size_t huge = SIZE_MAX / 2;
 	char *p = malloc(40);
+	errno = 0;
 	char *q = realloc(p, huge);
-	if (!p || q)
+	if (!p || q || errno != ENOMEM)
+		failures++;
+	errno = 0;
+	q = reallocarray(p, huge, 3);
+	if (q || errno != ENOMEM)
+		failures++;
+	errno = 0;
+	q = reallocarray(p, 1, huge);
+	if (q || errno != ENOMEM)
 		failures++;
 	p[39] = 1; /* still ours */
 	free(p);

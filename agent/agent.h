@@ -681,5 +681,9 @@ void ht_munmap(void *p, size_t size);
 unsigned ht_agent_maps(uintptr_t (*out)[2], unsigned cap);
 /* Read a whole small file into buf (NUL-terminated); returns bytes or -1. */
 long ht_read_file(const char *path, char *buf, size_t cap);
+/* /proc/thread-self/NAME, else /proc/self/NAME: once the main thread has
+ * called pthread_exit, /proc/self (the thread group's leader, a zombie)
+ * shows no memory map, no statm, no VmHWM. */
+long ht_read_proc(const char *name, char *buf, size_t cap);
 
 #endif /* HEAPTRAIL_AGENT_H */

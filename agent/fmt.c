@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -157,21 +158,37 @@ unsigned ht_agent_maps(uintptr_t (*out)[2], unsigned cap)
 	return n;
 }
 
+/* Raw system calls: glibc's open and read are cancellation points (a
+ * program's pthread_cancel must not take effect inside its malloc), and
+ * open is the agent's own hook. */
 long ht_read_file(const char *path, char *buf, size_t cap)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	size_t n = 0;
 	while (n + 1 < cap) {
-		ssize_t r = read(fd, buf + n, cap - 1 - n);
+		ssize_t r = syscall(SYS_read, fd, buf + n, cap - 1 - n);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
 			break;
 		n += (size_t)r;
 	}
-	close(fd);
+	syscall(SYS_close, fd);
 	buf[n] = 0;
 	return (long)n;
+}
+
+long ht_read_proc(const char *name, char *buf, size_t cap)
+{
+	char path[64];
+	size_t k = ht_append_str(path, 0, sizeof path, "/proc/thread-self/");
+	ht_append_str(path, k, sizeof path, name);
+	long n = ht_read_file(path, buf, cap);
+	if (n > 0)
+		return n;
+	k = ht_append_str(path, 0, sizeof path, "/proc/self/");
+	ht_append_str(path, k, sizeof path, name);
+	return ht_read_file(path, buf, cap);
 }

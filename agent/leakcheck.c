@@ -410,7 +410,7 @@ static char *read_maps(size_t *cap_out)
 		char *buf = ht_mmap(cap);
 		if (!buf)
 			return NULL;
-		long n = ht_read_file("/proc/self/maps", buf, cap);
+		long n = ht_read_proc("maps", buf, cap);
 		if (n >= 0 && (size_t)n + 1 < cap) {
 			*cap_out = cap;
 			return buf;

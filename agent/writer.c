@@ -402,7 +402,7 @@ void ht_writer_flush(bool end_frame)
 uint64_t ht_read_rss(void)
 {
 	char buf[128];
-	if (ht_read_file("/proc/self/statm", buf, sizeof buf) <= 0)
+	if (ht_read_proc("statm", buf, sizeof buf) <= 0)
 		return 0;
 	const char *p = buf;
 	while (*p && *p != ' ')
@@ -418,7 +418,7 @@ uint64_t ht_read_rss(void)
 static uint64_t read_peak_rss(void)
 {
 	static char buf[4096];
-	if (ht_read_file("/proc/self/status", buf, sizeof buf) <= 0)
+	if (ht_read_proc("status", buf, sizeof buf) <= 0)
 		return 0;
 	for (const char *p = buf; *p; p++) {
 		if ((p == buf || p[-1] == '\n') && !ht_strncmp(p, "VmHWM:", 6)) {

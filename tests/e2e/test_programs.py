@@ -1144,6 +1144,21 @@ def t_exec_fail_threads(t):
     t.eq("trace files (the failed execs wrote no other)", 1, len(list(tr.files())))
 
 
+def t_leader_zombie(t):
+    """After main's pthread_exit, /proc/self (the leader, a zombie) shows no
+    memory map and no RSS: the leak scan had no roots (a global's block
+    was "definitely lost") and the peak RSS was that of the start."""
+    need_tools(t)
+    tr = heaptrail_run([prog("leader_zombie")], out_name="pexit.ht")
+    t.eq("exit status", 0, tr.proc.rc)
+    r = need_report(t, tr.out_path)
+    tot = r.data.get("totals", {})
+    t.eq("lost blocks (definite, indirect, possible)", (0, 0, 0),
+         (tot.get("definite_blocks"), tot.get("indirect_blocks"), tot.get("possible_blocks")))
+    t.check(tot.get("reachable_blocks", 0) >= 1, "the global's block is not still reachable: %r" % tot)
+    t.check((tot.get("peak_rss_bytes") or 0) >= 4 << 20, "peak RSS %r < 4 MiB" % tot.get("peak_rss_bytes"))
+
+
 def t_thread_overflow(t):
     """A thread that overflows its stack: the agent's fatal handler needs a
     stack to run on and finish the trace. Only the main thread had an
@@ -1294,6 +1309,7 @@ add("fork.raw_clone_vm", t_rawclone_vm)
 add("fork.daemon", t_daemon)
 add("fork.umask_0777", t_umask_fork)
 add("threads.stack_overflow", t_thread_overflow)
+add("threads.leader_zombie", t_leader_zombie)
 add("exec.failing_while_threads_allocate", t_exec_fail_threads)
 add("fork.pattern_p", t_fork_pattern)
 add("fork.stderr_listing", t_fork_listing)

@@ -197,6 +197,9 @@ enum ht_end_how {
 					   kept: their tags, phases and handle
 					   events are left out; pools and
 					   snapshots are named "(names full)" */
+#define HT_AGENT_SIZE_REFUSED 0x40u /* heaptrail_alloc, _realloc or _pool_alloc
+					of a size above PTRDIFF_MAX: not
+					recorded */
 
 /* ---- events inside a thread block -----------------------------------------
  * Each event starts with one byte: low nibble = event (HT_EV_*), high nibble

@@ -18,6 +18,8 @@ exactly.
   snapshots.text   the SNAPSHOTS section of the text report
   pools.none       a program without pools or snapshots: neither section,
                    neither JSON member
+  pools.reused_after_destroy  a pool object allocated from after its destroy
+                   (no new create) is a new row, not the destroyed one
   pools.many_live  20,000 resets and a destroy among 200,000 live blocks:
                    the agent's live figures (heaptrail_stats, checked by the
                    program) and the report's pool counts are exact, in a
@@ -309,6 +311,25 @@ def t_many_live(t):
          (tot["allocations"], tot["frees"], tot["leaked_blocks"]))
 
 
+def t_reused_after_destroy(t):
+    """A pool_alloc after the destroy landed in the destroyed pool's row,
+    which then read "destroyed: yes" with a live block."""
+    need_tools(t)
+    p = PROGS / "pool_reuse"
+    t.need(p.exists(), "%s not built (make programs)" % p)
+    tr = heaptrail_run([p], timeout=TIMEOUT)
+    t.need(tr.proc.rc == 0 and tr.out_path.exists(), "pool_reuse: %s: %s" % (
+        tr.proc.describe(), tail(tr.proc.err)))
+    r = report(tr.out_path, "json")
+    t.need(not r.err and r.proc.rc == 0, "report: %s %s" % (r.err, tail(r.proc.err)))
+    keys = ("name", "allocations", "bytes_allocated", "destroyed", "live_blocks", "live_bytes")
+    t.eq("pools", [("first", 2, 64, True, 0, 0), (None, 1, 16, False, 1, 16)],
+         [tuple(x.get(k) for k in keys) for x in r.data.get("pools", [])])
+    ids = [x.get("id") for x in r.data.get("pools", [])]
+    t.check(len(ids) == 2 and ids[0] == ids[1], "not one pool object: %r" % ids)
+    t.eq("leaked blocks", 1, r.data["totals"]["leaked_blocks"])
+
+
 TESTS = [
     ("pools.totals", t_totals),
     ("pools.json", t_pools_json),
@@ -320,4 +341,5 @@ TESTS = [
     ("pools.realloc_stays", t_pool_realloc),
     ("pools.sampled_estimates", t_pool_phase_sampled),
     ("pools.many_live", t_many_live),
+    ("pools.reused_after_destroy", t_reused_after_destroy),
 ]

@@ -1392,10 +1392,22 @@ DELETE_HOOK(_ZdaPvSt11align_val_tRKSt9nothrow_t, CXX_CHAIN_DEL_ARRAY_AL_NT,
  * valgrind's MALLOCLIKE_BLOCK requests do in memcheck's. The stack is the
  * program's call of the heaptrail.h wrapper (always inlined into it). */
 
+/* No block is larger than PTRDIFF_MAX (malloc refuses such sizes): a size
+ * above it is a bug of the caller (a size of -1), and summed into the
+ * totals it would wrap them. Such a block is not recorded; the END record
+ * says some were refused. */
+static inline bool size_refused(size_t size)
+{
+	if (HT_LIKELY(size <= PTRDIFF_MAX))
+		return false;
+	atomic_fetch_or(&ht_agent_flags, HT_AGENT_SIZE_REFUSED);
+	return true;
+}
+
 HT_EXPORT int heaptrail_agent_alloc(void *p, size_t size);
 int heaptrail_agent_alloc(void *p, size_t size)
 {
-	if (!p || !should_record())
+	if (!p || !should_record() || size_refused(size))
 		return 0;
 	ht_guard = HT_GUARD_HOOK;
 	int e = errno;
@@ -1425,8 +1437,10 @@ int heaptrail_agent_realloc(void *old, void *p, size_t size)
 {
 	if (!old)
 		return heaptrail_agent_alloc(p, size);
-	if (!p)
-		return heaptrail_agent_free(old);
+	if (!p || size > PTRDIFF_MAX) {
+		heaptrail_agent_free(old);
+		return heaptrail_agent_alloc(p, size); /* none, or refused */
+	}
 	if (!should_record())
 		return 0;
 	if (ht_opt_sample_rate) {
@@ -1450,7 +1464,7 @@ int heaptrail_agent_realloc(void *old, void *p, size_t size)
 HT_EXPORT int heaptrail_agent_pool_alloc(const void *pool, void *p, size_t size);
 int heaptrail_agent_pool_alloc(const void *pool, void *p, size_t size)
 {
-	if (!p || !pool || !should_record())
+	if (!p || !pool || !should_record() || size_refused(size))
 		return 0;
 	ht_guard = HT_GUARD_HOOK;
 	int e = errno;

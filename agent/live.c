@@ -69,7 +69,9 @@ static struct {
 	bool orphans_pending;	/* a digested allocation met an orphan */
 	uint64_t newest_time;	/* latest event time digested */
 	uint64_t orphans_swept_at;
-	size_t pool_blocks;	/* live blocks with a pool: resets must look */
+	live_table_t pools;	/* a pool's list of blocks (see pool_note) */
+	struct pool_node *pool_nodes;
+	uint32_t pool_nodes_used, pool_nodes_cap, pool_nodes_free; /* free: index + 1 */
 	uint64_t peak_time;
 	/* summary mode */
 	site_t *sites;
@@ -302,6 +304,104 @@ static void orphans_sweep(uint64_t min_time)
 	}
 }
 
+/* ---- pools' blocks ------------------------------------------------------------
+ * A reset or destroy frees the pool's live blocks. Finding them by walking
+ * the whole table would cost every live block at each reset (a server that
+ * resets a request's arena among a large heap); instead each pool keeps a
+ * list of its blocks, as nodes (address, seq) of one shared array. A node
+ * whose block went another way (freed on its own, or its address reused:
+ * the table's entry there is another block, told by seq) is dropped when
+ * met: at a reset, or when the list has grown to twice what was valid at
+ * its last look. The pools' index is a table like the blocks' (entries:
+ * addr the pool, size its list's first node + 1 or 0, time the nodes
+ * listed, pool the count at which to look again). */
+
+typedef struct pool_node {
+	uintptr_t addr;
+	uint32_t seq;
+	uint32_t next; /* index + 1; 0: the end */
+} pool_node_t;
+
+#define POOL_LOOK_MIN 16
+
+/* The table's entry of the block n lists in pool, or NULL if gone. */
+static ht_live_block_t *pool_node_block(uint64_t pool, const pool_node_t *n)
+{
+	ht_live_block_t *e = table_find(&lv.blocks, n->addr);
+	return e && e->pool == pool && e->seq == n->seq ? e : NULL;
+}
+
+/* Frees node i (index + 1); returns its next. */
+static uint32_t pool_node_drop(uint32_t i)
+{
+	uint32_t next = lv.pool_nodes[i - 1].next;
+	lv.pool_nodes[i - 1].next = lv.pool_nodes_free;
+	lv.pool_nodes_free = i;
+	return next;
+}
+
+/* A node's index + 1, or 0 when out of memory. */
+static uint32_t pool_node_new(void)
+{
+	if (lv.pool_nodes_free) {
+		uint32_t i = lv.pool_nodes_free;
+		lv.pool_nodes_free = lv.pool_nodes[i - 1].next;
+		return i;
+	}
+	if (lv.pool_nodes_used == lv.pool_nodes_cap) {
+		uint32_t cap = lv.pool_nodes_cap ? lv.pool_nodes_cap * 2 : 4096;
+		pool_node_t *a = cap > lv.pool_nodes_cap ? ht_mmap(cap * sizeof *a) : NULL;
+		if (!a)
+			return 0;
+		if (lv.pool_nodes) {
+			memcpy(a, lv.pool_nodes, lv.pool_nodes_used * sizeof *a);
+			ht_munmap(lv.pool_nodes, lv.pool_nodes_cap * sizeof *a);
+		}
+		lv.pool_nodes = a;
+		lv.pool_nodes_cap = cap;
+	}
+	return ++lv.pool_nodes_used;
+}
+
+/* e, just made a block of pool, joins the pool's list. */
+static void pool_note(uint64_t pool, const ht_live_block_t *e)
+{
+	bool fresh;
+	ht_live_block_t *p = table_upsert(&lv.pools, pool, &fresh);
+	uint32_t i = p ? pool_node_new() : 0;
+	if (!i) {
+		/* the reset will not free it: it will look leaked */
+		atomic_fetch_or(&ht_agent_flags, HT_AGENT_OUT_OF_MEMORY);
+		if (p && fresh)
+			table_remove(&lv.pools, p);
+		return;
+	}
+	if (fresh) {
+		p->size = 0;
+		p->time = 0;
+		p->pool = POOL_LOOK_MIN;
+	}
+	pool_node_t *n = &lv.pool_nodes[i - 1];
+	n->addr = e->addr;
+	n->seq = e->seq;
+	n->next = (uint32_t)p->size;
+	p->size = i;
+	if (++p->time < p->pool)
+		return;
+	/* drop the nodes of blocks gone */
+	uint32_t head = i, *link = &head;
+	while (*link) {
+		if (pool_node_block(pool, &lv.pool_nodes[*link - 1])) {
+			link = &lv.pool_nodes[*link - 1].next;
+		} else {
+			p->time--;
+			*link = pool_node_drop(*link);
+		}
+	}
+	p->size = head;
+	p->pool = 2 * p->time + POOL_LOOK_MIN;
+}
+
 /* ---- applying events ------------------------------------------------------- */
 
 static void site_free(const ht_live_block_t *e)
@@ -361,8 +461,6 @@ static void live_alloc(uintptr_t addr, uint64_t size, uint64_t time, uint32_t ti
 		}
 		/* the entry's free is still on its way: it will be dropped */
 		ht_live_stats.bytes -= e->size;
-		if (e->pool)
-			lv.pool_blocks--;
 		site_free(e);
 	}
 	e->size = size;
@@ -377,7 +475,7 @@ static void live_alloc(uintptr_t addr, uint64_t size, uint64_t time, uint32_t ti
 	lv.n_allocs++;
 	lv.n_bytes += size;
 	if (pool)
-		lv.pool_blocks++;
+		pool_note(pool, e);
 	ht_live_stats.bytes += size;
 	ht_live_stats.blocks = lv.blocks.count;
 	if (ht_opt_summary) {
@@ -401,8 +499,6 @@ static void live_alloc(uintptr_t addr, uint64_t size, uint64_t time, uint32_t ti
 static void entry_remove(ht_live_block_t *e)
 {
 	ht_live_stats.bytes -= e->size;
-	if (e->pool)
-		lv.pool_blocks--;
 	site_free(e);
 	table_remove(&lv.blocks, e);
 	ht_live_stats.blocks = lv.blocks.count;
@@ -464,22 +560,33 @@ static void orphans_resolve(void)
 }
 
 /* A pool reset or destroyed at time: every block of it allocated before
- * is freed. Walks the whole table, only while pool blocks are live. */
+ * is freed. Costs the pool's list, not the table. */
 static void live_pool_clear(uint64_t pool, uint64_t time)
 {
-	if (!lv.pool_blocks || !lv.blocks.slots)
+	ht_live_block_t *p = lv.pools.count ? table_find(&lv.pools, pool) : NULL;
+	if (!p)
 		return;
-	for (size_t i = 0; i <= lv.blocks.mask; i++) {
-		ht_live_block_t *e = &lv.blocks.slots[i];
-		while (e->addr && e->pool == pool && e->time <= time) {
+	uint32_t head = (uint32_t)p->size, *link = &head;
+	while (*link) {
+		pool_node_t *n = &lv.pool_nodes[*link - 1];
+		ht_live_block_t *e = pool_node_block(pool, n);
+		if (e && e->time > time) {
+			link = &n->next; /* allocated after the reset (another thread's) */
+			continue;
+		}
+		if (e) {
 			ht_live_stats.bytes -= e->size;
 			ht_live_stats.pool_frees++;
-			lv.pool_blocks--;
 			site_free(e);
-			table_remove(&lv.blocks, e); /* moves a later entry into e */
+			table_remove(&lv.blocks, e);
 		}
+		p->time--;
+		*link = pool_node_drop(*link);
 	}
 	ht_live_stats.blocks = lv.blocks.count;
+	p->size = head;
+	if (!head)
+		table_remove(&lv.pools, p); /* no block left: forget the pool */
 }
 
 /* ---- digest: reading a block of events ------------------------------------ */
@@ -725,7 +832,8 @@ void ht_live_fork_child(void)
 	table_clear(&lv.blocks);
 	table_clear(&lv.orphans);
 	lv.orphans_pending = false;
-	lv.pool_blocks = 0;
+	table_clear(&lv.pools);
+	lv.pool_nodes_used = lv.pool_nodes_free = 0;
 	memset(&ht_live_stats, 0, sizeof ht_live_stats);
 }
 

@@ -8,6 +8,13 @@
  * looks the text up in a global table; a new name gets the next id, a copy
  * in an mmap arena, and a NAME event in the calling thread's buffer (like
  * STACK: other threads may use the id before that block reaches the file).
+ *
+ * The table holds HT_NAMES_MAX names, the memory a program that names each
+ * request anew may take. A new name after that is not kept (id 0: its tag,
+ * phase or handle event is left out, consistently for that name, as the
+ * name is never found), and the END record's agent flags say so. A pool or
+ * a snapshot named then keeps its event under one extra name, NAMES_FULL:
+ * a snapshot with id 0 would read as the snapshot signal's.
  */
 #include <errno.h>
 #include <string.h>
@@ -15,7 +22,10 @@
 #include "agent.h"
 
 #define HT_NAME_MAX 255
-#define HT_NAME_TABLE 65536 /* ids; the table holds up to half that many */
+#define HT_NAME_TABLE 65536 /* slots; the table holds up to half that many */
+#define HT_NAMES_MAX (HT_NAME_TABLE / 2 - 2) /* and NAMES_FULL: ids 1..HT_NAMES_MAX + 1 */
+
+static const char NAMES_FULL[] = "(names full)";
 
 typedef struct name_entry {
 	uint64_t hash;
@@ -64,8 +74,9 @@ static void define(ht_thread_t *t, uint32_t id, const char *text, size_t n)
 	t->len += (uint32_t)(k + n);
 }
 
+/* last: the name may take the one id past HT_NAMES_MAX (NAMES_FULL's). */
 HT_NOINLINE static uint32_t intern_slow(ht_thread_t *t, const char *name,
-					struct ht_name_slot *slot)
+					struct ht_name_slot *slot, bool last)
 {
 	size_t n = 0;
 	while (n < HT_NAME_MAX && name[n])
@@ -81,8 +92,14 @@ HT_NOINLINE static uint32_t intern_slow(ht_thread_t *t, const char *name,
 		for (uint64_t i = h;; i++) {
 			name_entry_t *e = &table[i & (HT_NAME_TABLE - 1)];
 			if (!e->hash) {
-				if (next_id >= HT_NAME_TABLE / 2 || !(text = copy_text(name, n)))
+				if (next_id > HT_NAMES_MAX + (uint32_t)last) {
+					atomic_fetch_or(&ht_agent_flags, HT_AGENT_NAME_TABLE_FULL);
 					break; /* full: the name is dropped (id 0) */
+				}
+				if (!(text = copy_text(name, n))) {
+					atomic_fetch_or(&ht_agent_flags, HT_AGENT_OUT_OF_MEMORY);
+					break;
+				}
 				e->hash = h;
 				e->text = text;
 				e->id = id = next_id++;
@@ -112,7 +129,18 @@ uint32_t ht_name_intern(ht_thread_t *t, const char *name)
 	struct ht_name_slot *slot = &t->name_cache[((uintptr_t)name >> 3) & 31];
 	if (slot->ptr == name && !strncmp(slot->copy, name, HT_NAME_MAX + 1))
 		return slot->id;
-	return intern_slow(t, name, slot);
+	return intern_slow(t, name, slot, false);
+}
+
+/* The id of name, or NAMES_FULL's when the table has no room for it. */
+static uint32_t intern_or_full(ht_thread_t *t, const char *name)
+{
+	uint32_t id = ht_name_intern(t, name);
+	if (!id) {
+		struct ht_name_slot *slot = &t->name_cache[((uintptr_t)NAMES_FULL >> 3) & 31];
+		id = slot->ptr == NAMES_FULL ? slot->id : intern_slow(t, NAMES_FULL, slot, true);
+	}
+	return id;
 }
 
 void ht_names_fork_child(ht_thread_t *self)
@@ -197,7 +225,7 @@ int heaptrail_agent_pool(const void *pool, int op, const char *name)
 	ht_thread_t *t = api_enter();
 	if (!t)
 		return 0;
-	uint32_t id = op == HT_POOL_CREATE && name ? ht_name_intern(t, name) : 0;
+	uint32_t id = op == HT_POOL_CREATE && name ? intern_or_full(t, name) : 0;
 	uint64_t fields[3] = {(uintptr_t)pool, (unsigned)op, id};
 	ht_put_marker(t, HT_EV_POOL, fields, 3);
 	api_leave(t);
@@ -219,7 +247,9 @@ int heaptrail_agent_snapshot(const char *name)
 		return 0;
 	/* name id 0 is the snapshot signal's: a snapshot without a name from
 	 * code gets the empty name */
-	write_snapshot(t, ht_name_intern(t, name ? name : ""));
+	uint32_t id = intern_or_full(t, name ? name : "");
+	if (id)
+		write_snapshot(t, id); /* 0: out of memory, flagged */
 	api_leave(t);
 	return 0;
 }

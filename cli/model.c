@@ -471,14 +471,15 @@ static int do_alloc(replay_t *r, const ht_event_t *ev)
 
 /* ---- pools and snapshots (issue 5) ------------------------------------------- */
 
-/* The current row of pool id; a new one when there is none, or when
- * `create` and the last one was destroyed (the id names a new pool). NULL
- * on ENOMEM. */
-static ht_pool_stat_t *pool_row(replay_t *r, uint64_t id, uint64_t time, bool create)
+/* The current row of pool id; a new one when there is none, or when the
+ * last one was destroyed and `use` (a create, an allocation or a reset:
+ * the pool object serves a new pool, created again or not). NULL on
+ * ENOMEM. */
+static ht_pool_stat_t *pool_row(replay_t *r, uint64_t id, uint64_t time, bool use)
 {
 	ht_model_t *m = r->m;
 	uint32_t i = ht_map_get(&r->pool_row, id);
-	if (i != HT_MAP_NONE && !(create && m->pools[i].destroyed))
+	if (i != HT_MAP_NONE && !(use && m->pools[i].destroyed))
 		return &m->pools[i];
 	if (m->npools >= UINT32_MAX - 1 ||
 	    ht_util_grow((void **)&m->pools, &r->cap_pools, m->npools + 1, sizeof(*m->pools)) ||
@@ -495,8 +496,9 @@ static ht_pool_stat_t *pool_row(replay_t *r, uint64_t id, uint64_t time, bool cr
  * bytes it stood for, fw the blocks). */
 static int pool_event(replay_t *r, const ht_event_t *ev, uint64_t freed, double fw)
 {
-	ht_pool_stat_t *p = pool_row(r, ev->pool, ev->time,
-				     ev->type == HT_EV_POOL && ev->size == HT_POOL_CREATE);
+	bool use = ev->type == HT_EV_POOL ? ev->size == HT_POOL_CREATE || ev->size == HT_POOL_RESET
+					  : ev->type != HT_EV_FREE;
+	ht_pool_stat_t *p = pool_row(r, ev->pool, ev->time, use);
 	if (!p)
 		return -ENOMEM;
 	switch (ev->type) {

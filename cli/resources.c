@@ -244,6 +244,13 @@ static int collect(const ht_trace_t *t, replay_t *rp, ht_resources_t *res)
 		res->handles_held += s->count;
 		i = j;
 	}
+	/* a kind with nothing held (all released, or a release of a handle
+	 * never seen acquired) leaked nothing: not listed */
+	size_t kept = 0;
+	for (size_t k = 0; k < res->nkinds; k++)
+		if (res->kinds[k].held)
+			res->kinds[kept++] = res->kinds[k];
+	res->nkinds = kept;
 	for (size_t k = 0; k < res->nkinds; k++)
 		sort(res->kinds[k].sites, res->kinds[k].nsites, sizeof(*res->kinds[k].sites),
 		      handle_site_cmp);

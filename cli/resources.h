@@ -51,7 +51,7 @@ typedef struct ht_resources {
 	uint64_t fds_leaked; /* sum of the groups' counts */
 	ht_fd_leak_t *fd_leaks; /* most descriptors first, then earliest */
 	size_t nfd_leaks;
-	ht_handle_kind_t *kinds; /* by name */
+	ht_handle_kind_t *kinds; /* those with handles held, by name */
 	size_t nkinds;
 	uint64_t handles_held;
 } ht_resources_t;

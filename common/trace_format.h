@@ -193,6 +193,13 @@ enum ht_end_how {
 #define HT_AGENT_HANDLER_EVENTS_LOST 0x8u /* a signal handler's allocations or
 					      frees, made while the agent was
 					      busy, did not fit aside */
+#define HT_AGENT_NAME_TABLE_FULL 0x20u /* names past the table's room were not
+					   kept: their tags, phases and handle
+					   events are left out; pools and
+					   snapshots are named "(names full)" */
+#define HT_AGENT_SIZE_REFUSED 0x40u /* heaptrail_alloc, _realloc or _pool_alloc
+					of a size above PTRDIFF_MAX: not
+					recorded */
 
 /* ---- events inside a thread block -----------------------------------------
  * Each event starts with one byte: low nibble = event (HT_EV_*), high nibble

@@ -120,7 +120,7 @@ int ht_report_resources_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sy
 		print_fds(out, g);
 		print_stack(out, frames ? frames + first : NULL, n - first);
 	}
-	if (r->nkinds) {
+	if (r->nkinds) { /* only kinds with handles held */
 		fprintf(out, "\n  handles still held at %s: %" PRIu64, when, r->handles_held);
 		for (size_t k = 0; k < r->nkinds; k++)
 			fprintf(out, "%s%s %" PRIu64, k ? ", " : " (", r->kinds[k].name ? r->kinds[k].name : "?",

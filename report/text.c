@@ -59,6 +59,15 @@ size_t ht_report_warnings(const ht_model_t *m, char buf[][HT_WARN_LEN], size_t m
 		     "than it could keep aside: some of those events were lost");
 	if (t->agent_flags & HT_AGENT_STACK_TABLE_FULL)
 		WARN("the agent's stack table filled up: some allocations have no stack");
+	if (t->agent_flags & HT_AGENT_NAME_TABLE_FULL)
+		WARN("the agent's name table filled up (32,766 distinct tags, phases, pools, handle "
+		     "kinds and snapshots): tags, phases and handles of later names were not "
+		     "recorded, and later pools and snapshots are named \"(names full)\"");
+	if (t->agent_flags & HT_AGENT_SIZE_REFUSED)
+		WARN("the program reported blocks larger than PTRDIFF_MAX with heaptrail_alloc, "
+		     "heaptrail_realloc or heaptrail_pool_alloc (a size of -1?): no block can be "
+		     "that large, and they were not recorded (a later heaptrail_free of one counts "
+		     "as an ignored free)");
 	if (t->skipped_records)
 		WARN("%" PRIu64 " records of a newer trace format (%u.%u) were skipped",
 		     t->skipped_records, t->major, t->minor);

@@ -337,6 +337,8 @@ def check_resources(err, rep):
             continue
         if nums[0] + nums[2] > nums[1]:
             err("%s: held + released > acquired: %r" % (w, nums))
+        if nums[0] == 0:
+            err("%s: a kind with nothing held is listed" % w)
         st = k.get("stacks")
         if not isinstance(st, list):
             err("%s.stacks is not a list" % w)

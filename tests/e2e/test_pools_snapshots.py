@@ -18,6 +18,12 @@ exactly.
   snapshots.text   the SNAPSHOTS section of the text report
   pools.none       a program without pools or snapshots: neither section,
                    neither JSON member
+  pools.reused_after_destroy  a pool object allocated from after its destroy
+                   (no new create) is a new row, not the destroyed one
+  pools.many_live  20,000 resets and a destroy among 200,000 live blocks:
+                   the agent's live figures (heaptrail_stats, checked by the
+                   program) and the report's pool counts are exact, in a
+                   summary too
 
 Reports run with the ASan+UBSan CLI, so a memory error fails the test.
 """
@@ -271,6 +277,59 @@ def t_pool_phase_sampled(t):
                 "seed %s: total frees %s counts no pool reset" % (seed, d["totals"]["frees"]))
 
 
+def t_many_live(t):
+    """Each reset walked the agent's whole live-block table: 20,000 resets
+    among 200,000 live blocks took over a minute (now well under a second;
+    bench/RESULTS.md, "pool resets"), and the run timed out."""
+    need_tools(t)
+    p = PROGS / "pool_many"
+    t.need(p.exists(), "%s not built (make programs)" % p)
+    tr = heaptrail_run([p], timeout=TIMEOUT)
+    t.need(not tr.proc.timed_out, "pool_many timed out: %s" % tr.proc.describe())
+    t.eq("exit status (10 + the query whose live figures are wrong)", 0, tr.proc.rc)
+    t.need(tr.out_path.exists(), "no trace: %s" % tail(tr.proc.err))
+    r = report(tr.out_path, "json")
+    t.need(not r.err and r.proc.rc == 0, "report: %s %s" % (r.err, tail(r.proc.err)))
+    got = [{k: x.get(k) for k in ("name", "allocations", "resets", "freed_by_reset_or_destroy",
+                                   "destroyed", "live_blocks")} for x in r.data.get("pools", [])]
+    t.eq("pools", [
+        {"name": "request", "allocations": 160000, "resets": 20000,
+         "freed_by_reset_or_destroy": 155000, "destroyed": False, "live_blocks": 0},
+        {"name": "keep", "allocations": 20000, "resets": 0, "freed_by_reset_or_destroy": 20000,
+         "destroyed": True, "live_blocks": 0}], got)
+    tot = r.data["totals"]
+    t.eq("allocations, frees, leaked blocks", (380001, 380001, 0),
+         (tot["allocations"], tot["frees"], tot["leaked_blocks"]))
+    # summary mode: the site rows count the pools' frees from the same lists
+    tr = heaptrail_run([p], ["--summary"], timeout=TIMEOUT)
+    t.need(not tr.proc.timed_out, "pool_many --summary timed out: %s" % tr.proc.describe())
+    t.eq("exit status in summary mode", 0, tr.proc.rc)
+    r = report(tr.out_path, "json")
+    t.need(not r.err and r.proc.rc == 0, "report: %s %s" % (r.err, tail(r.proc.err)))
+    tot = r.data["totals"]
+    t.eq("summary: allocations, frees, leaked blocks", (380001, 380001, 0),
+         (tot["allocations"], tot["frees"], tot["leaked_blocks"]))
+
+
+def t_reused_after_destroy(t):
+    """A pool_alloc after the destroy landed in the destroyed pool's row,
+    which then read "destroyed: yes" with a live block."""
+    need_tools(t)
+    p = PROGS / "pool_reuse"
+    t.need(p.exists(), "%s not built (make programs)" % p)
+    tr = heaptrail_run([p], timeout=TIMEOUT)
+    t.need(tr.proc.rc == 0 and tr.out_path.exists(), "pool_reuse: %s: %s" % (
+        tr.proc.describe(), tail(tr.proc.err)))
+    r = report(tr.out_path, "json")
+    t.need(not r.err and r.proc.rc == 0, "report: %s %s" % (r.err, tail(r.proc.err)))
+    keys = ("name", "allocations", "bytes_allocated", "destroyed", "live_blocks", "live_bytes")
+    t.eq("pools", [("first", 2, 64, True, 0, 0), (None, 1, 16, False, 1, 16)],
+         [tuple(x.get(k) for k in keys) for x in r.data.get("pools", [])])
+    ids = [x.get("id") for x in r.data.get("pools", [])]
+    t.check(len(ids) == 2 and ids[0] == ids[1], "not one pool object: %r" % ids)
+    t.eq("leaked blocks", 1, r.data["totals"]["leaked_blocks"])
+
+
 TESTS = [
     ("pools.totals", t_totals),
     ("pools.json", t_pools_json),
@@ -281,4 +340,6 @@ TESTS = [
     ("pools.none", t_none),
     ("pools.realloc_stays", t_pool_realloc),
     ("pools.sampled_estimates", t_pool_phase_sampled),
+    ("pools.many_live", t_many_live),
+    ("pools.reused_after_destroy", t_reused_after_destroy),
 ]

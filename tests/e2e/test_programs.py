@@ -1520,3 +1520,23 @@ def t_ctor(t):
 
 
 add("ctor.before_main_stacks", t_ctor)
+
+
+# ---- sizes no block can have -------------------------------------------------------------
+
+def t_custom_huge(t):
+    """heaptrail_alloc(p, SIZE_MAX) was recorded: the total of bytes wrapped
+    to a small number (99 B) while the site showed 16 EiB. The agent now
+    refuses sizes above PTRDIFF_MAX, and the report says so."""
+    _, rep = traced(t, "custom_huge")
+    tot = rep["totals"]
+    t.eq("allocations, bytes, frees, ignored frees, leaked blocks", (2, 164, 2, 1, 0),
+         tuple(tot.get(k) for k in ("allocations", "bytes_allocated", "frees", "ignored_frees",
+                                    "leaked_blocks")))
+    t.eq("the sites' bytes add up to the total", tot.get("bytes_allocated"),
+         sum(s.get("bytes_allocated", 0) for s in rep.get("sites", [])))
+    t.eq("warnings about refused sizes", 1,
+         sum(1 for w in rep.get("warnings", []) if "PTRDIFF_MAX" in w))
+
+
+add("custom.huge_sizes", t_custom_huge)

@@ -32,6 +32,8 @@ comment lists the outcome).
                       after another thread's open of its number breaks both)
   resources.none      a program without descriptors of its own: empty
                       members
+  resources.handles_released  kinds with nothing held (all released, or
+                      only released) are not listed, in JSON or text
 """
 
 import re
@@ -294,6 +296,30 @@ def t_none(t):
     t.eq("handle_leaks", [], r.data.get("handle_leaks"))
 
 
+def t_handles_released(t):
+    """handle_leaks listed every kind seen, also one with nothing held and one
+    only ever released; the text said "handles still held at exit: 0 (...)"."""
+    need_tools(t)
+    p = PROGS / "handles_released"
+    t.need(p.exists(), "%s not built" % p)
+    for args, want, line in (
+            ([], [("lease", 1, 2, 1)], "handles still held at exit: 1 (lease 1)"),
+            (["none"], [], None)):
+        tr = heaptrail_run([p] + args, timeout=TIMEOUT)
+        t.need(tr.proc.rc == 0 and tr.out_path.exists(), "run failed: %s: %s" % (
+            tr.proc.describe(), tail(tr.proc.err)))
+        r = report(tr.out_path, "json")
+        t.need(not r.err, r.err or "")
+        t.eq("handle_leaks of %r (kind, held, acquired, released)" % args, want,
+             [(k.get("kind"), k.get("held"), k.get("acquired"), k.get("released"))
+              for k in r.data.get("handle_leaks", [])])
+        r = report(tr.out_path, "text")
+        t.need(not r.err, r.err or "")
+        body = section(text(r.proc.out), "RESOURCE LEAKS") or []
+        got = [ln.strip() for ln in body if "handles still held" in ln]
+        t.eq("handle line of %r" % args, [line] if line else [], got)
+
+
 TESTS = [
     ("resources.fds", t_fds),
     ("resources.handles", t_handles),
@@ -304,4 +330,5 @@ TESTS = [
     ("resources.vfork", t_vfork),
     ("resources.threads", t_threads),
     ("resources.none", t_none),
+    ("resources.handles_released", t_handles_released),
 ]

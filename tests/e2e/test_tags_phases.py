@@ -16,6 +16,8 @@ exactly in every view.
   tags.none        a program that tags nothing: the clear message, and no
                    "tags"/"phases" members in its JSON
   tags.usage       options that do not go together are usage errors (exit 2)
+  tags.names_full  more names than the agent's table holds: the report warns,
+                   a snapshot named then is "(names full)", not the signal's
 
 Reports run with the ASan+UBSan CLI, so a memory error fails the test.
 """
@@ -232,6 +234,30 @@ def t_usage(t):
         t.eq("exit status of report %s" % " ".join(args), 2, p.rc)
 
 
+def t_names_full(t):
+    """After the name table filled up, names were dropped without a word and
+    heaptrail_snapshot("snap") wrote name id 0, the snapshot signal's."""
+    path, rep = traced(t, "names_full")
+    warn = [w for w in rep.get("warnings", []) if "name table filled up" in w]
+    t.eq("warnings about the name table", 1, len(warn))
+    snaps = [(s.get("name"), s.get("signal")) for s in rep.get("snapshots", [])]
+    t.eq("snapshots (name, signal)", [("(names full)", False)], snaps)
+    t.eq("pools", [("(names full)", 1)],
+         [(p.get("name"), p.get("live_blocks")) for p in rep.get("pools", [])])
+    t.eq("handles of a kind named before the table filled",
+         [("early", 1)], [(h.get("kind"), h.get("held")) for h in rep.get("handle_leaks", [])])
+    tot = rep["totals"]
+    t.eq("allocations, frees", (40001, 40000), (tot["allocations"], tot["frees"]))
+    out = text(need_text(t, path))
+    t.check("name table filled up" in out, "the text report does not warn")
+
+
+def need_text(t, path):
+    r = report(path, "text")
+    t.need(not r.err and r.proc.rc == 0, "text report: %s %s" % (r.err, tail(r.proc.err)))
+    return r.proc.out
+
+
 TESTS = [
     ("tags.json", t_json),
     ("tags.by_tag", t_by_tag),
@@ -240,4 +266,5 @@ TESTS = [
     ("phases.text", t_phases_text),
     ("tags.none", t_none),
     ("tags.usage", t_usage),
+    ("tags.names_full", t_names_full),
 ]

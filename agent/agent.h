@@ -176,8 +176,9 @@ typedef struct ht_block {
 
 /* A fresh block, or NULL when out of memory. */
 ht_block_t *ht_block_get(void);
-/* Queue a filled block for writing. Ownership passes to the writer. */
-void ht_block_submit(ht_block_t *b);
+/* Queue a filled block for writing. Ownership passes to the writer,
+ * woken if it sleeps and wake is set (else it looks within a second). */
+void ht_block_submit(ht_block_t *b, bool wake);
 /* Write every queued block now; the caller holds ht_writer_lock. */
 void ht_blocks_drain_locked(void);
 /* THREAD_NAME records for the running threads the program named (agent/
@@ -244,6 +245,7 @@ typedef struct ht_thread {
 	uint64_t alloc_seq; /* allocations so far, counted only with break=LIST */
 	bool in_use;
 	bool exited; /* its key destructor ran: its stack is dead memory */
+	bool transient; /* made after that, for one event (thread.c) */
 	struct ht_thread *next; /* registry link */
 	uintptr_t stack_lo, stack_hi; /* bounds for the frame-pointer walker */
 	bool bounds_pending; /* not read yet (thread.c, bounds_now) */
@@ -301,6 +303,22 @@ static inline ht_deferred_t *ht_deferred_slot(ht_thread_t *t, uint32_t i)
 	return more ? &more[k - HT_DEFER_INLINE] : NULL;
 }
 
+bool ht_event_begin_slow(ht_thread_t *t);
+
+/* Marks t as in the middle of an event (its buffer is not to be shipped
+ * by another thread: ht_thread_flush_all, which has the other half of
+ * this handshake). False, the mark undone, when the trace is being closed
+ * meanwhile; an exec's flush (HT_STATE_EXEC) is waited out. */
+static inline bool ht_event_begin(ht_thread_t *t)
+{
+	atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
+	atomic_signal_fence(memory_order_seq_cst);
+	if (HT_LIKELY(atomic_load_explicit(&ht_state, memory_order_relaxed) ==
+		      HT_STATE_RECORDING))
+		return true;
+	return ht_event_begin_slow(t);
+}
+
 /* The current thread's state, or NULL before its first event. Read directly
  * only by the sampling fast path, which must not pay for a call. */
 extern __thread ht_thread_t *ht_tls_thread;
@@ -312,6 +330,8 @@ ht_thread_t *ht_thread_get(void);
 ht_thread_t *ht_thread_peek(void);
 /* Ship t's events to the writer and give t an empty block. */
 void ht_thread_flush(ht_thread_t *t);
+/* Lets a transient state go once its event is recorded (thread.c). */
+void ht_thread_release_transient(ht_thread_t *t);
 /* The time stamp of t's next event: now, but never before t's previous
  * event (the varint deltas of a block are unsigned). Take it after any
  * ht_thread_reserve, which may ship the block and sample RSS (rule 6). */

@@ -61,7 +61,10 @@ static void block_put_locked(ht_block_t *b)
 
 /* The address-coding streams (common/packed.h), under ht_writer_lock:
  * one per thread that wrote recently; the least recently used one goes to
- * a new thread, which starts it afresh. */
+ * a new thread, which goes on with it as it is (every code names an
+ * address of the stream's own past, whichever thread made it). Starting
+ * it afresh cleared ~900 KB of tables per new thread: most of the cost of
+ * a short thread's life under the agent. */
 static struct {
 	ht_pk_writer_t *w; /* mmap'd on first use */
 	uint32_t tid;
@@ -89,14 +92,18 @@ static unsigned stream_for(uint32_t tid, bool *fresh)
 		if (streams[i].last_use < streams[pick].last_use)
 			pick = i;
 	}
+	streams[pick].tid = tid;
+	streams[pick].last_use = ++stream_clock;
+	if (streams[pick].started) {
+		*fresh = false;
+		return pick;
+	}
 	*fresh = true;
 	if (!streams[pick].w)
 		streams[pick].w = ht_mmap(sizeof(ht_pk_writer_t));
 	else
-		memset(streams[pick].w, 0, sizeof(ht_pk_writer_t));
-	streams[pick].tid = tid;
+		memset(streams[pick].w, 0, sizeof(ht_pk_writer_t)); /* out of step */
 	streams[pick].started = streams[pick].w != NULL;
-	streams[pick].last_use = ++stream_clock;
 	return pick;
 }
 
@@ -321,7 +328,7 @@ static void start_writer(void)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-void ht_block_submit(ht_block_t *b)
+void ht_block_submit(ht_block_t *b, bool wake)
 {
 	/* A child made by a raw clone(CLONE_VM) is another process in our
 	 * memory: a writer started there would live in its thread group
@@ -339,7 +346,7 @@ void ht_block_submit(ht_block_t *b)
 	queue_tail = b;
 	unsigned n = atomic_fetch_add(&queued, 1) + 1;
 	ht_unlock(&queue_lock);
-	if (n == 1)
+	if (n == 1 && wake)
 		syscall(SYS_futex, &queued, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 	if (clone_child)
 		return;

@@ -60,9 +60,9 @@ void __cyg_profile_func_enter(void *fn, void *call_site)
 	ht_shadow_frame_t *f = &t->shadow[t->shadow_depth++];
 	f->fn = (uintptr_t)fn;
 	f->call_site = (uintptr_t)call_site;
-	f->recorded = atomic_load_explicit(&ht_recording_on, memory_order_relaxed);
+	f->recorded = atomic_load_explicit(&ht_recording_on, memory_order_relaxed) &&
+		      ht_event_begin(t); /* its EXIT is written if this ENTER was */
 	if (f->recorded) {
-		atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
 		ht_thread_reserve(t, HT_MARKER_MAX(2)); /* before last_fn is read */
 		uint64_t fields[2] = {ht_zigzag((int64_t)(f->fn - t->last_fn)),
 				      ht_zigzag((int64_t)(f->call_site - f->fn))};
@@ -91,8 +91,7 @@ void __cyg_profile_func_exit(void *fn, void *call_site)
 		t->shadow_overflow--;
 	} else if (t->shadow_depth) {
 		ht_shadow_frame_t *f = &t->shadow[--t->shadow_depth];
-		if (f->recorded) {
-			atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
+		if (f->recorded && ht_event_begin(t)) {
 			ht_put_marker(t, HT_EV_EXIT, NULL, 0);
 			atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
 		}
@@ -114,8 +113,7 @@ int heaptrail_agent_set_recording(int on)
 		return 0;
 	ht_guard = 1;
 	ht_thread_t *t = ht_thread_get();
-	if (t) {
-		atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
+	if (t && ht_event_begin(t)) {
 		uint64_t field = want;
 		ht_put_marker(t, HT_EV_ENABLE, &field, 1);
 		atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);

@@ -192,9 +192,10 @@ HT_NOINLINE HT_COLD static void resolve_reals(void)
  * microseconds) and records after, rather than pass unrecorded. */
 HT_NOINLINE HT_COLD static bool exec_flush_wait(void)
 {
-	while (atomic_load(&ht_state) == HT_STATE_EXEC)
-		sched_yield();
-	return atomic_load(&ht_state) == HT_STATE_RECORDING;
+	int s;
+	while ((s = atomic_load(&ht_state)) == HT_STATE_EXEC)
+		sched_yield(); /* one read decides: the next exec may flush again */
+	return s == HT_STATE_RECORDING;
 }
 
 static inline bool should_record(void)
@@ -341,6 +342,8 @@ HT_NOINLINE static void deferred_flush(void)
 		ht_guard = 0;
 	}
 	send_pending_signals(t);
+	if (t->transient) /* an event after the thread's key destructor */
+		ht_thread_release_transient(t);
 	errno = e;
 	if (HT_UNLIKELY(ht_deferred_pending)) /* a handler ran meanwhile */
 		deferred_flush();
@@ -401,9 +404,8 @@ __attribute__((always_inline)) static inline void record_alloc_in(unsigned fn, v
 	if (HT_UNLIKELY(!atomic_load_explicit(&ht_recording_on, memory_order_relaxed)))
 		return; /* switched off by the program: frees are still recorded */
 	ht_thread_t *t = ht_thread_get();
-	if (HT_UNLIKELY(!t))
+	if (HT_UNLIKELY(!t) || HT_UNLIKELY(!ht_event_begin(t)))
 		return;
-	atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
 	uint32_t sid = ht_capture(t);
 	ht_thread_reserve(t, HT_EVENT_MAX);
 	uint64_t now = ht_event_time(t);
@@ -435,9 +437,8 @@ static void record_free(void *p)
 	if (HT_UNLIKELY(!atomic_load_explicit(&ht_recording_was_on, memory_order_relaxed)))
 		return; /* started off, never on yet: not a block of the trace */
 	ht_thread_t *t = ht_thread_get();
-	if (HT_UNLIKELY(!t))
+	if (HT_UNLIKELY(!t) || HT_UNLIKELY(!ht_event_begin(t)))
 		return;
-	atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
 	ht_thread_reserve(t, HT_EVENT_MAX);
 	uint64_t now = ht_event_time(t);
 	uint8_t *b = t->buf + t->len;
@@ -516,15 +517,19 @@ __attribute__((always_inline)) static inline void record_realloc(unsigned fn, vo
 }
 
 /* Prepares a realloc: reserves room for the whole event (stack definition
- * included, so nothing ships in between) and returns the free time stamp. */
-static uint64_t realloc_begin(void)
+ * included, so nothing ships in between) and sets the free time stamp.
+ * False when the realloc is not to be recorded (the trace is closing). */
+static bool realloc_begin(uint64_t *free_time)
 {
+	*free_time = 0;
 	ht_thread_t *t = ht_thread_get();
 	if (HT_UNLIKELY(!t))
-		return 0;
-	atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
+		return true; /* record_realloc finds no state either */
+	if (HT_UNLIKELY(!ht_event_begin(t)))
+		return false;
 	ht_thread_reserve(t, HT_EVENT_MAX + HT_STACKDEF_MAX(ht_opt_depth));
-	return ht_event_time(t);
+	*free_time = ht_event_time(t);
+	return true;
 }
 
 static void realloc_abort(void)
@@ -588,7 +593,8 @@ static void record_deferred(ht_thread_t *t, const ht_deferred_t *d)
 		    sample_skip(d->size))
 			return;
 	}
-	atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
+	if (!ht_event_begin(t))
+		return;
 	uint32_t sid = 0;
 	if ((d->op & 0x0f) == HT_EV_ALLOC) {
 		memcpy(t->frames, d->frames, d->n * sizeof *d->frames);
@@ -945,11 +951,14 @@ static void *realloc_common(unsigned fn, void *old, size_t size, size_t nmemb,
 		GUARD_RELEASE();
 		return q;
 	}
-	uint64_t free_time = realloc_begin();
+	uint64_t free_time;
+	bool recording = realloc_begin(&free_time);
 	errno = e;
 	void *q = REAL_CALL();
 	e = errno;
-	if (q) {
+	if (!recording) { /* the trace closed meanwhile: only counted */
+		count_finishing(q != NULL, q != NULL, q ? size : 0);
+	} else if (q) {
 		/* a recorded old block: its free half is written; the new block is
 		 * a sample or only counted */
 		bool free_only = sampling && sample_skip(size);
@@ -1451,8 +1460,9 @@ int heaptrail_agent_realloc(void *old, void *p, size_t size)
 	ht_guard = HT_GUARD_HOOK;
 	int e = errno;
 	/* The program moved the block already: both halves happen now. */
-	uint64_t free_time = realloc_begin();
-	record_realloc(HT_FN_CUSTOM, old, p, size, free_time, false);
+	uint64_t free_time;
+	if (realloc_begin(&free_time))
+		record_realloc(HT_FN_CUSTOM, old, p, size, free_time, false);
 	errno = e;
 	GUARD_RELEASE();
 	return 0;

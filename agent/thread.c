@@ -14,7 +14,9 @@
  *   reused. The final flush walks it, so events of a thread that is still
  *   running at exit (or that died without its key destructor) are not lost.
  */
+#include <linux/membarrier.h>
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -27,6 +29,7 @@ __thread ht_thread_t *ht_tls_thread;
 /* Set once the thread's key destructor ran: later events of this thread
  * (from other destructors) get a fresh state that only the final flush sees. */
 static __thread bool tls_thread_exited;
+static bool membarrier_ok; /* MEMBARRIER_CMD_PRIVATE_EXPEDITED registered */
 
 static ht_lock_t registry_lock;
 static uint32_t next_ordinal = 2; /* under registry_lock */
@@ -134,6 +137,8 @@ static void defer_forget(ht_thread_t *t)
 	t->defer_head = t->defer_tail = 0;
 }
 
+static void flush_state(ht_thread_t *t, bool wake);
+
 /* A stack overflow must still reach the agent's fatal handler, which
  * finishes the trace, and a handler needs a stack: lifecycle.c gives the
  * main thread an alternate one, this every other thread the program has
@@ -171,7 +176,7 @@ static void thread_exit(void *arg)
 	int saved_guard = ht_guard;
 	ht_guard = 1;
 	if (atomic_load(&ht_state) == HT_STATE_RECORDING) {
-		ht_thread_flush(t);
+		flush_state(t, false);
 		char name[17] = {0};
 		if (t->tid != (uint32_t)ht_pid && prctl(PR_GET_NAME, name) == 0 && name[0] &&
 		    ht_strcmp(name, process_name)) {
@@ -185,6 +190,15 @@ static void thread_exit(void *arg)
 	alt_stack_disarm(t);
 	ht_tls_thread = NULL;
 	tls_thread_exited = true;
+	if (t->transient) { /* a later destructor's event, its state gone */
+		ht_lock(&registry_lock);
+		t->exited = true;
+		if (t->len == 0)
+			t->in_use = false;
+		ht_unlock(&registry_lock);
+		ht_guard = saved_guard;
+		return;
+	}
 	if ((pid_t)syscall(SYS_gettid) == ht_pid)
 		ht_flusher_main_exited(); /* pthread_exit: the process goes on */
 	ht_lock(&registry_lock);
@@ -257,12 +271,51 @@ HT_NOINLINE HT_COLD static ht_thread_t *thread_create(void)
 	t->bounds_pending = true;
 	bounds_now(t);
 	ht_tls_thread = t;
+	/* After the key's destructor (the program's keys destroyed after
+	 * ours, glibc freeing the thread's TLS): a state per event, let go
+	 * when the hook ends (ht_thread_release_transient), not one left
+	 * behind by every thread that ends so. */
+	t->transient = tls_thread_exited;
+	if (t->transient)
+		ht_deferred_pending = 1; /* the hook's end calls back */
 	if (thread_key_ok && !tls_thread_exited) {
 		pthread_setspecific(thread_key, t);
 		if (t->ordinal != 1)
 			alt_stack_arm(t); /* disarmed by thread_exit, the key's */
 	}
 	return t;
+}
+
+void ht_thread_release_transient(ht_thread_t *t)
+{
+	int saved_guard = ht_guard;
+	ht_guard = 1;
+	if (atomic_load(&ht_state) == HT_STATE_RECORDING)
+		flush_state(t, false);
+	ht_tls_thread = NULL;
+	ht_lock(&registry_lock);
+	t->exited = true;
+	t->transient = false;
+	if (t->len == 0)
+		t->in_use = false;
+	ht_unlock(&registry_lock);
+	ht_guard = saved_guard;
+}
+
+bool ht_event_begin_slow(ht_thread_t *t)
+{
+	for (;;) {
+		atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
+		int s;
+		while ((s = atomic_load(&ht_state)) == HT_STATE_EXEC)
+			sched_yield(); /* one read decides: the next exec may flush again */
+		if (s != HT_STATE_RECORDING)
+			return false;
+		atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
+		atomic_signal_fence(memory_order_seq_cst);
+		if (atomic_load(&ht_state) == HT_STATE_RECORDING)
+			return true;
+	}
 }
 
 ht_thread_t *ht_thread_peek(void)
@@ -313,7 +366,12 @@ static void ship_locked(ht_thread_t *t)
 	t->block_base = t->last_time;
 }
 
-void ht_thread_flush(ht_thread_t *t)
+/* Ships t's events. wake: wake the writer if it sleeps; a thread at its
+ * end does not (the writer looks within a second, or when woken for
+ * another block): a program that starts and joins threads one after the
+ * other otherwise handed the core to the writer at every thread's end
+ * (2,000 threads: 2.3 s, plain 0.06 s). */
+static void flush_state(ht_thread_t *t, bool wake)
 {
 	if (HT_UNLIKELY(t->bounds_pending) && t == ht_tls_thread)
 		bounds_now(t);
@@ -338,13 +396,28 @@ void ht_thread_flush(ht_thread_t *t)
 	t->last_addr = 0;
 	t->last_fn = 0;
 	t->block_base = t->last_time;
-	ht_block_submit(full);
+	ht_block_submit(full, wake);
+}
+
+void ht_thread_flush(ht_thread_t *t)
+{
+	flush_state(t, true);
 }
 
 void ht_thread_flush_all(void)
 {
 	/* Called with the state already moved out of RECORDING, so threads
-	 * start no new event; wait a little for the ones in the middle of one. */
+	 * start no new event (ht_event_begin); wait a little for the ones in
+	 * the middle of one. A thread marks itself, then reads the state; this
+	 * side wrote the state, and reads the marks once every thread has
+	 * passed a barrier: either the thread sees the new state, or this side
+	 * sees its mark (without the barrier, both could read the old
+	 * values, and a thread append to a buffer being shipped). */
+	if (!membarrier_ok ||
+	    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) {
+		struct timespec settle = {0, 100000};
+		nanosleep(&settle, NULL);
+	}
 	ht_thread_t *self = ht_tls_thread;
 	for (ht_thread_t *t = registry; t; t = t->next) {
 		if (t == self)
@@ -391,6 +464,7 @@ void ht_thread_init_process(void)
 {
 	prctl(PR_GET_NAME, process_name); /* at start-up: the main thread's */
 	thread_key_ok = pthread_key_create(&thread_key, thread_exit) == 0;
+	membarrier_ok = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 }
 
 void ht_thread_fork_prepare(void)

@@ -1144,6 +1144,25 @@ def t_exec_fail_threads(t):
     t.eq("trace files (the failed execs wrote no other)", 1, len(list(tr.files())))
 
 
+def t_key_after_agent(t):
+    """A program's key destructor runs after the agent's and frees: each
+    such event got a thread state of its own that was never let go (2,000
+    threads: 2,000 states, the exclusions of a live thread kept for each,
+    so a dead thread's stack was scanned and a leak whose pointer lay
+    there read "still reachable")."""
+    need_tools(t)
+    tr = heaptrail_run([prog("key_after_agent")], out_name="keys.ht")
+    t.eq("exit status", 0, tr.proc.rc)
+    r = need_report(t, tr.out_path)
+    sites = by_leaf(r.data)
+    t.eq("work's blocks (allocations, leaked)", (2000, 0),
+         (sites.get("work", {}).get("allocations"), sites.get("work", {}).get("leaked_blocks")))
+    tot = r.data.get("totals", {})
+    t.eq("definitely lost (the block at deep)", (1, 1000),
+         (tot.get("definite_blocks"), tot.get("definite_bytes")))
+    t.eq("frees of unknown blocks", 0, tot.get("ignored_frees"))
+
+
 def t_leader_zombie(t):
     """After main's pthread_exit, /proc/self (the leader, a zombie) shows no
     memory map and no RSS: the leak scan had no roots (a global's block
@@ -1310,6 +1329,7 @@ add("fork.daemon", t_daemon)
 add("fork.umask_0777", t_umask_fork)
 add("threads.stack_overflow", t_thread_overflow)
 add("threads.leader_zombie", t_leader_zombie)
+add("threads.key_destructor_after_agent", t_key_after_agent)
 add("exec.failing_while_threads_allocate", t_exec_fail_threads)
 add("fork.pattern_p", t_fork_pattern)
 add("fork.stderr_listing", t_fork_listing)

@@ -91,7 +91,7 @@ void ht_log(const char *msg, const char *arg)
 	if (arg)
 		n = ht_append_str(line, n, sizeof line - 1, arg);
 	line[n++] = '\n';
-	ssize_t w = write(2, line, n);
+	ssize_t w = syscall(SYS_write, 2, line, n);
 	(void)w;
 	errno = saved;
 }

@@ -65,7 +65,7 @@ bool ht_lock_timed(ht_lock_t *l, int timeout_ms)
 			return true;
 		}
 		struct timespec ms = {0, 1000000};
-		nanosleep(&ms, NULL);
+		syscall(SYS_nanosleep, &ms, NULL); /* not glibc's: a cancellation point */
 	}
 	return false;
 }

@@ -416,7 +416,7 @@ void ht_thread_flush_all(void)
 	if (!membarrier_ok ||
 	    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) {
 		struct timespec settle = {0, 100000};
-		nanosleep(&settle, NULL);
+		syscall(SYS_nanosleep, &settle, NULL);
 	}
 	ht_thread_t *self = ht_tls_thread;
 	for (ht_thread_t *t = registry; t; t = t->next) {
@@ -424,7 +424,7 @@ void ht_thread_flush_all(void)
 			continue;
 		for (int i = 0; i < 1000 && atomic_load(&t->in_event); i++) {
 			struct timespec us = {0, 100000};
-			nanosleep(&us, NULL);
+			syscall(SYS_nanosleep, &us, NULL);
 		}
 	}
 	/* Queued blocks hold older events than the threads' current ones. */

@@ -22,6 +22,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include <zstd.h>
@@ -105,7 +106,9 @@ static void write_all(const uint8_t *p, size_t n)
 		return;
 	}
 	while (n && !write_failed) {
-		ssize_t w = write(out_fd, p, n);
+		/* the system call, not glibc's write: a cancellation point,
+		 * and a program's pthread_cancel must not act inside malloc */
+		ssize_t w = syscall(SYS_write, out_fd, p, n);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0) {
@@ -505,7 +508,8 @@ static void append_manifest(const char *path, const char *tail)
 {
 	if (!ht_opt_manifest[0])
 		return;
-	int fd = open(ht_opt_manifest, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, ht_opt_manifest,
+			      O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return;
 	char line[4096 + 4096 + 32];
@@ -524,9 +528,9 @@ static void append_manifest(const char *path, const char *tail)
 		n = ht_append_str(line, n, sizeof line, tail);
 	}
 	n = ht_append_str(line, n, sizeof line, "\n");
-	ssize_t w = write(fd, line, n);
+	ssize_t w = syscall(SYS_write, fd, line, n);
 	(void)w;
-	close(fd);
+	syscall(SYS_close, fd);
 }
 
 static void put_string(uint8_t *rec, size_t *n, size_t cap, const char *s, size_t len)

@@ -476,6 +476,11 @@ static bool leaks_fail(const ht_run_opts_t *o, const char *path, const char *sho
  * no END record either: the process was killed (a debugger's probe child,
  * say). A process that dropped its privileges cannot append to the
  * manifest, so the file has the last word (read only when small). */
+static bool still_running(long pid)
+{
+	return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
+}
+
 static bool cut_short(const entry_t *e)
 {
 	struct stat st;
@@ -557,9 +562,13 @@ static char *report_traces(const char *manifest, pid_t child, const char *output
 			if (i != main_i && shown >= MAX_LISTED)
 				continue;
 			shown += i != main_i;
+			/* a daemon (a child left running) has not ended its
+			 * trace yet: not cut short, and not finished either */
+			bool running = i != main_i && !ent[i].ended && still_running(ent[i].pid);
 			fprintf(stderr, "heaptrail:   %s  (pid %ld%s%s)\n", display_path(ent[i].path, cwd),
 				ent[i].pid, i == main_i ? ", summarized above" : "",
-				cut_short(&ent[i]) ? ", cut short: killed?" : "");
+				running ? ", still running: its trace ends when it does"
+				: cut_short(&ent[i]) ? ", cut short: killed?" : "");
 		}
 		if (n - 1 > MAX_LISTED)
 			fprintf(stderr, "heaptrail:   ... and %zu more, up to %s\n", n - 1 - MAX_LISTED,

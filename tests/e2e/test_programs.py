@@ -1219,6 +1219,21 @@ def t_umask_fork(t):
         t.check(need_report(t, p).data.get("totals") is not None, "%s unreadable" % p)
 
 
+def t_child_outlives(t):
+    """A child still running when its parent ends (a daemon) has not ended
+    its trace yet: the listing says so, and does not call it cut short
+    ("killed?", as for a child that really was)."""
+    need_tools(t)
+    tr = heaptrail_run([prog("child_outlives")], out_name="co.%p.ht")
+    t.eq("exit status", 0, tr.proc.rc)
+    err = text(tr.proc.err)
+    lines = [l for l in err.splitlines() if "(pid " in l and "summarized above" not in l]
+    t.eq("the child's line", 1, len(lines))
+    if lines:
+        t.check("still running" in lines[0] and "killed" not in lines[0],
+                "the child's line: %r" % lines[0])
+
+
 def t_daemon(t):
     """daemon(3): glibc's parent leaves by an _exit inside libc that no hook
     sees, so its trace lost everything it had not written yet (here all of
@@ -1339,6 +1354,7 @@ add("threads.first_heap_call_in_getattr", t_getattr_first)
 add("fork.relative_output", t_fork_cwd_relative)
 add("fork.raw_clone_vm", t_rawclone_vm)
 add("fork.daemon", t_daemon)
+add("fork.child_outlives_parent", t_child_outlives)
 add("fork.umask_0777", t_umask_fork)
 add("threads.stack_overflow", t_thread_overflow)
 add("threads.leader_zombie", t_leader_zombie)

@@ -117,7 +117,7 @@ static bool summary_init(void)
 	lv.site_index = ht_mmap(idx * sizeof *lv.site_index);
 	lv.site_keys = ht_mmap(idx * sizeof *lv.site_keys);
 	if (!lv.sites || !lv.site_index || !lv.site_keys) {
-		atomic_fetch_or(&ht_agent_flags, HT_AGENT_OUT_OF_MEMORY);
+		atomic_fetch_or(&ht_agent_flags, HT_AGENT_LIVE_TABLE_FULL);
 		return false;
 	}
 	lv.site_index_mask = idx - 1;
@@ -161,7 +161,7 @@ static void stack_def_keep(const uint8_t *p, size_t n)
 			cap *= 2;
 		uint8_t *d = ht_mmap(cap);
 		if (!d) {
-			atomic_fetch_or(&ht_agent_flags, HT_AGENT_OUT_OF_MEMORY);
+			atomic_fetch_or(&ht_agent_flags, HT_AGENT_LIVE_TABLE_FULL);
 			return;
 		}
 		if (lv.stack_defs) {
@@ -371,7 +371,7 @@ static void pool_note(uint64_t pool, const ht_live_block_t *e)
 	uint32_t i = p ? pool_node_new() : 0;
 	if (!i) {
 		/* the reset will not free it: it will look leaked */
-		atomic_fetch_or(&ht_agent_flags, HT_AGENT_OUT_OF_MEMORY);
+		atomic_fetch_or(&ht_agent_flags, HT_AGENT_LIVE_TABLE_FULL);
 		if (p && fresh)
 			table_remove(&lv.pools, p);
 		return;
@@ -437,7 +437,7 @@ static void live_alloc(uintptr_t addr, uint64_t size, uint64_t time, uint32_t ti
 	bool fresh;
 	ht_live_block_t *e = table_upsert(&lv.blocks, addr, &fresh);
 	if (HT_UNLIKELY(!e)) {
-		atomic_fetch_or(&ht_agent_flags, HT_AGENT_OUT_OF_MEMORY);
+		atomic_fetch_or(&ht_agent_flags, HT_AGENT_LIVE_TABLE_FULL);
 		return;
 	}
 	if (!fresh) {
@@ -790,7 +790,7 @@ bool ht_live_summary(ht_live_summary_t *out)
 	 * trace's rows, or estimates */
 	if (!ht_opt_leak_check || ht_opt_summary || ht_opt_sample_rate || lv.inexact ||
 	    lv.orphans.count ||
-	    (atomic_load(&ht_agent_flags) & HT_AGENT_OUT_OF_MEMORY))
+	    (atomic_load(&ht_agent_flags) & (HT_AGENT_OUT_OF_MEMORY | HT_AGENT_LIVE_TABLE_FULL)))
 		return false;
 	*out = (ht_live_summary_t){
 		.allocs = lv.n_allocs,

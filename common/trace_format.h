@@ -200,6 +200,10 @@ enum ht_end_how {
 #define HT_AGENT_SIZE_REFUSED 0x40u /* heaptrail_alloc, _realloc or _pool_alloc
 					of a size above PTRDIFF_MAX: not
 					recorded */
+#define HT_AGENT_LIVE_TABLE_FULL 0x80u /* the agent's table of live blocks could
+					  not grow: leak classes (summary mode:
+					  the rows) are partial; the events
+					  are complete */
 
 /* ---- events inside a thread block -----------------------------------------
  * Each event starts with one byte: low nibble = event (HT_EV_*), high nibble

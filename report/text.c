@@ -49,6 +49,12 @@ size_t ht_report_warnings(const ht_model_t *m, char buf[][HT_WARN_LEN], size_t m
 		     "report covers what was recorded");
 	if (t->agent_flags & HT_AGENT_OUT_OF_MEMORY)
 		WARN("the agent ran out of memory: some events were lost");
+	if (t->agent_flags & HT_AGENT_LIVE_TABLE_FULL)
+		WARN(t->have_summary
+			     ? "the agent ran out of memory for its table of live blocks: the sites' "
+			       "figures are partial"
+			     : "the agent ran out of memory for its table of live blocks: leak classes "
+			       "are partial (the recorded events are complete)");
 	if (t->have_summary && (t->agent_flags & HT_AGENT_SUMMARY_PEAK_ORDER))
 		WARN("summary mode with several threads: the peak heap (and each site's bytes at "
 		     "it) follows the order the agent received the threads' events, not time "

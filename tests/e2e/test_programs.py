@@ -1144,6 +1144,26 @@ def t_exec_fail_threads(t):
     t.eq("trace files (the failed execs wrote no other)", 1, len(list(tr.files())))
 
 
+def t_rlimit_as(t):
+    """A low RLIMIT_AS leaves the agent's table of live blocks unable to
+    grow: the events are complete (counts exact), and the report says the
+    leak classes are partial, not (as it did) that events were lost."""
+    need_tools(t)
+    tr = heaptrail_run([prog("rlimit_as")], out_name="rlas.ht")
+    t.eq("exit status", 0, tr.proc.rc)
+    nums = text(tr.proc.out).split()
+    t.need(len(nums) == 2, "rlimit_as printed %r" % text(tr.proc.out))
+    n, k = int(nums[0]), int(nums[1])
+    r = need_report(t, tr.out_path)
+    tot = r.data.get("totals", {})
+    # + 1: glibc's allocation for the thread (its TLS vector, kept by the
+    # stack cache)
+    t.eq("allocations, frees", (n + k + 100 + 1, k + 100), (tot.get("allocations"), tot.get("frees")))
+    warnings = r.data.get("warnings", [])
+    t.check(not any("events were lost" in w for w in warnings), "warnings: %r" % warnings)
+    t.check(any("table of live blocks" in w for w in warnings), "warnings: %r" % warnings)
+
+
 def t_cancel_deferred(t):
     """Deferred cancellation acts only at cancellation points, and malloc
     and free are none: the agent's own system calls inside a hook (reading
@@ -1360,6 +1380,7 @@ add("threads.stack_overflow", t_thread_overflow)
 add("threads.leader_zombie", t_leader_zombie)
 add("threads.key_destructor_after_agent", t_key_after_agent)
 add("threads.cancel_deferred", t_cancel_deferred)
+add("limits.rlimit_as", t_rlimit_as)
 add("exec.failing_while_threads_allocate", t_exec_fail_threads)
 add("fork.pattern_p", t_fork_pattern)
 add("fork.stderr_listing", t_fork_listing)

@@ -185,8 +185,6 @@ HT_NOINLINE HT_COLD static void resolve_reals(void)
 	atomic_store((_Atomic(void *) *)&real_malloc, m);
 }
 
-/* Returns true if this call should be recorded. The first call of the
- * process starts the agent. */
 /* Another thread is flushing the trace before an exec (ht_before_exec):
  * its flush takes every thread's buffer, so this one waits (tens of
  * microseconds) and records after, rather than pass unrecorded. */
@@ -198,6 +196,8 @@ HT_NOINLINE HT_COLD static bool exec_flush_wait(void)
 	return s == HT_STATE_RECORDING;
 }
 
+/* Returns true if this call should be recorded. The first call of the
+ * process starts the agent. */
 static inline bool should_record(void)
 {
 	if (HT_UNLIKELY(ht_guard))

@@ -4,7 +4,9 @@
  *   report: 0 report printed (perhaps partial, with a warning),
  *           1 the trace could not be read at all, 2 usage error;
  *   run:    the program's own status (128+N for signal N), 127 program not
- *           found, 126 not executable, 2 usage error, 1 heaptrail failure.
+ *           found, 126 not executable, 2 usage error, 1 heaptrail failure;
+ *   diff:   as report: 0 the comparison printed, 1 a trace could not be
+ *           read at all, 2 usage error.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -14,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "run.h"
+#include "diff.h"
 #include "leaks.h"
 #include "functions.h"
 #include "trace_format.h"
@@ -42,6 +45,7 @@ static const char usage_text[] =
 	"       heaptrail report --by-tag FILE\n"
 	"       heaptrail report --tag NAME [--depth N] [--min-count N] [--top N] FILE\n"
 	"       heaptrail convert --format FORMAT [-o OUT] [--cost COST] [--icicle] FILE\n"
+	"       heaptrail diff [--format text|json] [--top N] [--match function|line] BASE NEW\n"
 	"       heaptrail --help | --version\n";
 
 static const char help_text[] =
@@ -110,6 +114,16 @@ static const char help_text[] =
 	"                            against each frame's function, file and module\n"
 	"    --no-default-suppressions  do not suppress the built-in one-time allocations\n"
 	"                            of libc, ld.so and libstdc++\n"
+	"\n"
+	"heaptrail diff [options] BASE NEW\n"
+	"  Compare two traces: the totals side by side with their change, then the sites\n"
+	"  whose figures changed most (bytes allocated, allocations, bytes at the peak,\n"
+	"  leaked bytes), matched across the traces by their symbolized stacks.\n"
+	"    --format text|json      output format (default text)\n"
+	"    --top N                 sites per table (text, default 10; 0 means all);\n"
+	"                            json lists every site\n"
+	"    --match function|line   match stacks by their functions (default: survives\n"
+	"                            lines moving between builds) or by function and line\n"
 	"\n"
 	"heaptrail convert --format FORMAT [options] FILE\n"
 	"  Write the trace in a format other tools read (heaptrail convert --help lists them).\n"
@@ -668,6 +682,93 @@ static int cmd_leaks(int argc, char **argv)
 	return 0;
 }
 
+/* `heaptrail diff BASE NEW`: the two traces replayed as `report` replays
+ * them, their sites matched by stack (cli/diff.h). */
+static int cmd_diff(int argc, char **argv)
+{
+	const char *paths[2] = { NULL, NULL };
+	size_t npaths = 0, top = 0;
+	bool json = false, only_args = false;
+	ht_diff_match_t match = HT_DIFF_BY_FUNCTION;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v;
+		bool missing = false;
+		if (only_args || a[0] != '-' || !a[1]) {
+			if (npaths == 2)
+				return usage_error("diff: more than two trace files ('%s')", a);
+			paths[npaths++] = a;
+		} else if (!strcmp(a, "--")) {
+			only_args = true;
+		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			fputs(help_text, stdout);
+			return 0;
+		} else if ((v = opt_value(argc, argv, &i, "--format", &missing)) || missing) {
+			if (missing)
+				return usage_error("diff: %s needs a value", "--format");
+			if (strcmp(v, "json") && strcmp(v, "text"))
+				return usage_error("diff: unknown format '%s' (text or json)", v);
+			json = !strcmp(v, "json");
+		} else if ((v = opt_value(argc, argv, &i, "--top", &missing)) || missing) {
+			unsigned long long n;
+			if (missing)
+				return usage_error("diff: %s needs a value", "--top");
+			if (!parse_uint(v, SIZE_MAX, &n))
+				return usage_error("diff: --top needs a number, not '%s'", v);
+			top = n ? (size_t)n : SIZE_MAX;
+		} else if ((v = opt_value(argc, argv, &i, "--match", &missing)) || missing) {
+			if (missing)
+				return usage_error("diff: %s needs a value", "--match");
+			if (!strcmp(v, "function"))
+				match = HT_DIFF_BY_FUNCTION;
+			else if (!strcmp(v, "line"))
+				match = HT_DIFF_BY_LINE;
+			else
+				return usage_error("diff: --match is function or line, not '%s'", v);
+		} else {
+			return usage_error("diff: unknown option '%s'", a);
+		}
+	}
+	if (npaths < 2)
+		return usage_error("diff: two trace files needed, BASE and NEW%s", "");
+
+	ht_diff_t d;
+	memset(&d, 0, sizeof(d));
+	d.match = match;
+	ht_trace_t *t[2] = { NULL, NULL };
+	ht_model_t *m[2] = { NULL, NULL };
+	int ret = 0;
+	for (int k = 0; k < 2 && !ret; k++)
+		ret = load_model(paths[k], 0, &t[k], &m[k]);
+	for (int k = 0; k < 2 && !ret; k++) {
+		ht_diff_side_t *sd = &d.side[k];
+		sd->path = paths[k];
+		sd->m = m[k];
+		sd->temporary_known = !m[k]->sample_rate && !t[k]->have_summary;
+		if ((sd->sym = ht_symbolizer_new()))
+			ht_model_add_modules(m[k], sd->sym);
+		else
+			fprintf(stderr, "heaptrail: warning: no symbolizer, frames show addresses only\n");
+	}
+	int r = 0;
+	if (!ret && !(r = ht_diff_build(&d))) {
+		r = json ? ht_report_diff_json(stdout, &d) : ht_report_diff_text(stdout, &d, top);
+		if (fflush(stdout) && !r)
+			r = -errno;
+	}
+	if (r) {
+		fprintf(stderr, "heaptrail: writing the diff: %s\n", ht_strerror(r));
+		ret = 1;
+	}
+	ht_diff_free(&d);
+	for (int k = 0; k < 2; k++) {
+		ht_symbolizer_free(d.side[k].sym);
+		ht_model_free(m[k]);
+		ht_trace_free(t[k]);
+	}
+	return ret;
+}
+
 static void list_formats(FILE *out)
 {
 	fputs("formats:\n", out);
@@ -940,5 +1041,7 @@ int main(int argc, char **argv)
 		return cmd_convert(argc - 1, argv + 1);
 	if (!strcmp(cmd, "leaks"))
 		return cmd_leaks(argc - 1, argv + 1);
+	if (!strcmp(cmd, "diff"))
+		return cmd_diff(argc - 1, argv + 1);
 	return usage_error("unknown command '%s'", cmd);
 }

@@ -123,6 +123,34 @@ static const char *ending_name(ht_ending_t e)
 	return "unknown";
 }
 
+void ht_report_program_json(FILE *out, const ht_trace_t *t)
+{
+	fputs("{\"command\": [", out);
+	for (size_t i = 0; i < t->argc; i++) {
+		if (i)
+			fputs(", ", out);
+		ht_json_str(out, t->argv[i]);
+	}
+	if (t->argc == 0 && t->exe_path && t->exe_path[0]) /* argv unknown to the agent */
+		ht_json_str(out, t->exe_path);
+	fputs("], \"executable\": ", out);
+	ht_json_str(out, t->exe_path);
+	fprintf(out, ", \"pid\": %" PRIu64 ", \"ppid\": %" PRIu64, t->pid, t->ppid);
+	bool code_known = (t->ending == HT_ENDING_EXIT || t->ending == HT_ENDING_UNDERSCORE_EXIT) &&
+			  !(t->agent_flags & HT_AGENT_EXIT_CODE_UNKNOWN);
+	if (code_known)
+		fprintf(out, ", \"exit_code\": %" PRIu64, t->end_status & 0xff); /* as wait() sees it */
+	else
+		fputs(", \"exit_code\": null", out);
+	if (t->ending == HT_ENDING_SIGNAL)
+		fprintf(out, ", \"signal\": %" PRIu64, t->end_status);
+	else
+		fputs(", \"signal\": null", out);
+	fprintf(out, ", \"ending\": \"%s\", \"exec\": ", ending_name(t->ending));
+	ht_json_str(out, t->ending == HT_ENDING_EXEC ? t->exec_path : NULL);
+	fprintf(out, ", \"forked\": %s}", t->proc_flags & HT_PROC_FORKED ? "true" : "false");
+}
+
 int ht_report_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const ht_report_opts_t *o)
 {
 	return ht_report_json_leaks(out, m, sym, o, NULL);
@@ -150,31 +178,9 @@ int ht_report_json_leaks(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 		lk = &own;
 	}
 
-	/* program */
-	fputs("{\"heaptrail_report\": 1,\n \"program\": {\"command\": [", out);
-	for (size_t i = 0; i < t->argc; i++) {
-		if (i)
-			fputs(", ", out);
-		ht_json_str(out, t->argv[i]);
-	}
-	if (t->argc == 0 && t->exe_path && t->exe_path[0]) /* argv unknown to the agent */
-		ht_json_str(out, t->exe_path);
-	fputs("], \"executable\": ", out);
-	ht_json_str(out, t->exe_path);
-	fprintf(out, ", \"pid\": %" PRIu64 ", \"ppid\": %" PRIu64, t->pid, t->ppid);
-	bool code_known = (t->ending == HT_ENDING_EXIT || t->ending == HT_ENDING_UNDERSCORE_EXIT) &&
-			  !(t->agent_flags & HT_AGENT_EXIT_CODE_UNKNOWN);
-	if (code_known)
-		fprintf(out, ", \"exit_code\": %" PRIu64, t->end_status & 0xff); /* as wait() sees it */
-	else
-		fputs(", \"exit_code\": null", out);
-	if (t->ending == HT_ENDING_SIGNAL)
-		fprintf(out, ", \"signal\": %" PRIu64, t->end_status);
-	else
-		fputs(", \"signal\": null", out);
-	fprintf(out, ", \"ending\": \"%s\", \"exec\": ", ending_name(t->ending));
-	ht_json_str(out, t->ending == HT_ENDING_EXEC ? t->exec_path : NULL);
-	fprintf(out, ", \"forked\": %s},\n", t->proc_flags & HT_PROC_FORKED ? "true" : "false");
+	fputs("{\"heaptrail_report\": 1,\n \"program\": ", out);
+	ht_report_program_json(out, t);
+	fputs(",\n", out);
 	/* a sampled trace: figures are estimates, with *_ci95 companions (the
 	 * half width of their 95% interval); temporary allocations are unknown */
 	bool sampled = m->sample_rate != 0;

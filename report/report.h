@@ -16,6 +16,7 @@
 #include "symbolize.h"
 
 struct ht_leaks;
+struct ht_diff;
 
 typedef struct ht_report_opts {
 	const char *trace_path; /* shown in the text header; may be NULL */
@@ -74,6 +75,19 @@ void ht_report_rule(FILE *out, const char *title);
  * file:line`); brief: its top frames only (it was printed in full above). */
 int ht_report_stack_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 			 const ht_site_t *s, bool brief);
+
+/* The program of a trace as the text report's header shows it: its
+ * command line (quoted for a shell), and how it ended. */
+void ht_report_command_text(FILE *out, const ht_trace_t *t);
+void ht_report_ending_text(FILE *out, const ht_trace_t *t);
+/* The JSON report's "program" object (its value). */
+void ht_report_program_json(FILE *out, const ht_trace_t *t);
+
+/* `heaptrail diff` (cli/diff.h; report/diff.c): totals side by side and the
+ * largest changes of the matched sites, top rows per table (0: 10); the
+ * JSON object {"heaptrail_diff": 1, ...} with every row (docs/JSON.md). */
+int ht_report_diff_text(FILE *out, const struct ht_diff *d, size_t top);
+int ht_report_diff_json(FILE *out, const struct ht_diff *d);
 
 /* Warnings about the trace as one line each (no newline), for both writers:
  * damage, a missing END, agent trouble. Returns how many were written to

@@ -98,7 +98,7 @@ static const char *base_name(const char *p)
 	return s ? s + 1 : p;
 }
 
-static void print_command(FILE *out, const ht_trace_t *t)
+void ht_report_command_text(FILE *out, const ht_trace_t *t)
 {
 	if (t->argc == 0) {
 		fputs(t->exe_path && t->exe_path[0] ? t->exe_path : "(unknown)", out);
@@ -131,7 +131,7 @@ static void print_command(FILE *out, const ht_trace_t *t)
 	}
 }
 
-static void print_ending(FILE *out, const ht_trace_t *t)
+void ht_report_ending_text(FILE *out, const ht_trace_t *t)
 {
 	switch (t->ending) {
 	case HT_ENDING_EXIT:
@@ -517,7 +517,7 @@ int ht_report_text_leaks(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 	fprintf(out, "heaptrail report%s%s\n", o && o->trace_path ? ": " : "",
 		o && o->trace_path ? o->trace_path : "");
 	fputs("  program     ", out);
-	print_command(out, t);
+	ht_report_command_text(out, t);
 	fprintf(out, "\n  process     pid %" PRIu64, t->pid);
 	if (t->proc_flags & HT_PROC_FORKED)
 		fprintf(out, ", fork child of pid %" PRIu64, t->ppid);
@@ -529,7 +529,7 @@ int ht_report_text_leaks(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 	if (nthreads > 1)
 		fprintf(out, ", %zu threads", nthreads);
 	fputs(", ", out);
-	print_ending(out, t);
+	ht_report_ending_text(out, t);
 	fputc('\n', out);
 	if (m->sample_rate) {
 		char r[HT_FMT_LEN];

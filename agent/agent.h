@@ -154,6 +154,8 @@ void ht_unlock(ht_lock_t *l);
 /* Tries for up to timeout_ms; false if the lock is held by this thread or the
  * time ran out (used at exit and in signal handlers). */
 bool ht_lock_timed(ht_lock_t *l, int timeout_ms);
+/* True if this thread holds l. */
+bool ht_lock_held(ht_lock_t *l);
 static inline void ht_lock_reset(ht_lock_t *l)
 {
 	atomic_store(&l->word, 0);
@@ -658,9 +660,10 @@ uint64_t ht_read_rss(void);
 void ht_init(void);
 /* Flush all, write END and close the trace. Idempotent. */
 void ht_finish(unsigned how, unsigned status);
-/* Flush all and mark the trace with an EXEC record before exec. */
-void ht_before_exec(const char *path);
-void ht_after_failed_exec(void);
+/* Flush all and mark the trace with an EXEC record before exec; true if it
+ * did, holding the writer's lock until ht_after_failed_exec(true). */
+bool ht_before_exec(const char *path);
+void ht_after_failed_exec(bool flushed);
 /* Where the exiting thread's live stack begins (exit, _exit, return from
  * main): the leak scan at the end reads that thread's stack from sp up. */
 void ht_note_exit_sp(uintptr_t sp);

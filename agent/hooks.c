@@ -1609,10 +1609,10 @@ HT_EXPORT int dlclose(void *handle)
 	do {                                                                   \
 		if (HT_UNLIKELY(!real_malloc))                                 \
 			resolve_reals();                                       \
-		ht_before_exec(path);                                          \
+		bool flushed_ = ht_before_exec(path);                          \
 		int r_ = exec_call;                                            \
 		int e_ = errno;                                                \
-		ht_after_failed_exec();                                        \
+		ht_after_failed_exec(flushed_);                                \
 		errno = e_;                                                    \
 		return r_;                                                     \
 	} while (0)

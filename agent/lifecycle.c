@@ -13,6 +13,7 @@
 #include <cpuid.h>
 #endif
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -446,16 +447,24 @@ void ht_finish(unsigned how, unsigned status)
 	ht_guard--;
 }
 
-/* Set while an exec runs with the writer's lock held (ht_before_exec). */
-static bool exec_holds_writer;
-
-void ht_before_exec(const char *path)
+bool ht_before_exec(const char *path)
 {
-	int expected = HT_STATE_RECORDING;
 	if (getpid() != ht_pid)
-		return; /* vfork child: nothing of ours to flush */
-	if (!atomic_compare_exchange_strong(&ht_state, &expected, HT_STATE_EXEC))
-		return;
+		return false; /* vfork child: nothing of ours to flush */
+	/* inside the agent, or in a handler that interrupted this thread's
+	 * own exec (it holds the writer's lock): the exec goes as it is */
+	if (ht_guard || ht_lock_held(&ht_writer_lock))
+		return false;
+	for (;;) {
+		int expected = HT_STATE_RECORDING;
+		if (atomic_compare_exchange_strong(&ht_state, &expected, HT_STATE_EXEC))
+			break;
+		if (expected != HT_STATE_EXEC)
+			return false; /* finished or disabled: nothing to flush */
+		/* another thread's exec flushes: this one's waits its turn */
+		while (atomic_load(&ht_state) == HT_STATE_EXEC)
+			sched_yield();
+	}
 	ht_guard++;
 	ht_lock(&ht_writer_lock);
 	ht_thread_flush_all();
@@ -482,16 +491,16 @@ void ht_before_exec(const char *path)
 	 * written meanwhile: the writer's lock stays held, so that a
 	 * successful exec leaves the file ending with the frame just closed,
 	 * and this thread keeps its guard, or it might ship a block and wait
-	 * for the lock it holds. ht_after_failed_exec lets both go. */
-	exec_holds_writer = true;
+	 * for the lock it holds. ht_after_failed_exec lets both go (another
+	 * thread's exec waits for the lock meanwhile). */
 	atomic_store(&ht_state, HT_STATE_RECORDING);
+	return true;
 }
 
-void ht_after_failed_exec(void)
+void ht_after_failed_exec(bool flushed)
 {
-	if (getpid() != ht_pid || !exec_holds_writer)
+	if (!flushed)
 		return;
-	exec_holds_writer = false;
 	ht_unlock(&ht_writer_lock);
 	ht_guard--;
 }

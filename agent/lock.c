@@ -53,6 +53,11 @@ void ht_unlock(ht_lock_t *l)
 	}
 }
 
+bool ht_lock_held(ht_lock_t *l)
+{
+	return atomic_load_explicit(&l->owner, memory_order_relaxed) == self_tid();
+}
+
 bool ht_lock_timed(ht_lock_t *l, int timeout_ms)
 {
 	if (atomic_load_explicit(&l->owner, memory_order_relaxed) == self_tid())

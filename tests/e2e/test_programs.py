@@ -1132,6 +1132,18 @@ def t_spawn_no_follow(t):
                                    "leaked_blocks": 2, "leaked_bytes": 1024}, {k: tot.get(k) for k in TOT})
 
 
+def t_exec_race(t):
+    """Threads whose execs fail at the same time: each exec's flush (and
+    the writer's lock held across it) belongs to the thread that made it.
+    A flag shared by all let one thread's failed exec undo another's: the
+    guard of both left wrong, recording stopped (4 of 4,000 recorded)."""
+    need_tools(t)
+    tr = heaptrail_run([prog("exec_race")], out_name="execrace.ht")
+    t.eq("exit status", 0, tr.proc.rc)
+    r = need_report(t, tr.out_path)
+    t.eq("allocations at run", 4000, by_leaf(r.data).get("run", {}).get("allocations"))
+
+
 def t_exec_fail_threads(t):
     """Execs that fail while another thread allocates: the recording of the
     other threads goes on (it stopped for the whole exec, then for the
@@ -1382,6 +1394,7 @@ add("threads.key_destructor_after_agent", t_key_after_agent)
 add("threads.cancel_deferred", t_cancel_deferred)
 add("limits.rlimit_as", t_rlimit_as)
 add("exec.failing_while_threads_allocate", t_exec_fail_threads)
+add("exec.failing_in_several_threads", t_exec_race)
 add("fork.pattern_p", t_fork_pattern)
 add("fork.stderr_listing", t_fork_listing)
 

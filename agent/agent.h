@@ -552,6 +552,10 @@ extern __thread int ht_in_getattr;
 /* Set by such a handler when it deferred an event: the interrupted hook
  * records them when it releases the guard. */
 extern __thread volatile int ht_deferred_pending;
+/* Set while a program's signal handler runs on this thread (through the
+ * trampoline, hooks.c): what it interrupted may be half done (a library
+ * half unmapped by dlclose). */
+extern __thread int ht_in_handler;
 
 /* ---- stacks (agent/stacks.c, agent/unwind.c) ------------------------------ */
 /* Stack capture: ht_unwind and ht_capture in agent/unwind.h (inline, for

@@ -239,6 +239,7 @@ static inline bool should_record(void)
  * and signals past HT_SIG_PENDING_MAX run at once, as before. */
 
 __thread volatile int ht_deferred_pending;
+__thread int ht_in_handler;
 
 /* In a handler that interrupted the agent: keeps an allocation (op
  * HT_EV_ALLOC | fn << 4) or a free of p aside, stamped at time. */
@@ -1778,10 +1779,12 @@ static void signal_trampoline(int sig, siginfo_t *si, void *uc)
 	if (saved)
 		ht_guard = HT_GUARD_DEFER; /* it interrupted the agent */
 	void *h = atomic_load_explicit(&prog_handler[sig], memory_order_acquire);
+	ht_in_handler++; /* left up by a handler that jumps out: harmless */
 	if (atomic_load_explicit(&prog_siginfo[sig], memory_order_relaxed))
 		((void (*)(int, siginfo_t *, void *))h)(sig, si, uc);
 	else
 		((void (*)(int))h)(sig);
+	ht_in_handler--;
 	/* SA_RESETHAND: the kernel put SIG_DFL back before the handler ran.
 	 * A crash handler that returns then dies of the fault again, by
 	 * SIG_DFL: ours takes it instead, finishes the trace, and dies the

@@ -411,6 +411,9 @@ void ht_finish(unsigned how, unsigned status)
 	int expected = HT_STATE_RECORDING;
 	if (!atomic_compare_exchange_strong(&ht_state, &expected, HT_STATE_FINISHED))
 		return;
+	/* a handler that interrupted the agent, or anything (dlclose halfway
+	 * through unmapping a library): the end skips what may wait or fault */
+	bool in_agent = ht_guard != 0 || ht_in_handler;
 	ht_guard++;
 	/* A signal now (SIGTERM sent to a process that is exiting) would land
 	 * in our handler, which waits for this very finish: it stays pending
@@ -425,7 +428,11 @@ void ht_finish(unsigned how, unsigned status)
 	uintptr_t sp = (uintptr_t)__builtin_frame_address(0) - 64;
 	if (exit_sp && exit_tid == (pid_t)syscall(SYS_gettid))
 		sp = exit_sp; /* the exit path's frames are not the program's */
-	if (how != HT_END_SIGNAL) /* the loader's lock: not in a handler */
+	/* the loader's locks and the check's own, and every library's
+	 * memory: not in a fatal signal's handler, nor in a handler at all
+	 * (an _exit in one that interrupted dlclose's check would wait for
+	 * itself; one that interrupted dlclose's unmapping faulted) */
+	if (how != HT_END_SIGNAL && !in_agent)
 		ht_modules_check_bypass(NULL);
 	/* Exit and _exit wait as long as it takes; a signal handler must not
 	 * hang if the crashing thread holds the lock itself. */

@@ -472,6 +472,8 @@ void ht_modules_check_bypass(void *handle)
 	struct link_map *only = NULL;
 	if (handle && (dlinfo(handle, RTLD_DI_LINKMAP, &only) != 0 || !only))
 		return;
+	if (ht_lock_held(&bypass_lock))
+		return; /* a handler interrupted this thread's own check */
 	ht_lock(&bypass_lock);
 	for (int k = 0; k < HT_BYPASS_NAMES; k++)
 		bypass_global[k] = dlsym(RTLD_DEFAULT, bypass_names[k]);

@@ -1266,6 +1266,18 @@ def t_child_outlives(t):
                 "the child's line: %r" % lines[0])
 
 
+def t_exit_in_dlclose(t):
+    """_exit from a signal handler that interrupted dlopen or dlclose: the
+    end of the trace must not wait for a lock the interrupted agent code
+    holds (the check of libraries bound past the agent did, forever)."""
+    need_tools(t)
+    for i in range(5):
+        tr = heaptrail_run([prog("exit_in_dlclose"), PROGS / "libdlplugin.so"],
+                           out_name="exitdl%d.ht" % i, timeout=30)
+        t.check(not tr.proc.timed_out, "run %d hung" % i)
+        t.eq("run %d: exit status" % i, 3, tr.proc.rc)
+
+
 def t_daemon(t):
     """daemon(3): glibc's parent leaves by an _exit inside libc that no hook
     sees, so its trace lost everything it had not written yet (here all of
@@ -1386,6 +1398,7 @@ add("threads.first_heap_call_in_getattr", t_getattr_first)
 add("fork.relative_output", t_fork_cwd_relative)
 add("fork.raw_clone_vm", t_rawclone_vm)
 add("fork.daemon", t_daemon)
+add("dlopen.exit_in_handler", t_exit_in_dlclose)
 add("fork.child_outlives_parent", t_child_outlives)
 add("fork.umask_0777", t_umask_fork)
 add("threads.stack_overflow", t_thread_overflow)

@@ -332,6 +332,11 @@ ht_thread_t *ht_thread_get(void);
 ht_thread_t *ht_thread_peek(void);
 /* Ship t's events to the writer and give t an empty block. */
 void ht_thread_flush(ht_thread_t *t);
+/* An alternate signal stack of HT_ALT_STACK bytes for a thread (thread.c):
+ * the agent's fatal handler must run after a stack overflow, which needs
+ * one; a program's handlers set SA_ONSTACK run on it too, as on any. */
+#define HT_ALT_STACK (256 * 1024)
+void *ht_alt_stack_map(void);
 /* Lets a transient state go once its event is recorded (thread.c). */
 void ht_thread_release_transient(ht_thread_t *t);
 /* The time stamp of t's next event: now, but never before t's previous

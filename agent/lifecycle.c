@@ -148,10 +148,9 @@ static void install_signal_handlers(void)
 {
 	/* An alternate stack for the main thread, so a stack overflow still
 	 * leaves a complete trace. */
-	size_t alt_size = 64 * 1024;
-	void *alt = ht_mmap(alt_size);
+	void *alt = ht_alt_stack_map();
 	if (alt) {
-		stack_t ss = {.ss_sp = alt, .ss_size = alt_size, .ss_flags = 0};
+		stack_t ss = {.ss_sp = alt, .ss_size = HT_ALT_STACK, .ss_flags = 0};
 		stack_t old;
 		if (sigaltstack(NULL, &old) == 0 && (old.ss_flags & SS_DISABLE))
 			sigaltstack(&ss, NULL);

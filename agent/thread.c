@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -143,14 +144,24 @@ static void flush_state(ht_thread_t *t, bool wake);
  * finishes the trace, and a handler needs a stack: lifecycle.c gives the
  * main thread an alternate one, this every other thread the program has
  * given none. */
-#define HT_ALT_STACK (64 * 1024)
+void *ht_alt_stack_map(void)
+{
+	/* a page kept inaccessible below it: a handler of the program's that
+	 * runs on it (SA_ONSTACK) and needs more faults there instead of
+	 * writing over whatever lies below */
+	uint8_t *m = ht_mmap(HT_ALT_STACK + 4096);
+	if (!m)
+		return NULL;
+	mprotect(m, 4096, PROT_NONE);
+	return m + 4096;
+}
 
 static void alt_stack_arm(ht_thread_t *t)
 {
 	stack_t cur;
 	if (sigaltstack(NULL, &cur) != 0 || !(cur.ss_flags & SS_DISABLE))
 		return;
-	if (!t->alt_stack && !(t->alt_stack = ht_mmap(HT_ALT_STACK)))
+	if (!t->alt_stack && !(t->alt_stack = ht_alt_stack_map()))
 		return;
 	stack_t ss = {.ss_sp = t->alt_stack, .ss_size = HT_ALT_STACK, .ss_flags = 0};
 	t->alt_armed = sigaltstack(&ss, NULL) == 0;

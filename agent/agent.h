@@ -339,6 +339,16 @@ void ht_thread_flush(ht_thread_t *t);
 void *ht_alt_stack_map(void);
 /* Lets a transient state go once its event is recorded (thread.c). */
 void ht_thread_release_transient(ht_thread_t *t);
+
+/* The end of a hook that may have made a transient state (an event after
+ * the thread's key destructor, thread.c): it is let go. The allocation
+ * hooks do this in their GUARD_RELEASE. */
+static inline void ht_transient_end(void)
+{
+	ht_thread_t *t = ht_tls_thread;
+	if (HT_UNLIKELY(t != NULL && t->transient))
+		ht_thread_release_transient(t);
+}
 /* The time stamp of t's next event: now, but never before t's previous
  * event (the varint deltas of a block are unsigned). Take it after any
  * ht_thread_reserve, which may ship the block and sample RSS (rule 6). */

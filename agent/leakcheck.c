@@ -713,7 +713,8 @@ static int check_now(unsigned reason)
 	__builtin_unwind_init(); /* callee-saved registers into this frame */
 	uintptr_t sp = (uintptr_t)__builtin_frame_address(0) - 64;
 	uint64_t id = atomic_fetch_add(&next_check_id, 1);
-	atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
+	if (!ht_event_begin(t))
+		return -1; /* the trace is closing */
 	ht_put_ext(t, HT_EXT_LEAK_CHECK, &id, 1);
 	atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
 	if (!ht_live_sync(t))

@@ -906,8 +906,7 @@ void ht_summary_write(void)
 
 bool ht_live_sync(ht_thread_t *t)
 {
-	if (t) {
-		atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
+	if (t && ht_event_begin(t)) {
 		ht_thread_flush(t);
 		atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
 	}

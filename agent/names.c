@@ -164,11 +164,11 @@ static ht_thread_t *api_enter(void)
 		return NULL;
 	ht_guard = 1;
 	ht_thread_t *t = ht_thread_get();
-	if (!t) {
+	if (!t || !ht_event_begin(t)) {
 		ht_guard = 0;
+		ht_transient_end();
 		return NULL;
 	}
-	atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
 	return t;
 }
 
@@ -176,6 +176,7 @@ static void api_leave(ht_thread_t *t)
 {
 	atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
 	ht_guard = 0;
+	ht_transient_end();
 }
 
 HT_EXPORT int heaptrail_agent_tag(const void *p, const char *name);
@@ -268,9 +269,10 @@ void ht_snapshot_signal_handler(int sig)
 		return;
 	int saved = errno;
 	ht_guard = 1;
-	atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
-	write_snapshot(t, 0);
-	atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
+	if (ht_event_begin(t)) {
+		write_snapshot(t, 0);
+		atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
+	}
 	ht_guard = 0;
 	errno = saved;
 }

@@ -181,8 +181,7 @@ __attribute__((always_inline)) static inline void record_open(int fd, int fd2, u
 	int e = errno;
 	ht_guard = 1;
 	ht_thread_t *t = ht_thread_get();
-	if (t) {
-		atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
+	if (t && ht_event_begin(t)) {
 		uint64_t f[3] = {(unsigned)fd, ht_capture(t), call};
 		ht_put_ext(t, HT_EXT_FD_OPEN, f, 3);
 		if (fd2 >= 0) {
@@ -192,6 +191,7 @@ __attribute__((always_inline)) static inline void record_open(int fd, int fd2, u
 		atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
 	}
 	ht_guard = 0;
+	ht_transient_end();
 	errno = e;
 }
 
@@ -203,13 +203,13 @@ static void record_close(int fd)
 	int e = errno;
 	ht_guard = 1;
 	ht_thread_t *t = ht_thread_get();
-	if (t) {
-		atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
+	if (t && ht_event_begin(t)) {
 		uint64_t f = (unsigned)fd;
 		ht_put_ext(t, HT_EXT_FD_CLOSE, &f, 1);
 		atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
 	}
 	ht_guard = 0;
+	ht_transient_end();
 	errno = e;
 }
 
@@ -652,8 +652,7 @@ int heaptrail_agent_handle_acquire(const char *kind, uintptr_t handle)
 	int e = errno;
 	ht_guard = 1;
 	ht_thread_t *t = ht_thread_get();
-	if (t) {
-		atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
+	if (t && ht_event_begin(t)) {
 		uint32_t id = ht_name_intern(t, kind);
 		if (id) {
 			uint64_t f[3] = {id, handle, ht_capture(t)};
@@ -662,6 +661,7 @@ int heaptrail_agent_handle_acquire(const char *kind, uintptr_t handle)
 		atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
 	}
 	ht_guard = 0;
+	ht_transient_end();
 	errno = e;
 	return 0;
 }
@@ -675,8 +675,7 @@ int heaptrail_agent_handle_release(const char *kind, uintptr_t handle)
 	int e = errno;
 	ht_guard = 1;
 	ht_thread_t *t = ht_thread_get();
-	if (t) {
-		atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
+	if (t && ht_event_begin(t)) {
 		uint32_t id = ht_name_intern(t, kind);
 		if (id) {
 			uint64_t f[2] = {id, handle};
@@ -685,6 +684,7 @@ int heaptrail_agent_handle_release(const char *kind, uintptr_t handle)
 		atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
 	}
 	ht_guard = 0;
+	ht_transient_end();
 	errno = e;
 	return 0;
 }

@@ -42,6 +42,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -1568,9 +1569,10 @@ HT_EXPORT int daemon(int nochdir, int noclose)
 		if (fd < 0)
 			return -1;
 		struct stat st;
-		if (fstat(fd, &st) != 0 || !S_ISCHR(st.st_mode)) {
+		if (fstat(fd, &st) != 0 || !S_ISCHR(st.st_mode) || st.st_rdev != makedev(1, 3)) {
 			close(fd);
-			return -1; /* not the null device: glibc's refusal */
+			errno = ENODEV; /* not the null device: glibc's refusal */
+			return -1;
 		}
 		(void)dup2(fd, STDIN_FILENO);
 		(void)dup2(fd, STDOUT_FILENO);

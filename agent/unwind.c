@@ -45,7 +45,8 @@
 /* A walk that starts outside the thread's stack bounds runs on another
  * stack: a coroutine's (makecontext, a fiber library's), or the alternate
  * stack of a signal handler, whose frame chain goes on into the code it
- * interrupted. Its bounds are unknown, so each page the walk enters is
+ * interrupted when that lies higher (the walk only climbs). Its bounds
+ * are unknown, so each page the walk enters is
  * checked first: process_vm_readv of one byte fails with EFAULT where a
  * load would fault (unmapped, a guard page), and protection is per page.
  * One system call per page: a few per capture, on this path only. */

@@ -4,9 +4,10 @@
  *
  *   main   malloc(1 MiB) until it fails (N blocks, kept to the end),
  *          malloc(100) + free 1000 times (K of them succeed), then a
- *          thread (64 KiB stack) does malloc(64) + free 100 times
- * Prints "N K" (write, no stdio). Expected: N + K + 100 allocations (and
- * glibc's for the thread), K + 100 frees,
+ *          thread (64 KiB stack), if one can be made (T = 1), does
+ *          malloc(64) + free 100 times
+ * Prints "N K T" (write, no stdio). Expected: N + K + 101 T allocations
+ * (glibc makes one for the thread), K + 100 T frees,
  * N blocks leaked; the leak check at exit lacks memory too: the report
  * says what that cost (leak classes), not that events were lost.
  */
@@ -42,11 +43,14 @@ int main(void)
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, 1 << 16);
 	pthread_t th;
-	if (pthread_create(&th, &attr, worker, NULL) == 0)
+	int made = pthread_create(&th, &attr, worker, NULL) == 0;
+	if (made)
 		pthread_join(th, NULL);
-	char buf[32];
+	char buf[48];
 	int k = sizeof buf;
 	buf[--k] = '\n';
+	buf[--k] = (char)('0' + made);
+	buf[--k] = ' ';
 	do
 		buf[--k] = (char)('0' + small % 10);
 	while ((small /= 10) && k > 0);

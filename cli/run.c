@@ -564,7 +564,8 @@ static char *report_traces(const char *manifest, pid_t child, const char *output
 			shown += i != main_i;
 			/* a daemon (a child left running) has not ended its
 			 * trace yet: not cut short, and not finished either */
-			bool running = i != main_i && !ent[i].ended && still_running(ent[i].pid);
+			bool running = i != main_i && !ent[i].ended && !ent[i].exec_target &&
+				       still_running(ent[i].pid);
 			fprintf(stderr, "heaptrail:   %s  (pid %ld%s%s)\n", display_path(ent[i].path, cwd),
 				ent[i].pid, i == main_i ? ", summarized above" : "",
 				running ? ", still running: its trace ends when it does"

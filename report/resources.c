@@ -41,7 +41,10 @@ static long stack_frames(const ht_model_t *m, ht_symbolizer_t *sym, uint64_t sta
 
 /* ---- text ------------------------------------------------------------------------ */
 
-static void print_stack(FILE *out, const ht_frame_t *f, long n)
+/* when: the first use of the stack, for its frames' modules (a library
+ * unloaded later may have had another's address). */
+static void print_stack(FILE *out, const ht_trace_t *t, uint64_t when, const ht_frame_t *f,
+			long n)
 {
 	/* the C runtime's frames from main down are the same in every stack */
 	for (long i = 1; i < n; i++) {
@@ -69,8 +72,12 @@ static void print_stack(FILE *out, const ht_frame_t *f, long n)
 			fprintf(out, "%s:%d", f[i].file, f[i].line);
 		else if (f[i].file)
 			fputs(f[i].file, out);
-		else if (f[i].module)
-			fprintf(out, "in %s+0x%" PRIx64, f[i].module, f[i].address);
+		else if (f[i].module) {
+			/* module+offset, what addr2line takes, not the address */
+			long mi = ht_trace_module_for(t, f[i].address, when);
+			fprintf(out, "in %s+0x%" PRIx64, f[i].module,
+				f[i].address - (mi >= 0 ? t->modules[mi].bias : 0));
+		}
 		else
 			fprintf(out, "0x%" PRIx64, f[i].address);
 		fputs(f[i].inlined ? "  (inlined)\n" : "\n", out);
@@ -118,7 +125,7 @@ int ht_report_resources_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sy
 		}
 		fputc('\n', out);
 		print_fds(out, g);
-		print_stack(out, frames ? frames + first : NULL, n - first);
+		print_stack(out, t, g->first_time, frames ? frames + first : NULL, n - first);
 	}
 	if (r->nkinds) { /* only kinds with handles held */
 		fprintf(out, "\n  handles still held at %s: %" PRIu64, when, r->handles_held);
@@ -141,7 +148,7 @@ int ht_report_resources_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sy
 				" acquired, %" PRIu64 " released)\n",
 				s->count, s->count == 1 ? "" : "s", hk->name ? hk->name : "?", hk->acquired,
 				hk->released);
-			print_stack(out, frames ? frames + first : NULL, n - first);
+			print_stack(out, t, s->first_time, frames ? frames + first : NULL, n - first);
 		}
 	}
 	free(frames);

@@ -34,9 +34,13 @@ comment lists the outcome).
                       members
   resources.handles_released  kinds with nothing held (all released, or
                       only released) are not listed, in JSON or text
+  resources.stripped  a stripped program's descriptor stacks name
+                      module+offset, not the run's addresses
 """
 
+import os
 import re
+import shutil
 
 from harness import (PROGS, VALGRIND, heaptrail_run, need_tools, report, run, tail, text,
                      memo, scratch_dir)
@@ -320,8 +324,31 @@ def t_handles_released(t):
         t.eq("handle line of %r" % args, [line] if line else [], got)
 
 
+def t_stripped(t):
+    """A stripped program's descriptor stacks name module+offset, as its
+    heap stacks do (what addr2line takes), not the run's address."""
+    need_tools(t)
+    outdir = scratch_dir("stripped")
+    p = outdir / "resources_stripped"
+    shutil.copy(PROGS / PROG, p)
+    r = run(["strip", p], TIMEOUT)
+    t.need(r.rc == 0, "strip failed: %s" % tail(r.err))
+    tr = heaptrail_run([p], outdir=outdir, timeout=TIMEOUT)
+    t.need(tr.proc.rc == 0 and tr.out_path.exists(), "run failed: %s" % tail(tr.proc.err))
+    rep = report(tr.out_path, "text")
+    t.need(not rep.err, rep.err or "")
+    body = section(text(rep.proc.out), "RESOURCE LEAKS") or []
+    offsets = [int(m.group(1), 16) for ln in body
+               for m in [re.search(r"in \S*resources_stripped\+0x([0-9a-f]+)", ln)] if m]
+    t.check(offsets, "no frame in the stripped program: %r" % body[:12])
+    size = os.path.getsize(p)
+    t.check(all(o < size for o in offsets),
+            "offsets past the file's size (%d): %s" % (size, [hex(o) for o in offsets]))
+
+
 TESTS = [
     ("resources.fds", t_fds),
+    ("resources.stripped", t_stripped),
     ("resources.handles", t_handles),
     ("resources.text", t_text),
     ("resources.valgrind", t_valgrind),

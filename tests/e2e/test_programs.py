@@ -1250,6 +1250,23 @@ def t_umask_fork(t):
         t.check(need_report(t, p).data.get("totals") is not None, "%s unreadable" % p)
 
 
+def t_exec_child_outlives(t):
+    """sh -c 'sleep 1 & sleep 0.3; exit 0': the child's trace of sh ended at its exec
+    and is complete, though its pid (now sleep's) is alive: not listed as
+    still running."""
+    need_tools(t)
+    tr = heaptrail_run(["/bin/sh", "-c", "sleep 1 & sleep 0.3; exit 0"], out_name="sh.%p.ht")
+    t.eq("exit status", 0, tr.proc.rc)
+    lines = [l for l in text(tr.proc.err).splitlines() if "(pid " in l]
+    exec_lines = []
+    for l in lines:
+        m = re.match(r"heaptrail:\s+(\S+)\s+\(pid", l)
+        if m and report(m.group(1)).data.get("program", {}).get("ending") == "exec":
+            exec_lines.append(l)
+    t.check(exec_lines, "no trace ended at exec: %r" % lines)
+    t.check(not any("still running" in l for l in exec_lines), "listed: %r" % exec_lines)
+
+
 def t_child_outlives(t):
     """A child still running when its parent ends (a daemon) has not ended
     its trace yet: the listing says so, and does not call it cut short
@@ -1399,6 +1416,7 @@ add("fork.raw_clone_vm", t_rawclone_vm)
 add("fork.daemon", t_daemon)
 add("dlopen.exit_in_handler", t_exit_in_dlclose)
 add("fork.child_outlives_parent", t_child_outlives)
+add("fork.exec_child_outlives_parent", t_exec_child_outlives)
 add("fork.umask_0777", t_umask_fork)
 add("threads.stack_overflow", t_thread_overflow)
 add("threads.leader_zombie", t_leader_zombie)

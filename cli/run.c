@@ -496,9 +496,13 @@ static bool cut_short(const entry_t *e)
 
 /* Prints the summary and the traces' paths. Returns the main trace's path
  * (the caller frees it), or NULL when no trace was written. */
+/* *others: the other traces that ended by exit or _exit (not at an exec,
+ * not killed, not still running), for the leak gate; the caller frees. */
 static char *report_traces(const char *manifest, pid_t child, const char *output,
-			   ht_supp_list_t *supps)
+			   ht_supp_list_t *supps, char ***others, size_t *nothers)
 {
+	*others = NULL;
+	*nothers = 0;
 	entry_t *ent;
 	size_t n = read_manifest(manifest, &ent);
 	char cwd[PATH_MAX];
@@ -577,8 +581,11 @@ static char *report_traces(const char *manifest, pid_t child, const char *output
 	}
 	fprintf(stderr, "heaptrail: heaptrail report %s\n", display_path(ent[main_i].path, cwd));
 	char *main_path = ent[main_i].path;
+	*others = calloc(n, sizeof **others);
 	for (size_t i = 0; i < n; i++) {
-		if (i != main_i)
+		if (i != main_i && *others && ent[i].ended && !ent[i].exec_target)
+			(*others)[(*nothers)++] = ent[i].path;
+		else if (i != main_i)
 			free(ent[i].path);
 		free(ent[i].exec_target);
 		free(ent[i].own_malloc);
@@ -712,7 +719,9 @@ int ht_run(const ht_run_opts_t *o)
 	} else {
 		ret = 1;
 	}
-	char *main_path = report_traces(manifest, pid, o->output, o->supps);
+	char **others;
+	size_t nothers;
+	char *main_path = report_traces(manifest, pid, o->output, o->supps, &others, &nothers);
 	unlink(manifest);
 	/* With no trace there was no leak check: a gate that asked for one
 	 * must not pass (a program that failed keeps its own status). */
@@ -721,17 +730,31 @@ int ht_run(const ht_run_opts_t *o)
 				"(--leak-exitcode)\n");
 		ret = 1;
 	}
-	/* a death by signal keeps its status: the leaks of a crash are not news */
+	/* a death by signal keeps its status: the leaks of a crash are not
+	 * news. Every process that exited counts, as under memcheck's
+	 * --trace-children (a test script's leaking test fails the gate); a
+	 * trace that ended at an exec does not (that image did not end). */
 	if (main_path && o->leak_exitcode >= 0 && !signaled) {
 		char cwd[PATH_MAX];
 		if (!getcwd(cwd, sizeof(cwd)))
 			cwd[0] = '\0';
-		if (leaks_fail(o, main_path, display_path(main_path, cwd))) {
+		bool fail = leaks_fail(o, main_path, display_path(main_path, cwd));
+		for (size_t i = 0; i < nothers; i++) {
+			if (leaks_fail(o, others[i], display_path(others[i], cwd))) {
+				fprintf(stderr, "heaptrail: leaks found in %s\n",
+					display_path(others[i], cwd));
+				fail = true;
+			}
+		}
+		if (fail) {
 			fprintf(stderr, "heaptrail: leaks found: exit status %d (--leak-exitcode)\n",
 				o->leak_exitcode);
 			ret = o->leak_exitcode;
 		}
 	}
+	for (size_t i = 0; i < nothers; i++)
+		free(others[i]);
+	free(others);
 	free(main_path);
 	return ret;
 }

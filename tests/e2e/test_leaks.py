@@ -20,6 +20,8 @@ checked are then what that rule and the program's construction give.
                        counted per pattern; a bad line is refused
   leaks.builtin        the built-in list takes the DTVs of threads.c's
                        threads (one-time ld.so blocks), not its real leaks
+  leaks.exitcode_children  every process that exited counts for
+                       --leak-exitcode (a script's leaking child)
   leaks.exitcode       --leak-exitcode and --no-leak-report; a crash keeps
                        its status; suppressed leaks never count
   leaks.break_gdb      --break-alloc under gdb: the stops are at the
@@ -282,6 +284,23 @@ def t_exitcode(t):
     t.eq("the same without --leak-exitcode: the program's status", 0, tr.proc.rc)
 
 
+def t_exitcode_children(t):
+    """--leak-exitcode checks every process that exited, as memcheck's
+    --trace-children does: a test script whose test leaks fails the gate
+    (it passed: only the script's own trace was checked). A trace that
+    ended at an exec is no image's end and is not checked."""
+    need_tools(t)
+    script = "%s; echo done" % (PROGS / "leaks")
+    tr = heaptrail_run(["/bin/sh", "-c", script], ["--leak-exitcode", "23"], out_name="s.%p.ht")
+    t.eq("a script running a leaking program", 23, tr.proc.rc)
+    err = text(tr.proc.err)
+    t.check("leaks found in" in err and "leak_big" in err,
+            "the child's leaks are not named: %s" % tail(tr.proc.err, 1500))
+    script = "/bin/echo hi; echo done"
+    tr = heaptrail_run(["/bin/sh", "-c", script], ["--leak-exitcode", "23"], out_name="s.%p.ht")
+    t.eq("a script running a program without definite leaks (echo)", 0, tr.proc.rc)
+
+
 GDB = shutil.which("gdb")
 
 
@@ -361,6 +380,7 @@ TESTS = [
     ("leaks.suppressions", t_suppressions),
     ("leaks.builtin", t_builtin),
     ("leaks.exitcode", t_exitcode),
+    ("leaks.exitcode_children", t_exitcode_children),
     ("leaks.break_gdb", t_break_gdb),
     ("leaks.growth", t_growth),
 ]

@@ -374,7 +374,10 @@ static void print_summary(FILE *out, const ht_model_t *m)
 			ht_fmt_count(b, tt->peak_rss_bytes));
 	else
 		fprintf(out, "  %-18s %14s\n", "peak RSS", "unknown");
-	fprintf(out, "  %-18s %14s   %s B%s in %s %s%s\n", "leaked",
+	/* live at the end, as memcheck's "in use at exit": the leak section
+	 * says what of it was lost */
+	fprintf(out, "  %-18s %14s   %s B%s in %s %s%s\n",
+		m->trace->ending == HT_ENDING_EXEC ? "in use at exec" : "in use at exit",
 		est_size(a, m, tt->leaked_bytes), ht_fmt_count(b, tt->leaked_bytes),
 		est_ci(d, m, e->var_leaked_bytes, true), est_count(cbuf, m, tt->leaked_blocks),
 		ht_blocks_word(tt->leaked_blocks),

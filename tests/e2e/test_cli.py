@@ -442,7 +442,7 @@ def t_run_figures(t):
     # and `heaptrail run` prints them
     tr = heaptrail_run([prog("temporaries")])
     rep = need_report(t, tr.out_path).data
-    m = re.search(r"leaked \S+ \S+ in ([\d,]+) blocks?; ([\d,]+) temporary", text(tr.proc.err))
+    m = re.search(r"in use at exit \S+ \S+ in ([\d,]+) blocks?; ([\d,]+) temporary", text(tr.proc.err))
     t.check(m, "run's summary: no leaked/temporary line: %s" % tail(tr.proc.err, 400))
     if m:
         t.eq("run's leaked blocks and temporary allocations",
@@ -451,7 +451,7 @@ def t_run_figures(t):
     # one is one: exec_target leaks 1 block of its 3 allocations
     tr = heaptrail_run([prog("exec_target")])
     t.check("3 allocations, 2 frees," in text(tr.proc.err) and
-            "leaked 1000 B in 1 block; 0 temporary allocations" in text(tr.proc.err),
+            "in use at exit 1000 B in 1 block; 0 temporary allocations" in text(tr.proc.err),
             "run's summary of 1 leaked block: %s" % tail(tr.proc.err, 400))
 
 

@@ -275,8 +275,8 @@ def t_text(t):
     out = text(r.proc.out)
     t.check(re.search(r"^  sampling    one sample per 1\.00 KiB allocated on average", out, re.M),
             "text report does not state the sample rate: %s" % out[:600])
-    m = re.search(r"^  leaked\s+~\S+ \S+\s+([\d,]+) B \(\+-(\S+ \S+)\) in ~([\d,]+) blocks", out, re.M)
-    t.check(m, "text report's leaked line is not an estimate with its interval: %s" % out[:1200])
+    m = re.search(r"^  in use at exit\s+~\S+ \S+\s+([\d,]+) B \(\+-(\S+ \S+)\) in ~([\d,]+) blocks", out, re.M)
+    t.check(m, "text report's in-use-at-exit line is not an estimate with its interval: %s" % out[:1200])
     if m:
         t.eq("text leaked bytes vs JSON", rep["totals"]["leaked_bytes"], int(m.group(1).replace(",", "")))
     t.check(re.search(r"^  allocations\s+566,240 ", out, re.M),

@@ -64,6 +64,19 @@ static bool tsc_pair(uint64_t *t, uint64_t *m)
 	return false;
 }
 
+/* A fork child's clock: the rate is the parent's (measuring it again cost
+ * every child 200 us of busy waiting), the start its own. */
+static void clock_restart(void)
+{
+	uint64_t t, mono;
+	if (!ht_clock_tsc || !tsc_pair(&t, &mono)) {
+		ht_clock_init();
+		return;
+	}
+	ht_start_mono_ns = mono;
+	ht_tsc0 = t; /* TSC ticks since the start, as ht_clock_init sets it */
+}
+
 void ht_clock_init(void)
 {
 	ht_start_mono_ns = ht_clock_ns();
@@ -259,7 +272,7 @@ static void fork_child(void)
 {
 	if (atomic_load(&ht_state) == HT_STATE_RECORDING) {
 		/* The child's trace is a new file with its own clock start. */
-		ht_clock_init();
+		clock_restart();
 		ht_pid = getpid();
 		ht_writer_fork_child_close();
 		ht_live_fork_child();

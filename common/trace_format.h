@@ -200,6 +200,11 @@ enum ht_end_how {
 #define HT_AGENT_SIZE_REFUSED 0x40u /* heaptrail_alloc, _realloc or _pool_alloc
 					of a size above PTRDIFF_MAX: not
 					recorded */
+#define HT_AGENT_FREES_FORGOTTEN 0x80u /* the agent forgot old frees to bound
+					   its memory, and an allocation came
+					   late from another thread: its block
+					   may have been freed, yet counts live
+					   in summary mode and the leak check */
 
 /* ---- events inside a thread block -----------------------------------------
  * Each event starts with one byte: low nibble = event (HT_EV_*), high nibble

@@ -663,7 +663,7 @@ void ht_leak_check(unsigned reason, uint64_t check_id, uintptr_t sp)
 		goto out;
 	size_t k = 0;
 	for (size_t i = 0; i < cap && k < n_blk; i++) {
-		if (!slots[i].addr)
+		if (!slots[i].addr || slots[i].freed)
 			continue;
 		blk[k].addr = slots[i].addr;
 		blk[k].size = (slots[i].size & ~CUSTOM_BIT) | (slots[i].custom ? CUSTOM_BIT : 0);

@@ -8,20 +8,25 @@
  * ht_writer_lock (the only lock this file relies on: every function here is
  * called with it held).
  *
- * Blocks of different threads arrive out of time order, so an address
- * freed on one thread and reused on another can show its events in either
- * order. Entries carry their allocation time and the rules are:
- *  - an allocation older than the entry already at its address is stale
- *    (its free is on its way, or was seen): dropped;
- *  - a free older than the entry at its address belongs to an earlier
- *    block there: dropped;
- *  - a free that finds no entry is kept aside as an orphan; when a block
- *    of events is done, an orphan frees the live block at its address if
- *    that block is older than the free (the latest such allocation of
- *    the block, not the first: the thread may have freed and reused the
- *    address meanwhile); a newer block leaves the orphan waiting.
- *    Orphans older than a few seconds of trace time are frees of blocks
- *    the agent never saw, and are forgotten.
+ * Blocks of different threads arrive out of time order, and one thread's
+ * block can come seconds of events after another's (it ships when full, or
+ * at exit: a thread that waits ships nothing). An address freed on one
+ * thread and reused on another can show its events in any order. But at
+ * one address blocks follow each other: allocation, free, allocation...
+ * so a block is freed exactly when a later event happens at its address,
+ * whatever the order the events come in. The table keeps, for each
+ * address, its latest event: a live block (its allocation), or a marker
+ * (the latest free there, no block). Then:
+ *  - an event older than the entry at its address is past history: an
+ *    allocation there is counted allocated and freed at once (stale), a
+ *    free dropped (its block was counted freed, or will be as stale);
+ *  - a later allocation replaces the entry: a live block there is freed
+ *    (its free is still on its way, and will be dropped);
+ *  - a later free makes the entry a marker: a live block there is freed.
+ * A free that finds nothing leaves a marker too: its allocation may still
+ * be on its way (it will be stale), or was never seen.
+ * Markers are kept as long as memory allows (markers_forget), not for a
+ * time: how late a thread's events come has no bound.
  * Within one thread events come in order, so equal times mean "in order".
  */
 #include <errno.h>
@@ -30,9 +35,9 @@
 #include "agent.h"
 #include "live.h"
 
-/* Blocks ship at most 0.5 s after their events (hooks.c); orphans twice
- * older than that cannot meet their allocation any more. */
-#define ORPHAN_MAX_AGE_NS 2000000000ull
+/* Markers may take as many of the table's entries as live blocks, or this
+ * many: the table stays within twice what the live blocks need. */
+#define MARKERS_MIN 16384
 
 
 typedef struct {
@@ -64,11 +69,10 @@ typedef struct {
  * the program's threads read the agent's flags on every call, and a line
  * shared with these counters would move between cores at each event. */
 static struct {
-	live_table_t blocks;
-	live_table_t orphans;
-	bool orphans_pending;	/* a digested allocation met an orphan */
-	uint64_t newest_time;	/* latest event time digested */
-	uint64_t orphans_swept_at;
+	live_table_t blocks;	/* live blocks and markers */
+	size_t markers;
+	uint64_t forgotten_until; /* markers up to this time may be forgotten */
+	uint64_t unmatched;	/* frees that freed no block when digested */
 	live_table_t pools;	/* a pool's list of blocks (see pool_note) */
 	struct pool_node *pool_nodes;
 	uint32_t pool_nodes_used, pool_nodes_cap, pool_nodes_free; /* free: index + 1 */
@@ -265,43 +269,72 @@ static ht_live_block_t *table_upsert(live_table_t *t, uintptr_t addr, bool *fres
 	return &t->slots[i];
 }
 
-/* ---- orphan frees ----------------------------------------------------------
- * A table like the blocks' (entries: address, time, thread), so that
- * adding and removing one is as cheap as for a block: with threads that
- * free each other's blocks, an orphan is met every few thousand events. */
+/* ---- markers --------------------------------------------------------------- */
 
-
-static ht_live_block_t *orphan_find(uintptr_t addr)
+static inline size_t live_count(void)
 {
-	return lv.orphans.count ? table_find(&lv.orphans, addr) : NULL;
+	return lv.blocks.count - lv.markers;
 }
 
-/* An orphan counts its frees (size): several threads can free blocks at
- * one address whose allocations are all still on their way. Its time is
- * the latest of them. */
-static void orphan_add(uintptr_t addr, uint64_t time, uint32_t tid)
+/* Forgets the oldest markers, at least half of them: the oldest are the
+ * least likely to meet an allocation still on its way. One that would
+ * have met it finds nothing: the block looks live (live_alloc raises a flag
+ * for the report). Two passes over the table: the markers' times, by 64ths
+ * of their range, then the removal up to the time that leaves half. */
+static void markers_forget(void)
 {
-	bool fresh;
-	ht_live_block_t *o = table_upsert(&lv.orphans, addr, &fresh);
-	if (!o)
-		return; /* out of memory: the block will look leaked */
-	if (fresh)
-		o->size = 0;
-	o->size++;
-	if (fresh || time >= o->time) {
-		o->time = time;
-		o->tid = tid;
+	live_table_t *t = &lv.blocks;
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (size_t i = 0; i <= t->mask; i++) {
+		const ht_live_block_t *e = &t->slots[i];
+		if (e->addr && e->freed) {
+			lo = e->time < lo ? e->time : lo;
+			hi = e->time > hi ? e->time : hi;
+		}
 	}
+	if (lo > hi)
+		return;
+	uint64_t span = (hi - lo) / 64 + 1;
+	size_t per[64] = {0};
+	for (size_t i = 0; i <= t->mask; i++) {
+		const ht_live_block_t *e = &t->slots[i];
+		if (e->addr && e->freed)
+			per[(e->time - lo) / span]++;
+	}
+	size_t n = 0, k = 0;
+	while (k < 63 && (n += per[k]) < lv.markers / 2)
+		k++;
+	uint64_t until = lo + (k + 1) * span - 1;
+	for (size_t i = 0; i <= t->mask; i++) {
+		ht_live_block_t *e = &t->slots[i];
+		while (e->addr && e->freed && e->time <= until) {
+			lv.markers--;
+			table_remove(t, e); /* moves a later entry into e */
+		}
+	}
+	if (until > lv.forgotten_until)
+		lv.forgotten_until = until;
 }
 
-/* Forgets orphans older than min_time: frees of blocks never seen. */
-static void orphans_sweep(uint64_t min_time)
+/* The entry of addr in the blocks' table, or a fresh one; before the table
+ * grows, markers beyond their share are forgotten instead. */
+static ht_live_block_t *block_upsert(uintptr_t addr, bool *fresh)
 {
-	for (size_t i = 0; lv.orphans.slots && i <= lv.orphans.mask; i++) {
-		ht_live_block_t *o = &lv.orphans.slots[i];
-		while (o->addr && o->time < min_time)
-			table_remove(&lv.orphans, o); /* moves a later entry into o */
-	}
+	live_table_t *t = &lv.blocks;
+	if (HT_UNLIKELY(t->slots && (t->count + 1) * 4 > (t->mask + 1) * 3) &&
+	    lv.markers > MARKERS_MIN && lv.markers > live_count())
+		markers_forget();
+	return table_upsert(t, addr, fresh);
+}
+
+/* Makes e the marker of a free at time. */
+static inline void marker_set(ht_live_block_t *e, uint64_t time, uint32_t tid)
+{
+	e->freed = true;
+	e->time = time;
+	e->tid = tid;
+	e->pool = 0; /* no pool's list names it any more */
+	lv.markers++;
 }
 
 /* ---- pools' blocks ------------------------------------------------------------
@@ -428,26 +461,23 @@ static void note_peak(uint64_t bytes, uint64_t time)
 static void live_alloc(uintptr_t addr, uint64_t size, uint64_t time, uint32_t tid,
 		       uint64_t pool, bool custom, uint32_t stack_id)
 {
-	/* An orphan here may be this block's free; but a later allocation of
-	 * the same block of events may be the one it freed (the thread freed
-	 * and reallocated the address meanwhile): settled when the block is
-	 * done (orphans_resolve). */
-	if (lv.orphans.count && orphan_find(addr))
-		lv.orphans_pending = true;
 	bool fresh;
-	ht_live_block_t *e = table_upsert(&lv.blocks, addr, &fresh);
+	ht_live_block_t *e = block_upsert(addr, &fresh);
 	if (HT_UNLIKELY(!e)) {
 		atomic_fetch_or(&ht_agent_flags, HT_AGENT_LIVE_TABLE_FULL);
 		return;
 	}
 	if (!fresh) {
 		if (e->time > time || (e->time == time && e->tid != tid)) {
-			/* stale: the entry is a later block at this address, so
+			/* stale: the entry is a later event at this address, so
 			 * this block's free came before it, and was dropped or
 			 * will be (older than the entry): the summary counts the
 			 * block allocated and freed now */
 			if (ht_opt_summary) {
-				site_t *r = &lv.sites[site_of(stack_id)];
+				/* site_of first: it makes the rows (a marker can
+				 * come before the first allocation) */
+				uint32_t row = site_of(stack_id);
+				site_t *r = &lv.sites[row];
 				site_touch(r);
 				if (!r->allocs || time < r->first_time)
 					r->first_time = time;
@@ -459,10 +489,19 @@ static void live_alloc(uintptr_t addr, uint64_t size, uint64_t time, uint32_t ti
 			}
 			return;
 		}
-		/* the entry's free is still on its way: it will be dropped */
-		ht_live_stats.bytes -= e->size;
-		site_free(e);
+		if (e->freed) {
+			lv.markers--;
+		} else {
+			/* the entry's free is still on its way: it will be dropped */
+			ht_live_stats.bytes -= e->size;
+			site_free(e);
+		}
+	} else if (HT_UNLIKELY(time <= lv.forgotten_until)) {
+		/* the marker of its free may have been forgotten: the block may
+		 * be counted live when it is not */
+		atomic_fetch_or(&ht_agent_flags, HT_AGENT_FREES_FORGOTTEN);
 	}
+	e->freed = false;
 	e->size = size;
 	e->time = time;
 	e->tid = tid;
@@ -477,7 +516,7 @@ static void live_alloc(uintptr_t addr, uint64_t size, uint64_t time, uint32_t ti
 	if (pool)
 		pool_note(pool, e);
 	ht_live_stats.bytes += size;
-	ht_live_stats.blocks = lv.blocks.count;
+	ht_live_stats.blocks = live_count();
 	if (ht_opt_summary) {
 		e->site = site_of(stack_id);
 		site_t *r = &lv.sites[e->site];
@@ -496,40 +535,62 @@ static void live_alloc(uintptr_t addr, uint64_t size, uint64_t time, uint32_t ti
 	note_peak(ht_live_stats.bytes, time);
 }
 
-static void entry_remove(ht_live_block_t *e)
-{
-	ht_live_stats.bytes -= e->size;
-	site_free(e);
-	table_remove(&lv.blocks, e);
-	ht_live_stats.blocks = lv.blocks.count;
-}
-
 static void live_free(uintptr_t addr, uint64_t time, uint32_t tid)
 {
 	note_heap_thread(tid);
-	ht_live_block_t *e = table_find(&lv.blocks, addr);
-	if (!e) {
-		orphan_add(addr, time, tid);
+	bool fresh;
+	ht_live_block_t *e = block_upsert(addr, &fresh);
+	if (HT_UNLIKELY(!e)) {
+		atomic_fetch_or(&ht_agent_flags, HT_AGENT_LIVE_TABLE_FULL);
+		return;
+	}
+	if (fresh) {
+		/* its allocation is on its way (it will be stale), or was
+		 * never seen */
+		marker_set(e, time, tid);
+		lv.unmatched++;
 		return;
 	}
 	if (e->time > time || (e->time == time && e->tid != tid))
 		return; /* frees an earlier block at this address */
+	if (e->freed) {
+		/* after another free: the block between is on its way */
+		e->time = time;
+		e->tid = tid;
+		lv.unmatched++;
+		return;
+	}
 	lv.n_frees++;
 	/* freed before its thread allocated again (one thread: the digest's
 	 * count is the thread's) */
 	if (e->seq == (uint32_t)lv.seq)
 		lv.n_temporary++;
-	entry_remove(e);
+	ht_live_stats.bytes -= e->size;
+	site_free(e);
+	if (!lv.inexact) {
+		/* one thread so far: its events come in order, no block of
+		 * another can be on its way to this address, and a marker
+		 * would only grow the table (a single-threaded program's
+		 * digest ran 15% slower with one per free) */
+		table_remove(&lv.blocks, e);
+	} else {
+		marker_set(e, time, tid);
+	}
+	ht_live_stats.blocks = live_count();
 }
 
 /* An allocation freed by the very next event of its block (a temporary,
  * the commonest pair of a busy program): what live_alloc then live_free
- * would do, without the three probes, when nothing is at addr (no entry,
- * no orphan) and the block is the program's own (no pool, no summary row).
- * False: take the slow way. */
+ * would do, without their probes, when nothing is at addr but maybe an
+ * older marker, and the block is the program's own (no pool, no summary
+ * row). No marker is left (nor an older one moved on): an allocation still
+ * on its way, older than this one, was freed before it by a free that
+ * found this address empty or marked (it left or moved the marker), or
+ * that is still on its way itself. False: take the slow way. */
 static bool live_temporary(uintptr_t addr, uint64_t size, uint64_t time, uint32_t tid)
 {
-	if (table_find(&lv.blocks, addr) || (lv.orphans.count && orphan_find(addr)))
+	const ht_live_block_t *e = table_find(&lv.blocks, addr);
+	if (e && (!e->freed || e->time > time || (e->time == time && e->tid != tid)))
 		return false;
 	note_heap_thread(tid);
 	lv.seq++;
@@ -539,24 +600,6 @@ static bool live_temporary(uintptr_t addr, uint64_t size, uint64_t time, uint32_
 	lv.n_temporary++;
 	note_peak(ht_live_stats.bytes + size, time);
 	return true;
-}
-
-/* After a block with allocations at orphans' addresses: an orphan frees
- * the live block at its address if that block is older than the free. */
-static void orphans_resolve(void)
-{
-	for (size_t i = 0; lv.orphans.slots && i <= lv.orphans.mask; i++) {
-		ht_live_block_t *o = &lv.orphans.slots[i];
-		while (o->addr) {
-			ht_live_block_t *e = table_find(&lv.blocks, o->addr);
-			if (!e || e->time > o->time || (e->time == o->time && e->tid != o->tid))
-				break; /* still waiting for its own allocation */
-			entry_remove(e);
-			if (--o->size)
-				break;
-			table_remove(&lv.orphans, o); /* moves a later orphan into o */
-		}
-	}
 }
 
 /* A pool reset or destroyed at time: every block of it allocated before
@@ -583,7 +626,7 @@ static void live_pool_clear(uint64_t pool, uint64_t time)
 		p->time--;
 		*link = pool_node_drop(*link);
 	}
-	ht_live_stats.blocks = lv.blocks.count;
+	ht_live_stats.blocks = live_count();
 	p->size = head;
 	if (!head)
 		table_remove(&lv.pools, p); /* no block left: forget the pool */
@@ -761,16 +804,6 @@ void ht_live_digest(const ht_block_t *b)
 		}
 	}
 	held_release(&held, b->tid);
-	if (lv.orphans_pending) {
-		lv.orphans_pending = false;
-		orphans_resolve();
-	}
-	if (time > lv.newest_time)
-		lv.newest_time = time;
-	if (lv.orphans.count && lv.newest_time - lv.orphans_swept_at > ORPHAN_MAX_AGE_NS) {
-		lv.orphans_swept_at = lv.newest_time;
-		orphans_sweep(lv.newest_time - ORPHAN_MAX_AGE_NS);
-	}
 }
 
 const ht_live_block_t *ht_live_slots(size_t *capacity)
@@ -781,7 +814,7 @@ const ht_live_block_t *ht_live_slots(size_t *capacity)
 
 size_t ht_live_count(void)
 {
-	return lv.blocks.count;
+	return live_count();
 }
 
 bool ht_live_summary(ht_live_summary_t *out)
@@ -789,7 +822,7 @@ bool ht_live_summary(ht_live_summary_t *out)
 	/* leak_check=0: no table; summary mode and sampling: run needs the
 	 * trace's rows, or estimates */
 	if (!ht_opt_leak_check || ht_opt_summary || ht_opt_sample_rate || lv.inexact ||
-	    lv.orphans.count ||
+	    lv.unmatched ||
 	    (atomic_load(&ht_agent_flags) & (HT_AGENT_OUT_OF_MEMORY | HT_AGENT_LIVE_TABLE_FULL)))
 		return false;
 	*out = (ht_live_summary_t){
@@ -798,7 +831,7 @@ bool ht_live_summary(ht_live_summary_t *out)
 		.bytes = lv.n_bytes,
 		.peak_bytes = ht_live_stats.peak_bytes,
 		.live_bytes = ht_live_stats.bytes,
-		.live_blocks = lv.blocks.count,
+		.live_blocks = live_count(),
 		.temporary = lv.n_temporary,
 	};
 	return true;
@@ -830,8 +863,8 @@ void ht_live_fork_child(void)
 	lv.peak_time = 0;
 	lv.stack_defs_len = lv.stack_defs_written = 0;
 	table_clear(&lv.blocks);
-	table_clear(&lv.orphans);
-	lv.orphans_pending = false;
+	lv.markers = 0;
+	lv.forgotten_until = 0;
 	table_clear(&lv.pools);
 	lv.pool_nodes_used = lv.pool_nodes_free = 0;
 	memset(&ht_live_stats, 0, sizeof ht_live_stats);

@@ -14,6 +14,7 @@ typedef struct ht_live_block {
 	uint32_t tid;	/* the allocating thread */
 	uint32_t site;	/* summary mode: its row in the site table */
 	bool custom;	/* from the program's own allocator (heaptrail.h) */
+	bool freed;	/* a marker: the latest free at addr (time, tid), no block */
 	uint32_t seq;	/* the digest's allocation count when it was made (low bits) */
 } ht_live_block_t;
 
@@ -39,9 +40,10 @@ bool ht_live_sync(ht_thread_t *t);
 
 /* Applies the allocations and frees of one shipped block of events. */
 void ht_live_digest(const ht_block_t *b);
-/* The table's slots (empty ones have addr 0) and its capacity. */
+/* The table's slots (empty ones have addr 0, markers freed set: live.c)
+ * and its capacity. */
 const ht_live_block_t *ht_live_slots(size_t *capacity);
-size_t ht_live_count(void);
+size_t ht_live_count(void); /* live blocks */
 
 /* The figures heaptrail run prints, as the reader's replay of the trace
  * would compute them (cli/model.c): allocations, frees and bytes of the

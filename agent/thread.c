@@ -91,7 +91,8 @@ static unsigned dead_stack_count, dead_stack_next;
  * record, so reports and exports show "worker-3" rather than a number: when
  * it exits (after its events, so that the reader numbers threads by their
  * first event still) and, for the threads still running, at the end. A
- * thread that keeps the name it inherited (the program's) gets none. */
+ * thread that keeps the name it inherited (the program's) gets none; the
+ * main thread's name is the program's until the program renames it. */
 static char process_name[16];
 
 static void write_name(uint32_t tid, const char *name)
@@ -111,7 +112,7 @@ static void write_name(uint32_t tid, const char *name)
 void ht_thread_write_names(void)
 {
 	for (ht_thread_t *t = registry; t; t = t->next) {
-		if (!t->in_use || t->exited || t->tid == (uint32_t)ht_pid)
+		if (!t->in_use || t->exited)
 			continue;
 		char path[64] = "/proc/self/task/", name[32];
 		size_t n = ht_append_u64(path, ht_strlen(path), sizeof path, t->tid);
@@ -189,8 +190,7 @@ static void thread_exit(void *arg)
 	if (atomic_load(&ht_state) == HT_STATE_RECORDING) {
 		flush_state(t, false);
 		char name[17] = {0};
-		if (t->tid != (uint32_t)ht_pid && prctl(PR_GET_NAME, name) == 0 && name[0] &&
-		    ht_strcmp(name, process_name)) {
+		if (prctl(PR_GET_NAME, name) == 0 && name[0] && ht_strcmp(name, process_name)) {
 			ht_lock(&ht_writer_lock);
 			ht_blocks_drain_locked(); /* its events first */
 			if (atomic_load(&ht_state) == HT_STATE_RECORDING)
@@ -497,6 +497,9 @@ void ht_thread_fork_child(void)
 	next_ordinal = 2;
 	atomic_store(&ht_thread_states, ht_tls_thread ? 1 : 0);
 	ht_thread_t *self = ht_tls_thread;
+	/* the child's name is the forking thread's: its main thread's name
+	 * until the child renames it */
+	prctl(PR_GET_NAME, process_name);
 	ht_names_fork_child(self);
 	for (ht_thread_t *t = registry; t; t = t->next) {
 		t->n_allocs = t->n_frees = t->n_bytes = 0; /* the child counts its own */

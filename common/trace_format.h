@@ -204,6 +204,11 @@ enum ht_end_how {
 					  not grow: leak classes (summary mode:
 					  the rows) are partial; the events
 					  are complete */
+#define HT_AGENT_FREES_FORGOTTEN 0x100u /* the agent forgot old frees to bound
+					   its memory, and an allocation came
+					   late from another thread: its block
+					   may have been freed, yet counts live
+					   in summary mode and the leak check */
 
 /* ---- events inside a thread block -----------------------------------------
  * Each event starts with one byte: low nibble = event (HT_EV_*), high nibble

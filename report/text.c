@@ -69,6 +69,11 @@ size_t ht_report_warnings(const ht_model_t *m, char buf[][HT_WARN_LEN], size_t m
 		WARN("the agent's name table filled up (32,766 distinct tags, phases, pools, handle "
 		     "kinds and snapshots): tags, phases and handles of later names were not "
 		     "recorded, and later pools and snapshots are named \"(names full)\"");
+	if (t->agent_flags & HT_AGENT_FREES_FORGOTTEN)
+		WARN("the agent forgot its oldest frees to bound its memory, and some blocks were "
+		     "allocated before one of them but reached it later (from a thread that had not "
+		     "shipped its events): such a block may be counted live at the end, in a "
+		     "summary's figures and the leak classes, though freed");
 	if (t->agent_flags & HT_AGENT_SIZE_REFUSED)
 		WARN("the program reported blocks larger than PTRDIFF_MAX with heaptrail_alloc, "
 		     "heaptrail_realloc or heaptrail_pool_alloc (a size of -1?): no block can be "

@@ -19,6 +19,13 @@ bytes under 128.
   leaks.classes.report       the CLI's JSON report (no default suppressions) gives
                              the same per-class totals as the LEAKS record, for
                              every scenario
+  leaks.classes.prodcons     tests/programs/prodcons.c: blocks freed on other threads
+                             than their allocation, their addresses reused by other
+                             threads; the LEAKS record and the report give memcheck's
+                             definitely lost, indirectly lost and still reachable
+                             (glibc's thread vectors, possibly lost in memcheck,
+                             are definitely lost in the record, suppressed in the
+                             report)
   leaks.classes.exitcode     run --leak-exitcode 23: 23 when definite or indirect
                              leaks remain (list), 0 when only possible and
                              reachable ones do (interior)
@@ -240,6 +247,37 @@ def t_summary(t):
     t.eq("summary mode's classes == the full trace's", full, json_classes(t, tr.out_path))
 
 
+def t_prodcons(t):
+    from harness import report
+    need_tools(t)
+    prog = PROGS / "prodcons"
+    t.need(prog.exists(), "%s not built (make programs)" % prog)
+    tr = heaptrail_run([str(prog)], timeout=TIMEOUT)
+    t.need(tr.proc.rc == 0 and tr.out_path.exists(), "prodcons under heaptrail: %s %s" % (
+        tr.proc.describe(), tail(tr.proc.err)))
+    mc = memcheck_classes(t, ("prodcons",), [prog])
+    t.eq("memcheck's classes (prodcons.c's header)",
+         {"definite": [150, 32250], "indirect": [0, 0], "reachable": [192, 22560]},
+         {k: mc[k] for k in ("definite", "indirect", "reachable")})
+    ht = tracefile.leak_totals(str(tr.out_path))
+    t.need(ht is not None, "no LEAKS record")
+    for kind in ("indirect", "reachable"):
+        t.eq("LEAKS record: %s [blocks, bytes]" % kind, mc[kind], ht[kind])
+    # the thread vectors, possibly lost in memcheck, are definitely lost for
+    # the agent (their exited threads' stacks are not roots)
+    t.eq("LEAKS record: definite blocks", mc["definite"][0] + mc["possible"][0],
+         ht["definite"][0])
+    rep = report(tr.out_path, "json")
+    t.need(rep.data, "report failed: %s" % rep.err)
+    tot = rep.data["totals"]
+    for kind in ("definite", "indirect", "reachable"):
+        t.eq("report: %s [blocks, bytes]" % kind, mc[kind],
+             [tot[kind + "_blocks"], tot[kind + "_bytes"]])
+    # memcheck's possibly lost blocks are the thread vectors
+    t.eq("report: possible and suppressed blocks", mc["possible"][0],
+         tot["possible_blocks"] + tot["suppressed_blocks"])
+
+
 def t_example(t):
     from harness import BUILD
     prog = BUILD / "examples" / "leaky"
@@ -269,6 +307,7 @@ TESTS = [("leaks.classes." + s, check_scenario(s)) for s in SCENARIOS] + [
     ("leaks.classes.pymalloc", t_pymalloc),
     ("leaks.classes.report", t_report),
     ("leaks.classes.exitcode", t_exitcode),
+    ("leaks.classes.prodcons", t_prodcons),
     ("leaks.classes.summary", t_summary),
     ("leaks.classes.example", t_example),
     ("leaks.classes.sparse", t_sparse),

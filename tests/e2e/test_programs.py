@@ -1019,6 +1019,35 @@ def t_thread_names(t):
     t.eq("thread names (5 threads)", ["", "", "spinner", "worker-1", "worker-2"], names)
 
 
+def main_name_test(how):
+    def fn(t):
+        """The main thread, named by the program (prctl or
+        pthread_setname_np, exiting with exit or pthread_exit), carries
+        its name in the trace, the events export and the chrome export;
+        kept the process's name, it carries none."""
+        need_tools(t)
+        tr = heaptrail_run([prog("main_named"), how], out_name="main_named.ht")
+        t.eq("exit status", 0, tr.proc.rc)
+        p = run([str(HT), "convert", "--format", "events", str(tr.out_path)], 60)
+        t.eq("convert exit status", 0, p.rc)
+        head = json.loads(text(p.out).splitlines()[0])
+        pid = head.get("pid")
+        names = {("main" if th["thread"] == pid else "other"): th["name"]
+                 for th in head.get("threads", []) if th["name"] != "helper"}
+        want = None if how == "keep" else "mainloop"
+        t.eq("names of main and the unnamed threads", {"main": want}, names)
+        t.eq("helper named", 1, sum(th["name"] == "helper" for th in head.get("threads", [])))
+        chrome = t.tmp / "c.json"
+        p = run([str(HT), "convert", "--format", "chrome", "-o", str(chrome), str(tr.out_path)], 60)
+        t.eq("chrome convert exit status", 0, p.rc)
+        evs = json.loads(chrome.read_text())
+        evs = evs.get("traceEvents", evs) if isinstance(evs, dict) else evs
+        track = [e["args"]["name"] for e in evs
+                 if e.get("ph") == "M" and e.get("name") == "thread_name" and e.get("tid") == pid]
+        t.eq("chrome: the main thread's track", [want or "main"], track)
+    return fn
+
+
 def t_signal_handler_allocs(t):
     """A signal handler that allocates while the agent is recording an
     event of the same thread: its blocks are recorded (deferred until the
@@ -1410,6 +1439,8 @@ add("signals.handler_allocates", t_signal_handler_allocs)
 add("signals.siglongjmp_out_of_handler", t_signal_siglongjmp)
 add("signals.sigqueue_order", t_signal_sigqueue_order)
 add("threads.names", t_thread_names)
+for _how in ("prctl", "setname", "exit", "keep"):
+    add("threads.main_name." + _how, main_name_test(_how))
 add("threads.first_heap_call_in_getattr", t_getattr_first)
 add("fork.relative_output", t_fork_cwd_relative)
 add("fork.raw_clone_vm", t_rawclone_vm)

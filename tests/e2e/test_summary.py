@@ -21,8 +21,12 @@ suite (test_programs.py).
   summary.cross_thread   two threads handing one address back and forth
                          (pingpong.c): every allocation and byte counted
                          in its site (the writer sees the threads' blocks
-                         out of time order); frees within 4 of the full
-                         trace's (docs/INTERNALS.md, summary mode)
+                         out of time order), and every free
+  summary.prodcons       producers allocate, consumers free (prodcons.c): the
+                         threads' blocks arrive seconds of events apart, at
+                         addresses other threads reused meanwhile; the
+                         allocating site's figures and classes equal the
+                         construction, the totals the full trace's
   summary.leak_classes   the leak classes at exit land in the site rows
                          (read from the file): leak_classes.c's list
                          scenario, 1 definite, 9 indirect, 5 reachable
@@ -262,8 +266,29 @@ def t_cross_thread(t):
         ss = {key(s): (s["allocations"], s["bytes_allocated"]) for s in summ["sites"]}
         t.eq("run %d: allocations and bytes of each site" % (i + 1), fs, ss)
         d = full["totals"]["frees"] - summ["totals"]["frees"]
-        t.check(0 <= d <= 4, "run %d: frees %d, the full trace's %d" %
+        t.check(d == 0, "run %d: frees %d, the full trace's %d" %
                 (i + 1, summ["totals"]["frees"], full["totals"]["frees"]))
+
+
+def t_prodcons(t):
+    _, full = traced(t, "prodcons")
+    tot = ("allocations", "frees", "bytes_allocated", "leaked_blocks", "leaked_bytes")
+    # prodcons.c's header, default arguments
+    want = {"allocations": 150000, "frees": 149658, "bytes_allocated": 17325000,
+            "leaked_blocks": 342, "leaked_bytes": 54810}
+    classes = {"definite_blocks": 150, "definite_bytes": 32250, "indirect_blocks": 0,
+               "reachable_blocks": 192, "reachable_bytes": 22560}
+    for i in range(2):
+        tr, summ = traced(t, "prodcons", (), ("--summary",), name="prodcons.%d" % i)
+        t.eq("run %d: exit status" % (i + 1), 0, tr.proc.rc)
+        t.eq("run %d: totals" % (i + 1), {f: full["totals"][f] for f in tot},
+             {f: summ["totals"][f] for f in tot})
+        site = [s for s in summ["sites"] if s["stack"][0].get("function") == "produce_block"]
+        if len(site) != 1:
+            t.fatal("run %d: %d sites of produce_block: %r" % (
+                i + 1, len(site), [s["stack"][:1] for s in summ["sites"]]))
+        t.eq("run %d: produce_block" % (i + 1), want, {f: site[0][f] for f in tot})
+        t.eq("run %d: classes" % (i + 1), classes, {k: summ["totals"][k] for k in classes})
 
 
 def images_by_command(t, tr):
@@ -356,6 +381,7 @@ TESTS = [
     ("summary.bounded", t_bounded),
     ("summary.env_only", t_env_only),
     ("summary.cross_thread", t_cross_thread),
+    ("summary.prodcons", t_prodcons),
     ("summary.leak_classes", t_leak_classes),
     ("summary.exec", t_exec),
     ("summary.json_suppressed", t_json_suppressed),

@@ -414,6 +414,10 @@ void ht_note_exit_sp(uintptr_t sp)
 	}
 }
 
+/* Set while this thread's exec holds the writer's lock (ht_before_exec
+ * to ht_after_failed_exec). */
+static __thread bool exec_lock_mine;
+
 void ht_finish(unsigned how, unsigned status)
 {
 	/* A vfork child shares our memory: it must not touch the parent's
@@ -448,7 +452,11 @@ void ht_finish(unsigned how, unsigned status)
 		ht_modules_check_bypass(NULL);
 	/* Exit and _exit wait as long as it takes; a signal handler must not
 	 * hang if the crashing thread holds the lock itself. */
-	if (ht_lock_timed(&ht_writer_lock, how == HT_END_SIGNAL ? 2000 : 60000)) {
+	/* A handler's exit while this thread's exec holds the lock (the
+	 * exec failed, or the signal came just before it): the writer is
+	 * between records, the trace is this thread's to end. */
+	bool mine = exec_lock_mine;
+	if (mine || ht_lock_timed(&ht_writer_lock, how == HT_END_SIGNAL ? 2000 : 60000)) {
 		ht_thread_flush_all();
 		if (!ht_opt_summary)
 			ht_thread_write_names();
@@ -459,7 +467,8 @@ void ht_finish(unsigned how, unsigned status)
 		if (how == HT_END_EXIT && !atomic_load(&ht_exit_code_known))
 			atomic_fetch_or(&ht_agent_flags, HT_AGENT_EXIT_CODE_UNKNOWN);
 		ht_writer_finish(how, status);
-		ht_unlock(&ht_writer_lock);
+		if (!mine) /* else ht_after_failed_exec lets go, if it comes */
+			ht_unlock(&ht_writer_lock);
 	}
 	atomic_store(&finish_done, true);
 	pthread_sigmask(SIG_SETMASK, &saved_mask, NULL);
@@ -485,6 +494,11 @@ bool ht_before_exec(const char *path)
 			sched_yield();
 	}
 	ht_guard++;
+	/* a handler that ends the process (an _exit on a timer) waits for the
+	 * flush, as in ht_finish: it then finds the writer between records */
+	sigset_t async, saved_mask;
+	ht_async_signals(&async);
+	pthread_sigmask(SIG_BLOCK, &async, &saved_mask);
 	ht_lock(&ht_writer_lock);
 	ht_thread_flush_all();
 	/* the sites so far: if the exec fails, the ones written at the end
@@ -512,7 +526,9 @@ bool ht_before_exec(const char *path)
 	 * and this thread keeps its guard, or it might ship a block and wait
 	 * for the lock it holds. ht_after_failed_exec lets both go (another
 	 * thread's exec waits for the lock meanwhile). */
+	exec_lock_mine = true;
 	atomic_store(&ht_state, HT_STATE_RECORDING);
+	pthread_sigmask(SIG_SETMASK, &saved_mask, NULL);
 	return true;
 }
 
@@ -520,6 +536,7 @@ void ht_after_failed_exec(bool flushed)
 {
 	if (!flushed)
 		return;
+	exec_lock_mine = false;
 	ht_unlock(&ht_writer_lock);
 	ht_guard--;
 }

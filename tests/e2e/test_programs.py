@@ -1161,6 +1161,21 @@ def t_spawn_no_follow(t):
                                    "leaked_blocks": 2, "leaked_bytes": 1024}, {k: tot.get(k) for k in TOT})
 
 
+def t_exit_in_exec(t):
+    """_exit from a SIGALRM handler while the program tries failing execs:
+    the trace ends by _exit, whole. The handler found the agent flushing
+    for an exec (the end skipped: the trace read "ended at exec") or the
+    exec holding the writer's lock (no END written)."""
+    need_tools(t)
+    for i in range(4):
+        tr = heaptrail_run([prog("exit_in_exec")], out_name="exitexec%d.ht" % i, timeout=30)
+        t.eq("run %d: exit status" % i, 3, tr.proc.rc)
+        r = need_report(t, tr.out_path)
+        prg, tot = r.data.get("program", {}), r.data.get("totals", {})
+        t.eq("run %d: ending, status, blocks in use" % i, ("_exit", 3, 100),
+             (prg.get("ending"), prg.get("exit_code"), tot.get("leaked_blocks")))
+
+
 def t_exec_race(t):
     """Threads whose execs fail at the same time: each exec's flush (and
     the writer's lock held across it) belongs to the thread that made it.
@@ -1456,6 +1471,7 @@ add("threads.cancel_deferred", t_cancel_deferred)
 add("limits.rlimit_as", t_rlimit_as)
 add("exec.failing_while_threads_allocate", t_exec_fail_threads)
 add("exec.failing_in_several_threads", t_exec_race)
+add("exec.exit_in_handler", t_exit_in_exec)
 add("fork.pattern_p", t_fork_pattern)
 add("fork.stderr_listing", t_fork_listing)
 

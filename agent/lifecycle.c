@@ -268,8 +268,13 @@ static void fork_parent(void)
 	ht_guard--;
 }
 
+/* Set while this thread's exec holds the writer's lock (ht_before_exec
+ * to ht_after_failed_exec). */
+static __thread bool exec_lock_mine;
+
 static void fork_child(void)
 {
+	exec_lock_mine = false; /* the parent's lock; reset with the others */
 	if (atomic_load(&ht_state) == HT_STATE_RECORDING) {
 		/* The child's trace is a new file with its own clock start. */
 		clock_restart();
@@ -414,10 +419,6 @@ void ht_note_exit_sp(uintptr_t sp)
 	}
 }
 
-/* Set while this thread's exec holds the writer's lock (ht_before_exec
- * to ht_after_failed_exec). */
-static __thread bool exec_lock_mine;
-
 void ht_finish(unsigned how, unsigned status)
 {
 	/* A vfork child shares our memory: it must not touch the parent's
@@ -451,10 +452,10 @@ void ht_finish(unsigned how, unsigned status)
 	if (how != HT_END_SIGNAL && !in_agent)
 		ht_modules_check_bypass(NULL);
 	/* Exit and _exit wait as long as it takes; a signal handler must not
-	 * hang if the crashing thread holds the lock itself. */
-	/* A handler's exit while this thread's exec holds the lock (the
-	 * exec failed, or the signal came just before it): the writer is
-	 * between records, the trace is this thread's to end. */
+	 * hang if the crashing thread holds the lock itself. But a handler's
+	 * exit while this thread's exec holds the lock (the exec failed, or
+	 * the signal came just before it) finds the writer between records:
+	 * the trace is this thread's to end. */
 	bool mine = exec_lock_mine;
 	if (mine || ht_lock_timed(&ht_writer_lock, how == HT_END_SIGNAL ? 2000 : 60000)) {
 		ht_thread_flush_all();

@@ -13,12 +13,6 @@
 #define NO_SITE UINT32_MAX
 #define NO_ROW SIZE_MAX
 
-static const char *base_name(const char *p)
-{
-	const char *s = strrchr(p, '/');
-	return s ? s + 1 : p;
-}
-
 /* A growable string: the key being built. */
 typedef struct keybuf {
 	char *s;
@@ -61,7 +55,7 @@ static int site_key(const ht_diff_side_t *sd, ht_diff_match_t match, const ht_si
 	int r = 0;
 	for (long i = 0; i < n && !r; i++) {
 		const ht_frame_t *f = &(*frames)[i];
-		const char *mod = f->module ? base_name(f->module) : "?";
+		const char *mod = f->module ? ht_base_name(f->module) : "?";
 		if (f->function) {
 			r = key_add(k, "%s%s @%s", i ? "\n" : "", f->function, mod);
 		} else {
@@ -71,20 +65,11 @@ static int site_key(const ht_diff_side_t *sd, ht_diff_match_t match, const ht_si
 			r = key_add(k, "%s?? @%s+0x%" PRIx64, i ? "\n" : "", mod, off);
 		}
 		if (!r && match == HT_DIFF_BY_LINE && f->file)
-			r = key_add(k, " %s:%d", base_name(f->file), f->line);
+			r = key_add(k, " %s:%d", ht_base_name(f->file), f->line);
 	}
 	if (!r && n == 0)
 		r = key_add(k, "[empty stack]");
 	return r;
-}
-
-/* FNV-1a */
-static uint64_t str_hash(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-	return h;
 }
 
 /* Does a site take part: anything allocated, or left live (a summary's
@@ -109,7 +94,7 @@ static int add_side(ht_diff_t *d, int side, ht_map_t *by_hash, size_t *cap)
 			continue;
 		if ((r = site_key(sd, d->match, s, &frames, &fcap, &k)))
 			break;
-		uint64_t h = str_hash(k.s);
+		uint64_t h = ht_fnv1a(k.s);
 		uint32_t head = ht_map_get(by_hash, h);
 		size_t row = head == HT_MAP_NONE ? NO_ROW : head;
 		while (row != NO_ROW && strcmp(d->sites[row].key, k.s))

@@ -21,6 +21,7 @@
  *  - Not thread-safe: one symbolizer per thread.
  */
 #include "symbolize.h"
+#include "util.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -165,10 +166,7 @@ static uint64_t mix64(uint64_t x)
 
 static uint64_t hash_str(const char *p)
 {
-	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
-	for (; *p; p++)
-		h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
-	return mix64(h);
+	return mix64(ht_fnv1a(p));
 }
 
 /* ------------------------------------------------------------------------ */

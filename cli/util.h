@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* CLI error codes, above the errno range. */
 #define HT_ERRNO_MAP(X)                                        \
@@ -49,6 +50,22 @@ uint32_t ht_map_get(const ht_map_t *m, uint64_t key);
 /* Insert or overwrite. Returns 0 or -ENOMEM. */
 int ht_map_put(ht_map_t *m, uint64_t key, uint32_t val);
 void ht_map_free(ht_map_t *m);
+
+/* The file name of a path (what follows its last '/'); NULL stays NULL. */
+static inline const char *ht_base_name(const char *p)
+{
+	const char *s = p ? strrchr(p, '/') : NULL;
+	return s ? s + 1 : p;
+}
+
+/* FNV-1a of a string; tables mix it further (ht_util_hash64). */
+static inline uint64_t ht_fnv1a(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+	return h;
+}
 
 /* A 64-bit mixer (murmur3 finalizer) for hash tables. */
 static inline uint64_t ht_util_hash64(uint64_t x)

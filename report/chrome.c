@@ -82,12 +82,6 @@ static void ev_end(cw_t *w)
 
 /* ---- process and threads --------------------------------------------------------- */
 
-static const char *base_name(const char *p)
-{
-	const char *s = p ? strrchr(p, '/') : NULL;
-	return s ? s + 1 : p;
-}
-
 /* Per-thread figures, from one replay: in a sampled trace weighted
  * estimates, as the report's sites have them. */
 typedef struct thread_acc {
@@ -371,7 +365,7 @@ int ht_export_chrome(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 		tt->allocations, tt->frees, tt->bytes_allocated, tt->peak_heap_bytes,
 		tt->peak_rss_bytes, tt->leaked_bytes);
 
-	const char *prog = base_name(t->argc ? t->argv[0] : t->exe_path);
+	const char *prog = ht_base_name(t->argc ? t->argv[0] : t->exe_path);
 	ev_begin(&w, 'M', "process_name", NULL, w.pid, NULL);
 	fputs(",\"args\":{\"name\":", out);
 	json_str(out, prog && prog[0] ? prog : "(unknown program)");

@@ -172,12 +172,7 @@ static void print_list(textctx_t *c, const char *title, ht_site_order_t order, s
 	const ht_diff_t *d = c->d;
 	size_t n = ht_diff_sort(d, order, false, idx);
 	size_t shown = n < top ? n : top;
-	char t[128];
-	if (n > shown)
-		snprintf(t, sizeof(t), "%s (top %zu of %zu sites)", title, shown, n);
-	else
-		snprintf(t, sizeof(t), "%s (%zu site%s)", title, n, n == 1 ? "" : "s");
-	ht_report_rule(out, t);
+	ht_report_list_rule(out, title, shown, n);
 	if (!n)
 		fputs("  no change\n", out);
 	for (size_t i = 0; i < shown && !c->err; i++) {

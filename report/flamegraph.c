@@ -176,19 +176,13 @@ static int build_tree(const ht_model_t *m, ht_symbolizer_t *sym, ht_cost_t cost,
 
 /* ---- labels and colours ---------------------------------------------------------- */
 
-static const char *base_name(const char *path)
-{
-	const char *s = path ? strrchr(path, '/') : NULL;
-	return s ? s + 1 : path;
-}
-
 /* A box's label: the function, else "module+0xoffset"-like "[module] 0xaddr". */
 static void node_label(const node_t *n, char *buf, size_t len)
 {
 	if (n->name)
 		snprintf(buf, len, "%s", n->name);
 	else if (n->module)
-		snprintf(buf, len, "[%s] 0x%" PRIx64, base_name(n->module), n->address);
+		snprintf(buf, len, "[%s] 0x%" PRIx64, ht_base_name(n->module), n->address);
 	else
 		snprintf(buf, len, "0x%" PRIx64, n->address);
 }

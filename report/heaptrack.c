@@ -78,10 +78,7 @@ typedef struct strtab {
 
 static uint64_t str_hash(const char *s)
 {
-	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a, then mixed */
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-	return ht_util_hash64(h);
+	return ht_util_hash64(ht_fnv1a(s));
 }
 
 /* Index (1-based) of s in t, adding it if new (*added set). 0 on -ENOMEM. */

@@ -16,12 +16,6 @@
 #include "util.h"
 
 
-static const char *base_name(const char *p)
-{
-	const char *s = strrchr(p, '/');
-	return s ? s + 1 : p;
-}
-
 /* A pool's or snapshot's name: the trace's text, else "#ID" (the NAME
  * event was lost with a damaged tail) or the given fallback for id 0. */
 static const char *name_of(const ht_trace_t *t, uint64_t id, const char *none, char *buf,
@@ -74,9 +68,9 @@ static int site_label(const ht_model_t *m, ht_symbolizer_t *sym, uint32_t site, 
 		snprintf(buf, len, "0x%" PRIx64, f->address);
 	size_t used = strlen(buf);
 	if (f->file && f->line > 0)
-		snprintf(buf + used, len - used, " %s:%d", base_name(f->file), f->line);
+		snprintf(buf + used, len - used, " %s:%d", ht_base_name(f->file), f->line);
 	else if (f->module)
-		snprintf(buf + used, len - used, " in %s", base_name(f->module));
+		snprintf(buf + used, len - used, " in %s", ht_base_name(f->module));
 	return 0;
 }
 

@@ -112,20 +112,12 @@ typedef struct builder {
 	size_t cap_labels;
 } builder_t;
 
-static uint64_t fnv1a(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-	return h;
-}
-
 /* Index of s in the string table, adding a copy if new. <0 on -ENOMEM. */
 static int64_t str_index(builder_t *b, const char *s)
 {
 	if (!s)
 		s = "";
-	uint64_t h = fnv1a(s);
+	uint64_t h = ht_fnv1a(s);
 	for (;; h++) { /* equal hashes: probe the next hash value */
 		uint32_t i = ht_map_get(&b->str_by_hash, h);
 		if (i == HT_MAP_NONE)

@@ -70,6 +70,8 @@ int ht_report_growth_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym);
 
 /* A section title of the text reports: "\nTITLE ---...---" to 100 columns. */
 void ht_report_rule(FILE *out, const char *title);
+/* The rule of a list of sites: "TITLE (top SHOWN of N sites)", or "(N sites)". */
+void ht_report_list_rule(FILE *out, const char *title, size_t shown, size_t n);
 
 /* A site's stack as the text report prints it (leaf first, `function
  * file:line`); brief: its top frames only (it was printed in full above). */

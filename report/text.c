@@ -88,6 +88,16 @@ size_t ht_report_warnings(const ht_model_t *m, char buf[][HT_WARN_LEN], size_t m
 
 /* ---- helpers ------------------------------------------------------------------ */
 
+void ht_report_list_rule(FILE *out, const char *title, size_t shown, size_t n)
+{
+	char t[128];
+	if (n > shown)
+		snprintf(t, sizeof(t), "%s (top %zu of %zu sites)", title, shown, n);
+	else
+		snprintf(t, sizeof(t), "%s (%zu site%s)", title, n, n == 1 ? "" : "s");
+	ht_report_rule(out, t);
+}
+
 void ht_report_rule(FILE *out, const char *title)
 {
 	size_t n = strlen(title);
@@ -95,12 +105,6 @@ void ht_report_rule(FILE *out, const char *title)
 	for (size_t i = n + 1; i < WIDTH; i++)
 		fputc('-', out);
 	fputc('\n', out);
-}
-
-static const char *base_name(const char *p)
-{
-	const char *s = strrchr(p, '/');
-	return s ? s + 1 : p;
 }
 
 void ht_report_command_text(FILE *out, const ht_trace_t *t)
@@ -221,10 +225,10 @@ static void frame_location(textctx_t *c, const ht_site_t *s, const ht_frame_t *f
 		const ht_trace_t *t = c->m->trace;
 		long mi = ht_trace_module_for(t, f->address, s->first_time);
 		if (mi >= 0)
-			snprintf(buf, len, "in %s+0x%" PRIx64, base_name(f->module),
+			snprintf(buf, len, "in %s+0x%" PRIx64, ht_base_name(f->module),
 				 f->address - t->modules[mi].bias);
 		else
-			snprintf(buf, len, "in %s", base_name(f->module));
+			snprintf(buf, len, "in %s", ht_base_name(f->module));
 	} else {
 		snprintf(buf, len, "in an unknown module");
 	}
@@ -453,12 +457,7 @@ static void print_list(textctx_t *c, const char *title, ht_site_order_t order, h
 	const ht_model_t *m = c->m;
 	size_t n = ht_model_sort(m, order, idx);
 	size_t shown = n < top ? n : top;
-	char t[128];
-	if (n > shown)
-		snprintf(t, sizeof(t), "%s (top %zu of %zu sites)", title, shown, n);
-	else
-		snprintf(t, sizeof(t), "%s (%zu site%s)", title, n, n == 1 ? "" : "s");
-	ht_report_rule(out, t);
+	ht_report_list_rule(out, title, shown, n);
 	if (!n) {
 		fprintf(out, "  %s\n", none);
 		return;

@@ -100,6 +100,10 @@ $(B)/tests/%: tests/programs/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O0 -g -fno-omit-frame-pointer -fno-builtin -D_GNU_SOURCE -Iinclude -o $@ $< -ldl -lpthread -rdynamic
 
+# The programs that print their figures with put_u.h.
+$(B)/tests/sigalloc $(B)/tests/siglongjmp $(B)/tests/sigqueue_order $(B)/tests/rlimit_as: \
+	tests/programs/put_u.h
+
 # Without PIE: its PLT entry is malloc's canonical address.
 $(B)/tests/malloc_pointer: tests/programs/malloc_pointer.c
 	@mkdir -p $(dir $@)

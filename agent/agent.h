@@ -306,6 +306,9 @@ static inline ht_deferred_t *ht_deferred_slot(ht_thread_t *t, uint32_t i)
 }
 
 bool ht_event_begin_slow(ht_thread_t *t);
+/* Waits while another thread flushes the trace before an exec (every
+ * thread's buffer is taken then: tens of microseconds); the state after. */
+int ht_exec_flush_wait(void);
 
 /* Marks t as in the middle of an event (its buffer is not to be shipped
  * by another thread: ht_thread_flush_all, which has the other half of

@@ -35,7 +35,6 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -186,17 +185,6 @@ HT_NOINLINE HT_COLD static void resolve_reals(void)
 	atomic_store((_Atomic(void *) *)&real_malloc, m);
 }
 
-/* Another thread is flushing the trace before an exec (ht_before_exec):
- * its flush takes every thread's buffer, so this one waits (tens of
- * microseconds) and records after, rather than pass unrecorded. */
-HT_NOINLINE HT_COLD static bool exec_flush_wait(void)
-{
-	int s;
-	while ((s = atomic_load(&ht_state)) == HT_STATE_EXEC)
-		sched_yield(); /* one read decides: the next exec may flush again */
-	return s == HT_STATE_RECORDING;
-}
-
 /* Returns true if this call should be recorded. The first call of the
  * process starts the agent. */
 static inline bool should_record(void)
@@ -210,8 +198,8 @@ static inline bool should_record(void)
 		ht_init();
 		return atomic_load(&ht_state) == HT_STATE_RECORDING && !ht_guard;
 	}
-	if (s == HT_STATE_EXEC)
-		return exec_flush_wait();
+	if (s == HT_STATE_EXEC) /* records after another thread's exec flush */
+		return ht_exec_flush_wait() == HT_STATE_RECORDING;
 	return false;
 }
 
@@ -344,8 +332,7 @@ HT_NOINLINE static void deferred_flush(void)
 		ht_guard = 0;
 	}
 	send_pending_signals(t);
-	if (t->transient) /* an event after the thread's key destructor */
-		ht_thread_release_transient(t);
+	ht_transient_end(); /* an event after the thread's key destructor */
 	errno = e;
 	if (HT_UNLIKELY(ht_deferred_pending)) /* a handler ran meanwhile */
 		deferred_flush();

@@ -13,7 +13,6 @@
 #include <cpuid.h>
 #endif
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -490,9 +489,7 @@ bool ht_before_exec(const char *path)
 			break;
 		if (expected != HT_STATE_EXEC)
 			return false; /* finished or disabled: nothing to flush */
-		/* another thread's exec flushes: this one's waits its turn */
-		while (atomic_load(&ht_state) == HT_STATE_EXEC)
-			sched_yield();
+		ht_exec_flush_wait(); /* another thread's exec flushes: this one waits its turn */
 	}
 	ht_guard++;
 	/* a handler that ends the process (an _exit on a timer) waits for the

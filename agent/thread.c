@@ -313,14 +313,19 @@ void ht_thread_release_transient(ht_thread_t *t)
 	ht_guard = saved_guard;
 }
 
+int ht_exec_flush_wait(void)
+{
+	int s;
+	while ((s = atomic_load(&ht_state)) == HT_STATE_EXEC)
+		sched_yield(); /* one read decides: the next exec may flush again */
+	return s;
+}
+
 bool ht_event_begin_slow(ht_thread_t *t)
 {
 	for (;;) {
 		atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
-		int s;
-		while ((s = atomic_load(&ht_state)) == HT_STATE_EXEC)
-			sched_yield(); /* one read decides: the next exec may flush again */
-		if (s != HT_STATE_RECORDING)
+		if (ht_exec_flush_wait() != HT_STATE_RECORDING)
 			return false;
 		atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
 		atomic_signal_fence(memory_order_seq_cst);

@@ -475,15 +475,16 @@ static bool leaks_fail(const ht_run_opts_t *o, const char *path, const char *sho
 	return fail;
 }
 
-/* A trace with neither an end nor an exec in the manifest whose file has
- * no END record either: the process was killed (a debugger's probe child,
- * say). A process that dropped its privileges cannot append to the
- * manifest, so the file has the last word (read only when small). */
+/* The process pid exists (a daemon left running by the program). */
 static bool still_running(long pid)
 {
 	return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
 }
 
+/* A trace with neither an end nor an exec in the manifest whose file has
+ * no END record either: the process was killed (a debugger's probe child,
+ * say). A process that dropped its privileges cannot append to the
+ * manifest, so the file has the last word (read only when small). */
 static bool cut_short(const entry_t *e)
 {
 	struct stat st;

@@ -16,6 +16,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "put_u.h"
+
 static void *worker(void *arg)
 {
 	(void)arg;
@@ -46,17 +48,13 @@ int main(void)
 	int made = pthread_create(&th, &attr, worker, NULL) == 0;
 	if (made)
 		pthread_join(th, NULL);
-	char buf[48];
-	int k = sizeof buf;
-	buf[--k] = '\n';
-	buf[--k] = (char)('0' + made);
-	buf[--k] = ' ';
-	do
-		buf[--k] = (char)('0' + small % 10);
-	while ((small /= 10) && k > 0);
-	buf[--k] = ' ';
-	do
-		buf[--k] = (char)('0' + n % 10);
-	while ((n /= 10) && k > 0);
-	return write(1, buf + k, sizeof buf - (size_t)k) < 0;
+	char buf[64];
+	size_t len = 0;
+	put_u((unsigned long)n, buf, &len);
+	buf[len++] = ' ';
+	put_u((unsigned long)small, buf, &len);
+	buf[len++] = ' ';
+	put_u((unsigned long)made, buf, &len);
+	buf[len++] = '\n';
+	return write(1, buf, len) != (ssize_t)len;
 }

@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "put_u.h"
+
 static void *volatile prev;
 static volatile sig_atomic_t handled;
 
@@ -39,17 +41,6 @@ __attribute__((noinline)) static void warm_up(void)
 {
 	prev = malloc(48);
 	free(malloc(16));
-}
-
-static void put_u(unsigned long v, char *buf, size_t *n)
-{
-	char tmp[24];
-	size_t k = 0;
-	do
-		tmp[k++] = (char)('0' + v % 10);
-	while (v /= 10);
-	while (k)
-		buf[(*n)++] = tmp[--k];
 }
 
 int main(void)

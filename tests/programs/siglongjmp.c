@@ -29,6 +29,8 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "put_u.h"
+
 static sigjmp_buf env;
 static volatile sig_atomic_t handled, jumps, in_agent;
 static uintptr_t agent_lo, agent_hi;
@@ -72,17 +74,6 @@ static int find_agent(struct dl_phdr_info *info, size_t size, void *data)
 		}
 	}
 	return 1;
-}
-
-static void put_u(unsigned long v, char *buf, size_t *n)
-{
-	char tmp[24];
-	size_t k = 0;
-	do
-		tmp[k++] = (char)('0' + v % 10);
-	while (v /= 10);
-	while (k)
-		buf[(*n)++] = tmp[--k];
 }
 
 static long elapsed_ns(const struct timespec *t0)

@@ -23,6 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "put_u.h"
+
 #define K 5000
 #define U 300
 
@@ -61,17 +63,6 @@ static void *sender(void *arg)
 			sched_yield();
 	}
 	return NULL;
-}
-
-static void put_u(unsigned long v, char *buf, size_t *n)
-{
-	char tmp[24];
-	size_t k = 0;
-	do
-		tmp[k++] = (char)('0' + v % 10);
-	while (v /= 10);
-	while (k)
-		buf[(*n)++] = tmp[--k];
 }
 
 int main(void)

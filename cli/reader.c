@@ -624,7 +624,7 @@ static int parse_packed_block(ht_trace_t *t, size_t rec, uint64_t tid, uint64_t 
 		     " after damage or without its start", tid, stream >> 1);
 		return 1;
 	}
-	uint8_t *out = joined_room(p, ht_packed_join_bound(clen));
+	uint8_t *out = joined_room(p, ht_packed_join_bound(clen, layout));
 	if (!out)
 		return -ENOMEM;
 	bool bad;

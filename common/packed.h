@@ -472,14 +472,15 @@ static inline bool ht_pk_decode(ht_pk_reader_t *r, ht_col_in_t *in, bool heap, b
 	return true;
 }
 
-/* The most bytes a packed block's events can take once joined: each byte
- * of the address column may stand for two 10-byte fields. */
-static inline size_t ht_packed_join_bound(const size_t len[HT_NCOLS])
+/* The most bytes a packed block of this layout can take once joined: each
+ * byte of the column that holds its address codes (column 0 when joined)
+ * may stand for two 10-byte fields. */
+static inline size_t ht_packed_join_bound(const size_t len[HT_NCOLS], unsigned layout)
 {
 	size_t total = 0;
 	for (unsigned c = 0; c < HT_NCOLS; c++)
 		total += len[c];
-	return total + 2 * HT_VARINT_MAX * len[HT_COL_ADDR];
+	return total + 2 * HT_VARINT_MAX * len[ht_pk_column('A', layout)];
 }
 
 /* Joins a packed block's columns into the events of the THREAD_BLOCK it

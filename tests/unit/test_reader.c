@@ -2273,10 +2273,11 @@ static void test_packed_classes(void)
 		CHECK(ht_packed_split(k.pl.p + q, n, col, clen, 2 * n + 64, w, batch));
 		ht_pk_reader_t *r = calloc(1, sizeof *r);
 		ht_pk_reader_reset(r);
-		uint8_t *out = malloc(ht_packed_join_bound(clen));
+		uint8_t *out = malloc(ht_packed_join_bound(clen, batch));
 		bool bad;
 		size_t m = ht_packed_join((const uint8_t *const *)col, clen, out, r, batch, &bad);
 		CHECK(!bad);
+		CHECK(m <= ht_packed_join_bound(clen, batch)); /* joined: the codes are in column 0 */
 		CHECK_EQ(m, n);
 		CHECK(m == n && !memcmp(out, k.pl.p + q, n)); /* every address back */
 		free(out);

@@ -680,7 +680,8 @@ static int parse_thread_packed(ht_trace_t *t, size_t pos, size_t end, bool cut, 
  * stack ids are in its column 0, after each event's first byte. With
  * flags, a THREAD_BATCH2 (1.8): each header has a layout flags varint
  * after the stream, whose HT_BATCH_JOINED puts the block's address codes
- * in column 0 too (packed.h, HT_PK_JOINED). A batch cut
+ * in column 0 too (packed.h, HT_PK_JOINED), and HT_BATCH_SIZES (1.10)
+ * codes its REALLOCs' sizes against their old blocks' (HT_PK_SIZES). A batch cut
  * short loses all its blocks (its last columns are missing); a damaged
  * block ends the reading there, the blocks before it kept. */
 static int parse_thread_batch(ht_trace_t *t, size_t pos, size_t end, bool cut, bool flags,
@@ -712,7 +713,7 @@ static int parse_thread_batch(ht_trace_t *t, size_t pos, size_t end, bool cut, b
 		blk[i].flags = 0;
 		if (!r && flags)
 			r = get_u(t->body, end, &pos, &blk[i].flags);
-		if (!r && (blk[i].flags & ~(uint64_t)HT_BATCH_JOINED))
+		if (!r && (blk[i].flags & ~(uint64_t)(HT_BATCH_JOINED | HT_BATCH_SIZES)))
 			r = DEC_CORRUPT;
 		for (unsigned c = 0; !r && c < HT_NCOLS; c++) {
 			r = get_u(t->body, end, &pos, &blk[i].len[c]);
@@ -728,8 +729,11 @@ static int parse_thread_batch(ht_trace_t *t, size_t pos, size_t end, bool cut, b
 	}
 	if (r) {
 		free(blk);
-		fail(t, r == DEC_TRUNC ? -HT_ETRUNC : -HT_ECORRUPT, rec,
-		     "batch of packed blocks %s", r == DEC_TRUNC ? "cut off" : "has a bad header");
+		fail(t, r == DEC_TRUNC ? -HT_ETRUNC : -HT_ECORRUPT, rec, "batch of packed blocks %s%s",
+		     r == DEC_TRUNC ? "cut off" : "has a bad header",
+		     r != DEC_TRUNC && t->minor > HT_FORMAT_MINOR
+			     ? " (the trace is of a newer format: a newer heaptrail reads it)"
+			     : "");
 		return 1;
 	}
 	size_t at[HT_NCOLS]; /* where each column's next block starts */
@@ -746,7 +750,8 @@ static int parse_thread_batch(ht_trace_t *t, size_t pos, size_t end, bool cut, b
 			clen[c] = (size_t)blk[i].len[c];
 			at[c] += clen[c];
 		}
-		unsigned layout = HT_PK_BATCH | (blk[i].flags & HT_BATCH_JOINED ? HT_PK_JOINED : 0);
+		unsigned layout = HT_PK_BATCH | (blk[i].flags & HT_BATCH_JOINED ? HT_PK_JOINED : 0) |
+				  (blk[i].flags & HT_BATCH_SIZES ? HT_PK_SIZES : 0);
 		if ((r = parse_packed_block(t, rec, blk[i].tid, blk[i].base, blk[i].stream, col,
 					    clen, layout, scratch))) {
 			free(blk);

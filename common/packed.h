@@ -59,6 +59,23 @@ enum { HT_PK_DELTA = 0, HT_PK_BIN = 1, HT_PK_REF = 2, HT_PK_ESCAPE = 3 };
 #define HT_PK_FOLLOW HT_PK_BIN /* a free's code: BIN's bits, which frees lack */
 #define HT_PK_FOLLOW_MAX 4	/* FOLLOW's reach: |k| <= 4 (sqlite3, containers, python3) */
 #define HT_PK_CODE_MAX (1 + HT_VARINT_MAX) /* an escape and its varint */
+#define HT_PK_SIZE_UNKNOWN UINT64_MAX
+
+/* A REALLOC's size in a block of layout HT_PK_SIZES, when its old block's
+ * code named an allocation (REF, FOLLOW), whose size old both sides then
+ * know: 0 for twice the old size (a buffer that doubles), else the zigzag
+ * change + 1. A string builder that grows by a few bytes at a time writes
+ * one byte where its size took two or three. Sizes never exceed
+ * PTRDIFF_MAX, so the + 1 cannot wrap. */
+static inline uint64_t ht_pk_size_code(uint64_t size, uint64_t old)
+{
+	return size == 2 * old ? 0 : ht_zigzag((int64_t)(size - old)) + 1;
+}
+
+static inline uint64_t ht_pk_size_decode(uint64_t code, uint64_t old)
+{
+	return code == 0 ? 2 * old : old + (uint64_t)ht_unzigzag(code - 1);
+}
 
 /* The size class of a block among nbins (HT_PK_BINS, or HT_PK_BINS_1_6 in
  * a THREAD_PACKED record): glibc's chunk size (size + 8 rounded up to 16,
@@ -116,6 +133,7 @@ static inline uint64_t ht_pk_bin_take(ht_pk_bins_t *bs, unsigned b, unsigned k)
 typedef struct {
 	uint64_t addr;
 	uint64_t num_bin; /* allocation number << 8 | class; 0: empty */
+	uint64_t size;
 } ht_pk_slot_t;
 
 /* The writer's count of the addresses in its classes' stacks, by a hash
@@ -132,6 +150,9 @@ typedef struct ht_pk_writer {
 	uint64_t last; /* the last allocation's address, not in the table yet;
 			  0: none (freed, or moved to the table) */
 	uint64_t freed; /* the allocation the last REF or FOLLOW free named; 0: none */
+	uint64_t last_size;
+	uint64_t named_size; /* the size of the allocation the last free's code
+				named; HT_PK_SIZE_UNKNOWN after a DELTA */
 	unsigned last_bin;
 	bool join_next; /* the last block split had no DELTA: join the next (HT_PK_JOINED) */
 	ht_pk_bins_t bins;
@@ -201,6 +222,7 @@ static inline size_t ht_pk_put_free(ht_pk_writer_t *w, uint8_t *out, uint64_t ad
 		 * saved, the table being far larger than L2) */
 		w->last = 0;
 		w->freed = w->n;
+		w->named_size = w->last_size;
 		ht_pk_w_push(w, w->last_bin, addr);
 		return ht_varint_put(out, HT_PK_REF);
 	}
@@ -210,12 +232,14 @@ static inline size_t ht_pk_put_free(ht_pk_writer_t *w, uint8_t *out, uint64_t ad
 		int64_t k = (int64_t)(m - w->freed);
 		bool follow = w->freed && k >= -(int64_t)HT_PK_FOLLOW_MAX && k <= HT_PK_FOLLOW_MAX;
 		w->freed = m;
+		w->named_size = s->size;
 		ht_pk_w_push(w, (unsigned)(s->num_bin & 0xff), addr);
 		s->num_bin = 0;
 		if (follow)
 			return ht_varint_put(out, ht_zigzag(k) << 2 | HT_PK_FOLLOW);
 		return ht_varint_put(out, (w->n - m) << 2 | HT_PK_REF);
 	}
+	w->named_size = HT_PK_SIZE_UNKNOWN;
 	return ht_pk_put_delta(out, addr, prev);
 }
 
@@ -229,6 +253,7 @@ static inline size_t ht_pk_put_alloc(ht_pk_writer_t *w, uint8_t *out, uint64_t a
 		ht_pk_slot_t *p = ht_pk_slot(w, w->last);
 		p->addr = w->last;
 		p->num_bin = w->n << 8 | w->last_bin;
+		p->size = w->last_size;
 	}
 	unsigned b = ht_pk_bin(size, nbins);
 	size_t n = 0;
@@ -252,6 +277,7 @@ static inline size_t ht_pk_put_alloc(ht_pk_writer_t *w, uint8_t *out, uint64_t a
 	w->next = ht_pk_after(addr, size);
 	w->last = addr;
 	w->last_bin = b;
+	w->last_size = size;
 	return n;
 }
 
@@ -276,9 +302,13 @@ static inline bool ht_pk_get(ht_col_in_t *in, uint64_t *v)
  *                 recursion's trace 16% smaller. Where addresses vary, the
  *                 mix breaks the other fields' runs (cc1 +17%), so the
  *                 writer joins a stream's block only when its previous
- *                 block had no DELTA code (ht_pk_writer_t.join_next). */
+ *                 block had no DELTA code (ht_pk_writer_t.join_next).
+ *   HT_PK_SIZES   (batch blocks of format 1.10, a flag in their header) a
+ *                 REALLOC whose old block is coded REF or FOLLOW has its
+ *                 size coded against that block's (ht_pk_size_code). */
 #define HT_PK_BATCH 1u
 #define HT_PK_JOINED 2u
+#define HT_PK_SIZES 4u
 
 static inline unsigned ht_pk_nbins(unsigned layout)
 {
@@ -354,9 +384,11 @@ static inline bool ht_packed_split(const uint8_t *ev, size_t n, uint8_t *col[HT_
 		}
 		if (kind == HT_EV_REALLOC) { /* "TASKRR": the new block, then old - new */
 			uint64_t d;
+			/* a size code may be longer than the size it stands for */
+			if (len[HT_COL_SIZE] + HT_VARINT_MAX > room)
+				return false;
 			if (!ht_col_copy_varint(&in, col[HT_COL_TIME], &len[HT_COL_TIME], NULL) ||
-			    !ht_pk_get(&in, &v) ||
-			    !ht_col_copy_varint(&in, col[HT_COL_SIZE], &len[HT_COL_SIZE], &size))
+			    !ht_pk_get(&in, &v) || !ht_pk_get(&in, &size))
 				return false;
 			at_k = in;
 			if (!ht_pk_get(&in, &d) || /* the stack id, skipped */
@@ -368,6 +400,11 @@ static inline bool ht_packed_split(const uint8_t *ev, size_t n, uint8_t *col[HT_
 			uint64_t old = addr + (uint64_t)ht_unzigzag(d);
 			uint8_t *a = col[ca] + len[ca];
 			len[ca] += ht_pk_put_free(w, a, old, pk_prev);
+			len[HT_COL_SIZE] += ht_varint_put(
+				col[HT_COL_SIZE] + len[HT_COL_SIZE],
+				(layout & HT_PK_SIZES) && w->named_size != HT_PK_SIZE_UNKNOWN
+					? ht_pk_size_code(size, w->named_size)
+					: size);
 			uint8_t *b = col[ca] + len[ca];
 			len[ca] += ht_pk_put_alloc(w, b, addr, size, old, nbins);
 			ht_col_copy_varint(&at_k, col[kc], &len[kc], NULL);
@@ -405,7 +442,10 @@ typedef struct ht_pk_reader {
 	unsigned nbins; /* size classes of the block being read (ht_pk_nbins) */
 	bool started; /* false: before a reset, or after damage */
 	ht_pk_bins_t bins;
+	uint64_t named_size; /* the size of the allocation the last free's code
+				named; HT_PK_SIZE_UNKNOWN after a DELTA */
 	uint64_t ring[HT_PK_WINDOW];	 /* address of allocation m at m % W */
+	uint64_t ring_size[HT_PK_WINDOW]; /* its size */
 	uint8_t ring_bin[HT_PK_WINDOW]; /* its class */
 } ht_pk_reader_t;
 
@@ -428,6 +468,7 @@ static inline bool ht_pk_decode(ht_pk_reader_t *r, ht_col_in_t *in, bool heap, b
 	if (!ht_pk_get(in, &c))
 		return false;
 	unsigned b = alloc ? ht_pk_bin(size, r->nbins) : HT_PK_NO_BIN;
+	r->named_size = HT_PK_SIZE_UNKNOWN;
 	switch (c & 3) {
 	case HT_PK_DELTA:
 		*addr = prev + (uint64_t)ht_unzigzag(c >> 2);
@@ -460,6 +501,7 @@ static inline bool ht_pk_decode(ht_pk_reader_t *r, ht_col_in_t *in, bool heap, b
 		if (!alloc) {
 			ht_pk_bin_push(&r->bins, r->ring_bin[z & (HT_PK_WINDOW - 1)], *addr);
 			r->freed = z;
+			r->named_size = r->ring_size[z & (HT_PK_WINDOW - 1)];
 		}
 		break;
 	}
@@ -467,6 +509,7 @@ static inline bool ht_pk_decode(ht_pk_reader_t *r, ht_col_in_t *in, bool heap, b
 		r->n++;
 		r->next = ht_pk_after(*addr, size);
 		r->ring[r->n & (HT_PK_WINDOW - 1)] = *addr;
+		r->ring_size[r->n & (HT_PK_WINDOW - 1)] = size;
 		r->ring_bin[r->n & (HT_PK_WINDOW - 1)] = (uint8_t)b;
 	}
 	return true;
@@ -474,13 +517,15 @@ static inline bool ht_pk_decode(ht_pk_reader_t *r, ht_col_in_t *in, bool heap, b
 
 /* The most bytes a packed block of this layout can take once joined: each
  * byte of the column that holds its address codes (column 0 when joined)
- * may stand for two 10-byte fields. */
+ * may stand for two 10-byte fields, and with HT_PK_SIZES each byte of the
+ * size column for a 10-byte size. */
 static inline size_t ht_packed_join_bound(const size_t len[HT_NCOLS], unsigned layout)
 {
 	size_t total = 0;
 	for (unsigned c = 0; c < HT_NCOLS; c++)
 		total += len[c];
-	return total + 2 * HT_VARINT_MAX * len[ht_pk_column('A', layout)];
+	return total + 2 * HT_VARINT_MAX * len[ht_pk_column('A', layout)] +
+	       (layout & HT_PK_SIZES ? HT_VARINT_MAX * len[HT_COL_SIZE] : 0);
 }
 
 /* Joins a packed block's columns into the events of the THREAD_BLOCK it
@@ -507,19 +552,25 @@ static inline size_t ht_packed_join(const uint8_t *const col[HT_NCOLS], const si
 			goto damaged;
 		out[o++] = op;
 		bool heap = kind == HT_EV_ALLOC || kind == HT_EV_FREE || kind == HT_EV_REALLOC;
-		uint64_t addr = 0, old = 0;
+		uint64_t addr = 0, old = 0, size = 0;
 		for (unsigned i = 0; f[i]; i++) {
 			if (f[i] == 'A') {
-				uint64_t size = 0;
-				if (kind == HT_EV_ALLOC || kind == HT_EV_REALLOC) {
-					ht_col_in_t s = in[HT_COL_SIZE];
+				if (kind == HT_EV_ALLOC || (kind == HT_EV_REALLOC && !(layout & HT_PK_SIZES))) {
+					ht_col_in_t s = in[HT_COL_SIZE]; /* copied at 'S' */
 					if (!ht_pk_get(&s, &size))
 						goto damaged;
 				}
 				ht_col_in_t *a = &in[ca];
 				if (kind == HT_EV_REALLOC) {
-					if (!ht_pk_decode(r, a, true, false, 0, pk_prev, &old) ||
-					    !ht_pk_decode(r, a, true, true, size, old, &addr))
+					if (!ht_pk_decode(r, a, true, false, 0, pk_prev, &old))
+						goto damaged;
+					if (layout & HT_PK_SIZES) { /* written at 'S' */
+						if (!ht_pk_get(&in[HT_COL_SIZE], &size))
+							goto damaged;
+						if (r->named_size != HT_PK_SIZE_UNKNOWN)
+							size = ht_pk_size_decode(size, r->named_size);
+					}
+					if (!ht_pk_decode(r, a, true, true, size, old, &addr))
 						goto damaged;
 				} else if (!ht_pk_decode(r, a, heap, kind == HT_EV_ALLOC, size,
 							 kind == HT_EV_ALLOC ? r->next : pk_prev, &addr)) {
@@ -530,6 +581,8 @@ static inline size_t ht_packed_join(const uint8_t *const col[HT_NCOLS], const si
 				blk_prev = addr;
 			} else if (kind == HT_EV_REALLOC && i == 4) {
 				o += ht_varint_put(out + o, ht_zigzag((int64_t)(old - addr)));
+			} else if (kind == HT_EV_REALLOC && f[i] == 'S' && (layout & HT_PK_SIZES)) {
+				o += ht_varint_put(out + o, size);
 			} else if (!ht_col_copy_field(f[i], &in[ht_pk_column(f[i], layout)], out, &o)) {
 				goto damaged;
 			}

@@ -38,7 +38,7 @@
 #define HT_FILE_MAGIC_LEN 8
 #define HT_FILE_HEADER_LEN 16
 #define HT_FORMAT_MAJOR 1
-#define HT_FORMAT_MINOR 9
+#define HT_FORMAT_MINOR 10
 #define HT_FILE_ZSTD 0x1u /* body is one or more zstd frames */
 
 /* ---- top-level records ---------------------------------------------------- */
@@ -134,7 +134,9 @@ enum ht_record_tag {
 
 	/* THREAD_BATCH with a layout flags varint in each block's header, after
 	 * its stream (format 1.8): bit 0, HT_BATCH_JOINED, the block's address
-	 * codes are in column 0 (packed.h, HT_PK_JOINED); other bits are 0.
+	 * codes are in column 0 (packed.h, HT_PK_JOINED); bit 1 (format 1.10),
+	 * HT_BATCH_SIZES, its REALLOCs' sizes may be coded against their old
+	 * blocks' (packed.h, HT_PK_SIZES); other bits are 0.
 	 * The writer of 1.8 writes these instead of THREAD_BATCH. */
 	HT_REC_THREAD_BATCH2 = 0x0d,
 
@@ -146,6 +148,7 @@ enum ht_record_tag {
 	HT_REC_SITE_TIMES = 0x0e,
 };
 #define HT_BATCH_JOINED 0x1u
+#define HT_BATCH_SIZES 0x2u
 
 /* SITES row flags */
 #define HT_SITE_OVERFLOW 0x1u /* every site that did not fit in the table */

@@ -157,7 +157,7 @@ def _records(buf):
         elif tag in (REC_THREAD_BATCH, REC_THREAD_BATCH2):
             for tid, base, stream, flags, cols in _split_batch(payload, tag == REC_THREAD_BATCH2):
                 yield REC_THREAD_BLOCK, _decode_packed(tid, base, stream, cols, streams, True,
-                                                       joined=bool(flags & 1))
+                                                       joined=bool(flags & 1), sizes=bool(flags & 2))
             continue
         yield tag, payload
 
@@ -236,7 +236,8 @@ class _Stream:
         self.n = 0
         self.next = 0  # where the chunk after the last allocation's starts
         self.freed = 0  # the allocation the last REF or FOLLOW free named
-        self.ring = {}  # allocation number % window -> (address, class)
+        self.ring = {}  # allocation number % window -> (address, class, size)
+        self.named_size = None  # the size of the allocation the last free code named
         self.bins = [[] for _ in range(PK_BINS)]  # newest last
 
     def push(self, b, addr):
@@ -247,6 +248,7 @@ class _Stream:
     def decode(self, cols, heap, alloc, size, prev, nbins, ca=2):
         c = take(cols, ca)
         b = _pk_bin(size, nbins) if alloc else None
+        self.named_size = None
         tag, v = c & 3, c >> 2
         if tag == 0:
             addr = prev + _unzigzag(v)
@@ -262,20 +264,21 @@ class _Stream:
             m = self.freed + _unzigzag(v)
             if not heap or not self.freed or not 0 < m <= self.n or self.n - m >= PK_WINDOW:
                 raise TraceError("bad follow-the-last-free code")
-            addr, rb = self.ring[m % PK_WINDOW]
+            addr, rb, self.named_size = self.ring[m % PK_WINDOW]
             self.push(rb, addr)
             self.freed = m
         else:
             if not heap or v >= PK_WINDOW or v >= self.n:
                 raise TraceError("bad allocation reference")
-            addr, rb = self.ring[(self.n - v) % PK_WINDOW]
+            addr, rb, named_size = self.ring[(self.n - v) % PK_WINDOW]
             if not alloc:
                 self.push(rb, addr)
                 self.freed = self.n - v
+                self.named_size = named_size
         addr &= (1 << 64) - 1
         if alloc:
             self.n += 1
-            self.ring[self.n % PK_WINDOW] = (addr, b)
+            self.ring[self.n % PK_WINDOW] = (addr, b, size)
             self.next = (addr + max(32, (size + 8 + 15) & ~15)) & ((1 << 64) - 1)
         return addr
 
@@ -308,7 +311,8 @@ def _join_packed(payload, streams):
 def _split_batch(payload, with_flags=False):
     """A THREAD_BATCH (or, with_flags, THREAD_BATCH2) payload as [(tid, base,
     stream, flags, cols)], its blocks in order, cols as _columns gives them
-    (the stack ids in column 0; with flags bit 0, the address codes too)."""
+    (the stack ids in column 0; with flags bit 0, the address codes too;
+    bit 1: REALLOC sizes coded against the old block's, format 1.10)."""
     count, q = _varint(payload, 0)
     heads = []
     for _ in range(count):
@@ -318,7 +322,7 @@ def _split_batch(payload, with_flags=False):
         flags = 0
         if with_flags:
             flags, q = _varint(payload, q)
-            if flags & ~1:
+            if flags & ~3:
                 raise TraceError("unknown batch block flags 0x%x" % flags)
         lens = []
         for _ in range(6):
@@ -341,11 +345,19 @@ def _split_batch(payload, with_flags=False):
     return blocks
 
 
-def _decode_packed(tid, base, stream, cols, streams, batch=False, joined=False):
+def _pk_size_decode(code, old):
+    """A REALLOC's size coded against its old block's (common/packed.h,
+    ht_pk_size_code): 0 twice the old size, else the zigzag change + 1."""
+    return (2 * old if code == 0 else old + _unzigzag(code - 1)) & ((1 << 64) - 1)
+
+
+def _decode_packed(tid, base, stream, cols, streams, batch=False, joined=False, sizes=False):
     """One packed block's columns as the THREAD_BLOCK payload it stands for;
     batch: a THREAD_BATCH's block, whose stack ids are in column 0 and
     which has 254 size classes (a THREAD_PACKED record's: 64); joined: its
-    address codes are in column 0 too, each event's before its stack id."""
+    address codes are in column 0 too, each event's before its stack id;
+    sizes: a REALLOC whose old block's code named an allocation has its
+    size coded against that block's."""
     ca = 0 if joined else 2
     nbins = PK_BINS if batch else PK_BINS_1_6
     if stream & 1:
@@ -367,9 +379,13 @@ def _decode_packed(tid, base, stream, cols, streams, batch=False, joined=False):
         addr = old = 0
         for i, f in enumerate(fields):
             if f == "A":
-                size = _varint(*cols[3])[0] if ev in (EV_ALLOC, EV_REALLOC) else 0
+                size = _varint(*cols[3])[0] if ev == EV_ALLOC or (ev == EV_REALLOC and not sizes) else 0
                 if ev == EV_REALLOC:
                     old = st.decode(cols, True, False, 0, pk_prev, nbins, ca)
+                    if sizes:  # the size column's varint is taken here, written at "S"
+                        size = take(cols, 3)
+                        if st.named_size is not None:
+                            size = _pk_size_decode(size, st.named_size)
                     addr = st.decode(cols, True, True, size, old, nbins, ca)
                 else:
                     addr = st.decode(cols, heap, ev == EV_ALLOC, size,
@@ -379,6 +395,8 @@ def _decode_packed(tid, base, stream, cols, streams, batch=False, joined=False):
                 blk_prev = addr
             elif ev == EV_REALLOC and i == 4:
                 out += svarint(_s64(old - addr))
+            elif ev == EV_REALLOC and f == "S" and sizes:
+                out += varint(size)
             else:
                 c = 0 if f == "K" and batch else _COLUMN.get(f, 5)
                 buf, pos = cols[c]

@@ -1678,7 +1678,8 @@ static void test_sampled(void)
 
 /* body with its THREAD_BLOCKs as THREAD_COLUMNS or, packed, THREAD_PACKED
  * records split with layout (HT_PK_*, or LAYOUT_AGENT); joined[i], when
- * given, says whether the i-th block's address codes went to column 0. */
+ * given, gets the i-th block's batch header flags (HT_BATCH_JOINED when
+ * its address codes went to column 0, HT_BATCH_SIZES). */
 static buf_t as_layout_flags(const buf_t *body, bool packed, unsigned nstreams, unsigned layout,
 			     uint8_t *joined)
 {
@@ -1747,10 +1748,12 @@ static buf_t as_layout_flags(const buf_t *body, bool packed, unsigned nstreams, 
 			st[s].last_use = ++clock;
 			unsigned lay = layout;
 			if (layout == LAYOUT_AGENT)
-				lay = HT_PK_BATCH | (st[s].w->join_next ? HT_PK_JOINED : 0);
+				lay = HT_PK_BATCH | HT_PK_SIZES |
+				      (st[s].w->join_next ? HT_PK_JOINED : 0);
 			CHECK(nblocks < MAX_BLOCKS);
 			if (joined)
-				joined[nblocks] = (lay & HT_PK_JOINED) != 0;
+				joined[nblocks] = (uint8_t)((lay & HT_PK_JOINED ? HT_BATCH_JOINED : 0) |
+							    (lay & HT_PK_SIZES ? HT_BATCH_SIZES : 0));
 			nblocks++;
 			CHECK(ht_packed_split(pl + q, len - q, col, clen, 2 * len + 64, st[s].w, lay));
 			put_u(&r, (uint64_t)s << 1 | fresh);
@@ -1909,6 +1912,9 @@ static buf_t churn_body(void)
 			} else if (op < 19 && nlive[th]) {
 				unsigned j = (unsigned)(lcg(&rng) % nlive[th]);
 				uint64_t old = live[th][j], a = old;
+				if (op == 18) /* a buffer that doubles */
+					size = 2 * lsize[th][j];
+				c = CLASS(size);
 				if (CLASS(size) != CLASS(lsize[th][j])) {
 					unsigned fc = CLASS(lsize[th][j]);
 					a = nfreed[c] ? freed[c][--nfreed[c]] : (bump += CHUNK(size) + 4096);
@@ -2289,6 +2295,66 @@ static void test_packed_classes(void)
 	}
 }
 
+/* A REALLOC's size coded against its old block's (HT_PK_SIZES, format
+ * 1.10): a buffer growing by a few bytes, one that doubles, one that
+ * shrinks, and one whose old block the stream never saw allocated (its
+ * code is a DELTA, its size is written as it is). Each layout gives the
+ * events back to the byte; the coded size column is the shorter. */
+static void test_packed_sizes(void)
+{
+	blk_t k;
+	blk_begin(&k, 7, 1000);
+	uint64_t now = 1000, a = 0x10000, b = 0x900000, size = 40, dsize = 64;
+	ev_alloc(&k, ++now, a, size, 0);
+	ev_alloc(&k, ++now, b, dsize, 0);
+	for (int i = 0; i < 200; i++) {
+		uint64_t grown = size + 1 + (uint64_t)(i * 7 % 60);
+		ev_realloc(&k, ++now, 0, a, a + (i % 3 ? 0 : 0x40), grown, 1);
+		a += i % 3 ? 0 : 0x40;
+		size = grown;
+		if (i % 40 == 39) {
+			ev_realloc(&k, ++now, 0, b, b + 0x100000, 2 * dsize, 2);
+			b += 0x100000;
+			dsize *= 2;
+		}
+	}
+	ev_realloc(&k, ++now, 0, a, a, 8, 1);			    /* shrinks */
+	ev_realloc(&k, ++now, 0, 0x7f0000000000ull, 0x50000, 100000, 3); /* old never seen */
+	size_t q = 0, n;
+	uint64_t v;
+	q += ht_varint_get(k.pl.p, k.pl.len, &v); /* tid, base */
+	q += ht_varint_get(k.pl.p + q, k.pl.len - q, &v);
+	n = k.pl.len - q;
+	size_t size_col[2] = { 0, 0 };
+	for (unsigned l = 0; l < 4; l++) {
+		unsigned layout = HT_PK_BATCH | (l & 1 ? HT_PK_SIZES : 0) | (l & 2 ? HT_PK_JOINED : 0);
+		uint8_t *col[HT_NCOLS];
+		size_t clen[HT_NCOLS];
+		for (unsigned c = 0; c < HT_NCOLS; c++)
+			col[c] = malloc(2 * n + 64);
+		ht_pk_writer_t *w = calloc(1, sizeof *w);
+		CHECK(ht_packed_split(k.pl.p + q, n, col, clen, 2 * n + 64, w, layout));
+		if (!(l & 2))
+			size_col[l & 1] = clen[HT_COL_SIZE];
+		ht_pk_reader_t *r = calloc(1, sizeof *r);
+		ht_pk_reader_reset(r);
+		uint8_t *out = malloc(ht_packed_join_bound(clen, layout));
+		bool bad;
+		size_t m = ht_packed_join((const uint8_t *const *)col, clen, out, r, layout, &bad);
+		CHECK(!bad);
+		CHECK(m <= ht_packed_join_bound(clen, layout));
+		CHECK_EQ(m, n);
+		CHECK(m == n && !memcmp(out, k.pl.p + q, n));
+		free(out);
+		free(r);
+		free(w);
+		for (unsigned c = 0; c < HT_NCOLS; c++)
+			free(col[c]);
+	}
+	CHECK(size_col[1] < size_col[0]);
+	free(k.pl.p);
+}
+
 /* ---- THREAD_BATCH: packed blocks k at a time (format 1.7) -------------------------- */
 
 /* A THREAD_BATCH record of the THREAD_PACKED payloads pl[0..n); with
@@ -2388,8 +2454,11 @@ static void test_batches(void)
 		int e0;
 		char *plain = json_of(&bodies[i], &e0);
 		/* format 1.7's batches (stack ids in column 0); 1.8's with every
-		 * block's addresses in column 0, and as the agent joins them */
+		 * block's addresses in column 0; 1.10's realloc sizes, alone and
+		 * joined, and as the agent joins them */
 		static const unsigned layouts[] = { HT_PK_BATCH, HT_PK_BATCH | HT_PK_JOINED,
+						    HT_PK_BATCH | HT_PK_SIZES,
+						    HT_PK_BATCH | HT_PK_JOINED | HT_PK_SIZES,
 						    LAYOUT_AGENT };
 		for (size_t l = 0; l < sizeof layouts / sizeof layouts[0]; l++) {
 			static uint8_t joined[MAX_BLOCKS];
@@ -2400,7 +2469,7 @@ static void test_batches(void)
 				 * block 1 is not joined; blocks 2 and 3 are */
 				size_t nj = 0;
 				for (size_t b = 0; b < MAX_BLOCKS; b++)
-					nj += joined[b];
+					nj += (joined[b] & HT_BATCH_JOINED) != 0;
 				CHECK(nj == 2 && joined[2] && joined[3]);
 			}
 			for (size_t k = 1; k <= 5; k += 2) {
@@ -2519,6 +2588,7 @@ int main(void)
 	test_packed_room();
 	test_packed_follow();
 	test_packed_classes();
+	test_packed_sizes();
 	test_packed_filter();
 	return TEST_DONE();
 }

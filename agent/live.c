@@ -567,11 +567,16 @@ static void live_free(uintptr_t addr, uint64_t time, uint32_t tid)
 		lv.n_temporary++;
 	ht_live_stats.bytes -= e->size;
 	site_free(e);
-	if (!lv.inexact) {
-		/* one thread so far: its events come in order, no block of
-		 * another can be on its way to this address, and a marker
-		 * would only grow the table (a single-threaded program's
-		 * digest ran 15% slower with one per free) */
+	if (!lv.inexact && atomic_load_explicit(&ht_thread_states, memory_order_acquire) <= 1) {
+		/* one thread in the process so far: its events come in order,
+		 * no block of another can be on its way to this address, and a
+		 * marker would only grow the table (a single-threaded
+		 * program's digest ran 15% slower with one per free). One
+		 * thread digested is not enough: another's events, earlier
+		 * and at this address, may still be on their way (a free here
+		 * may have ended that thread's block, not this one). A thread
+		 * is counted before it stamps anything, and this block was
+		 * shipped after its events, so a count of 1 holds for them. */
 		table_remove(&lv.blocks, e);
 	} else {
 		marker_set(e, time, tid);

@@ -22,6 +22,10 @@ suite (test_programs.py).
                          (pingpong.c): every allocation and byte counted
                          in its site (the writer sees the threads' blocks
                          out of time order), and every free
+  summary.handback       a block handed from thread A to B and back, A's
+                         events digested before B's (handback.c): the free
+                         A makes ends B's block, not A's; every free counted
+                         and nothing left in use, as in the full trace
   summary.prodcons       producers allocate, consumers free (prodcons.c): the
                          threads' blocks arrive seconds of events apart, at
                          addresses other threads reused meanwhile; the
@@ -270,6 +274,20 @@ def t_cross_thread(t):
                 (i + 1, summ["totals"]["frees"], full["totals"]["frees"]))
 
 
+def t_handback(t):
+    _, full = traced(t, "handback")
+    tot = ("allocations", "frees", "bytes_allocated", "leaked_blocks", "leaked_bytes")
+    for i in range(2):
+        _, summ = traced(t, "handback", (), ("--summary",), name="handback.%d" % i)
+        t.eq("run %d: totals" % (i + 1), {f: full["totals"][f] for f in tot},
+             {f: summ["totals"][f] for f in tot})
+        own = [s for s in summ["sites"] if s["stack"][0].get("function") in ("thread_a", "thread_b")]
+        t.eq("run %d: the program's own blocks (handback.c's header)" % (i + 1),
+             {"allocations": 2, "frees": 2, "bytes_allocated": 96, "leaked_blocks": 0},
+             {f: sum(s[f] for s in own) for f in ("allocations", "frees", "bytes_allocated",
+                                                   "leaked_blocks")})
+
+
 def t_prodcons(t):
     _, full = traced(t, "prodcons")
     tot = ("allocations", "frees", "bytes_allocated", "leaked_blocks", "leaked_bytes")
@@ -381,6 +399,7 @@ TESTS = [
     ("summary.bounded", t_bounded),
     ("summary.env_only", t_env_only),
     ("summary.cross_thread", t_cross_thread),
+    ("summary.handback", t_handback),
     ("summary.prodcons", t_prodcons),
     ("summary.leak_classes", t_leak_classes),
     ("summary.exec", t_exec),

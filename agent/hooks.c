@@ -223,9 +223,13 @@ static inline bool should_record(void)
  * in the thread's state and leaves it blocked, and the hook sends it again
  * to its own thread when it releases the guard (send_pending_signals): the
  * handler runs then, microseconds late, as if the signal had come at the
- * end of the malloc. Faults, abort's SIGABRT, real-time signals (their
- * order), SA_RESETHAND handlers (the kernel has reset the action already)
- * and signals past HT_SIG_PENDING_MAX run at once, as before. */
+ * end of the malloc. A real-time signal is kept too, but its handler is
+ * called by the hook itself (run_kept_handler): sent again, it would queue
+ * behind the instances the kernel queued meanwhile, out of order; called
+ * while the signal is still blocked, it runs before them. Faults, abort's
+ * SIGABRT, SA_RESETHAND handlers (the kernel has reset the action
+ * already), real-time ones on an alternate stack (SA_ONSTACK) and signals
+ * past HT_SIG_PENDING_MAX run at once, as before. */
 
 __thread volatile int ht_deferred_pending;
 __thread int ht_in_handler;
@@ -285,27 +289,51 @@ static void send_to_self(pid_t pid, uint32_t tid, const struct ht_pending_signal
 		syscall(SYS_tgkill, pid, (pid_t)tid, p->sig);
 }
 
-/* Sends again, each to this thread, the signals the trampoline kept while
- * a hook worked; their handlers run as they are unblocked (the trampoline
- * blocked each, so that the kernel keeps another of it pending instead:
- * one instance of a standard signal, as while any signal is blocked). The
- * entries are taken with the guard held (a signal coming meanwhile runs at
- * once), the signals unblocked with it free. */
+static bool run_kept_handler(const struct ht_pending_signal *p);
+
+/* True if a signal kept after the head is sig. */
+static bool kept_later(const ht_thread_t *t, int sig)
+{
+	for (uint32_t i = t->sig_head; i != t->sig_tail; i++)
+		if (t->sig_pending[i % HT_SIG_PENDING_MAX].sig == sig)
+			return true;
+	return false;
+}
+
+/* Delivers, one after the other in the order they came, the signals the
+ * trampoline kept while a hook worked: a standard one is sent again to
+ * this thread and its handler runs as it is unblocked; a real-time one's
+ * handler is called here (run_kept_handler). The trampoline blocked them,
+ * so that the kernel keeps later instances pending meanwhile (one of a
+ * standard signal, every one of a real-time signal, in order): a signal
+ * is unblocked once no kept instance of it is left, and those come after.
+ * An entry is taken before its handler runs, so a handler that leaves by
+ * siglongjmp leaves the rest for the next hook's end (ht_deferred_pending);
+ * a hook's end inside one of these handlers delivers the rest there, as
+ * the kernel delivers a signal the running handler does not block. Two
+ * kept instances of one signal would then be out of order, but the
+ * trampoline keeps the kept signals blocked (keep_for_later). */
 static void send_pending_signals(ht_thread_t *t)
 {
-	if (t->sig_head == t->sig_tail)
-		return;
-	ht_guard = 1;
-	pid_t pid = getpid();
-	sigset_t kept;
-	sigemptyset(&kept);
-	for (; t->sig_head != t->sig_tail; t->sig_head++) {
-		const struct ht_pending_signal *p = &t->sig_pending[t->sig_head % HT_SIG_PENDING_MAX];
-		sigaddset(&kept, p->sig);
-		send_to_self(pid, t->tid, p);
+	pid_t pid = 0;
+	while (t->sig_head != t->sig_tail) {
+		struct ht_pending_signal p = t->sig_pending[t->sig_head % HT_SIG_PENDING_MAX];
+		t->sig_head++;
+		ht_deferred_pending = t->sig_head != t->sig_tail;
+		if (p.sig < SIGRTMIN || !run_kept_handler(&p)) {
+			if (!pid)
+				pid = getpid();
+			ht_guard = 1;
+			send_to_self(pid, t->tid, &p);
+			ht_guard = 0;
+		}
+		if (!kept_later(t, p.sig)) {
+			sigset_t one;
+			sigemptyset(&one);
+			sigaddset(&one, p.sig);
+			pthread_sigmask(SIG_UNBLOCK, &one, NULL);
+		}
 	}
-	ht_guard = 0;
-	pthread_sigmask(SIG_UNBLOCK, &kept, NULL);
 }
 
 /* Records the events handlers kept aside and sends the signals kept for
@@ -1733,12 +1761,13 @@ static bool prog_dfl[HT_NSIG]; /* prog_act holds a SIG_DFL that keep_ours replac
 
 /* Signals whose handlers must run at once: those the thread's own code
  * raises where it runs (a fault, or abort, which goes on to SIG_DFL if the
- * handler returns), and real-time signals, whose instances queue: one
- * sent again would land behind those queued meanwhile, out of order. */
+ * handler returns); and a real-time signal whose handler wants the
+ * alternate stack, which run_kept_handler would not give it. */
 static bool run_at_once(int sig)
 {
 	return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE ||
-	       sig == SIGTRAP || sig == SIGSYS || sig == SIGABRT || sig >= SIGRTMIN;
+	       sig == SIGTRAP || sig == SIGSYS || sig == SIGABRT ||
+	       (sig >= SIGRTMIN && (prog_act[sig].sa_flags & SA_ONSTACK));
 }
 
 /* Keeps sig for the end of the interrupted hook ("signal handlers"
@@ -1754,9 +1783,45 @@ static bool keep_for_later(int sig, const siginfo_t *si, void *uc)
 	p->sig = sig;
 	p->info = *si;
 	t->sig_tail++;
-	/* blocked when the hook goes on, until send_pending_signals */
-	sigaddset(&((ucontext_t *)uc)->uc_sigmask, sig);
+	/* blocked when the hook goes on, until send_pending_signals; and so
+	 * is every signal kept before: this handler may have interrupted
+	 * another's (signals delivered together stack their frames), whose
+	 * blocking of its signal this context's mask, from before, would undo */
+	for (uint32_t i = t->sig_head; i != t->sig_tail; i++)
+		sigaddset(&((ucontext_t *)uc)->uc_sigmask, t->sig_pending[i % HT_SIG_PENDING_MAX].sig);
 	ht_deferred_pending = 1;
+	return true;
+}
+
+static void signal_trampoline(int sig, siginfo_t *si, void *uc);
+
+/* Calls the handler of the real-time signal p that the trampoline kept, as
+ * the kernel would have, but at the end of the hook: with the handler's
+ * mask added (and the signal, unless SA_NODEFER), the signal's siginfo,
+ * and a context of this point. False if the program changed the action
+ * meanwhile (the signal is then sent again, to meet the new one). */
+static bool run_kept_handler(const struct ht_pending_signal *p)
+{
+	int sig = p->sig;
+	void *h = atomic_load_explicit(&prog_handler[sig], memory_order_acquire);
+	struct sigaction cur;
+	if (!h || real_sigaction(sig, NULL, &cur) != 0 || !(cur.sa_flags & SA_SIGINFO) ||
+	    cur.sa_sigaction != signal_trampoline)
+		return false;
+	sigset_t mask = prog_act[sig].sa_mask, old;
+	if (!(prog_act[sig].sa_flags & SA_NODEFER))
+		sigaddset(&mask, sig);
+	pthread_sigmask(SIG_BLOCK, &mask, &old);
+	ucontext_t uc;
+	getcontext(&uc);
+	siginfo_t info = p->info;
+	ht_in_handler++;
+	if (atomic_load_explicit(&prog_siginfo[sig], memory_order_relaxed))
+		((void (*)(int, siginfo_t *, void *))h)(sig, &info, &uc);
+	else
+		((void (*)(int))h)(sig);
+	ht_in_handler--;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return true;
 }
 

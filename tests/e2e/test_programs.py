@@ -1070,14 +1070,17 @@ def t_signal_handler_allocs(t):
     t.eq("allocations at on_alarm", h, in_handler)
 
 
-def t_signal_siglongjmp(t):
+def t_signal_siglongjmp(t, rt=False):
     """A SIGALRM handler that leaves by siglongjmp, often finding the
     program inside the agent: the agent never runs it in the middle of its
     own work (it is sent again when the allocation hook is done), so the
     thread goes on recording. Before, the first such jump left the agent's
-    guard held and the thread recorded nothing more (300 of 500,000)."""
+    guard held and the thread recorded nothing more (300 of 500,000).
+    rt: a SIGRTMIN handler, from a POSIX timer (the agent runs it itself
+    when the hook is done, before later instances the kernel queued)."""
     need_tools(t)
-    tr = heaptrail_run([prog("siglongjmp")], out_name="siglongjmp.ht")
+    tr = heaptrail_run([prog("siglongjmp")] + (["rt"] if rt else []),
+                       out_name="siglongjmp%s.ht" % ("_rt" if rt else ""))
     t.eq("siglongjmp exit status", 0, tr.proc.rc)
     nums = tr.proc.out.split()
     t.need(len(nums) == 4, "siglongjmp printed %r" % tr.proc.out)
@@ -1452,6 +1455,7 @@ add("fork.no_follow_spawned", t_spawn_no_follow)
 add("fork.killed_child_listed", t_killed_child_listed)
 add("signals.handler_allocates", t_signal_handler_allocs)
 add("signals.siglongjmp_out_of_handler", t_signal_siglongjmp)
+add("signals.siglongjmp_out_of_handler_rt", lambda t: t_signal_siglongjmp(t, rt=True))
 add("signals.sigqueue_order", t_signal_sigqueue_order)
 add("threads.names", t_thread_names)
 for _how in ("prctl", "setname", "exit", "keep"):

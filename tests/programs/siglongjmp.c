@@ -1,6 +1,7 @@
 /* siglongjmp.c - a SIGALRM handler that leaves by siglongjmp, interrupting
  * a program that allocates all the time (so, under heaptrail, often the
- * agent).
+ * agent). With the argument "rt", the signal is SIGRTMIN instead, from a
+ * POSIX timer (real-time signals queue, and keep their order).
  *
  *   main       malloc(24) + free, N times for 300 ms      N allocs  N frees
  *   on_alarm   SIGALRM every 100 us (setitimer); siglongjmps back to main's
@@ -83,20 +84,33 @@ static long elapsed_ns(const struct timespec *t0)
 	return (t.tv_sec - t0->tv_sec) * 1000000000L + (t.tv_nsec - t0->tv_nsec);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	int rt = argc > 1 && !strcmp(argv[1], "rt");
+	int sig = rt ? SIGRTMIN : SIGALRM;
 	free(malloc(8)); /* the agent's start, before the timer */
 	dl_iterate_phdr(find_agent, NULL);
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_sigaction = on_alarm;
 	sa.sa_flags = SA_SIGINFO;
-	sigaction(SIGALRM, &sa, NULL);
+	sigaction(sig, &sa, NULL);
 	struct itimerval it = {{0, 100}, {0, 100}};
 	static struct timespec t0;
 	static volatile unsigned long n;
+	timer_t timer;
+	struct sigevent sev;
+	memset(&sev, 0, sizeof sev);
+	sev.sigev_notify = SIGEV_SIGNAL;
+	sev.sigev_signo = sig;
+	struct itimerspec its = {{0, 100000}, {0, 100000}};
+	if (rt && timer_create(CLOCK_MONOTONIC, &sev, &timer) != 0)
+		return 3;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	setitimer(ITIMER_REAL, &it, NULL);
+	if (rt)
+		timer_settime(timer, 0, &its, NULL);
+	else
+		setitimer(ITIMER_REAL, &it, NULL);
 	sigsetjmp(env, 1);
 	while (elapsed_ns(&t0) < 300000000L) {
 		for (int i = 0; i < 64; i++) {
@@ -108,7 +122,10 @@ int main(void)
 		}
 	}
 	struct itimerval off = {{0, 0}, {0, 0}};
-	setitimer(ITIMER_REAL, &off, NULL);
+	if (rt)
+		timer_delete(timer);
+	else
+		setitimer(ITIMER_REAL, &off, NULL);
 	char buf[96];
 	size_t len = 0;
 	put_u(n, buf, &len);

@@ -2249,6 +2249,39 @@ static void test_packed_follow(void)
 	free(r);
 }
 
+/* Splits block k's events in layout with a fresh stream and joins them
+ * back with a fresh reader: every byte back, within the join's bound (a
+ * joined block's codes are in column 0). Returns the size column's length. */
+static size_t packed_roundtrip(const blk_t *k, unsigned layout)
+{
+	size_t q = 0, n;
+	uint64_t v;
+	q += ht_varint_get(k->pl.p, k->pl.len, &v); /* tid, base */
+	q += ht_varint_get(k->pl.p + q, k->pl.len - q, &v);
+	n = k->pl.len - q;
+	uint8_t *col[HT_NCOLS];
+	size_t clen[HT_NCOLS];
+	for (unsigned c = 0; c < HT_NCOLS; c++)
+		col[c] = malloc(2 * n + 64);
+	ht_pk_writer_t *w = calloc(1, sizeof *w);
+	CHECK(ht_packed_split(k->pl.p + q, n, col, clen, 2 * n + 64, w, layout));
+	ht_pk_reader_t *r = calloc(1, sizeof *r);
+	ht_pk_reader_reset(r);
+	uint8_t *out = malloc(ht_packed_join_bound(clen, layout));
+	bool bad;
+	size_t m = ht_packed_join((const uint8_t *const *)col, clen, out, r, layout, &bad);
+	CHECK(!bad);
+	CHECK(m <= ht_packed_join_bound(clen, layout));
+	CHECK_EQ(m, n);
+	CHECK(m == n && !memcmp(out, k->pl.p + q, n)); /* every address back */
+	free(out);
+	free(r);
+	free(w);
+	for (unsigned c = 0; c < HT_NCOLS; c++)
+		free(col[c]);
+	return clen[HT_COL_SIZE];
+}
+
 /* The size classes of the two packed layouts: a THREAD_PACKED record (1.6)
  * has 64 (sizes up to 1,024), a batch's block 254. A 1,030-byte block's
  * chunk is class 63's, like a 1,020-byte one's, but in a 1.6 record it has
@@ -2266,31 +2299,7 @@ static void test_packed_classes(void)
 		ev_free(&k, 1005, 0x20000);
 		ev_alloc(&k, 1006, 0x10000, 1020, 0); /* BIN 0 of class 63 */
 		ev_alloc(&k, 1007, 0x20000, 1030, 0);
-		size_t q = 0, n;
-		uint64_t v;
-		q += ht_varint_get(k.pl.p, k.pl.len, &v); /* tid, base */
-		q += ht_varint_get(k.pl.p + q, k.pl.len - q, &v);
-		n = k.pl.len - q;
-		uint8_t *col[HT_NCOLS];
-		size_t clen[HT_NCOLS];
-		for (unsigned c = 0; c < HT_NCOLS; c++)
-			col[c] = malloc(2 * n + 64);
-		ht_pk_writer_t *w = calloc(1, sizeof *w);
-		CHECK(ht_packed_split(k.pl.p + q, n, col, clen, 2 * n + 64, w, batch));
-		ht_pk_reader_t *r = calloc(1, sizeof *r);
-		ht_pk_reader_reset(r);
-		uint8_t *out = malloc(ht_packed_join_bound(clen, batch));
-		bool bad;
-		size_t m = ht_packed_join((const uint8_t *const *)col, clen, out, r, batch, &bad);
-		CHECK(!bad);
-		CHECK(m <= ht_packed_join_bound(clen, batch)); /* joined: the codes are in column 0 */
-		CHECK_EQ(m, n);
-		CHECK(m == n && !memcmp(out, k.pl.p + q, n)); /* every address back */
-		free(out);
-		free(r);
-		free(w);
-		for (unsigned c = 0; c < HT_NCOLS; c++)
-			free(col[c]);
+		packed_roundtrip(&k, batch);
 		free(k.pl.p);
 	}
 }
@@ -2320,36 +2329,12 @@ static void test_packed_sizes(void)
 	}
 	ev_realloc(&k, ++now, 0, a, a, 8, 1);			    /* shrinks */
 	ev_realloc(&k, ++now, 0, 0x7f0000000000ull, 0x50000, 100000, 3); /* old never seen */
-	size_t q = 0, n;
-	uint64_t v;
-	q += ht_varint_get(k.pl.p, k.pl.len, &v); /* tid, base */
-	q += ht_varint_get(k.pl.p + q, k.pl.len - q, &v);
-	n = k.pl.len - q;
 	size_t size_col[2] = { 0, 0 };
 	for (unsigned l = 0; l < 4; l++) {
 		unsigned layout = HT_PK_BATCH | (l & 1 ? HT_PK_SIZES : 0) | (l & 2 ? HT_PK_JOINED : 0);
-		uint8_t *col[HT_NCOLS];
-		size_t clen[HT_NCOLS];
-		for (unsigned c = 0; c < HT_NCOLS; c++)
-			col[c] = malloc(2 * n + 64);
-		ht_pk_writer_t *w = calloc(1, sizeof *w);
-		CHECK(ht_packed_split(k.pl.p + q, n, col, clen, 2 * n + 64, w, layout));
+		size_t len = packed_roundtrip(&k, layout);
 		if (!(l & 2))
-			size_col[l & 1] = clen[HT_COL_SIZE];
-		ht_pk_reader_t *r = calloc(1, sizeof *r);
-		ht_pk_reader_reset(r);
-		uint8_t *out = malloc(ht_packed_join_bound(clen, layout));
-		bool bad;
-		size_t m = ht_packed_join((const uint8_t *const *)col, clen, out, r, layout, &bad);
-		CHECK(!bad);
-		CHECK(m <= ht_packed_join_bound(clen, layout));
-		CHECK_EQ(m, n);
-		CHECK(m == n && !memcmp(out, k.pl.p + q, n));
-		free(out);
-		free(r);
-		free(w);
-		for (unsigned c = 0; c < HT_NCOLS; c++)
-			free(col[c]);
+			size_col[l & 1] = len;
 	}
 	CHECK(size_col[1] < size_col[0]);
 	free(k.pl.p);

@@ -689,21 +689,24 @@ static int write_events(hk_t *h, const uint8_t *pull, uint64_t nevents)
 		if (h->err)
 			break;
 		blk_t v = { .addr = ev.addr, .size = ev.size, .trace = trace, .info = NONE };
-		flush_held(h, NONE);
-		write_pending(h);
 		if (ord == h->rescue_ord) {
-			/* written at the peak (invariant 3) */
+			/* written at the peak (invariant 3); no line now, so a
+			 * held `+` stays held: the next line decides its index */
 			v.pulled = 1;
 			h->rescue_live = true;
 			h->rescue_addr = ev.addr;
 			h->rescue_key = k;
 		} else if (pull[ord / 8] & (1u << (ord % 8))) {
+			flush_held(h, NONE);
+			write_pending(h);
 			v.info = write_plus(h, k, NONE);
 			put_minus(h, v.info);
 			v.pulled = 1;
 			if (ord == h->peak_ord)
 				h->seg_peak = true;
 		} else {
+			flush_held(h, NONE);
+			write_pending(h);
 			h->held = true;
 			h->held_addr = ev.addr;
 			h->held_key = k;

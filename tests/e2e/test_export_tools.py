@@ -368,6 +368,7 @@ TESTS = [
     ("export_heaptrack_cxx_alloc", check_heaptrack("cxx_alloc")),
     ("export_heaptrack_threads", check_heaptrack("threads", threads=5)),
     ("export_heaptrack_first_freed_last", check_heaptrack("first_freed_last")),
+    ("export_heaptrack_peak_rescue", check_heaptrack("peak_rescue", threads=2)),
     ("export_flamegraph_leaks_bytes",
      check_flamegraph("leaks", "bytes", False, "leak_(big|small)$", ["leak_big", "leak_small"])),
     ("export_flamegraph_cxx_alloc_peak_icicle",

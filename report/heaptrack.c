@@ -47,12 +47,19 @@
  *     its allocation: the first such block is instead written as a pair
  *     right after the peak's `+` (the heap then reaches the peak at its
  *     `+`, with the same blocks live); any further ones stay a plain `+`
- *     ... `-`, and heaptrack counts them as not temporary. The peak and
- *     what each site held at it stay exact. With one thread this never
+ *     ... `-`, and heaptrack counts them as not temporary; so do all of
+ *     them when the peak's own block is a temporary (its pair is the one
+ *     at the peak). With T threads at most one temporary per thread is in
+ *     flight there: heaptrack counts up to T - 1 fewer. The peak and what
+ *     each site held at it stay exact. With one thread this never
  *     happens: no allocation lies between a temporary's malloc and free.
  *  4. A block we drop because its address was allocated again without a
  *     recorded free (cli/model.c: neither a free nor a leak) gets a `-`, so
- *     heaptrack's leaked bytes equal ours.
+ *     heaptrack's leaked bytes equal ours. When that is the very next
+ *     event, the `-` names another index of its size and trace than the
+ *     `+`; the first block of its size and trace has none, and heaptrack
+ *     counts it temporary (one more than ours: only a trace that lost a
+ *     free does this).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -581,7 +588,16 @@ static void flush_held(hk_t *h, uint32_t next_info)
 /* Write the `-` of a block that is not a pulled temporary. */
 static void write_minus(hk_t *h, blk_t *b)
 {
-	flush_held(h, b->info == NONE ? NONE : b->info);
+	uint32_t next = b->info;
+	if (next == NONE) {
+		/* the held block itself, dropped by the next allocation at its
+		 * address (invariant 4): its `+` avoids the key's first index,
+		 * which its `-` then names (the guard below), so that heaptrack
+		 * does not take the two lines for a temporary. A block that is
+		 * its key's first has no other index to name. */
+		next = h->keys[h->held_key].primary;
+	}
+	flush_held(h, next);
 	if (b->info == NONE) /* impossible: a held block is resolved above */
 		b->info = 0;
 	uint32_t idx = b->info;
@@ -610,7 +626,7 @@ static void write_minus(hk_t *h, blk_t *b)
 			return;
 		}
 	} else if (h->last_plus == idx) {
-		/* cannot happen after flush_held; kept as a guard */
+		/* the held block dropped at once (above) */
 		infokey_t *key = &h->keys[h->info_key[idx]];
 		uint32_t alt = key->primary != idx ? key->primary : key->secondary;
 		if (alt != NONE && alt != idx)

@@ -48,13 +48,6 @@ int main(void)
 	int made = pthread_create(&th, &attr, worker, NULL) == 0;
 	if (made)
 		pthread_join(th, NULL);
-	char buf[64];
-	size_t len = 0;
-	put_u((unsigned long)n, buf, &len);
-	buf[len++] = ' ';
-	put_u((unsigned long)small, buf, &len);
-	buf[len++] = ' ';
-	put_u((unsigned long)made, buf, &len);
-	buf[len++] = '\n';
-	return write(1, buf, len) != (ssize_t)len;
+	unsigned long figures[] = { (unsigned long)n, (unsigned long)small, (unsigned long)made };
+	return print_figures(figures, 3);
 }

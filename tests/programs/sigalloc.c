@@ -73,11 +73,6 @@ int main(void)
 	if (signal(SIGALRM, SIG_IGN) != on_alarm)
 		return 4;
 	free(prev);
-	char buf[64];
-	size_t len = 0;
-	put_u(n, buf, &len);
-	buf[len++] = ' ';
-	put_u((unsigned long)handled, buf, &len);
-	buf[len++] = '\n';
-	return write(1, buf, len) == (ssize_t)len ? 0 : 1;
+	unsigned long figures[] = { n, (unsigned long)handled };
+	return print_figures(figures, 2);
 }

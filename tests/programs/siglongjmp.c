@@ -126,15 +126,7 @@ int main(int argc, char **argv)
 		timer_delete(timer);
 	else
 		setitimer(ITIMER_REAL, &off, NULL);
-	char buf[96];
-	size_t len = 0;
-	put_u(n, buf, &len);
-	buf[len++] = ' ';
-	put_u((unsigned long)handled, buf, &len);
-	buf[len++] = ' ';
-	put_u((unsigned long)jumps, buf, &len);
-	buf[len++] = ' ';
-	put_u((unsigned long)in_agent, buf, &len);
-	buf[len++] = '\n';
-	return write(1, buf, len) == (ssize_t)len ? 0 : 1;
+	unsigned long figures[] = { n, (unsigned long)handled, (unsigned long)jumps,
+				    (unsigned long)in_agent };
+	return print_figures(figures, 4);
 }

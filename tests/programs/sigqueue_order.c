@@ -93,19 +93,14 @@ int main(void)
 		}
 	}
 	pthread_join(th, NULL);
-	char buf[96];
-	size_t len = 0;
+	unsigned long figures[8];
 	for (int k = 0; k < 2; k++) {
-		put_u(k ? U : K, buf, &len);
-		buf[len++] = ' ';
-		put_u((unsigned long)received[k], buf, &len);
-		buf[len++] = ' ';
-		put_u((unsigned long)out_of_order[k], buf, &len);
-		buf[len++] = ' ';
-		put_u((unsigned long)bad_info[k], buf, &len);
-		buf[len++] = k ? '\n' : ' ';
+		figures[4 * k] = k ? U : K;
+		figures[4 * k + 1] = (unsigned long)received[k];
+		figures[4 * k + 2] = (unsigned long)out_of_order[k];
+		figures[4 * k + 3] = (unsigned long)bad_info[k];
 	}
-	if (write(1, buf, len) != (ssize_t)len)
+	if (print_figures(figures, 8))
 		return 1;
 	return status;
 }

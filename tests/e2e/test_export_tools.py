@@ -205,40 +205,17 @@ def check_heaptrack(prog, slack=0):
 # Random event orders: the export's ordering rules (report/heaptrack.c) on
 # interleavings no test program makes on purpose.
 
-def stack_events(t, path):
-    """The raw STACK events of a trace's thread blocks and their ids."""
-    raw, ids = b"", []
-    for tag, p in tracefile.records(path):
-        if tag != tracefile.REC_THREAD_BLOCK:
-            continue
-        q = 0
-        _, q = tracefile._varint(p, q)
-        _, q = tracefile._varint(p, q)
-        while q < len(p):
-            start, ev = q, p[q] & 0x0F
-            q += 1
-            if ev == tracefile.EV_STACK:
-                sid, q = tracefile._varint(p, q)
-                depth, q = tracefile._varint(p, q)
-                for _ in range(depth):
-                    _, q = tracefile._svarint(p, q)
-                raw += p[start:q]
-                ids.append(sid)
-            elif ev in (tracefile.EV_ALLOC, tracefile.EV_FREE, tracefile.EV_RSS):
-                n = {tracefile.EV_ALLOC: 4, tracefile.EV_FREE: 2, tracefile.EV_RSS: 2}[ev]
-                for i in range(n):
-                    _, q = (tracefile._svarint if i == 1 and ev != tracefile.EV_RSS
-                            else tracefile._varint)(p, q)
-            else:
-                t.fatal("stack_events: event 0x%x in %s" % (p[start], path))
-    return raw, ids
-
-
 def random_base(t, src):
     """What random_trace keeps of src: its records but the events, END and
     LEAKS, and its STACK events with their ids."""
     recs = tracefile.records(src)
-    raw, ids = stack_events(t, src)
+    raw, ids = b"", []
+    for tag, p in recs:
+        if tag == tracefile.REC_THREAD_BLOCK:
+            for ev, start, end, vals in tracefile.block_events(p)[2]:
+                if ev == tracefile.EV_STACK:
+                    raw += p[start:end]
+                    ids.append(vals[0])
     # the threads program has 6: a run's random choices depend on no more
     t.need(len(ids) >= 6, "too few stacks in %s" % src)
     return [r for r in recs if r[0] not in (tracefile.REC_THREAD_BLOCK, tracefile.REC_LEAKS,

@@ -74,33 +74,43 @@ def body(path):
 
 
 
+def block_events(payload):
+    """A THREAD_BLOCK payload's tid, base time and events: (tid, base,
+    [(event, start, end, fields)]), start and end the event's bytes in the
+    payload, fields its decoded values (the grammar is _FIELDS, above)."""
+    q = 0
+    tid, q = _varint(payload, q)
+    base, q = _varint(payload, q)
+    events = []
+    while q < len(payload):
+        start, ev = q, payload[q] & 0x0F
+        q += 1
+        fields = _FIELDS.get(ev)
+        if fields is None:
+            raise TraceError("unknown event 0x%x in thread %d's block" % (payload[start], tid))
+        vals = []
+        for f in fields:
+            v, q = (_svarint if f == "A" else _varint)(payload, q)
+            if f == "L":
+                q += v
+            elif f == "D":
+                for _ in range(v):
+                    _, q = _varint(payload, q)
+            vals.append(v)
+        events.append((ev, start, q, vals))
+    return tid, base, events
+
+
 def _heap_events(path):
     """(tid, event, time, fields) for each ALLOC, FREE, REALLOC and RSS
-    event, in file order; fields are the decoded values after the time
-    (the grammar is _FIELDS, below)."""
+    event, in file order; fields are the decoded values after the time."""
     _, _, buf = body(path)
     for tag, payload in _records(buf):
         if tag != REC_THREAD_BLOCK:
             continue
-        q = 0
-        tid, q = _varint(payload, q)
-        now, q = _varint(payload, q)  # base_time
-        while q < len(payload):
-            ev = payload[q] & 0x0F
-            q += 1
-            fields = _FIELDS.get(ev)
-            if fields is None:
-                raise TraceError("unknown event 0x%x in thread %d's block" % (payload[q - 1], tid))
-            vals = []
-            for f in fields:
-                v, q = (_svarint if f == "A" else _varint)(payload, q)
-                if f == "L":
-                    q += v
-                elif f == "D":
-                    for _ in range(v):
-                        _, q = _varint(payload, q)
-                vals.append(v)
-            if fields[0] == "T":
+        tid, now, events = block_events(payload)
+        for ev, _, _, vals in events:
+            if _FIELDS[ev][0] == "T":
                 now += vals[0]
             if ev in (EV_ALLOC, EV_FREE, EV_REALLOC, EV_RSS):
                 yield tid, ev, now, vals[1:]

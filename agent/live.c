@@ -179,16 +179,19 @@ static void stack_def_keep(const uint8_t *p, size_t n)
 	lv.stack_defs_len += n;
 }
 
-/* Slots keep the heap's locality within a page: the 16-byte granules of
- * one 4 KiB page map to a run of slots in address order (blocks allocated
- * together are digested, and often freed, together: their probes share
- * cache lines), each page's run starting at a slot its multiplicative hash
- * picks, so that neither arenas nor dense pages line up into long
- * clusters, whatever the table's size. */
+/* Slots keep the heap's locality within 256 bytes: the 16-byte granules
+ * of one 256-byte line of the heap map to a run of slots in address order
+ * (blocks allocated together are digested, and often freed, together:
+ * their probes share cache lines), each run starting at a slot its
+ * multiplicative hash picks, so that arenas do not line up into long
+ * clusters, whatever the table's size. Runs of a whole page (256 slots)
+ * overlapped into clusters: the 4-thread bench's ~14k markers in 32k slots
+ * took 24 probes an insertion; runs of 16 take 3.7, and the whole
+ * process ~11% less CPU. */
 static inline size_t hash_addr(uintptr_t a, size_t mask)
 {
-	uint64_t page = ((a >> 12) * 0x9E3779B97F4A7C15ull) >> 24;
-	return (size_t)(page + ((a >> 4) & 0xff)) & mask;
+	uint64_t line = ((a >> 8) * 0x9E3779B97F4A7C15ull) >> 24;
+	return (size_t)(line + ((a >> 4) & 0xf)) & mask;
 }
 
 /* ---- the block table: open addressing, linear probing ------------------ */

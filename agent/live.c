@@ -44,6 +44,9 @@ typedef struct {
 	ht_live_block_t *slots;
 	size_t mask; /* capacity - 1; capacity is a power of two */
 	size_t count;
+	unsigned run_shift; /* log2 of the bytes of heap whose blocks share a run */
+	uint32_t ops;	    /* lookups since the last look at the probes */
+	uint64_t probes;    /* and the slots they stepped over */
 } live_table_t;
 
 
@@ -179,26 +182,41 @@ static void stack_def_keep(const uint8_t *p, size_t n)
 	lv.stack_defs_len += n;
 }
 
-/* Slots keep the heap's locality within 256 bytes: the 16-byte granules
- * of one 256-byte line of the heap map to a run of slots in address order
- * (blocks allocated together are digested, and often freed, together:
- * their probes share cache lines), each run starting at a slot its
- * multiplicative hash picks, so that arenas do not line up into long
- * clusters, whatever the table's size. Runs of a whole page (256 slots)
- * overlapped into clusters: the 4-thread bench's ~14k markers in 32k slots
- * took 24 probes an insertion; runs of 16 take 3.7, and the whole
- * process ~11% less CPU. */
-static inline size_t hash_addr(uintptr_t a, size_t mask)
+/* Slots keep the heap's locality: the 16-byte granules of one page (or,
+ * below, of a smaller line) of the heap map to a run of slots in address
+ * order (blocks allocated together are digested, and often freed,
+ * together: their probes share cache lines). Each run starts at the slot
+ * that Fibonacci hashing of the page number picks, from the product's top
+ * bits: consecutive pages then start runs spread evenly over the table.
+ * (The product's middle bits, used before, spread them by a stride that
+ * lined runs up into clusters at some capacities: a 1M-block heap took 20
+ * probes an insertion at one run length, 0.6 at another; runs placed at
+ * random, by a full mixer, clustered worse still, 6-120 probes.)
+ *
+ * Whole pages suit dense heaps (python3's digest ran 25-40% slower with
+ * 256-byte lines), but not a heap that keeps a few blocks in each of many
+ * pages, where runs overlap into long clusters: the 4-thread bench's
+ * 14,000 markers in 32,768 slots took 23 probes a lookup. So the table
+ * counts its probes, and when lookups step over more than 4 slots on
+ * average, it cuts its lines to a quarter and rebuilds itself: 1 KiB,
+ * 256 bytes, then 64 (there, 0.7 probes a lookup for that bench; python3
+ * goes to 1 KiB once, and a heap of 1M blocks keeps its pages). */
+#define RUN_SHIFT_PAGE 12
+#define RUN_SHIFT_MIN 6
+#define PROBES_LOOK (1u << 20) /* lookups between looks at the probes */
+#define PROBES_MAX 4		/* average slots stepped over a lookup */
+
+static inline size_t hash_addr(uintptr_t a, size_t mask, unsigned run_shift)
 {
-	uint64_t line = ((a >> 8) * 0x9E3779B97F4A7C15ull) >> 24;
-	return (size_t)(line + ((a >> 4) & 0xf)) & mask;
+	uint64_t run = ((a >> run_shift) * 0x9E3779B97F4A7C15ull) >> __builtin_clzll(mask);
+	return (size_t)(run + ((a >> 4) & ((1u << (run_shift - 4)) - 1))) & mask;
 }
 
 /* ---- the block table: open addressing, linear probing ------------------ */
 
-static bool table_grow(live_table_t *t)
+/* Moves t's entries to a table of cap slots, placed by run_shift. */
+static bool table_rebuild(live_table_t *t, size_t cap, unsigned run_shift)
 {
-	size_t cap = t->slots ? (t->mask + 1) * 2 : 4096;
 	ht_live_block_t *s = ht_mmap(cap * sizeof *s);
 	if (!s)
 		return false;
@@ -208,7 +226,7 @@ static bool table_grow(live_table_t *t)
 			ht_live_block_t *e = &t->slots[i];
 			if (!e->addr)
 				continue;
-			size_t j = hash_addr(e->addr, mask);
+			size_t j = hash_addr(e->addr, mask, run_shift);
 			while (s[j].addr)
 				j = (j + 1) & mask;
 			s[j] = *e;
@@ -217,18 +235,46 @@ static bool table_grow(live_table_t *t)
 	}
 	t->slots = s;
 	t->mask = mask;
+	t->run_shift = run_shift;
 	return true;
+}
+
+static bool table_grow(live_table_t *t)
+{
+	if (!t->slots)
+		return table_rebuild(t, 4096, RUN_SHIFT_PAGE);
+	return table_rebuild(t, (t->mask + 1) * 2, t->run_shift);
+}
+
+/* Counts a lookup that stepped over n slots. */
+static inline void probes_note(live_table_t *t, size_t n)
+{
+	t->probes += n;
+	t->ops++;
+}
+
+/* Every PROBES_LOOK lookups, shortens the runs if they have clustered
+ * (see hash_addr). It moves entries, so it runs where growing would: at
+ * an insertion's start, when no caller holds an entry. */
+static void probes_look(live_table_t *t)
+{
+	if (t->probes > (uint64_t)PROBES_MAX * t->ops && t->run_shift > RUN_SHIFT_MIN)
+		table_rebuild(t, t->mask + 1, t->run_shift - 2); /* kept as it is if no memory */
+	t->ops = 0;
+	t->probes = 0;
 }
 
 static ht_live_block_t *table_find(live_table_t *t, uintptr_t addr)
 {
 	if (!t->slots)
 		return NULL;
-	for (size_t i = hash_addr(addr, t->mask);; i = (i + 1) & t->mask) {
-		if (t->slots[i].addr == addr)
-			return &t->slots[i];
-		if (!t->slots[i].addr)
-			return NULL;
+	size_t start = hash_addr(addr, t->mask, t->run_shift);
+	for (size_t i = start;; i = (i + 1) & t->mask) {
+		if (t->slots[i].addr == addr || !t->slots[i].addr) {
+			ht_live_block_t *e = t->slots[i].addr ? &t->slots[i] : NULL;
+			probes_note(t, (i - start) & t->mask);
+			return e;
+		}
 	}
 }
 
@@ -240,7 +286,7 @@ static void table_remove(live_table_t *t, ht_live_block_t *e)
 	for (size_t j = (i + 1) & t->mask;; j = (j + 1) & t->mask) {
 		if (!t->slots[j].addr)
 			break;
-		size_t home = hash_addr(t->slots[j].addr, t->mask);
+		size_t home = hash_addr(t->slots[j].addr, t->mask, t->run_shift);
 		/* move j into the hole at i if its home is not in (i, j] */
 		if (((j - home) & t->mask) >= ((j - i) & t->mask)) {
 			t->slots[i] = t->slots[j];
@@ -257,15 +303,19 @@ static ht_live_block_t *table_upsert(live_table_t *t, uintptr_t addr, bool *fres
 {
 	if (HT_UNLIKELY((!t->slots || (t->count + 1) * 4 > (t->mask + 1) * 3)) && !table_grow(t))
 		return NULL;
-	size_t i = hash_addr(addr, t->mask);
+	if (HT_UNLIKELY(t->ops >= PROBES_LOOK))
+		probes_look(t);
+	size_t start = hash_addr(addr, t->mask, t->run_shift), i = start;
 	for (;; i = (i + 1) & t->mask) {
 		if (t->slots[i].addr == addr) {
 			*fresh = false;
+			probes_note(t, (i - start) & t->mask);
 			return &t->slots[i];
 		}
 		if (!t->slots[i].addr)
 			break;
 	}
+	probes_note(t, (i - start) & t->mask);
 	t->slots[i].addr = addr;
 	t->count++;
 	*fresh = true;

@@ -164,8 +164,9 @@ static inline void ht_lock_reset(ht_lock_t *l)
 
 /* ---- event blocks and the background writer (agent/flusher.c) --------------
  * A thread fills one block; when it is full the block is queued for the
- * writer thread, which compresses and writes it off the program's threads,
- * and the thread continues in a fresh block from a pool. */
+ * digester thread, which reads it into the live-block table (agent/live.c),
+ * then for the writer thread, which compresses and writes it, both off the
+ * program's threads; the thread continues in a fresh block from a pool. */
 #define HT_BUF_SIZE (64 * 1024)
 
 typedef struct ht_block {
@@ -173,6 +174,8 @@ typedef struct ht_block {
 	uint32_t tid;
 	uint32_t len;
 	uint64_t base_time;
+	bool digested; /* in the live table already (the digester's work) */
+	bool wake;     /* the producer asked for the writer to be woken */
 	uint8_t data[HT_BUF_SIZE];
 } ht_block_t;
 
@@ -190,7 +193,7 @@ void ht_thread_write_names(void);
 void ht_block_write_locked(const ht_block_t *b);
 /* How the writer thread is doing, for the compression level (writer.c):
  * the time it has waited for blocks so far, and how many times producers
- * had to write themselves (no writer thread, or the queue full). */
+ * had to write or digest themselves (no helper thread, or its queue full). */
 uint64_t ht_flusher_idle_ns(void);
 /* The main thread ended with pthread_exit: the writer looks for the
  * process's last thread from now on (agent/flusher.c). */
@@ -441,12 +444,13 @@ void ht_thread_fork_prepare(void);
 void ht_thread_fork_parent(void);
 void ht_thread_fork_child(void);
 /* Calls add(lo, hi) for memory the leak scan must not take for roots (the
- * writer thread's stack) and add_dead_stack(lo, hi) for the stacks of
+ * writer's and the digester's stacks) and add_dead_stack(lo, hi) for the stacks of
  * exited threads that no running thread took over (glibc keeps them mapped,
  * with stale pointers, or unmaps them: add_dead_stack tells). */
 void ht_thread_exclusions(void (*add)(uintptr_t lo, uintptr_t hi),
 			  void (*add_dead_stack)(uintptr_t lo, uintptr_t hi));
 extern uintptr_t ht_writer_stack_lo, ht_writer_stack_hi;
+extern uintptr_t ht_digester_stack_lo, ht_digester_stack_hi;
 /* Sums of every thread's counts (exit, no lock: threads may still run). */
 void ht_thread_totals(uint64_t *allocs, uint64_t *frees, uint64_t *bytes);
 

@@ -751,7 +751,9 @@ static int check_now(unsigned reason)
 	atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
 	if (!ht_live_sync(t))
 		return -1;
+	ht_lock(&ht_live_lock);
 	ht_leak_check(reason, id, sp);
+	ht_unlock(&ht_live_lock);
 	ht_writer_flush(false);
 	ht_unlock(&ht_writer_lock);
 	return 0;

@@ -460,10 +460,15 @@ void ht_finish(unsigned how, unsigned status)
 		ht_thread_flush_all();
 		if (!ht_opt_summary)
 			ht_thread_write_names();
-		if (ht_opt_leak_check && how != HT_END_SIGNAL)
-			ht_leak_check(HT_LEAK_AT_EXIT, 0, sp);
-		if (ht_opt_summary)
-			ht_summary_write();
+		/* a crash inside the agent may leave the table's lock held
+		 * (by this thread: then the table may be half changed) */
+		if (ht_lock_timed(&ht_live_lock, how == HT_END_SIGNAL ? 2000 : 60000)) {
+			if (ht_opt_leak_check && how != HT_END_SIGNAL)
+				ht_leak_check(HT_LEAK_AT_EXIT, 0, sp);
+			if (ht_opt_summary)
+				ht_summary_write();
+			ht_unlock(&ht_live_lock);
+		}
 		if (how == HT_END_EXIT && !atomic_load(&ht_exit_code_known))
 			atomic_fetch_or(&ht_agent_flags, HT_AGENT_EXIT_CODE_UNKNOWN);
 		ht_writer_finish(how, status);
@@ -501,8 +506,11 @@ bool ht_before_exec(const char *path)
 	ht_thread_flush_all();
 	/* the sites so far: if the exec fails, the ones written at the end
 	 * replace them (docs/FORMAT.md, SITES) */
-	if (ht_opt_summary)
+	if (ht_opt_summary) {
+		ht_lock(&ht_live_lock);
 		ht_summary_write();
+		ht_unlock(&ht_live_lock);
+	}
 	uint8_t rec[HT_VARINT_MAX * 2 + 4096];
 	size_t n = ht_varint_put(rec, ht_now());
 	size_t len = path ? ht_strlen(path) : 0;

@@ -1,12 +1,13 @@
-/* live.c - the agent's table of live blocks, kept by the writer.
+/* live.c - the agent's table of live blocks, kept off the program's threads.
  *
  * The leak check at exit needs every live block's address and size inside
  * the process. Keeping that table in the hooks would put a shared hash
- * table (and its locks) on every malloc and free; instead the writer reads
- * each shipped block of events once more before writing it ("digest") and
- * keeps the table itself, off the program's threads and under
- * ht_writer_lock (the only lock this file relies on: every function here is
- * called with it held).
+ * table (and its locks) on every malloc and free; instead a helper thread,
+ * the digester (agent/flusher.c), reads each shipped block of events once
+ * more before the writer writes it ("digest") and keeps the table itself,
+ * off the program's threads and under ht_live_lock (the only lock this file
+ * relies on: every function here is called with it held). In summary mode
+ * the writer digests, having nothing else to do.
  *
  * Blocks of different threads arrive out of time order, and one thread's
  * block can come seconds of events after another's (it ships when full, or
@@ -51,6 +52,7 @@ typedef struct {
 
 
 HT_CACHE_ALIGN ht_live_stats_t ht_live_stats;
+ht_lock_t ht_live_lock;
 
 /* ---- summary mode: per-site rows ----------------------------------------------
  * Row 0 is the overflow row: sites that came after the table was full
@@ -1037,12 +1039,14 @@ int heaptrail_agent_stats(struct ht_api_stats *out)
 		int saved = errno;
 		ht_guard = 1;
 		if (ht_live_sync(ht_thread_peek())) {
+			ht_lock(&ht_live_lock);
 			s.live_bytes = ht_live_stats.bytes;
 			s.live_blocks = ht_live_stats.blocks;
 			s.peak_live_bytes = ht_live_stats.peak_bytes;
 			/* a pool reset frees its blocks without a call to count:
 			 * the table saw them go (as the report counts them) */
 			s.frees += ht_live_stats.pool_frees;
+			ht_unlock(&ht_live_lock);
 			ht_unlock(&ht_writer_lock);
 			r = 0;
 		}

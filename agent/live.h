@@ -1,10 +1,16 @@
-/* live.h - the live-block table the writer keeps (agent/live.c) and the
+/* live.h - the live-block table the agent keeps (agent/live.c) and the
  * leak check that scans for what points to its blocks (agent/leakcheck.c).
- * Everything here runs with ht_writer_lock held. */
+ * Everything here runs with ht_live_lock held. */
 #ifndef HEAPTRAIL_LIVE_H
 #define HEAPTRAIL_LIVE_H
 
 #include "agent.h"
+
+/* Guards the table. Taken after ht_writer_lock when both are held, and
+ * before the flusher's queue lock: the digester (agent/flusher.c) holds it
+ * alone while it digests a block, so a holder of ht_writer_lock that reads
+ * the table (the leak check, the END record) takes it too. */
+extern ht_lock_t ht_live_lock;
 
 typedef struct ht_live_block {
 	uintptr_t addr; /* 0: an empty slot */

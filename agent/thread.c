@@ -464,6 +464,8 @@ void ht_thread_exclusions(void (*add)(uintptr_t lo, uintptr_t hi),
 	}
 	if (ht_writer_stack_hi)
 		add(ht_writer_stack_lo, ht_writer_stack_hi);
+	if (ht_digester_stack_hi)
+		add(ht_digester_stack_lo, ht_digester_stack_hi);
 }
 
 void ht_thread_totals(uint64_t *allocs, uint64_t *frees, uint64_t *bytes)

@@ -135,8 +135,9 @@ static void drain_out(void)
  * compress=auto starts each trace STRONG and looks again after every
  * HT_SEGMENT bytes of records, at the record boundary that follows: the
  * writer thread goes FAST when it was busy more than 90% of the segment's
- * time, or when producers had to write themselves (the queue full, or no
- * writer thread: zstd then runs on the program's threads); it goes back
+ * time, or when producers had to do a helper's work themselves (a queue
+ * full, or no helper thread: the program's threads then digest or run
+ * zstd, and the process is short of CPU); it goes back
  * to STRONG when its busy time plus twice its time in zstd and writing
  * (about what STRONG would add) stays under 75%. A single-threaded zstd cannot change its
  * parameters inside a frame, so a change ends the frame and the next one
@@ -732,11 +733,16 @@ void ht_writer_finish(unsigned how, unsigned status)
 	k = ht_append_str(tail, k, sizeof tail, "\t");
 	k = ht_append_u64(tail, k, sizeof tail, now);
 	ht_live_summary_t ls;
+	bool exact = false;
+	if (ht_lock_timed(&ht_live_lock, 2000)) {
+		exact = ht_live_summary(&ls);
+		ht_unlock(&ht_live_lock);
+	}
 	if (write_failed) {
 		/* the file holds the events up to the failure: run reads it
 		 * back and says so, whoever closed stderr */
 		k = ht_append_str(tail, k, sizeof tail, "\tlost");
-	} else if (ht_live_summary(&ls)) {
+	} else if (exact) {
 		const uint64_t fig[] = {ls.allocs,     ls.frees,	ls.bytes,    ls.peak_bytes,
 					ls.live_bytes, ls.live_blocks, ls.temporary};
 		k = ht_append_str(tail, k, sizeof tail, "\texact");

@@ -444,9 +444,9 @@ void ht_thread_fork_prepare(void);
 void ht_thread_fork_parent(void);
 void ht_thread_fork_child(void);
 /* Calls add(lo, hi) for memory the leak scan must not take for roots (the
- * writer's and the digester's stacks) and add_dead_stack(lo, hi) for the stacks of
- * exited threads that no running thread took over (glibc keeps them mapped,
- * with stale pointers, or unmaps them: add_dead_stack tells). */
+ * writer's and the digester's stacks) and add_dead_stack(lo, hi) for the
+ * stacks of exited threads that no running thread took over (glibc keeps
+ * them mapped, with stale pointers, or unmaps them: add_dead_stack tells). */
 void ht_thread_exclusions(void (*add)(uintptr_t lo, uintptr_t hi),
 			  void (*add_dead_stack)(uintptr_t lo, uintptr_t hi));
 extern uintptr_t ht_writer_stack_lo, ht_writer_stack_hi;

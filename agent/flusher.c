@@ -284,8 +284,9 @@ void ht_flusher_main_exited(void)
 
 /* The writer and the digester are the process's last threads: the
  * program's have all ended (main's with pthread_exit), and glibc, which
- * exits the process when its last thread ends, counts ours. Checked only when idle, and the tasks
- * only once the main thread is gone (a zombie until the process ends). */
+ * exits the process when its last thread ends, counts ours. Checked only
+ * when idle, and the tasks only once the main thread is gone (a zombie
+ * until the process ends). */
 static bool only_thread_left(void)
 {
 	if (stat_state("/proc/self/stat") != 'Z')

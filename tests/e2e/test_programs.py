@@ -20,7 +20,7 @@ from pathlib import Path
 
 import contract
 import tracefile
-from harness import (HT, PROGS, SRC, AGENT, T, by_leaf, find_library, functions, heaptrail_run,
+from harness import (BUILD, HT, PROGS, SRC, AGENT, T, by_leaf, find_library, functions, heaptrail_run,
                      leaks_by_leaf, marker_line, memcheck, memcheck_single,
                      need_report, need_tools, report, run, scratch_dir, tail, text,
                      traced_report)
@@ -681,6 +681,57 @@ def t_handoff(t):
 
 
 add("threads.handoff", t_handoff)
+
+
+def bench_threads_truth(iterations, nthreads):
+    """bench/workloads/threads.c's msg_alloc calls and bytes, by running its
+    generator: per step a scratch message of 16 + (r & 127) bytes, a ring
+    message of 24 + (r >> 3) % 230, and when r & 63 == 0 one of 40 handed
+    to the next thread (each after an 8-byte header)."""
+    n = size = 0
+    for i in range(nthreads):
+        rng = (0x9e3779b97f4a7c15 * (i + 1)) & (2**64 - 1)
+        for _ in range(iterations):
+            rng = (rng * 6364136223846793005 + 1442695040888963407) & (2**64 - 1)
+            r = rng >> 33
+            n += 2
+            size += 8 + 16 + (r & 127) + 8 + 24 + (r >> 3) % 230
+            if r & 63 == 0:
+                n += 1
+                size += 8 + 40
+    return n, size
+
+
+def t_digest_behind(t):
+    """Eight threads allocating as fast as they can outrun the agent's
+    digester on two cores: the queue of blocks waiting for it passes 32 and
+    the program's threads digest in its place, interleaved with it block by
+    block (29-44 times a run here). The table the digest keeps must still
+    hold exactly the blocks live at exit: the LEAKS record (the agent's
+    table) and the report (the trace's own replay) name the same blocks,
+    and every message is counted and freed."""
+    need_tools(t)
+    prog = BUILD / "bench" / "threads"
+    t.need(prog.exists(), "%s not built (make %s)" % (prog, "build/bench/threads"))
+    iterations, nthreads = 300000, 8
+    tr = heaptrail_run([prog, str(iterations), str(nthreads)], timeout=120)
+    t.need(tr.proc.rc == 0 and tr.out_path.exists(),
+           "threads under heaptrail: %s: %s" % (tr.proc.describe(), tail(tr.proc.err)))
+    rep = need_report(t, tr.out_path).data
+    m = by_leaf(rep).get("msg_alloc", {})
+    n, size = bench_threads_truth(iterations, nthreads)
+    t.eq("msg_alloc: allocations, bytes, leaked blocks", (n, size, 0),
+         (m.get("allocations"), m.get("bytes_allocated"), m.get("leaked_blocks")))
+    tot = rep.get("totals", {})
+    t.eq("ignored frees, reused addresses, unclassified blocks", (0, 0, 0),
+         tuple(tot.get(k) for k in ("ignored_frees", "reused_addresses", "unclassified_blocks")))
+    check = tracefile.leak_checks(str(tr.out_path)).get(0)
+    t.need(check is not None, "no LEAKS record")
+    t.eq("blocks in the LEAKS record == blocks live at the end of the trace",
+         tot.get("leaked_blocks"), len(check["kinds"]))
+
+
+add("threads.digest_behind", t_digest_behind)
 
 
 def t_main_pthread_exit(t):

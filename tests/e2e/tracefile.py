@@ -425,10 +425,11 @@ def _decode_packed(tid, base, stream, cols, streams, batch=False, joined=False, 
 
 def leak_checks(path):
     """{check_id: {"reason": r, "complete": bool, "kinds": {addr: kind name}}}
-    from the LEAKS records (format 1.4)."""
+    from the LEAKS records (format 1.4). They are never packed: the raw
+    records suffice, and the events are not decoded."""
     _, _, buf = body(path)
     checks = {}
-    for tag, payload in _records(buf):
+    for tag, payload in _raw_records(buf):
         if tag != REC_LEAKS:
             continue
         q = 0

@@ -60,8 +60,12 @@ $(B)/agent/%.o: agent/%.c $(wildcard agent/*.h) $(wildcard common/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) $(AGENT_CFLAGS) $(CFLAGS) -c $< -o $@
 
+# Linked beside and renamed into place: a program started while the agent is
+# rebuilt loads the old file or the new one, never a half-written one (ld.so
+# then ignores the preload and the run leaves no trace).
 $(B)/libheaptrail.so: $(AGENT_OBJ)
-	$(CC) -shared -o $@ $^ $(LDFLAGS) -Wl,-z,now -Wl,--no-undefined $(AGENT_LIBS)
+	$(CC) -shared -o $@.tmp $^ $(LDFLAGS) -Wl,-z,now -Wl,--no-undefined $(AGENT_LIBS)
+	mv -f $@.tmp $@
 
 $(B)/%.o: %.c $(wildcard cli/*.h) $(wildcard report/*.h) $(wildcard common/*.h)
 	@mkdir -p $(dir $@)

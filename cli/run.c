@@ -519,7 +519,7 @@ static char *report_traces(const char *manifest, pid_t child, const char *output
 		else
 			fputs("heaptrail: no trace was written (a statically linked program, a setuid "
 			      "one run by another user, or one that clears LD_PRELOAD, cannot be "
-			      "traced)\n",
+			      "traced; an agent the loader could not preload says why above)\n",
 			      stderr);
 		return NULL;
 	}

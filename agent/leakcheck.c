@@ -20,7 +20,8 @@
  * Memory the scan reads may vanish under it (another thread unmaps it): a
  * fault in the scan skips that range (ht_leak_scan_fault).
  *
- * Runs with ht_writer_lock held and the guard set; memory from ht_mmap.
+ * Runs with ht_writer_lock and ht_live_lock held (the LEAKS record, the
+ * table) and the guard set; memory from ht_mmap.
  */
 #include <errno.h>
 #include <fcntl.h>

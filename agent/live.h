@@ -40,8 +40,9 @@ void ht_summary_write(void);
 
 /* Ships the events of t (the calling thread's state, or NULL) and takes
  * ht_writer_lock with every shipped block digested: the table is up to
- * date for this thread. The caller holds the guard and unlocks. False,
- * lock not taken, after waiting 10 s for it. */
+ * date for this thread (read it under ht_live_lock: the digester goes on
+ * with other threads' blocks). The caller holds the guard and unlocks.
+ * False, lock not taken, after waiting 10 s for it. */
 bool ht_live_sync(ht_thread_t *t);
 
 /* Applies the allocations and frees of one shipped block of events. */

@@ -193,10 +193,11 @@ static void write_enqueue(ht_block_t *b, bool wake)
 }
 
 /* Digests the oldest block of the digest queue (unless !digest) and passes
- * it to the write queue; false when none waits. The caller holds
- * ht_live_lock: pop and digest under it keep each thread's blocks digested
- * in their order. */
-static bool digest_one_live_locked(bool digest)
+ * it to the write queue, waking the writer as its producer asked, or
+ * anyway with wake; false when none waits. The caller holds ht_live_lock:
+ * pop and digest under it keep each thread's blocks digested in their
+ * order. */
+static bool digest_one_live_locked(bool digest, bool wake)
 {
 	ht_lock(&queue_lock);
 	ht_block_t *b = digest_head;
@@ -212,7 +213,7 @@ static bool digest_one_live_locked(bool digest)
 	if (digest)
 		ht_live_digest(b);
 	b->digested = true;
-	write_enqueue(b, b->wake);
+	write_enqueue(b, b->wake || wake);
 	return true;
 }
 
@@ -248,7 +249,7 @@ void ht_blocks_drain_locked(void)
 	bool mine = ht_lock_held(&ht_live_lock);
 	if (!mine)
 		ht_lock(&ht_live_lock);
-	while (digest_one_live_locked(!mine))
+	while (digest_one_live_locked(!mine, false))
 		;
 	if (!mine)
 		ht_unlock(&ht_live_lock);
@@ -355,16 +356,20 @@ static void *digester_main(void *arg)
 	ht_guard = 1; /* whatever this thread allocates is ours, not the program's */
 	own_stack(&ht_digester_stack_lo, &ht_digester_stack_hi);
 	atomic_store(&digester_tid, (int)syscall(SYS_gettid));
+	bool looked = false; /* found blocks by looking, not woken for them */
 	for (;;) {
 		if (atomic_load(&to_digest) == 0) {
-			/* a block queued without a wake (a thread at its end)
-			 * waits at most this long */
-			const struct timespec look = {0, HT_LINGER_NS};
-			syscall(SYS_futex, &to_digest, FUTEX_WAIT_PRIVATE, 0, &look, NULL, 0);
+			/* A block queued without a wake (a thread at its end)
+			 * waits at most this long, as in the idle writer; the
+			 * writer is then woken for it, once a look, not at
+			 * every thread's end. */
+			const struct timespec idle = {1, 0};
+			long r = syscall(SYS_futex, &to_digest, FUTEX_WAIT_PRIVATE, 0, &idle, NULL, 0);
+			looked = r < 0 && errno == ETIMEDOUT;
 			continue;
 		}
 		ht_lock(&ht_live_lock);
-		digest_one_live_locked(true);
+		digest_one_live_locked(true, looked);
 		ht_unlock(&ht_live_lock);
 	}
 	return NULL;
@@ -468,7 +473,7 @@ static void digest_enqueue(ht_block_t *b, bool wake, bool clone_child)
 		return;
 	atomic_fetch_add_explicit(&self_writes, 1, memory_order_relaxed);
 	ht_lock(&ht_live_lock);
-	for (unsigned i = 0; i < n && digest_one_live_locked(true); i++)
+	for (unsigned i = 0; i < n && digest_one_live_locked(true, false); i++)
 		;
 	ht_unlock(&ht_live_lock);
 }

@@ -212,7 +212,7 @@ static bool digest_one_live_locked(bool digest, bool wake)
 		return false;
 	if (digest)
 		ht_live_digest(b);
-	b->digested = true;
+	b->digested = digest; /* else the writer skips it too: the lock is ours */
 	write_enqueue(b, b->wake || wake);
 	return true;
 }
@@ -527,23 +527,25 @@ void ht_flusher_fork_parent(void)
 	ht_unlock(&ht_live_lock);
 }
 
+/* Gives every block of a queue back to the pool; queue_lock held. */
+static void pool_put_list_locked(ht_block_t *list)
+{
+	while (list) {
+		ht_block_t *next = list->next;
+		block_put_locked(list);
+		list = next;
+	}
+}
+
 void ht_flusher_fork_child(void)
 {
 	/* Queued blocks are the parent's (it writes them); the helper threads
 	 * did not survive the fork. Recycle the blocks, restart lazily. */
 	ht_lock_reset(&ht_live_lock);
 	ht_lock_reset(&queue_lock);
-	while (queue_head) {
-		ht_block_t *next = queue_head->next;
-		block_put_locked(queue_head);
-		queue_head = next;
-	}
-	while (digest_head) {
-		ht_block_t *next = digest_head->next;
-		block_put_locked(digest_head);
-		digest_head = next;
-	}
-	queue_tail = digest_tail = NULL;
+	pool_put_list_locked(queue_head);
+	pool_put_list_locked(digest_head);
+	queue_head = queue_tail = digest_head = digest_tail = NULL;
 	atomic_store(&queued, 0);
 	atomic_store(&to_digest, 0);
 	atomic_store(&writer_started, false);

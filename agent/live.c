@@ -272,10 +272,10 @@ static ht_live_block_t *table_find(live_table_t *t, uintptr_t addr)
 		return NULL;
 	size_t start = hash_addr(addr, t->mask, t->run_shift);
 	for (size_t i = start;; i = (i + 1) & t->mask) {
-		if (t->slots[i].addr == addr || !t->slots[i].addr) {
-			ht_live_block_t *e = t->slots[i].addr ? &t->slots[i] : NULL;
+		ht_live_block_t *e = &t->slots[i];
+		if (e->addr == addr || !e->addr) {
 			probes_note(t, (i - start) & t->mask);
-			return e;
+			return e->addr ? e : NULL;
 		}
 	}
 }

@@ -151,12 +151,94 @@ static size_t lower_bound(uintptr_t a)
 	return lo;
 }
 
+/* ---- the granule filter ----------------------------------------------------
+ * Most words the scan reads are not pointers to a block, yet many fall in
+ * [lo_addr, hi_addr): that range spans from the heap up to the mmap'd
+ * blocks, where a runtime's own pools also live (cc1's GC pages: 25 MB of
+ * roots whose words were each a binary search over every live block). A
+ * set of the 64 KiB granules that blocks cover answers most of those with
+ * one probe of a table that stays in cache. */
+#define GRANULE_SHIFT 16
+static uint64_t *granules; /* open addressing: granule + 1, 0 empty */
+static size_t granules_cap; /* a power of two, or 0: no filter */
+
+static inline size_t granule_slot(uint64_t g)
+{
+	return (size_t)((g * 0x9e3779b97f4a7c15ull) >> 32) & (granules_cap - 1);
+}
+
+static void granule_add(uint64_t g)
+{
+	size_t i = granule_slot(g);
+	while (granules[i] && granules[i] != g + 1)
+		i = (i + 1) & (granules_cap - 1);
+	granules[i] = g + 1;
+}
+
+static inline bool granule_has(uintptr_t w)
+{
+	uint64_t g = w >> GRANULE_SHIFT;
+	for (size_t i = granule_slot(g);; i = (i + 1) & (granules_cap - 1)) {
+		if (granules[i] == g + 1)
+			return true;
+		if (!granules[i])
+			return false;
+	}
+}
+
+/* Calls f on each granule the sorted blocks cover, once; returns the count. */
+static size_t granules_each(void (*f)(uint64_t))
+{
+	size_t n = 0;
+	uint64_t next = 0; /* granules below it are done */
+	for (size_t i = 0; i < n_blk; i++) {
+		uint64_t first = blk[i].addr >> GRANULE_SHIFT;
+		uint64_t last = (blk[i].addr + (blk_size(i) ? blk_size(i) - 1 : 0)) >> GRANULE_SHIFT;
+		uint64_t g = first > next ? first : next;
+		if (g <= last)
+			n += last - g + 1;
+		for (; f && g <= last; g++)
+			f(g);
+		if (last + 1 > next)
+			next = last + 1;
+	}
+	return n;
+}
+
+/* Without room for it (a block of terabytes, no memory), every word in
+ * range is looked up. */
+static void granules_build(void)
+{
+	granules_cap = 0;
+	size_t n = granules_each(NULL);
+	if (n > (1u << 20))
+		return;
+	size_t cap = 1024;
+	while (cap < 2 * n)
+		cap *= 2;
+	granules = ht_mmap(cap * sizeof *granules);
+	if (!granules)
+		return;
+	granules_cap = cap;
+	granules_each(granule_add);
+}
+
+static void granules_free(void)
+{
+	if (granules_cap)
+		ht_munmap(granules, granules_cap * sizeof *granules);
+	granules = NULL;
+	granules_cap = 0;
+}
+
 /* The block w points into, or -1. A zero-size block is pointed to only by
  * its address. A block nested in another (a program's pool carved from a
  * malloc block) wins over the outer one. */
 static inline long find_block(uintptr_t w)
 {
 	if (w < lo_addr || w >= hi_addr)
+		return -1;
+	if (granules_cap && !granule_has(w))
 		return -1;
 	size_t i = lower_bound(w + 1); /* first block after w */
 	for (int step = 0; step < 2 && i > 0; step++) {
@@ -681,6 +763,7 @@ void ht_leak_check(unsigned reason, uint64_t check_id, uintptr_t sp)
 		if (e > hi_addr)
 			hi_addr = e;
 	}
+	granules_build();
 	if (n_blk && (maps = read_maps(&maps_cap))) {
 		n_excl = ht_agent_maps(excl, 8192);
 		excl_add(ht_agent_lo, ht_agent_hi);
@@ -715,6 +798,7 @@ void ht_leak_check(unsigned reason, uint64_t check_id, uintptr_t sp)
 		write_records(reason, check_id);
 	}
 out:
+	granules_free();
 	ht_munmap(maps, maps_cap);
 	ht_munmap(blk, blk_cap * sizeof *blk);
 	ht_munmap(state, blk_cap);

@@ -15,7 +15,10 @@
  *             a reachable cycle
  *   interior  a block reached only through a pointer into its middle
  *             (possible), the block it points to (possible), and a block
- *             whose start a global holds (reachable)
+ *             whose start a global holds (reachable); a big heap block and
+ *             an mmapped one, each reached only through a pointer tens of
+ *             KiB past its start (possible: the pointer lies in another
+ *             64 KiB granule than the block's start)
  *   thread    a block referenced only from a waiting thread's stack
  *             (reachable), and one the thread dropped (definite)
  *   tls       blocks held by __thread variables of the main thread and of
@@ -58,6 +61,7 @@ struct node {
 static struct node *kept_list, *kept_tree, *kept_cycle;
 static char *kept_interior_target; /* points into the middle of a block */
 static char *kept_start;
+static char *kept_far_heap, *kept_far_mmap; /* far into big blocks */
 static __thread void *tls_ptr;
 
 /* Overwrites the stack below the caller's frame, where scenarios left
@@ -128,6 +132,8 @@ static NOINLINE void scenario_interior(void)
 	kept_interior_target = outer + 100; /* only an interior pointer to outer */
 	kept_start = malloc(64);
 	memset(kept_start, 0, 64);
+	kept_far_heap = (char *)malloc(100000) + 90000;
+	kept_far_mmap = (char *)malloc(1 << 20) + 600000;
 }
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;

@@ -684,12 +684,20 @@ static int parse_thread_packed(ht_trace_t *t, size_t pos, size_t end, bool cut, 
  * codes its REALLOCs' sizes against their old blocks' (HT_PK_SIZES). A batch cut
  * short loses all its blocks (its last columns are missing); a damaged
  * block ends the reading there, the blocks before it kept. */
+/* The columns a THREAD_BATCH3 splits (trace_format.h), in order. */
+static const unsigned batch_split_col[] = {HT_COL_ADDR, HT_COL_SIZE};
+#define BATCH_SPLIT_COLS (sizeof batch_split_col / sizeof batch_split_col[0])
+
+/* THREAD_BATCH3 (format 1.11): a THREAD_BATCH2 whose address and size
+ * columns are split; nfirst their varint counts, from the record's head. */
 static int parse_thread_batch(ht_trace_t *t, size_t pos, size_t end, bool cut, bool flags,
-			      uint64_t *scratch)
+			      bool split, uint64_t *scratch)
 {
 	size_t rec = pos;
-	uint64_t count;
+	uint64_t count, nfirst[HT_NCOLS] = {0};
 	int r = get_u(t->body, end, &pos, &count);
+	for (unsigned k = 0; split && !r && k < BATCH_SPLIT_COLS; k++)
+		r = get_u(t->body, end, &pos, &nfirst[batch_split_col[k]]);
 	/* each block's header takes 3 (THREAD_BATCH2: 4) + HT_NCOLS varints,
 	 * a byte each at least */
 	if (!r && count == 0)
@@ -736,17 +744,49 @@ static int parse_thread_batch(ht_trace_t *t, size_t pos, size_t end, bool cut, b
 			     : "");
 		return 1;
 	}
-	size_t at[HT_NCOLS]; /* where each column's next block starts */
+	const uint8_t *base[HT_NCOLS]; /* each column of every block */
+	size_t at[HT_NCOLS];	       /* where each column's next block starts */
+	uint8_t *joined[HT_NCOLS] = {NULL};
 	size_t next = pos;
 	for (unsigned c = 0; c < HT_NCOLS; c++) {
-		at[c] = next;
+		base[c] = t->body + next;
+		at[c] = 0;
 		next += (size_t)colsum[c];
+	}
+	for (unsigned k = 0; split && k < BATCH_SPLIT_COLS; k++) {
+		unsigned c = batch_split_col[k];
+		if (nfirst[c] > colsum[c]) {
+			r = 1;
+			break;
+		}
+		if (!colsum[c])
+			continue;
+		if (!(joined[c] = malloc((size_t)colsum[c]))) {
+			for (unsigned j = 0; j < HT_NCOLS; j++)
+				free(joined[j]);
+			free(blk);
+			return -ENOMEM;
+		}
+		size_t nf = (size_t)nfirst[c];
+		if (!ht_varints_join(base[c], nf, base[c] + nf, (size_t)colsum[c] - nf, joined[c])) {
+			r = 1;
+			break;
+		}
+		base[c] = joined[c];
+	}
+	if (r) {
+		for (unsigned j = 0; j < HT_NCOLS; j++)
+			free(joined[j]);
+		free(blk);
+		fail(t, -HT_ECORRUPT, rec,
+		     "batch of packed blocks has split columns that do not make whole varints");
+		return 1;
 	}
 	for (uint64_t i = 0; i < count; i++) {
 		const uint8_t *col[HT_NCOLS];
 		size_t clen[HT_NCOLS];
 		for (unsigned c = 0; c < HT_NCOLS; c++) {
-			col[c] = t->body + at[c];
+			col[c] = base[c] + at[c];
 			clen[c] = (size_t)blk[i].len[c];
 			at[c] += clen[c];
 		}
@@ -754,10 +794,14 @@ static int parse_thread_batch(ht_trace_t *t, size_t pos, size_t end, bool cut, b
 				  (blk[i].flags & HT_BATCH_SIZES ? HT_PK_SIZES : 0);
 		if ((r = parse_packed_block(t, rec, blk[i].tid, blk[i].base, blk[i].stream, col,
 					    clen, layout, scratch))) {
+			for (unsigned j = 0; j < HT_NCOLS; j++)
+				free(joined[j]);
 			free(blk);
 			return r;
 		}
 	}
+	for (unsigned j = 0; j < HT_NCOLS; j++)
+		free(joined[j]);
 	free(blk);
 	if (!cut && pos + total != end) {
 		fail(t, -HT_ECORRUPT, pos + total, "bytes after the columns of a batch");
@@ -1123,7 +1167,7 @@ static int parse_body(ht_trace_t *t)
 		}
 		if (cut && tag != HT_REC_THREAD_BLOCK && tag != HT_REC_THREAD_COLUMNS &&
 		    tag != HT_REC_THREAD_PACKED && tag != HT_REC_THREAD_BATCH &&
-		    tag != HT_REC_THREAD_BATCH2) {
+		    tag != HT_REC_THREAD_BATCH2 && tag != HT_REC_THREAD_BATCH3) {
 			fail(t, -HT_ETRUNC, rec, "body ends inside a record (tag 0x%02x, %" PRIu64
 			     " bytes declared, %zu present)", tag, plen, len - pos);
 			break;
@@ -1164,7 +1208,9 @@ static int parse_body(ht_trace_t *t)
 			break;
 		case HT_REC_THREAD_BATCH:
 		case HT_REC_THREAD_BATCH2:
-			r = parse_thread_batch(t, pos, end, cut, tag == HT_REC_THREAD_BATCH2, scratch);
+		case HT_REC_THREAD_BATCH3:
+			r = parse_thread_batch(t, pos, end, cut, tag != HT_REC_THREAD_BATCH,
+					       tag == HT_REC_THREAD_BATCH3, scratch);
 			break;
 		case HT_REC_EXEC: {
 			uint64_t when = f_u(&f);

@@ -169,4 +169,47 @@ static inline size_t ht_columns_join(const uint8_t *const col[HT_NCOLS],
 	return whole;
 }
 
+/* ---- split varints (THREAD_BATCH3) -------------------------------------------
+ * A column of varints, rearranged as the first byte of each, then the
+ * bytes after those (the continuation bytes), each group in order. */
+
+/* Splits the varints col[0..len) in place: their first bytes move to the
+ * front of col, the rest go to rest (room for len bytes). Returns the
+ * number of first bytes (of varints); *nrest gets the rest's length.
+ * The column must hold whole varints. */
+static inline size_t ht_varints_split(uint8_t *col, size_t len, uint8_t *rest, size_t *nrest)
+{
+	size_t nfirst = 0, r = 0;
+	for (size_t i = 0; i < len;) {
+		uint8_t b = col[i++];
+		col[nfirst++] = b;
+		while ((b & 0x80) && i < len) {
+			b = col[i++];
+			rest[r++] = b;
+		}
+	}
+	*nrest = r;
+	return nfirst;
+}
+
+/* Joins nfirst first bytes and the rest (nrest bytes) back into varints
+ * at out (room for nfirst + nrest bytes). False if they do not make
+ * whole varints of at most HT_VARINT_MAX bytes that use every byte. */
+static inline bool ht_varints_join(const uint8_t *first, size_t nfirst, const uint8_t *rest,
+				   size_t nrest, uint8_t *out)
+{
+	size_t o = 0, r = 0;
+	for (size_t i = 0; i < nfirst; i++) {
+		uint8_t b = first[i];
+		out[o++] = b;
+		for (unsigned k = 1; b & 0x80; k++) {
+			if (r == nrest || k == HT_VARINT_MAX)
+				return false;
+			b = rest[r++];
+			out[o++] = b;
+		}
+	}
+	return r == nrest;
+}
+
 #endif /* HEAPTRAIL_COLUMNS_H */

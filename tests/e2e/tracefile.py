@@ -18,6 +18,8 @@ REC_THREAD_COLUMNS = 10
 REC_THREAD_PACKED = 11
 REC_THREAD_BATCH = 12
 REC_THREAD_BATCH2 = 13
+REC_THREAD_BATCH3 = 15
+BATCHES = (REC_THREAD_BATCH, REC_THREAD_BATCH2, REC_THREAD_BATCH3)
 EV_ALLOC, EV_FREE, EV_REALLOC, EV_STACK, EV_RSS = 1, 2, 3, 4, 5
 
 
@@ -164,8 +166,9 @@ def _records(buf):
             tag, payload = REC_THREAD_BLOCK, _join_columns(payload)
         elif tag == REC_THREAD_PACKED:
             tag, payload = REC_THREAD_BLOCK, _join_packed(payload, streams)
-        elif tag in (REC_THREAD_BATCH, REC_THREAD_BATCH2):
-            for tid, base, stream, flags, cols in _split_batch(payload, tag == REC_THREAD_BATCH2):
+        elif tag in BATCHES:
+            for tid, base, stream, flags, cols in _split_batch(payload, tag != REC_THREAD_BATCH,
+                                                               tag == REC_THREAD_BATCH3):
                 yield REC_THREAD_BLOCK, _decode_packed(tid, base, stream, cols, streams, True,
                                                        joined=bool(flags & 1), sizes=bool(flags & 2))
             continue
@@ -318,12 +321,40 @@ def _join_packed(payload, streams):
     return _decode_packed(tid, base, stream, cols, streams)
 
 
-def _split_batch(payload, with_flags=False):
-    """A THREAD_BATCH (or, with_flags, THREAD_BATCH2) payload as [(tid, base,
-    stream, flags, cols)], its blocks in order, cols as _columns gives them
-    (the stack ids in column 0; with flags bit 0, the address codes too;
-    bit 1: REALLOC sizes coded against the old block's, format 1.10)."""
+def _join_varints(first, rest):
+    """The varints whose first bytes are first and whose other bytes are
+    rest, as one byte string (THREAD_BATCH3's split columns)."""
+    out, r = bytearray(), 0
+    for b in first:
+        out.append(b)
+        n = 1
+        while b & 0x80:
+            if r == len(rest) or n == 10:
+                raise TraceError("split column does not make whole varints")
+            b = rest[r]
+            r += 1
+            n += 1
+            out.append(b)
+    if r != len(rest):
+        raise TraceError("split column has bytes left over")
+    return bytes(out)
+
+
+SPLIT_COLS = (2, 3)  # the columns a THREAD_BATCH3 splits
+
+
+def _split_batch(payload, with_flags=False, split=False):
+    """A THREAD_BATCH (or, with_flags, THREAD_BATCH2; with split too,
+    THREAD_BATCH3) payload as [(tid, base, stream, flags, cols)], its blocks
+    in order, cols as _columns gives them (the stack ids in column 0; with
+    flags bit 0, the address codes too; bit 1: REALLOC sizes coded against
+    the old block's, format 1.10; split: columns 2 and 3 are the first bytes
+    of their varints then the rest, format 1.11)."""
     count, q = _varint(payload, 0)
+    nfirst = {}
+    if split:
+        for c in SPLIT_COLS:
+            nfirst[c], q = _varint(payload, q)
     heads = []
     for _ in range(count):
         tid, q = _varint(payload, q)
@@ -339,17 +370,24 @@ def _split_batch(payload, with_flags=False):
             n, q = _varint(payload, q)
             lens.append(n)
         heads.append((tid, base, stream, flags, lens))
-    at, starts = q, []
+    at, whole = q, []
     for c in range(6):
-        starts.append(at)
-        at += sum(h[4][c] for h in heads)
+        n = sum(h[4][c] for h in heads)
+        col = payload[at:at + n]
+        if c in nfirst:
+            if nfirst[c] > n:
+                raise TraceError("split column holds fewer bytes than varints")
+            col = _join_varints(col[:nfirst[c]], col[nfirst[c]:])
+        whole.append(col)
+        at += n
     if at != len(payload):
         raise TraceError("batch columns do not fill the record")
+    starts = [0] * 6
     blocks = []
     for tid, base, stream, flags, lens in heads:
         cols = []
         for c in range(6):
-            cols.append([payload[starts[c]:starts[c] + lens[c]], 0])
+            cols.append([whole[c][starts[c]:starts[c] + lens[c]], 0])
             starts[c] += lens[c]
         blocks.append((tid, base, stream, flags, cols))
     return blocks
@@ -587,7 +625,7 @@ def batch_counts(path):
     records (blocks outside batches)."""
     counts, single = [], 0
     for tag, payload in _raw_records(body(path)[2]):
-        if tag in (REC_THREAD_BATCH, REC_THREAD_BATCH2):
+        if tag in BATCHES:
             counts.append(_varint(payload, 0)[0])
         elif tag in (REC_THREAD_BLOCK, REC_THREAD_COLUMNS, REC_THREAD_PACKED):
             single += 1
@@ -595,12 +633,12 @@ def batch_counts(path):
 
 
 def joined_blocks(path):
-    """(blocks in THREAD_BATCH2 records, how many of them have their address
-    codes in column 0)."""
+    """(blocks in THREAD_BATCH2 and THREAD_BATCH3 records, how many of them
+    have their address codes in column 0)."""
     blocks = joined = 0
     for tag, payload in _raw_records(body(path)[2]):
-        if tag == REC_THREAD_BATCH2:
-            for blk in _split_batch(payload, True):
+        if tag in (REC_THREAD_BATCH2, REC_THREAD_BATCH3):
+            for blk in _split_batch(payload, True, tag == REC_THREAD_BATCH3):
                 blocks += 1
                 joined += blk[3] & 1
     return blocks, joined

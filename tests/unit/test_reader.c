@@ -2342,15 +2342,46 @@ static void test_packed_sizes(void)
 
 /* ---- THREAD_BATCH: packed blocks k at a time (format 1.7) -------------------------- */
 
+/* Set: batch_record writes THREAD_BATCH3 records (format 1.11) where it
+ * would write THREAD_BATCH2, with columns 2 and 3 split. */
+static bool batch_split;
+
 /* A THREAD_BATCH record of the THREAD_PACKED payloads pl[0..n); with
- * flags, a THREAD_BATCH2 with flags[i] in block i's header. */
+ * flags, a THREAD_BATCH2 with flags[i] in block i's header (with
+ * batch_split, a THREAD_BATCH3). */
 static void batch_record(buf_t *out, const uint8_t *const *pl, const size_t *plen, size_t n,
 			 const uint8_t *flags)
 {
 	buf_t r = { 0 };
 	size_t at[64];
 	uint64_t lens[64][HT_NCOLS];
+	bool split = flags && batch_split;
+	buf_t whole[HT_NCOLS] = { { 0 } };
+	size_t nfirst[HT_NCOLS] = { 0 }, nrest[HT_NCOLS] = { 0 };
 	put_u(&r, n);
+	if (split) { /* the split columns' varint counts come first */
+		for (size_t i = 0; i < n; i++) {
+			size_t q = 0;
+			for (int f = 0; f < 3 + HT_NCOLS; f++) {
+				uint64_t v = 0;
+				q += ht_varint_get(pl[i] + q, plen[i] - q, &v);
+				if (f >= 3)
+					lens[i][f - 3] = v;
+			}
+			for (unsigned c = 0; c < HT_NCOLS; c++) {
+				put(&whole[c], pl[i] + q, lens[i][c]);
+				q += lens[i][c];
+			}
+		}
+		for (unsigned c = HT_COL_ADDR; c <= HT_COL_SIZE; c++) {
+			uint8_t *rest = malloc(whole[c].len + 1);
+			CHECK(rest != NULL);
+			nfirst[c] = ht_varints_split(whole[c].p, whole[c].len, rest, &nrest[c]);
+			memcpy(whole[c].p + nfirst[c], rest, nrest[c]);
+			free(rest);
+			put_u(&r, nfirst[c]);
+		}
+	}
 	for (size_t i = 0; i < n; i++) { /* the headers: tid, base, stream, lengths */
 		size_t q = 0;
 		for (int f = 0; f < 3 + HT_NCOLS; f++) {
@@ -2368,10 +2399,16 @@ static void batch_record(buf_t *out, const uint8_t *const *pl, const size_t *ple
 	}
 	for (unsigned c = 0; c < HT_NCOLS; c++) /* column c of every block */
 		for (size_t i = 0; i < n; i++) {
-			put(&r, pl[i] + at[i], lens[i][c]);
+			if (!split)
+				put(&r, pl[i] + at[i], lens[i][c]);
 			at[i] += lens[i][c];
 		}
-	record(out, flags ? HT_REC_THREAD_BATCH2 : HT_REC_THREAD_BATCH, &r);
+	for (unsigned c = 0; split && c < HT_NCOLS; c++) {
+		put(&r, whole[c].p, whole[c].len);
+		free(whole[c].p);
+	}
+	record(out, split ? HT_REC_THREAD_BATCH3 : flags ? HT_REC_THREAD_BATCH2 : HT_REC_THREAD_BATCH,
+	       &r);
 	free(r.p);
 }
 
@@ -2457,10 +2494,14 @@ static void test_batches(void)
 					nj += (joined[b] & HT_BATCH_JOINED) != 0;
 				CHECK(nj == 2 && joined[2] && joined[3]);
 			}
-			for (size_t k = 1; k <= 5; k += 2) {
-				buf_t bt = as_batches_flags(&pk, k, layouts[l] == HT_PK_BATCH ? NULL : joined);
+			/* and as the agent of 1.11 writes them: split (THREAD_BATCH3) */
+			for (size_t k = 1; k <= 5 + 6 * (layouts[l] == LAYOUT_AGENT); k += 2) {
+				batch_split = k > 5;
+				buf_t bt = as_batches_flags(&pk, k - 6 * batch_split,
+							    layouts[l] == HT_PK_BATCH ? NULL : joined);
+				batch_split = false;
 				if (getenv("HT_SEED_DIR") && layouts[l] == LAYOUT_AGENT)
-					write_seed(&bt, "batch2", i, k);
+					write_seed(&bt, k > 5 ? "batch3" : "batch2", i, k);
 				int e;
 				char *j = json_of(&bt, &e);
 				CHECK_EQ(e0, e);
@@ -2541,6 +2582,48 @@ static void test_batches(void)
 		file = make_file(&bt, false, HT_FORMAT_MAJOR);
 		m = load(&file, &t, &rc);
 		CHECK(t != NULL && t->error == (bad ? -HT_ECORRUPT : 0));
+		CHECK(m != NULL);
+		ht_model_free(m);
+		ht_trace_free(t);
+		free(file.p);
+		free(bt.p);
+		free(pk.p);
+	}
+
+	/* THREAD_BATCH3: split columns whose varint count is wrong (none, or
+	 * one short: the rest then does not make whole varints) are damage,
+	 * named at the record */
+	for (int bad = 0; bad <= 2; bad++) {
+		static uint8_t flags[MAX_BLOCKS];
+		memset(flags, 0, sizeof flags);
+		pk = as_layout_flags(&bodies[0], true, 16, HT_PK_BATCH, flags);
+		batch_split = true;
+		bt = as_batches_flags(&pk, 8, flags);
+		batch_split = false;
+		size_t b3 = 0;
+		for (size_t q = 0; q < bt.len && !b3;) {
+			uint64_t l = 0;
+			size_t hq = 1 + ht_varint_get(bt.p + q + 1, bt.len - q - 1, &l);
+			if (bt.p[q] == HT_REC_THREAD_BATCH3)
+				b3 = q;
+			q += hq + l;
+		}
+		CHECK(b3 > 0);
+		uint64_t blen = 0, nf2 = 0;
+		size_t bh = b3 + 1 + ht_varint_get(bt.p + b3 + 1, bt.len - b3 - 1, &blen);
+		size_t at2 = bh + 1; /* after the count, 8: one byte */
+		size_t w = ht_varint_get(bt.p + at2, bt.len - at2, &nf2);
+		CHECK(nf2 > 0);
+		if (bad) { /* written in the same width */
+			uint64_t v = bad == 1 ? 0 : nf2 - 1;
+			for (size_t b = 0; b < w; b++)
+				bt.p[at2 + b] = (uint8_t)((v >> (7 * b)) & 0x7f) | (b + 1 < w ? 0x80 : 0);
+		}
+		file = make_file(&bt, false, HT_FORMAT_MAJOR);
+		m = load(&file, &t, &rc);
+		CHECK(t != NULL && t->error == (bad ? -HT_ECORRUPT : 0));
+		if (t && bad)
+			CHECK(t->error_offset == bh);
 		CHECK(m != NULL);
 		ht_model_free(m);
 		ht_trace_free(t);

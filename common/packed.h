@@ -11,7 +11,9 @@
  *   BIN k  (allocations) the k-th most recent address this stream freed
  *          into the size class of the new block (k = 0 nearly always);
  *   REF d  the address of the stream's allocation n - d, where n counts
- *          the stream's allocations so far (d < HT_PK_WINDOW);
+ *          the stream's allocations so far (d < HT_PK_WINDOW); a free's
+ *          REF in a block of layout HT_PK_RANK names instead the d-th
+ *          youngest allocation still live (ht_pk_live_t), 0 the youngest;
  *   FOLLOW k  (frees, which have no BIN) the address of allocation f + k,
  *          f the allocation the stream's last REF or FOLLOW free named,
  *          |k| <= HT_PK_FOLLOW_MAX: a container freeing its elements in
@@ -128,6 +130,95 @@ static inline uint64_t ht_pk_bin_take(ht_pk_bins_t *bs, unsigned b, unsigned k)
 	return a;
 }
 
+/* The stream's allocations in the window that no free of the stream has
+ * named yet (by REF or FOLLOW), one bit each at m % HT_PK_WINDOW: a
+ * free's rank among them (HT_PK_RANK) is its REF code. A program keeps
+ * blocks of many ages alive while it churns temporaries: threads' ring of
+ * 256 messages between two allocations of scratch each step takes REF
+ * distances of ~512 (10.4 bits), and ranks below 256 (8 bits). Both sides
+ * keep it from the codes alone, so a free by another thread or a DELTA
+ * leaves its block counted live, the same on both. */
+typedef struct {
+	uint64_t bits[HT_PK_WINDOW / 64];
+} ht_pk_live_t;
+
+static inline void ht_pk_live_set(ht_pk_live_t *l, uint64_t m)
+{
+	l->bits[(m / 64) & (HT_PK_WINDOW / 64 - 1)] |= 1ull << (m & 63);
+}
+
+static inline void ht_pk_live_clear(ht_pk_live_t *l, uint64_t m)
+{
+	l->bits[(m / 64) & (HT_PK_WINDOW / 64 - 1)] &= ~(1ull << (m & 63));
+}
+
+static inline bool ht_pk_live_has(const ht_pk_live_t *l, uint64_t m)
+{
+	return l->bits[(m / 64) & (HT_PK_WINDOW / 64 - 1)] >> (m & 63) & 1;
+}
+
+/* Bits set in x. Without POPCNT in the target (x86-64's baseline lacks
+ * it) the builtin is a call into libgcc: 4% of the threads bench's CPU. */
+static inline unsigned ht_pk_popcount(uint64_t x)
+{
+#if defined(__POPCNT__)
+	return (unsigned)__builtin_popcountll(x);
+#else
+	x -= (x >> 1) & 0x5555555555555555ull;
+	x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+	x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+	return (unsigned)((x * 0x0101010101010101ull) >> 56);
+#endif
+}
+
+/* Bits 0 .. k of a word (k < 64). */
+static inline uint64_t ht_pk_bits_upto(unsigned k)
+{
+	return k == 63 ? ~0ull : (2ull << k) - 1;
+}
+
+/* How many of allocations m + 1 .. n are live (n - m < HT_PK_WINDOW). */
+static inline uint64_t ht_pk_live_rank(const ht_pk_live_t *l, uint64_t m, uint64_t n)
+{
+	const uint64_t mask = HT_PK_WINDOW / 64 - 1;
+	if (m >= n)
+		return 0;
+	uint64_t lo = m + 1, wlo = lo / 64, whi = n / 64;
+	uint64_t first = l->bits[wlo & mask] >> (lo & 63);
+	if (wlo == whi)
+		return ht_pk_popcount(first & ht_pk_bits_upto((unsigned)(n - lo)));
+	uint64_t count = ht_pk_popcount(first);
+	for (uint64_t w = wlo + 1; w < whi; w++)
+		count += ht_pk_popcount(l->bits[w & mask]);
+	return count + ht_pk_popcount(l->bits[whi & mask] & ht_pk_bits_upto((unsigned)(n & 63)));
+}
+
+/* The allocation whose rank (above) is r, counting from n down, never
+ * below n - HT_PK_WINDOW + 1 nor 1; 0 if there is none. */
+static inline uint64_t ht_pk_live_select(const ht_pk_live_t *l, uint64_t r, uint64_t n)
+{
+	const uint64_t words = HT_PK_WINDOW / 64;
+	uint64_t floor = n >= HT_PK_WINDOW ? n - HT_PK_WINDOW + 1 : 1;
+	uint64_t hi = n; /* look at allocations floor .. hi */
+	while (hi >= floor && hi > 0) {
+		uint64_t w = hi / 64, start = w * 64 > floor ? w * 64 : floor;
+		uint64_t bits = l->bits[w & (words - 1)];
+		unsigned top = (unsigned)(hi & 63), low = (unsigned)(start & 63);
+		bits &= ht_pk_bits_upto(top) & ~0ull << low;
+		uint64_t c = ht_pk_popcount(bits);
+		if (r < c) { /* the (r + 1)-th highest bit of bits */
+			for (; r; r--)
+				bits &= ~(1ull << (63 - __builtin_clzll(bits)));
+			return w * 64 + (uint64_t)(63 - __builtin_clzll(bits));
+		}
+		r -= c;
+		if (start == 0)
+			break;
+		hi = start - 1;
+	}
+	return 0;
+}
+
 /* ---- the writer ------------------------------------------------------------ */
 
 typedef struct {
@@ -155,6 +246,8 @@ typedef struct ht_pk_writer {
 				named; HT_PK_SIZE_UNKNOWN after a DELTA */
 	unsigned last_bin;
 	bool join_next; /* the last block split had no DELTA: join the next (HT_PK_JOINED) */
+	bool rank;	/* the block being split codes frees' REFs by rank (HT_PK_RANK) */
+	ht_pk_live_t live;
 	ht_pk_bins_t bins;
 	ht_pk_slot_t table[1u << HT_PK_TABLE_BITS];
 	uint16_t in_bins[1u << HT_PK_FILTER_BITS];
@@ -218,11 +311,12 @@ static inline size_t ht_pk_put_free(ht_pk_writer_t *w, uint8_t *out, uint64_t ad
 {
 	if (addr && addr == w->last) {
 		/* the block allocated last (a temporary, the commonest free):
-		 * REF 0, and it never goes into the table (two cache misses
-		 * saved, the table being far larger than L2) */
+		 * REF 0 (its rank is 0 too), and it never goes into the table
+		 * (two cache misses saved, the table being far larger than L2) */
 		w->last = 0;
 		w->freed = w->n;
 		w->named_size = w->last_size;
+		ht_pk_live_clear(&w->live, w->n);
 		ht_pk_w_push(w, w->last_bin, addr);
 		return ht_varint_put(out, HT_PK_REF);
 	}
@@ -235,9 +329,11 @@ static inline size_t ht_pk_put_free(ht_pk_writer_t *w, uint8_t *out, uint64_t ad
 		w->named_size = s->size;
 		ht_pk_w_push(w, (unsigned)(s->num_bin & 0xff), addr);
 		s->num_bin = 0;
+		ht_pk_live_clear(&w->live, m);
 		if (follow)
 			return ht_varint_put(out, ht_zigzag(k) << 2 | HT_PK_FOLLOW);
-		return ht_varint_put(out, (w->n - m) << 2 | HT_PK_REF);
+		uint64_t d = w->rank ? ht_pk_live_rank(&w->live, m, w->n) : w->n - m;
+		return ht_varint_put(out, d << 2 | HT_PK_REF);
 	}
 	w->named_size = HT_PK_SIZE_UNKNOWN;
 	return ht_pk_put_delta(out, addr, prev);
@@ -274,6 +370,7 @@ static inline size_t ht_pk_put_alloc(ht_pk_writer_t *w, uint8_t *out, uint64_t a
 		      : ht_pk_put_delta(out, addr, prev);
 	}
 	w->n++;
+	ht_pk_live_set(&w->live, w->n);
 	w->next = ht_pk_after(addr, size);
 	w->last = addr;
 	w->last_bin = b;
@@ -305,10 +402,15 @@ static inline bool ht_pk_get(ht_col_in_t *in, uint64_t *v)
  *                 block had no DELTA code (ht_pk_writer_t.join_next).
  *   HT_PK_SIZES   (batch blocks of format 1.10, a flag in their header) a
  *                 REALLOC whose old block is coded REF or FOLLOW has its
- *                 size coded against that block's (ht_pk_size_code). */
+ *                 size coded against that block's (ht_pk_size_code);
+ *   HT_PK_RANK    (batch blocks of format 1.11, a flag in their header)
+ *                 a free's REF (FREE, a REALLOC's old block) is its
+ *                 allocation's rank among the stream's live ones
+ *                 (ht_pk_live_t), not its distance. */
 #define HT_PK_BATCH 1u
 #define HT_PK_JOINED 2u
 #define HT_PK_SIZES 4u
+#define HT_PK_RANK 8u
 
 static inline unsigned ht_pk_nbins(unsigned layout)
 {
@@ -339,6 +441,7 @@ static inline bool ht_packed_split(const uint8_t *ev, size_t n, uint8_t *col[HT_
 	const size_t margin = 2 * HT_PK_CODE_MAX + (ca == HT_COL_EVENT ? 1 + HT_VARINT_MAX : 0);
 	uint64_t blk_prev = 0, pk_prev = 0;
 	size_t codes = 0, deltas = 0;
+	w->rank = (layout & HT_PK_RANK) != 0;
 	for (unsigned c = 0; c < HT_NCOLS; c++)
 		len[c] = 0;
 	while (in.pos < n) {
@@ -441,6 +544,8 @@ typedef struct ht_pk_reader {
 	uint64_t freed; /* the allocation the last REF or FOLLOW free named; 0: none */
 	unsigned nbins; /* size classes of the block being read (ht_pk_nbins) */
 	bool started; /* false: before a reset, or after damage */
+	bool rank;    /* the block being read codes frees' REFs by rank (HT_PK_RANK) */
+	ht_pk_live_t live;
 	ht_pk_bins_t bins;
 	uint64_t named_size; /* the size of the allocation the last free's code
 				named; HT_PK_SIZE_UNKNOWN after a DELTA */
@@ -456,6 +561,7 @@ static inline void ht_pk_reader_reset(ht_pk_reader_t *r)
 	r->freed = 0;
 	r->nbins = HT_PK_BINS;
 	r->started = true;
+	memset(&r->live, 0, sizeof r->live);
 	memset(&r->bins, 0, sizeof r->bins);
 }
 
@@ -495,18 +601,25 @@ static inline bool ht_pk_decode(ht_pk_reader_t *r, ht_col_in_t *in, bool heap, b
 		z = c >> 2;
 		if (!heap || z >= HT_PK_WINDOW || z >= r->n)
 			return false;
-		z = r->n - z;
+		if (!alloc && r->rank) {
+			if (!(z = ht_pk_live_select(&r->live, z, r->n)))
+				return false;
+		} else {
+			z = r->n - z;
+		}
 	named: /* the address of allocation z; a free of it feeds its class */
 		*addr = r->ring[z & (HT_PK_WINDOW - 1)];
 		if (!alloc) {
 			ht_pk_bin_push(&r->bins, r->ring_bin[z & (HT_PK_WINDOW - 1)], *addr);
 			r->freed = z;
 			r->named_size = r->ring_size[z & (HT_PK_WINDOW - 1)];
+			ht_pk_live_clear(&r->live, z);
 		}
 		break;
 	}
 	if (alloc) {
 		r->n++;
+		ht_pk_live_set(&r->live, r->n);
 		r->next = ht_pk_after(*addr, size);
 		r->ring[r->n & (HT_PK_WINDOW - 1)] = *addr;
 		r->ring_size[r->n & (HT_PK_WINDOW - 1)] = size;
@@ -543,6 +656,7 @@ static inline size_t ht_packed_join(const uint8_t *const col[HT_NCOLS], const si
 	uint64_t blk_prev = 0, pk_prev = 0;
 	*bad = false;
 	r->nbins = ht_pk_nbins(layout);
+	r->rank = (layout & HT_PK_RANK) != 0;
 	const unsigned ca = ht_pk_column('A', layout);
 	while (in[HT_COL_EVENT].pos < len[HT_COL_EVENT]) {
 		uint8_t op = col[HT_COL_EVENT][in[HT_COL_EVENT].pos++];

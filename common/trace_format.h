@@ -136,7 +136,9 @@ enum ht_record_tag {
 	 * its stream (format 1.8): bit 0, HT_BATCH_JOINED, the block's address
 	 * codes are in column 0 (packed.h, HT_PK_JOINED); bit 1 (format 1.10),
 	 * HT_BATCH_SIZES, its REALLOCs' sizes may be coded against their old
-	 * blocks' (packed.h, HT_PK_SIZES); other bits are 0.
+	 * blocks' (packed.h, HT_PK_SIZES); bit 2 (format 1.11), HT_BATCH_RANK,
+	 * its frees' REF codes are ranks among the stream's live allocations
+	 * (packed.h, HT_PK_RANK); other bits are 0.
 	 * The writer of 1.8 writes these instead of THREAD_BATCH. */
 	HT_REC_THREAD_BATCH2 = 0x0d,
 
@@ -160,6 +162,7 @@ enum ht_record_tag {
 };
 #define HT_BATCH_JOINED 0x1u
 #define HT_BATCH_SIZES 0x2u
+#define HT_BATCH_RANK 0x4u /* format 1.11: frees' REFs are ranks (packed.h, HT_PK_RANK) */
 
 /* SITES row flags */
 #define HT_SITE_OVERFLOW 0x1u /* every site that did not fit in the table */

@@ -170,7 +170,8 @@ def _records(buf):
             for tid, base, stream, flags, cols in _split_batch(payload, tag != REC_THREAD_BATCH,
                                                                tag == REC_THREAD_BATCH3):
                 yield REC_THREAD_BLOCK, _decode_packed(tid, base, stream, cols, streams, True,
-                                                       joined=bool(flags & 1), sizes=bool(flags & 2))
+                                                       joined=bool(flags & 1), sizes=bool(flags & 2),
+                                                       rank=bool(flags & 4))
             continue
         yield tag, payload
 
@@ -252,6 +253,20 @@ class _Stream:
         self.ring = {}  # allocation number % window -> (address, class, size)
         self.named_size = None  # the size of the allocation the last free code named
         self.bins = [[] for _ in range(PK_BINS)]  # newest last
+        self.live = set()  # allocations in the window no REF or FOLLOW free named yet
+        self.rank = False  # the block's frees' REFs are ranks among them (1.11)
+
+    def _name_freed(self, m):
+        self.live.discard(m)
+
+    def _select(self, r):
+        """The allocation of rank r among the live ones, youngest first."""
+        for m in range(self.n, max(0, self.n - PK_WINDOW), -1):
+            if m in self.live:
+                if r == 0:
+                    return m
+                r -= 1
+        raise TraceError("bad rank of a freed allocation")
 
     def push(self, b, addr):
         if b is not None:
@@ -280,17 +295,22 @@ class _Stream:
             addr, rb, self.named_size = self.ring[m % PK_WINDOW]
             self.push(rb, addr)
             self.freed = m
+            self._name_freed(m)
         else:
             if not heap or v >= PK_WINDOW or v >= self.n:
                 raise TraceError("bad allocation reference")
-            addr, rb, named_size = self.ring[(self.n - v) % PK_WINDOW]
+            m = self._select(v) if self.rank and not alloc else self.n - v
+            addr, rb, named_size = self.ring[m % PK_WINDOW]
             if not alloc:
                 self.push(rb, addr)
-                self.freed = self.n - v
+                self.freed = m
                 self.named_size = named_size
+                self._name_freed(m)
         addr &= (1 << 64) - 1
         if alloc:
             self.n += 1
+            self.live.discard(self.n - PK_WINDOW)
+            self.live.add(self.n)
             self.ring[self.n % PK_WINDOW] = (addr, b, size)
             self.next = (addr + max(32, (size + 8 + 15) & ~15)) & ((1 << 64) - 1)
         return addr
@@ -363,7 +383,7 @@ def _split_batch(payload, with_flags=False, split=False):
         flags = 0
         if with_flags:
             flags, q = _varint(payload, q)
-            if flags & ~3:
+            if flags & ~7:
                 raise TraceError("unknown batch block flags 0x%x" % flags)
         lens = []
         for _ in range(6):
@@ -399,13 +419,15 @@ def _pk_size_decode(code, old):
     return (2 * old if code == 0 else old + _unzigzag(code - 1)) & ((1 << 64) - 1)
 
 
-def _decode_packed(tid, base, stream, cols, streams, batch=False, joined=False, sizes=False):
+def _decode_packed(tid, base, stream, cols, streams, batch=False, joined=False, sizes=False,
+                   rank=False):
     """One packed block's columns as the THREAD_BLOCK payload it stands for;
     batch: a THREAD_BATCH's block, whose stack ids are in column 0 and
     which has 254 size classes (a THREAD_PACKED record's: 64); joined: its
     address codes are in column 0 too, each event's before its stack id;
     sizes: a REALLOC whose old block's code named an allocation has its
-    size coded against that block's."""
+    size coded against that block's; rank: a free's REF is its allocation's
+    rank among the stream's live allocations (format 1.11)."""
     ca = 0 if joined else 2
     nbins = PK_BINS if batch else PK_BINS_1_6
     if stream & 1:
@@ -413,6 +435,7 @@ def _decode_packed(tid, base, stream, cols, streams, batch=False, joined=False, 
     st = streams.get(stream >> 1)
     if st is None:
         raise TraceError("packed block of stream %d before its start" % (stream >> 1))
+    st.rank = rank
     out = bytearray(varint(tid) + varint(base))
     blk_prev = pk_prev = 0
     while cols[0][1] < len(cols[0][0]):

@@ -1748,12 +1748,13 @@ static buf_t as_layout_flags(const buf_t *body, bool packed, unsigned nstreams, 
 			st[s].last_use = ++clock;
 			unsigned lay = layout;
 			if (layout == LAYOUT_AGENT)
-				lay = HT_PK_BATCH | HT_PK_SIZES |
+				lay = HT_PK_BATCH | HT_PK_SIZES | HT_PK_RANK |
 				      (st[s].w->join_next ? HT_PK_JOINED : 0);
 			CHECK(nblocks < MAX_BLOCKS);
 			if (joined)
 				joined[nblocks] = (uint8_t)((lay & HT_PK_JOINED ? HT_BATCH_JOINED : 0) |
-							    (lay & HT_PK_SIZES ? HT_BATCH_SIZES : 0));
+							    (lay & HT_PK_SIZES ? HT_BATCH_SIZES : 0) |
+							    (lay & HT_PK_RANK ? HT_BATCH_RANK : 0));
 			nblocks++;
 			CHECK(ht_packed_split(pl + q, len - q, col, clen, 2 * len + 64, st[s].w, lay));
 			put_u(&r, (uint64_t)s << 1 | fresh);
@@ -2468,6 +2469,39 @@ static void write_seed(const buf_t *body, const char *what, size_t i, size_t k)
 	free(file.p);
 }
 
+/* The live set behind rank-coded frees (packed.h, format 1.11): rank and
+ * select against a plain count, across word and window edges. */
+static void test_live_rank(void)
+{
+	static ht_pk_live_t l;
+	static uint8_t live[3 * HT_PK_WINDOW];
+	uint64_t rng = 12345;
+	for (uint64_t n = 1; n < 3 * HT_PK_WINDOW; n++) {
+		ht_pk_live_set(&l, n); /* allocation n; n - HT_PK_WINDOW falls out */
+		live[n] = 1;
+		rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+		uint64_t back = (rng >> 33) % (n < HT_PK_WINDOW ? n : HT_PK_WINDOW);
+		uint64_t m = n - back; /* one of the window's allocations */
+		if (!live[m] || (rng >> 20) % 3 == 0)
+			continue;
+		uint64_t want = 0;
+		for (uint64_t k = m + 1; k <= n; k++)
+			want += live[k];
+		uint64_t r = ht_pk_live_rank(&l, m, n);
+		CHECK_EQ(want, r);
+		CHECK_EQ(m, ht_pk_live_select(&l, r, n));
+		ht_pk_live_clear(&l, m); /* freed */
+		live[m] = 0;
+		CHECK(!ht_pk_live_has(&l, m));
+	}
+	/* a rank past the live ones names nothing */
+	uint64_t n = 3 * HT_PK_WINDOW - 1, count = 0;
+	for (uint64_t k = n - HT_PK_WINDOW + 1; k <= n; k++)
+		count += live[k];
+	CHECK_EQ(0, ht_pk_live_select(&l, count, n));
+	CHECK(ht_pk_live_select(&l, count - 1, n) != 0);
+}
+
 static void test_batches(void)
 {
 	buf_t bodies[] = { churn_body(), steady_body(), basic_body(NULL, true), fn_body(),
@@ -2481,6 +2515,8 @@ static void test_batches(void)
 		static const unsigned layouts[] = { HT_PK_BATCH, HT_PK_BATCH | HT_PK_JOINED,
 						    HT_PK_BATCH | HT_PK_SIZES,
 						    HT_PK_BATCH | HT_PK_JOINED | HT_PK_SIZES,
+						    HT_PK_BATCH | HT_PK_RANK,
+						    HT_PK_BATCH | HT_PK_JOINED | HT_PK_RANK,
 						    LAYOUT_AGENT };
 		for (size_t l = 0; l < sizeof layouts / sizeof layouts[0]; l++) {
 			static uint8_t joined[MAX_BLOCKS];
@@ -2637,6 +2673,7 @@ static void test_batches(void)
 
 int main(void)
 {
+	test_live_rank();
 	test_basic();
 	test_threads();
 	test_realloc_order();

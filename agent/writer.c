@@ -64,8 +64,9 @@ static unsigned batch_count;
 static size_t batch_head_len;
 static uint8_t batch_head[HT_BATCH_BLOCKS * HT_BATCH_HEAD_MAX];
 /* The split columns' continuation bytes (ht_varints_split) */
-#define HT_BATCH_SPLIT_COLS 2
-static const unsigned batch_split_col[HT_BATCH_SPLIT_COLS] = {HT_COL_ADDR, HT_COL_SIZE};
+#define HT_BATCH_SPLIT_COLS 3
+static const unsigned batch_split_col[HT_BATCH_SPLIT_COLS] = {HT_COL_ADDR, HT_COL_SIZE,
+							      HT_COL_STACK /* free codes */};
 static uint8_t *batch_rest; /* HT_BATCH_SPLIT_COLS regions of HT_BATCH_REGION bytes */
 
 static void batch_emit(void);

@@ -682,15 +682,17 @@ static int parse_thread_packed(ht_trace_t *t, size_t pos, size_t end, bool cut, 
  * after the stream, whose HT_BATCH_JOINED puts the block's address codes
  * in column 0 too (packed.h, HT_PK_JOINED), HT_BATCH_SIZES (1.10)
  * codes its REALLOCs' sizes against their old blocks' (HT_PK_SIZES), and
- * HT_BATCH_RANK (1.11) its frees' REFs by rank (HT_PK_RANK). A batch cut
+ * HT_BATCH_RANK (1.11) its frees' REFs by rank (HT_PK_RANK), and
+ * HT_BATCH_FREES (1.11) puts its free codes in column 4 (HT_PK_FREES). A batch cut
  * short loses all its blocks (its last columns are missing); a damaged
  * block ends the reading there, the blocks before it kept. */
 /* The columns a THREAD_BATCH3 splits (trace_format.h), in order. */
-static const unsigned batch_split_col[] = {HT_COL_ADDR, HT_COL_SIZE};
+static const unsigned batch_split_col[] = {HT_COL_ADDR, HT_COL_SIZE, HT_COL_STACK};
 #define BATCH_SPLIT_COLS (sizeof batch_split_col / sizeof batch_split_col[0])
 
-/* THREAD_BATCH3 (format 1.11): a THREAD_BATCH2 whose address and size
- * columns are split; nfirst their varint counts, from the record's head. */
+/* THREAD_BATCH3 (format 1.11): a THREAD_BATCH2 whose address, size and
+ * free code columns are split; nfirst their varint counts, from the
+ * record's head. */
 static int parse_thread_batch(ht_trace_t *t, size_t pos, size_t end, bool cut, bool flags,
 			      bool split, uint64_t *scratch)
 {
@@ -722,7 +724,8 @@ static int parse_thread_batch(ht_trace_t *t, size_t pos, size_t end, bool cut, b
 		blk[i].flags = 0;
 		if (!r && flags)
 			r = get_u(t->body, end, &pos, &blk[i].flags);
-		if (!r && (blk[i].flags & ~(uint64_t)(HT_BATCH_JOINED | HT_BATCH_SIZES | HT_BATCH_RANK)))
+		if (!r && (blk[i].flags & ~(uint64_t)(HT_BATCH_JOINED | HT_BATCH_SIZES | HT_BATCH_RANK |
+						       HT_BATCH_FREES)))
 			r = DEC_CORRUPT;
 		for (unsigned c = 0; !r && c < HT_NCOLS; c++) {
 			r = get_u(t->body, end, &pos, &blk[i].len[c]);
@@ -793,7 +796,8 @@ static int parse_thread_batch(ht_trace_t *t, size_t pos, size_t end, bool cut, b
 		}
 		unsigned layout = HT_PK_BATCH | (blk[i].flags & HT_BATCH_JOINED ? HT_PK_JOINED : 0) |
 				  (blk[i].flags & HT_BATCH_SIZES ? HT_PK_SIZES : 0) |
-				  (blk[i].flags & HT_BATCH_RANK ? HT_PK_RANK : 0);
+				  (blk[i].flags & HT_BATCH_RANK ? HT_PK_RANK : 0) |
+				  (blk[i].flags & HT_BATCH_FREES ? HT_PK_FREES : 0);
 		if ((r = parse_packed_block(t, rec, blk[i].tid, blk[i].base, blk[i].stream, col,
 					    clen, layout, scratch))) {
 			for (unsigned j = 0; j < HT_NCOLS; j++)

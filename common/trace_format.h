@@ -138,7 +138,9 @@ enum ht_record_tag {
 	 * HT_BATCH_SIZES, its REALLOCs' sizes may be coded against their old
 	 * blocks' (packed.h, HT_PK_SIZES); bit 2 (format 1.11), HT_BATCH_RANK,
 	 * its frees' REF codes are ranks among the stream's live allocations
-	 * (packed.h, HT_PK_RANK); other bits are 0.
+	 * (packed.h, HT_PK_RANK); bit 3 (format 1.11), HT_BATCH_FREES, its
+	 * frees' address codes are in column 4 (packed.h, HT_PK_FREES); other
+	 * bits are 0.
 	 * The writer of 1.8 writes these instead of THREAD_BATCH. */
 	HT_REC_THREAD_BATCH2 = 0x0d,
 
@@ -149,12 +151,12 @@ enum ht_record_tag {
 	 * the payload ends. A site without a pair reads at time 0. */
 	HT_REC_SITE_TIMES = 0x0e,
 
-	/* THREAD_BATCH2 with its address and size columns split (format
-	 * 1.11): varint count, then for columns 2 and 3 the number of varints
-	 * the column holds over all the blocks, then the block headers and
-	 * columns as THREAD_BATCH2, but for columns 2 and 3: each is the first
-	 * byte of every varint, in order, then the bytes that follow first
-	 * bytes with their top bit set, in order (columns.h,
+	/* THREAD_BATCH2 with its address, size and free code columns split
+	 * (format 1.11): varint count, then for columns 2, 3 and 4 the number
+	 * of varints the column holds over all the blocks, then the block
+	 * headers and columns as THREAD_BATCH2, but for columns 2, 3 and 4:
+	 * each is the first byte of every varint, in order, then the bytes
+	 * that follow first bytes with their top bit set, in order (columns.h,
 	 * ht_varints_split). A varint's first byte and its rest follow
 	 * different statistics; apart, zstd's literal tables fit each (the
 	 * bench's traces 1-9% smaller). The writer of 1.11 writes these. */
@@ -163,6 +165,7 @@ enum ht_record_tag {
 #define HT_BATCH_JOINED 0x1u
 #define HT_BATCH_SIZES 0x2u
 #define HT_BATCH_RANK 0x4u /* format 1.11: frees' REFs are ranks (packed.h, HT_PK_RANK) */
+#define HT_BATCH_FREES 0x8u /* format 1.11: frees' codes in column 4 (packed.h, HT_PK_FREES) */
 
 /* SITES row flags */
 #define HT_SITE_OVERFLOW 0x1u /* every site that did not fit in the table */

@@ -171,7 +171,7 @@ def _records(buf):
                                                                tag == REC_THREAD_BATCH3):
                 yield REC_THREAD_BLOCK, _decode_packed(tid, base, stream, cols, streams, True,
                                                        joined=bool(flags & 1), sizes=bool(flags & 2),
-                                                       rank=bool(flags & 4))
+                                                       rank=bool(flags & 4), frees=bool(flags & 8))
             continue
         yield tag, payload
 
@@ -360,7 +360,7 @@ def _join_varints(first, rest):
     return bytes(out)
 
 
-SPLIT_COLS = (2, 3)  # the columns a THREAD_BATCH3 splits
+SPLIT_COLS = (2, 3, 4)  # the columns a THREAD_BATCH3 splits
 
 
 def _split_batch(payload, with_flags=False, split=False):
@@ -383,7 +383,7 @@ def _split_batch(payload, with_flags=False, split=False):
         flags = 0
         if with_flags:
             flags, q = _varint(payload, q)
-            if flags & ~7:
+            if flags & ~15:
                 raise TraceError("unknown batch block flags 0x%x" % flags)
         lens = []
         for _ in range(6):
@@ -420,15 +420,17 @@ def _pk_size_decode(code, old):
 
 
 def _decode_packed(tid, base, stream, cols, streams, batch=False, joined=False, sizes=False,
-                   rank=False):
+                   rank=False, frees=False):
     """One packed block's columns as the THREAD_BLOCK payload it stands for;
     batch: a THREAD_BATCH's block, whose stack ids are in column 0 and
     which has 254 size classes (a THREAD_PACKED record's: 64); joined: its
     address codes are in column 0 too, each event's before its stack id;
     sizes: a REALLOC whose old block's code named an allocation has its
     size coded against that block's; rank: a free's REF is its allocation's
-    rank among the stream's live allocations (format 1.11)."""
+    rank among the stream's live allocations (format 1.11); frees: the free
+    codes (FREE's, a REALLOC's old block's) are in column 4 (format 1.11)."""
     ca = 0 if joined else 2
+    fc = 4 if frees else ca
     nbins = PK_BINS if batch else PK_BINS_1_6
     if stream & 1:
         streams[stream >> 1] = _Stream()
@@ -452,7 +454,7 @@ def _decode_packed(tid, base, stream, cols, streams, batch=False, joined=False, 
             if f == "A":
                 size = _varint(*cols[3])[0] if ev == EV_ALLOC or (ev == EV_REALLOC and not sizes) else 0
                 if ev == EV_REALLOC:
-                    old = st.decode(cols, True, False, 0, pk_prev, nbins, ca)
+                    old = st.decode(cols, True, False, 0, pk_prev, nbins, fc)
                     if sizes:  # the size column's varint is taken here, written at "S"
                         size = take(cols, 3)
                         if st.named_size is not None:
@@ -460,7 +462,8 @@ def _decode_packed(tid, base, stream, cols, streams, batch=False, joined=False, 
                     addr = st.decode(cols, True, True, size, old, nbins, ca)
                 else:
                     addr = st.decode(cols, heap, ev == EV_ALLOC, size,
-                                     st.next if ev == EV_ALLOC else pk_prev, nbins, ca)
+                                     st.next if ev == EV_ALLOC else pk_prev, nbins,
+                                     fc if ev == EV_FREE else ca)
                 pk_prev = addr
                 out += svarint(_s64(addr - blk_prev))
                 blk_prev = addr

@@ -1749,12 +1749,13 @@ static buf_t as_layout_flags(const buf_t *body, bool packed, unsigned nstreams, 
 			unsigned lay = layout;
 			if (layout == LAYOUT_AGENT)
 				lay = HT_PK_BATCH | HT_PK_SIZES | HT_PK_RANK |
-				      (st[s].w->join_next ? HT_PK_JOINED : 0);
+				      (st[s].w->join_next ? HT_PK_JOINED : HT_PK_FREES);
 			CHECK(nblocks < MAX_BLOCKS);
 			if (joined)
 				joined[nblocks] = (uint8_t)((lay & HT_PK_JOINED ? HT_BATCH_JOINED : 0) |
 							    (lay & HT_PK_SIZES ? HT_BATCH_SIZES : 0) |
-							    (lay & HT_PK_RANK ? HT_BATCH_RANK : 0));
+							    (lay & HT_PK_RANK ? HT_BATCH_RANK : 0) |
+							    (lay & HT_PK_FREES ? HT_BATCH_FREES : 0));
 			nblocks++;
 			CHECK(ht_packed_split(pl + q, len - q, col, clen, 2 * len + 64, st[s].w, lay));
 			put_u(&r, (uint64_t)s << 1 | fresh);
@@ -2344,7 +2345,7 @@ static void test_packed_sizes(void)
 /* ---- THREAD_BATCH: packed blocks k at a time (format 1.7) -------------------------- */
 
 /* Set: batch_record writes THREAD_BATCH3 records (format 1.11) where it
- * would write THREAD_BATCH2, with columns 2 and 3 split. */
+ * would write THREAD_BATCH2, with columns 2, 3 and 4 split. */
 static bool batch_split;
 
 /* A THREAD_BATCH record of the THREAD_PACKED payloads pl[0..n); with
@@ -2374,7 +2375,7 @@ static void batch_record(buf_t *out, const uint8_t *const *pl, const size_t *ple
 				q += lens[i][c];
 			}
 		}
-		for (unsigned c = HT_COL_ADDR; c <= HT_COL_SIZE; c++) {
+		for (unsigned c = HT_COL_ADDR; c <= HT_COL_STACK; c++) {
 			uint8_t *rest = malloc(whole[c].len + 1);
 			CHECK(rest != NULL);
 			nfirst[c] = ht_varints_split(whole[c].p, whole[c].len, rest, &nrest[c]);
@@ -2517,6 +2518,8 @@ static void test_batches(void)
 						    HT_PK_BATCH | HT_PK_JOINED | HT_PK_SIZES,
 						    HT_PK_BATCH | HT_PK_RANK,
 						    HT_PK_BATCH | HT_PK_JOINED | HT_PK_RANK,
+						    HT_PK_BATCH | HT_PK_FREES,
+						    HT_PK_BATCH | HT_PK_SIZES | HT_PK_RANK | HT_PK_FREES,
 						    LAYOUT_AGENT };
 		for (size_t l = 0; l < sizeof layouts / sizeof layouts[0]; l++) {
 			static uint8_t joined[MAX_BLOCKS];

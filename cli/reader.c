@@ -683,7 +683,8 @@ static int parse_thread_packed(ht_trace_t *t, size_t pos, size_t end, bool cut, 
  * in column 0 too (packed.h, HT_PK_JOINED), HT_BATCH_SIZES (1.10)
  * codes its REALLOCs' sizes against their old blocks' (HT_PK_SIZES), and
  * HT_BATCH_RANK (1.11) its frees' REFs by rank (HT_PK_RANK), and
- * HT_BATCH_FREES (1.11) puts its free codes in column 4 (HT_PK_FREES). A batch cut
+ * HT_BATCH_FREES (1.11) puts its free codes in column 4 (HT_PK_FREES), and
+ * HT_BATCH_FREED (1.11) allows FREED codes (HT_PK_FREED). A batch cut
  * short loses all its blocks (its last columns are missing); a damaged
  * block ends the reading there, the blocks before it kept. */
 /* The columns a THREAD_BATCH3 splits (trace_format.h), in order. */
@@ -725,7 +726,7 @@ static int parse_thread_batch(ht_trace_t *t, size_t pos, size_t end, bool cut, b
 		if (!r && flags)
 			r = get_u(t->body, end, &pos, &blk[i].flags);
 		if (!r && (blk[i].flags & ~(uint64_t)(HT_BATCH_JOINED | HT_BATCH_SIZES | HT_BATCH_RANK |
-						       HT_BATCH_FREES)))
+						       HT_BATCH_FREES | HT_BATCH_FREED)))
 			r = DEC_CORRUPT;
 		for (unsigned c = 0; !r && c < HT_NCOLS; c++) {
 			r = get_u(t->body, end, &pos, &blk[i].len[c]);
@@ -797,7 +798,8 @@ static int parse_thread_batch(ht_trace_t *t, size_t pos, size_t end, bool cut, b
 		unsigned layout = HT_PK_BATCH | (blk[i].flags & HT_BATCH_JOINED ? HT_PK_JOINED : 0) |
 				  (blk[i].flags & HT_BATCH_SIZES ? HT_PK_SIZES : 0) |
 				  (blk[i].flags & HT_BATCH_RANK ? HT_PK_RANK : 0) |
-				  (blk[i].flags & HT_BATCH_FREES ? HT_PK_FREES : 0);
+				  (blk[i].flags & HT_BATCH_FREES ? HT_PK_FREES : 0) |
+				  (blk[i].flags & HT_BATCH_FREED ? HT_PK_FREED : 0);
 		if ((r = parse_packed_block(t, rec, blk[i].tid, blk[i].base, blk[i].stream, col,
 					    clen, layout, scratch))) {
 			for (unsigned j = 0; j < HT_NCOLS; j++)

@@ -19,6 +19,10 @@
  *          |k| <= HT_PK_FOLLOW_MAX: a container freeing its elements in
  *          the order it made them frees f + 1, f + 2, ..., which as REFs
  *          are distances that change with every allocation between;
+ *   FREED k  (allocations, in a block of layout HT_PK_FREED) the k-th
+ *          most recent address the stream freed, of any class: glibc
+ *          cuts a block from a free chunk that began where a block was
+ *          freed, merged with its neighbours (realloc's moved buffers);
  *   DELTA  the difference to the previous address, as before.
  *
  * Each code only says "this address equals that earlier one", which is
@@ -219,6 +223,36 @@ static inline uint64_t ht_pk_live_select(const ht_pk_live_t *l, uint64_t r, uint
 	return 0;
 }
 
+/* The stream's last HT_PK_RECENT freed addresses, of any class, newest at
+ * top: what FREED codes name. Every free of the stream goes in, however
+ * it was coded (both sides know its address once decoded). */
+#define HT_PK_RECENT 256u
+typedef struct {
+	uint64_t addr[HT_PK_RECENT];
+	uint16_t top, count;
+} ht_pk_recent_t;
+
+#define HT_PK_RECENT_AT(r, k) ((r)->addr[((r)->top - (k)) & (HT_PK_RECENT - 1)])
+
+static inline void ht_pk_recent_push(ht_pk_recent_t *r, uint64_t addr)
+{
+	r->top = (uint16_t)((r->top + 1) & (HT_PK_RECENT - 1));
+	r->addr[r->top] = addr;
+	if (r->count < HT_PK_RECENT)
+		r->count++;
+}
+
+/* Removes and returns the k-th newest (k < count). */
+static inline uint64_t ht_pk_recent_take(ht_pk_recent_t *r, unsigned k)
+{
+	uint64_t a = HT_PK_RECENT_AT(r, k);
+	for (unsigned j = k; j > 0; j--)
+		HT_PK_RECENT_AT(r, j) = HT_PK_RECENT_AT(r, j - 1);
+	r->top = (uint16_t)((r->top - 1) & (HT_PK_RECENT - 1));
+	r->count--;
+	return a;
+}
+
 /* ---- the writer ------------------------------------------------------------ */
 
 typedef struct {
@@ -247,7 +281,9 @@ typedef struct ht_pk_writer {
 	unsigned last_bin;
 	bool join_next; /* the last block split had no DELTA: join the next (HT_PK_JOINED) */
 	bool rank;	/* the block being split codes frees' REFs by rank (HT_PK_RANK) */
+	bool freed_codes; /* ... and may code allocations FREED (HT_PK_FREED) */
 	ht_pk_live_t live;
+	ht_pk_recent_t recent;
 	ht_pk_bins_t bins;
 	ht_pk_slot_t table[1u << HT_PK_TABLE_BITS];
 	uint16_t in_bins[1u << HT_PK_FILTER_BITS];
@@ -307,7 +343,8 @@ static inline size_t ht_pk_put_delta(uint8_t *out, uint64_t addr, uint64_t prev)
 }
 
 /* The code of a freed address (a FREE, or the old block of a REALLOC). */
-static inline size_t ht_pk_put_free(ht_pk_writer_t *w, uint8_t *out, uint64_t addr, uint64_t prev)
+static inline size_t ht_pk_put_free_code(ht_pk_writer_t *w, uint8_t *out, uint64_t addr,
+					 uint64_t prev)
 {
 	if (addr && addr == w->last) {
 		/* the block allocated last (a temporary, the commonest free):
@@ -339,6 +376,12 @@ static inline size_t ht_pk_put_free(ht_pk_writer_t *w, uint8_t *out, uint64_t ad
 	return ht_pk_put_delta(out, addr, prev);
 }
 
+static inline size_t ht_pk_put_free(ht_pk_writer_t *w, uint8_t *out, uint64_t addr, uint64_t prev)
+{
+	ht_pk_recent_push(&w->recent, addr);
+	return ht_pk_put_free_code(w, out, addr, prev);
+}
+
 /* The code of an allocated address (an ALLOC, or the new block of a
  * REALLOC, whose DELTA counts from prev, the old block); the allocation
  * then counts. */
@@ -366,9 +409,20 @@ static inline size_t ht_pk_put_alloc(ht_pk_writer_t *w, uint8_t *out, uint64_t a
 	}
 	if (!n) {
 		const ht_pk_slot_t *s = ht_pk_find(w, addr);
-		n = s ? ht_varint_put(out, (w->n - (s->num_bin >> 8)) << 2 | HT_PK_REF)
-		      : ht_pk_put_delta(out, addr, prev);
+		if (s)
+			n = ht_varint_put(out, (w->n - (s->num_bin >> 8)) << 2 | HT_PK_REF);
 	}
+	if (!n && w->freed_codes && addr != prev) { /* DELTA 0 is as short */
+		for (unsigned k = 0; k < w->recent.count; k++) {
+			if (HT_PK_RECENT_AT(&w->recent, k) == addr) {
+				ht_pk_recent_take(&w->recent, k);
+				n = ht_varint_put(out, (uint64_t)(k + 1) << 2 | HT_PK_ESCAPE);
+				break;
+			}
+		}
+	}
+	if (!n)
+		n = ht_pk_put_delta(out, addr, prev);
 	w->n++;
 	ht_pk_live_set(&w->live, w->n);
 	w->next = ht_pk_after(addr, size);
@@ -413,12 +467,16 @@ static inline bool ht_pk_get(ht_col_in_t *in, uint64_t *v)
  *                 which block a program frees and where its new block
  *                 lands follow different statistics, and apart zstd fits
  *                 a table to each (threads' address codes 6% smaller,
- *                 containers' 9%). Not with HT_PK_JOINED in this writer. */
+ *                 containers' 9%). Not with HT_PK_JOINED in this writer;
+ *   HT_PK_FREED   (batch blocks of format 1.11, a flag in their header)
+ *                 an allocation may be coded FREED k: (k + 1) << 2 | 3,
+ *                 the codes above ESCAPE's (ht_pk_recent_t). */
 #define HT_PK_BATCH 1u
 #define HT_PK_JOINED 2u
 #define HT_PK_SIZES 4u
 #define HT_PK_RANK 8u
 #define HT_PK_FREES 16u
+#define HT_PK_FREED 32u
 
 static inline unsigned ht_pk_nbins(unsigned layout)
 {
@@ -457,6 +515,7 @@ static inline bool ht_packed_split(const uint8_t *ev, size_t n, uint8_t *col[HT_
 	uint64_t blk_prev = 0, pk_prev = 0;
 	size_t codes = 0, deltas = 0;
 	w->rank = (layout & HT_PK_RANK) != 0;
+	w->freed_codes = (layout & HT_PK_FREED) != 0;
 	for (unsigned c = 0; c < HT_NCOLS; c++)
 		len[c] = 0;
 	while (in.pos < n) {
@@ -562,7 +621,9 @@ typedef struct ht_pk_reader {
 	unsigned nbins; /* size classes of the block being read (ht_pk_nbins) */
 	bool started; /* false: before a reset, or after damage */
 	bool rank;    /* the block being read codes frees' REFs by rank (HT_PK_RANK) */
+	bool freed_codes; /* ... and may code allocations FREED (HT_PK_FREED) */
 	ht_pk_live_t live;
+	ht_pk_recent_t recent;
 	ht_pk_bins_t bins;
 	uint64_t named_size; /* the size of the allocation the last free's code
 				named; HT_PK_SIZE_UNKNOWN after a DELTA */
@@ -579,6 +640,7 @@ static inline void ht_pk_reader_reset(ht_pk_reader_t *r)
 	r->nbins = HT_PK_BINS;
 	r->started = true;
 	memset(&r->live, 0, sizeof r->live);
+	memset(&r->recent, 0, sizeof r->recent);
 	memset(&r->bins, 0, sizeof r->bins);
 }
 
@@ -597,7 +659,14 @@ static inline bool ht_pk_decode(ht_pk_reader_t *r, ht_col_in_t *in, bool heap, b
 		*addr = prev + (uint64_t)ht_unzigzag(c >> 2);
 		break;
 	case HT_PK_ESCAPE:
-		if (c != HT_PK_ESCAPE || !ht_pk_get(in, &z))
+		if (c != HT_PK_ESCAPE) { /* FREED k */
+			z = (c >> 2) - 1;
+			if (!alloc || !heap || !r->freed_codes || z >= r->recent.count)
+				return false;
+			*addr = ht_pk_recent_take(&r->recent, (unsigned)z);
+			break;
+		}
+		if (!ht_pk_get(in, &z))
 			return false;
 		*addr = prev + (uint64_t)ht_unzigzag(z);
 		break;
@@ -634,6 +703,8 @@ static inline bool ht_pk_decode(ht_pk_reader_t *r, ht_col_in_t *in, bool heap, b
 		}
 		break;
 	}
+	if (heap && !alloc)
+		ht_pk_recent_push(&r->recent, *addr);
 	if (alloc) {
 		r->n++;
 		ht_pk_live_set(&r->live, r->n);
@@ -677,6 +748,7 @@ static inline size_t ht_packed_join(const uint8_t *const col[HT_NCOLS], const si
 	*bad = false;
 	r->nbins = ht_pk_nbins(layout);
 	r->rank = (layout & HT_PK_RANK) != 0;
+	r->freed_codes = (layout & HT_PK_FREED) != 0;
 	const unsigned ca = ht_pk_column('A', layout), fc = ht_pk_free_column(layout);
 	while (in[HT_COL_EVENT].pos < len[HT_COL_EVENT]) {
 		uint8_t op = col[HT_COL_EVENT][in[HT_COL_EVENT].pos++];

@@ -139,8 +139,9 @@ enum ht_record_tag {
 	 * blocks' (packed.h, HT_PK_SIZES); bit 2 (format 1.11), HT_BATCH_RANK,
 	 * its frees' REF codes are ranks among the stream's live allocations
 	 * (packed.h, HT_PK_RANK); bit 3 (format 1.11), HT_BATCH_FREES, its
-	 * frees' address codes are in column 4 (packed.h, HT_PK_FREES); other
-	 * bits are 0.
+	 * frees' address codes are in column 4 (packed.h, HT_PK_FREES); bit 4
+	 * (format 1.11), HT_BATCH_FREED, its allocations may be coded FREED
+	 * (packed.h, HT_PK_FREED); other bits are 0.
 	 * The writer of 1.8 writes these instead of THREAD_BATCH. */
 	HT_REC_THREAD_BATCH2 = 0x0d,
 
@@ -166,6 +167,7 @@ enum ht_record_tag {
 #define HT_BATCH_SIZES 0x2u
 #define HT_BATCH_RANK 0x4u /* format 1.11: frees' REFs are ranks (packed.h, HT_PK_RANK) */
 #define HT_BATCH_FREES 0x8u /* format 1.11: frees' codes in column 4 (packed.h, HT_PK_FREES) */
+#define HT_BATCH_FREED 0x10u /* format 1.11: FREED codes for allocations (packed.h, HT_PK_FREED) */
 
 /* SITES row flags */
 #define HT_SITE_OVERFLOW 0x1u /* every site that did not fit in the table */

@@ -171,7 +171,8 @@ def _records(buf):
                                                                tag == REC_THREAD_BATCH3):
                 yield REC_THREAD_BLOCK, _decode_packed(tid, base, stream, cols, streams, True,
                                                        joined=bool(flags & 1), sizes=bool(flags & 2),
-                                                       rank=bool(flags & 4), frees=bool(flags & 8))
+                                                       rank=bool(flags & 4), frees=bool(flags & 8),
+                                                       freed=bool(flags & 16))
             continue
         yield tag, payload
 
@@ -255,6 +256,8 @@ class _Stream:
         self.bins = [[] for _ in range(PK_BINS)]  # newest last
         self.live = set()  # allocations in the window no REF or FOLLOW free named yet
         self.rank = False  # the block's frees' REFs are ranks among them (1.11)
+        self.recent = []  # the last 256 freed addresses, any class, newest last
+        self.freed_codes = False  # allocations may be coded FREED k (1.11)
 
     def _name_freed(self, m):
         self.live.discard(m)
@@ -280,9 +283,11 @@ class _Stream:
         tag, v = c & 3, c >> 2
         if tag == 0:
             addr = prev + _unzigzag(v)
+        elif tag == 3 and v:  # FREED k: the stream's k-th latest freed address
+            if not alloc or not heap or not self.freed_codes or v - 1 >= len(self.recent):
+                raise TraceError("bad freed-address code")
+            addr = self.recent.pop(len(self.recent) - v)
         elif tag == 3:
-            if v:
-                raise TraceError("bad address escape")
             addr = prev + _unzigzag(take(cols, ca))
         elif tag == 1 and alloc:
             if b is None or v >= len(self.bins[b]):
@@ -307,6 +312,9 @@ class _Stream:
                 self.named_size = named_size
                 self._name_freed(m)
         addr &= (1 << 64) - 1
+        if heap and not alloc:
+            self.recent.append(addr)
+            del self.recent[:-256]
         if alloc:
             self.n += 1
             self.live.discard(self.n - PK_WINDOW)
@@ -383,7 +391,7 @@ def _split_batch(payload, with_flags=False, split=False):
         flags = 0
         if with_flags:
             flags, q = _varint(payload, q)
-            if flags & ~15:
+            if flags & ~31:
                 raise TraceError("unknown batch block flags 0x%x" % flags)
         lens = []
         for _ in range(6):
@@ -420,7 +428,7 @@ def _pk_size_decode(code, old):
 
 
 def _decode_packed(tid, base, stream, cols, streams, batch=False, joined=False, sizes=False,
-                   rank=False, frees=False):
+                   rank=False, frees=False, freed=False):
     """One packed block's columns as the THREAD_BLOCK payload it stands for;
     batch: a THREAD_BATCH's block, whose stack ids are in column 0 and
     which has 254 size classes (a THREAD_PACKED record's: 64); joined: its
@@ -428,7 +436,9 @@ def _decode_packed(tid, base, stream, cols, streams, batch=False, joined=False, 
     sizes: a REALLOC whose old block's code named an allocation has its
     size coded against that block's; rank: a free's REF is its allocation's
     rank among the stream's live allocations (format 1.11); frees: the free
-    codes (FREE's, a REALLOC's old block's) are in column 4 (format 1.11)."""
+    codes (FREE's, a REALLOC's old block's) are in column 4; freed: an
+    allocation may be coded FREED k, the stream's k-th latest freed address
+    (both format 1.11)."""
     ca = 0 if joined else 2
     fc = 4 if frees else ca
     nbins = PK_BINS if batch else PK_BINS_1_6
@@ -438,6 +448,7 @@ def _decode_packed(tid, base, stream, cols, streams, batch=False, joined=False, 
     if st is None:
         raise TraceError("packed block of stream %d before its start" % (stream >> 1))
     st.rank = rank
+    st.freed_codes = freed
     out = bytearray(varint(tid) + varint(base))
     blk_prev = pk_prev = 0
     while cols[0][1] < len(cols[0][0]):

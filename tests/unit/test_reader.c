@@ -1748,14 +1748,15 @@ static buf_t as_layout_flags(const buf_t *body, bool packed, unsigned nstreams, 
 			st[s].last_use = ++clock;
 			unsigned lay = layout;
 			if (layout == LAYOUT_AGENT)
-				lay = HT_PK_BATCH | HT_PK_SIZES | HT_PK_RANK |
+				lay = HT_PK_BATCH | HT_PK_SIZES | HT_PK_RANK | HT_PK_FREED |
 				      (st[s].w->join_next ? HT_PK_JOINED : HT_PK_FREES);
 			CHECK(nblocks < MAX_BLOCKS);
 			if (joined)
 				joined[nblocks] = (uint8_t)((lay & HT_PK_JOINED ? HT_BATCH_JOINED : 0) |
 							    (lay & HT_PK_SIZES ? HT_BATCH_SIZES : 0) |
 							    (lay & HT_PK_RANK ? HT_BATCH_RANK : 0) |
-							    (lay & HT_PK_FREES ? HT_BATCH_FREES : 0));
+							    (lay & HT_PK_FREES ? HT_BATCH_FREES : 0) |
+							    (lay & HT_PK_FREED ? HT_BATCH_FREED : 0));
 			nblocks++;
 			CHECK(ht_packed_split(pl + q, len - q, col, clen, 2 * len + 64, st[s].w, lay));
 			put_u(&r, (uint64_t)s << 1 | fresh);
@@ -2519,6 +2520,8 @@ static void test_batches(void)
 						    HT_PK_BATCH | HT_PK_RANK,
 						    HT_PK_BATCH | HT_PK_JOINED | HT_PK_RANK,
 						    HT_PK_BATCH | HT_PK_FREES,
+						    HT_PK_BATCH | HT_PK_FREED,
+						    HT_PK_BATCH | HT_PK_JOINED | HT_PK_FREED,
 						    HT_PK_BATCH | HT_PK_SIZES | HT_PK_RANK | HT_PK_FREES,
 						    LAYOUT_AGENT };
 		for (size_t l = 0; l < sizeof layouts / sizeof layouts[0]; l++) {

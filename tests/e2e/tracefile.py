@@ -256,7 +256,7 @@ class _Stream:
         self.bins = [[] for _ in range(PK_BINS)]  # newest last
         self.live = set()  # allocations in the window no REF or FOLLOW free named yet
         self.rank = False  # the block's frees' REFs are ranks among them (1.11)
-        self.recent = []  # the last 256 freed addresses, any class, newest last
+        self.recent = []  # the addresses of the last 256 frees, any class, newest last
         self.freed_codes = False  # allocations may be coded FREED k (1.11)
 
     def _name_freed(self, m):
@@ -286,7 +286,7 @@ class _Stream:
         elif tag == 3 and v:  # FREED k: the stream's k-th latest freed address
             if not alloc or not heap or not self.freed_codes or v - 1 >= len(self.recent):
                 raise TraceError("bad freed-address code")
-            addr = self.recent.pop(len(self.recent) - v)
+            addr = self.recent[len(self.recent) - v]
         elif tag == 3:
             addr = prev + _unzigzag(take(cols, ca))
         elif tag == 1 and alloc:

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "trace_format.h"
 
@@ -181,6 +182,16 @@ static inline size_t ht_varints_split(uint8_t *col, size_t len, uint8_t *rest, s
 {
 	size_t nfirst = 0, r = 0;
 	for (size_t i = 0; i < len;) {
+		if (i + 8 <= len) { /* eight one-byte varints, the common case */
+			uint64_t x;
+			memcpy(&x, col + i, 8);
+			if (!(x & 0x8080808080808080ull)) {
+				memcpy(col + nfirst, &x, 8);
+				nfirst += 8;
+				i += 8;
+				continue;
+			}
+		}
 		uint8_t b = col[i++];
 		col[nfirst++] = b;
 		while ((b & 0x80) && i < len) {

@@ -143,18 +143,37 @@ static inline uint64_t ht_pk_bin_take(ht_pk_bins_t *bs, unsigned b, unsigned k)
  * distances of ~512 (10.4 bits), and ranks below 256 (8 bits). Both sides
  * keep it from the codes alone, so a free by another thread or a DELTA
  * leaves its block counted live, the same on both. */
+/* Each group of 256 allocations also keeps its count, so that a rank
+ * that reaches far back (churn's ring of 1,024 entries, realloc's 2,048
+ * buffers: 3,000 allocations and more) adds a few counts, not 50 words. */
+#define HT_PK_LIVE_GROUP 256u
 typedef struct {
 	uint64_t bits[HT_PK_WINDOW / 64];
+	uint16_t group[HT_PK_WINDOW / HT_PK_LIVE_GROUP];
 } ht_pk_live_t;
 
+static inline uint16_t *ht_pk_live_group(ht_pk_live_t *l, uint64_t m)
+{
+	return &l->group[(m / HT_PK_LIVE_GROUP) & (HT_PK_WINDOW / HT_PK_LIVE_GROUP - 1)];
+}
+
+/* Allocation m is made: its bit, which allocation m - HT_PK_WINDOW held. */
 static inline void ht_pk_live_set(ht_pk_live_t *l, uint64_t m)
 {
-	l->bits[(m / 64) & (HT_PK_WINDOW / 64 - 1)] |= 1ull << (m & 63);
+	uint64_t *w = &l->bits[(m / 64) & (HT_PK_WINDOW / 64 - 1)], bit = 1ull << (m & 63);
+	if (!(*w & bit)) {
+		*w |= bit;
+		(*ht_pk_live_group(l, m))++;
+	}
 }
 
 static inline void ht_pk_live_clear(ht_pk_live_t *l, uint64_t m)
 {
-	l->bits[(m / 64) & (HT_PK_WINDOW / 64 - 1)] &= ~(1ull << (m & 63));
+	uint64_t *w = &l->bits[(m / 64) & (HT_PK_WINDOW / 64 - 1)], bit = 1ull << (m & 63);
+	if (*w & bit) {
+		*w &= ~bit;
+		(*ht_pk_live_group(l, m))--;
+	}
 }
 
 static inline bool ht_pk_live_has(const ht_pk_live_t *l, uint64_t m)
@@ -186,17 +205,20 @@ static inline uint64_t ht_pk_bits_upto(unsigned k)
  * counting bits with POP. A rank reaches as far back as the block lived:
  * realloc's 2,048 buffers, ~32 words. */
 #define HT_PK_LIVE_RANK_BODY(POP)                                                                  \
-	const uint64_t mask = HT_PK_WINDOW / 64 - 1;                                               \
+	const uint64_t mask = HT_PK_WINDOW / 64 - 1, per = HT_PK_LIVE_GROUP / 64;                  \
 	if (m >= n)                                                                                \
 		return 0;                                                                          \
-	uint64_t lo = m + 1, wlo = lo / 64, whi = n / 64;                                          \
-	uint64_t first = l->bits[wlo & mask] >> (lo & 63);                                         \
-	if (wlo == whi)                                                                            \
-		return POP(first & ht_pk_bits_upto((unsigned)(n - lo)));                           \
-	uint64_t count = POP(first);                                                               \
-	for (uint64_t w = wlo + 1; w < whi; w++)                                                   \
-		count += POP(l->bits[w & mask]);                                                   \
-	return count + POP(l->bits[whi & mask] & ht_pk_bits_upto((unsigned)(n & 63)))
+	uint64_t lo = m + 1, wa = lo / 64, wb = n / 64;                                            \
+	if (wa == wb)                                                                              \
+		return POP((l->bits[wa & mask] >> (lo & 63)) & ht_pk_bits_upto((unsigned)(n - lo))); \
+	uint64_t count = POP(l->bits[wa++ & mask] >> (lo & 63));                                   \
+	for (; wa < wb && wa % per; wa++) /* whole words up to a group */                          \
+		count += POP(l->bits[wa & mask]);                                                  \
+	for (; wa + per <= wb; wa += per) /* whole groups */                                       \
+		count += l->group[(wa / per) & (HT_PK_WINDOW / HT_PK_LIVE_GROUP - 1)];             \
+	for (; wa < wb; wa++)                                                                      \
+		count += POP(l->bits[wa & mask]);                                                  \
+	return count + POP(l->bits[wb & mask] & ht_pk_bits_upto((unsigned)(n & 63)))
 
 #if defined(__x86_64__) && !defined(__POPCNT__)
 #include <cpuid.h>
@@ -237,6 +259,17 @@ static inline uint64_t ht_pk_live_select(const ht_pk_live_t *l, uint64_t r, uint
 	uint64_t floor = n >= HT_PK_WINDOW ? n - HT_PK_WINDOW + 1 : 1;
 	uint64_t hi = n; /* look at allocations floor .. hi */
 	while (hi >= floor && hi > 0) {
+		if ((hi + 1) % HT_PK_LIVE_GROUP == 0 && hi - floor >= HT_PK_LIVE_GROUP - 1) {
+			uint64_t g = l->group[(hi / HT_PK_LIVE_GROUP) &
+					      (HT_PK_WINDOW / HT_PK_LIVE_GROUP - 1)];
+			if (r >= g) { /* not in this group */
+				r -= g;
+				if (hi < HT_PK_LIVE_GROUP)
+					break;
+				hi -= HT_PK_LIVE_GROUP;
+				continue;
+			}
+		}
 		uint64_t w = hi / 64, start = w * 64 > floor ? w * 64 : floor;
 		uint64_t bits = l->bits[w & (words - 1)];
 		unsigned top = (unsigned)(hi & 63), low = (unsigned)(start & 63);
@@ -408,9 +441,11 @@ static inline unsigned ht_pk_recent_home(uint64_t addr)
 
 static inline size_t ht_pk_put_free(ht_pk_writer_t *w, uint8_t *out, uint64_t addr, uint64_t prev)
 {
-	unsigned h = ht_pk_recent_home(addr);
-	w->recent_index[h].addr = addr;
-	w->recent_index[h].n = w->recent.n + 1;
+	if (w->freed_codes) { /* only the writer's: blocks without FREED skip it */
+		unsigned h = ht_pk_recent_home(addr);
+		w->recent_index[h].addr = addr;
+		w->recent_index[h].n = w->recent.n + 1;
+	}
 	ht_pk_recent_push(&w->recent, addr);
 	return ht_pk_put_free_code(w, out, addr, prev);
 }

@@ -180,24 +180,17 @@ static inline size_t ht_columns_join(const uint8_t *const col[HT_NCOLS],
  * The column must hold whole varints. */
 static inline size_t ht_varints_split(uint8_t *col, size_t len, uint8_t *rest, size_t *nrest)
 {
+	/* without a branch per byte: varint lengths vary at random, and a
+	 * mispredicted branch a varint cost more than the copying */
 	size_t nfirst = 0, r = 0;
-	for (size_t i = 0; i < len;) {
-		if (i + 8 <= len) { /* eight one-byte varints, the common case */
-			uint64_t x;
-			memcpy(&x, col + i, 8);
-			if (!(x & 0x8080808080808080ull)) {
-				memcpy(col + nfirst, &x, 8);
-				nfirst += 8;
-				i += 8;
-				continue;
-			}
-		}
-		uint8_t b = col[i++];
-		col[nfirst++] = b;
-		while ((b & 0x80) && i < len) {
-			b = col[i++];
-			rest[r++] = b;
-		}
+	unsigned cont = 0; /* the previous byte continues its varint */
+	for (size_t i = 0; i < len; i++) {
+		uint8_t b = col[i];
+		col[nfirst] = b; /* nfirst <= i: b is read first */
+		rest[r] = b;
+		nfirst += !cont;
+		r += cont;
+		cont = b >> 7;
 	}
 	*nrest = r;
 	return nfirst;

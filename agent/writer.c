@@ -52,9 +52,9 @@ static bool write_failed;
 /* The batch of packed blocks (HT_REC_THREAD_BATCH3): each column of every
  * block goes to its own region, so the record can hold column 0 of all
  * its blocks, then column 1, and so on. 32 blocks of 64 KiB: churn's trace
- * is 5% smaller than with one record per block, sqlite3's 8%. The address
- * and size columns are then split, first bytes of varints apart from the
- * rest (batch_rest). */
+ * is 5% smaller than with one record per block, sqlite3's 8%. The
+ * address, size and free code columns are then split, first bytes of
+ * varints apart from the rest (batch_rest). */
 #define HT_BATCH_BLOCKS 32u
 #define HT_BATCH_REGION ((size_t)HT_BATCH_BLOCKS * HT_BUF_SIZE)
 #define HT_BATCH_HEAD_MAX ((4 + HT_NCOLS) * HT_VARINT_MAX)

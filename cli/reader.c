@@ -681,10 +681,10 @@ static int parse_thread_packed(ht_trace_t *t, size_t pos, size_t end, bool cut, 
  * flags, a THREAD_BATCH2 (1.8): each header has a layout flags varint
  * after the stream, whose HT_BATCH_JOINED puts the block's address codes
  * in column 0 too (packed.h, HT_PK_JOINED), HT_BATCH_SIZES (1.10)
- * codes its REALLOCs' sizes against their old blocks' (HT_PK_SIZES), and
- * HT_BATCH_RANK (1.11) its frees' REFs by rank (HT_PK_RANK), and
- * HT_BATCH_FREES (1.11) puts its free codes in column 4 (HT_PK_FREES), and
- * HT_BATCH_FREED (1.11) allows FREED codes (HT_PK_FREED). A batch cut
+ * codes its REALLOCs' sizes against their old blocks' (HT_PK_SIZES);
+ * format 1.11 adds HT_BATCH_RANK (its frees' REFs are ranks, HT_PK_RANK),
+ * HT_BATCH_FREES (its free codes in column 4, HT_PK_FREES) and
+ * HT_BATCH_FREED (FREED codes, HT_PK_FREED). A batch cut
  * short loses all its blocks (its last columns are missing); a damaged
  * block ends the reading there, the blocks before it kept. */
 /* The columns a THREAD_BATCH3 splits (trace_format.h), in order. */

@@ -142,7 +142,7 @@ enum ht_record_tag {
 	 * frees' address codes are in column 4 (packed.h, HT_PK_FREES); bit 4
 	 * (format 1.11), HT_BATCH_FREED, its allocations may be coded FREED
 	 * (packed.h, HT_PK_FREED); other bits are 0.
-	 * The writer of 1.8 writes these instead of THREAD_BATCH. */
+	 * The writers of 1.8-1.10 wrote these instead of THREAD_BATCH. */
 	HT_REC_THREAD_BATCH2 = 0x0d,
 
 	/* Summary mode (format 1.9), after the SITES records: when each site's

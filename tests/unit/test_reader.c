@@ -1752,11 +1752,7 @@ static buf_t as_layout_flags(const buf_t *body, bool packed, unsigned nstreams, 
 				      (st[s].w->join_next ? HT_PK_JOINED : HT_PK_FREES);
 			CHECK(nblocks < MAX_BLOCKS);
 			if (joined)
-				joined[nblocks] = (uint8_t)((lay & HT_PK_JOINED ? HT_BATCH_JOINED : 0) |
-							    (lay & HT_PK_SIZES ? HT_BATCH_SIZES : 0) |
-							    (lay & HT_PK_RANK ? HT_BATCH_RANK : 0) |
-							    (lay & HT_PK_FREES ? HT_BATCH_FREES : 0) |
-							    (lay & HT_PK_FREED ? HT_BATCH_FREED : 0));
+				joined[nblocks] = (uint8_t)ht_pk_flags_of_layout(lay);
 			nblocks++;
 			CHECK(ht_packed_split(pl + q, len - q, col, clen, 2 * len + 64, st[s].w, lay));
 			put_u(&r, (uint64_t)s << 1 | fresh);
@@ -2504,6 +2500,38 @@ static void test_live_rank(void)
 	CHECK(ht_pk_live_select(&l, count - 1, n) != 0);
 }
 
+/* The offset of b's last record of tag; 0 if none (a PROCESS comes first). */
+static size_t last_record(const buf_t *b, uint8_t tag)
+{
+	size_t pos = 0, rec = 0;
+	while (pos < b->len) {
+		uint64_t len = 0;
+		size_t h = 1 + ht_varint_get(b->p + pos + 1, b->len - pos - 1, &len);
+		if (b->p[pos] == tag)
+			rec = pos;
+		pos += h + len;
+	}
+	return rec;
+}
+
+/* Reads body as a trace: its error is error (0 or -HT_E*), found at
+ * offset at unless at is SIZE_MAX, and with model a model is made. */
+static void check_read(const buf_t *body, int error, size_t at, bool model)
+{
+	ht_trace_t *t;
+	int rc;
+	buf_t file = make_file(body, false, HT_FORMAT_MAJOR);
+	ht_model_t *m = load(&file, &t, &rc);
+	CHECK(t != NULL && t->error == error);
+	if (t && at != SIZE_MAX)
+		CHECK(t->error_offset == at);
+	if (model)
+		CHECK(m != NULL);
+	ht_model_free(m);
+	ht_trace_free(t);
+	free(file.p);
+}
+
 static void test_batches(void)
 {
 	buf_t bodies[] = { churn_body(), steady_body(), basic_body(NULL, true), fn_body(),
@@ -2559,57 +2587,26 @@ static void test_batches(void)
 	/* churn's 8 blocks in one batch, and the ways it can be wrong */
 	buf_t pk = as_layout(&bodies[0], true, 16, HT_PK_BATCH);
 	buf_t bt = as_batches(&pk, 8);
-	size_t pos = 0, rec = 0;
-	while (pos < bt.len) {
-		uint64_t len = 0;
-		size_t h = 1 + ht_varint_get(bt.p + pos + 1, bt.len - pos - 1, &len);
-		if (bt.p[pos] == HT_REC_THREAD_BATCH)
-			rec = pos;
-		pos += h + len;
-	}
+	size_t rec = last_record(&bt, HT_REC_THREAD_BATCH);
 	CHECK(rec > 0 && bt.p[rec] == HT_REC_THREAD_BATCH);
 	uint64_t len = 0;
 	size_t h = 1 + ht_varint_get(bt.p + rec + 1, bt.len - rec - 1, &len);
 	CHECK_EQ(bt.p[rec + h], 8); /* count */
-	ht_trace_t *t;
-	int rc;
-	ht_model_t *m;
-	buf_t file;
 
 	/* cut inside the batch: an error naming it, the records before kept */
 	buf_t cut = { 0 };
 	put(&cut, bt.p, bt.len - 40);
-	file = make_file(&cut, false, HT_FORMAT_MAJOR);
-	m = load(&file, &t, &rc);
-	CHECK(t != NULL && t->error == -HT_ETRUNC);
-	if (t)
-		CHECK(t->error_offset == rec + h);
-	CHECK(m != NULL);
-	ht_model_free(m);
-	ht_trace_free(t);
-	free(file.p);
+	check_read(&cut, -HT_ETRUNC, rec + h, true);
 	free(cut.p);
 
 	/* a count larger than the headers there: columns read as headers
 	 * do not add up */
 	bt.p[rec + h] = 9;
-	file = make_file(&bt, false, HT_FORMAT_MAJOR);
-	m = load(&file, &t, &rc);
-	CHECK(t != NULL && t->error == -HT_ECORRUPT);
-	ht_model_free(m);
-	ht_trace_free(t);
-	free(file.p);
+	check_read(&bt, -HT_ECORRUPT, SIZE_MAX, false);
 
 	/* a count of 0 */
 	bt.p[rec + h] = 0;
-	file = make_file(&bt, false, HT_FORMAT_MAJOR);
-	m = load(&file, &t, &rc);
-	CHECK(t != NULL && t->error == -HT_ECORRUPT);
-	if (t)
-		CHECK(t->error_offset == rec + h);
-	ht_model_free(m);
-	ht_trace_free(t);
-	free(file.p);
+	check_read(&bt, -HT_ECORRUPT, rec + h, false);
 	free(bt.p);
 	free(pk.p);
 
@@ -2621,13 +2618,7 @@ static void test_batches(void)
 		pk = as_layout_flags(&bodies[0], true, 16, HT_PK_BATCH, flags);
 		flags[2] = bad ? 2 : 0;
 		bt = as_batches_flags(&pk, 8, flags);
-		file = make_file(&bt, false, HT_FORMAT_MAJOR);
-		m = load(&file, &t, &rc);
-		CHECK(t != NULL && t->error == (bad ? -HT_ECORRUPT : 0));
-		CHECK(m != NULL);
-		ht_model_free(m);
-		ht_trace_free(t);
-		free(file.p);
+		check_read(&bt, bad ? -HT_ECORRUPT : 0, SIZE_MAX, true);
 		free(bt.p);
 		free(pk.p);
 	}
@@ -2642,14 +2633,7 @@ static void test_batches(void)
 		batch_split = true;
 		bt = as_batches_flags(&pk, 8, flags);
 		batch_split = false;
-		size_t b3 = 0;
-		for (size_t q = 0; q < bt.len && !b3;) {
-			uint64_t l = 0;
-			size_t hq = 1 + ht_varint_get(bt.p + q + 1, bt.len - q - 1, &l);
-			if (bt.p[q] == HT_REC_THREAD_BATCH3)
-				b3 = q;
-			q += hq + l;
-		}
+		size_t b3 = last_record(&bt, HT_REC_THREAD_BATCH3); /* the only one */
 		CHECK(b3 > 0);
 		uint64_t blen = 0, nf2 = 0;
 		size_t bh = b3 + 1 + ht_varint_get(bt.p + b3 + 1, bt.len - b3 - 1, &blen);
@@ -2661,15 +2645,7 @@ static void test_batches(void)
 			for (size_t b = 0; b < w; b++)
 				bt.p[at2 + b] = (uint8_t)((v >> (7 * b)) & 0x7f) | (b + 1 < w ? 0x80 : 0);
 		}
-		file = make_file(&bt, false, HT_FORMAT_MAJOR);
-		m = load(&file, &t, &rc);
-		CHECK(t != NULL && t->error == (bad ? -HT_ECORRUPT : 0));
-		if (t && bad)
-			CHECK(t->error_offset == bh);
-		CHECK(m != NULL);
-		ht_model_free(m);
-		ht_trace_free(t);
-		free(file.p);
+		check_read(&bt, bad ? -HT_ECORRUPT : 0, bad ? bh : SIZE_MAX, true);
 		free(bt.p);
 		free(pk.p);
 	}

@@ -146,11 +146,11 @@ void ht_block_write_locked(const ht_block_t *b)
 	uint8_t *col[HT_NCOLS];
 	size_t len[HT_NCOLS];
 	bool joined = streams[s].started && streams[s].w->join_next;
+	unsigned layout = HT_PK_BATCH | HT_PK_SIZES | HT_PK_RANK | HT_PK_FREED |
+			  (joined ? HT_PK_JOINED : HT_PK_FREES);
 	if (!streams[s].started || b->len > HT_BUF_SIZE ||
 	    !ht_writer_batch_room(HT_BUF_SIZE, col) ||
-	    !ht_packed_split(b->data, b->len, col, len, HT_BUF_SIZE, streams[s].w,
-			     HT_PK_BATCH | HT_PK_SIZES | HT_PK_RANK | HT_PK_FREED |
-				     (joined ? HT_PK_JOINED : HT_PK_FREES))) {
+	    !ht_packed_split(b->data, b->len, col, len, HT_BUF_SIZE, streams[s].w, layout)) {
 		/* out of memory, or bytes the split does not know: as they are,
 		 * and the stream, now out of step, starts afresh next time */
 		streams[s].started = false;
@@ -158,8 +158,7 @@ void ht_block_write_locked(const ht_block_t *b)
 		return;
 	}
 	n += ht_varint_put(head + n, (uint64_t)s << 1 | fresh);
-	n += ht_varint_put(head + n, HT_BATCH_SIZES | HT_BATCH_RANK | HT_BATCH_FREED |
-					     (joined ? HT_BATCH_JOINED : HT_BATCH_FREES));
+	n += ht_varint_put(head + n, ht_pk_flags_of_layout(layout));
 	ht_writer_batch_add(head, n, len);
 }
 

@@ -725,8 +725,7 @@ static int parse_thread_batch(ht_trace_t *t, size_t pos, size_t end, bool cut, b
 		blk[i].flags = 0;
 		if (!r && flags)
 			r = get_u(t->body, end, &pos, &blk[i].flags);
-		if (!r && (blk[i].flags & ~(uint64_t)(HT_BATCH_JOINED | HT_BATCH_SIZES | HT_BATCH_RANK |
-						       HT_BATCH_FREES | HT_BATCH_FREED)))
+		if (!r && (blk[i].flags & ~(uint64_t)HT_BATCH_FLAGS_KNOWN))
 			r = DEC_CORRUPT;
 		for (unsigned c = 0; !r && c < HT_NCOLS; c++) {
 			r = get_u(t->body, end, &pos, &blk[i].len[c]);
@@ -760,32 +759,18 @@ static int parse_thread_batch(ht_trace_t *t, size_t pos, size_t end, bool cut, b
 	}
 	for (unsigned k = 0; split && k < BATCH_SPLIT_COLS; k++) {
 		unsigned c = batch_split_col[k];
-		if (nfirst[c] > colsum[c]) {
-			r = 1;
-			break;
-		}
+		size_t nf = (size_t)nfirst[c];
+		if (nfirst[c] > colsum[c])
+			goto split_damaged;
 		if (!colsum[c])
 			continue;
 		if (!(joined[c] = malloc((size_t)colsum[c]))) {
-			for (unsigned j = 0; j < HT_NCOLS; j++)
-				free(joined[j]);
-			free(blk);
-			return -ENOMEM;
+			r = -ENOMEM;
+			goto out;
 		}
-		size_t nf = (size_t)nfirst[c];
-		if (!ht_varints_join(base[c], nf, base[c] + nf, (size_t)colsum[c] - nf, joined[c])) {
-			r = 1;
-			break;
-		}
+		if (!ht_varints_join(base[c], nf, base[c] + nf, (size_t)colsum[c] - nf, joined[c]))
+			goto split_damaged;
 		base[c] = joined[c];
-	}
-	if (r) {
-		for (unsigned j = 0; j < HT_NCOLS; j++)
-			free(joined[j]);
-		free(blk);
-		fail(t, -HT_ECORRUPT, rec,
-		     "batch of packed blocks has split columns that do not make whole varints");
-		return 1;
 	}
 	for (uint64_t i = 0; i < count; i++) {
 		const uint8_t *col[HT_NCOLS];
@@ -795,28 +780,26 @@ static int parse_thread_batch(ht_trace_t *t, size_t pos, size_t end, bool cut, b
 			clen[c] = (size_t)blk[i].len[c];
 			at[c] += clen[c];
 		}
-		unsigned layout = HT_PK_BATCH | (blk[i].flags & HT_BATCH_JOINED ? HT_PK_JOINED : 0) |
-				  (blk[i].flags & HT_BATCH_SIZES ? HT_PK_SIZES : 0) |
-				  (blk[i].flags & HT_BATCH_RANK ? HT_PK_RANK : 0) |
-				  (blk[i].flags & HT_BATCH_FREES ? HT_PK_FREES : 0) |
-				  (blk[i].flags & HT_BATCH_FREED ? HT_PK_FREED : 0);
 		if ((r = parse_packed_block(t, rec, blk[i].tid, blk[i].base, blk[i].stream, col,
-					    clen, layout, scratch))) {
-			for (unsigned j = 0; j < HT_NCOLS; j++)
-				free(joined[j]);
-			free(blk);
-			return r;
-		}
+					    clen, ht_pk_layout_of_flags(blk[i].flags), scratch)))
+			goto out;
 	}
+	if (!cut && pos + total != end) {
+		fail(t, -HT_ECORRUPT, pos + total, "bytes after the columns of a batch");
+		r = 1;
+		goto out;
+	}
+	release_pages(t->body + pos, (size_t)total);
+	goto out; /* r is 0 */
+split_damaged:
+	fail(t, -HT_ECORRUPT, rec,
+	     "batch of packed blocks has split columns that do not make whole varints");
+	r = 1;
+out:
 	for (unsigned j = 0; j < HT_NCOLS; j++)
 		free(joined[j]);
 	free(blk);
-	if (!cut && pos + total != end) {
-		fail(t, -HT_ECORRUPT, pos + total, "bytes after the columns of a batch");
-		return 1;
-	}
-	release_pages(t->body + pos, (size_t)total);
-	return 0;
+	return r;
 }
 
 static int parse_block_events(ht_trace_t *t, const uint8_t *b, uint64_t tid, uint64_t base,

@@ -543,6 +543,25 @@ static inline bool ht_pk_get(ht_col_in_t *in, uint64_t *v)
 #define HT_PK_FREES 16u
 #define HT_PK_FREED 32u
 
+/* A batch block's header flags (trace_format.h, HT_BATCH_*) are its
+ * layout's bits but HT_PK_BATCH, one place down. */
+_Static_assert(HT_BATCH_JOINED << 1 == HT_PK_JOINED && HT_BATCH_SIZES << 1 == HT_PK_SIZES &&
+		       HT_BATCH_RANK << 1 == HT_PK_RANK && HT_BATCH_FREES << 1 == HT_PK_FREES &&
+		       HT_BATCH_FREED << 1 == HT_PK_FREED,
+	       "batch flags are layout bits shifted");
+#define HT_BATCH_FLAGS_KNOWN                                                                       \
+	(HT_BATCH_JOINED | HT_BATCH_SIZES | HT_BATCH_RANK | HT_BATCH_FREES | HT_BATCH_FREED)
+
+static inline unsigned ht_pk_layout_of_flags(uint64_t flags)
+{
+	return HT_PK_BATCH | (unsigned)(flags & HT_BATCH_FLAGS_KNOWN) << 1;
+}
+
+static inline unsigned ht_pk_flags_of_layout(unsigned layout)
+{
+	return layout >> 1 & HT_BATCH_FLAGS_KNOWN;
+}
+
 static inline unsigned ht_pk_nbins(unsigned layout)
 {
 	return layout & HT_PK_BATCH ? HT_PK_BINS : HT_PK_BINS_1_6;

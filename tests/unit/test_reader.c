@@ -2131,6 +2131,43 @@ static void test_packed(void)
  * after the first is one byte naming "the last freed allocation + k", and
  * the reader gets every address back; a FOLLOW with no free before it, or
  * reaching past the allocations made, is refused. */
+/* A class's stack against a plain list, newest first: pushes (the oldest
+ * falls out of a full one), and takes of the k-th newest at every depth,
+ * as the ring wraps around its array (ht_pk_bin_take moves the newer
+ * addresses down in one run or around the wrap; ht_pk_bin_find looks in
+ * both runs). */
+static void test_packed_bin_ring(void)
+{
+	ht_pk_bins_t *bs = calloc(1, sizeof *bs);
+	uint64_t model[HT_PK_BIN_DEPTH];
+	unsigned n = 0, b = 5;
+	uint64_t rng = 11, next = 1;
+	for (unsigned i = 0; i < 30000; i++) {
+		uint64_t r = lcg(&rng);
+		if (!n || r % 5 < 3) {
+			ht_pk_bin_push(bs, b, next);
+			if (n == HT_PK_BIN_DEPTH)
+				n--;
+			memmove(model + 1, model, n * sizeof model[0]);
+			model[0] = next++;
+			n++;
+		} else {
+			unsigned k = (unsigned)(lcg(&rng) % n);
+			CHECK_EQ(ht_pk_bin_find(bs, b, model[k]), (int)k);
+			CHECK_EQ(ht_pk_bin_take(bs, b, k), model[k]);
+			memmove(model + k, model + k + 1, (n - k - 1) * sizeof model[0]);
+			n--;
+		}
+		CHECK_EQ(bs->count[b], n);
+		if (i % 97 == 0) {
+			for (unsigned k = 0; k < n; k++)
+				CHECK_EQ(HT_PK_AT(bs, b, k), model[k]);
+			CHECK_EQ(ht_pk_bin_find(bs, b, next + 1), -1);
+		}
+	}
+	free(bs);
+}
+
 /* The writer's filter of what its class stacks hold (packed.h,
  * in_bins): its counts add up to the stacks' addresses through pushes,
  * takes and evictions, and a freed address still in its stack, however
@@ -2676,6 +2713,7 @@ int main(void)
 	test_packed_follow();
 	test_packed_classes();
 	test_packed_sizes();
+	test_packed_bin_ring();
 	test_packed_filter();
 	return TEST_DONE();
 }

@@ -46,6 +46,8 @@ typedef struct {
 	size_t mask; /* capacity - 1; capacity is a power of two */
 	size_t count;
 	unsigned run_shift; /* log2 of the bytes of heap whose blocks share a run */
+	unsigned top_shift; /* clz(mask): a product's top bits index a slot */
+	size_t run_mask;    /* a granule's place in its run: (1 << (run_shift - 4)) - 1 */
 	uint32_t ops;	    /* lookups since the last look at the probes */
 	uint64_t probes;    /* and the slots they stepped over */
 } live_table_t;
@@ -214,6 +216,15 @@ static inline size_t hash_addr(uintptr_t a, size_t mask, unsigned run_shift)
 	return (size_t)(run + ((a >> 4) & ((1u << (run_shift - 4)) - 1))) & mask;
 }
 
+/* hash_addr with t's shifts, kept from its last rebuild (every probe of
+ * the digest hashes: the count of leading zeros and the run's mask cost
+ * as much as the product). */
+static inline size_t table_home(const live_table_t *t, uintptr_t a)
+{
+	uint64_t run = ((a >> t->run_shift) * 0x9E3779B97F4A7C15ull) >> t->top_shift;
+	return (size_t)(run + ((a >> 4) & t->run_mask)) & t->mask;
+}
+
 /* ---- the block table: open addressing, linear probing ------------------ */
 
 /* Moves t's entries to a table of cap slots, placed by run_shift. */
@@ -238,6 +249,8 @@ static bool table_rebuild(live_table_t *t, size_t cap, unsigned run_shift)
 	t->slots = s;
 	t->mask = mask;
 	t->run_shift = run_shift;
+	t->top_shift = (unsigned)__builtin_clzll(mask);
+	t->run_mask = ((size_t)1 << (run_shift - 4)) - 1;
 	return true;
 }
 
@@ -270,7 +283,7 @@ static ht_live_block_t *table_find(live_table_t *t, uintptr_t addr)
 {
 	if (!t->slots)
 		return NULL;
-	size_t start = hash_addr(addr, t->mask, t->run_shift);
+	size_t start = table_home(t, addr);
 	for (size_t i = start;; i = (i + 1) & t->mask) {
 		ht_live_block_t *e = &t->slots[i];
 		if (e->addr == addr || !e->addr) {
@@ -288,7 +301,7 @@ static void table_remove(live_table_t *t, ht_live_block_t *e)
 	for (size_t j = (i + 1) & t->mask;; j = (j + 1) & t->mask) {
 		if (!t->slots[j].addr)
 			break;
-		size_t home = hash_addr(t->slots[j].addr, t->mask, t->run_shift);
+		size_t home = table_home(t, t->slots[j].addr);
 		/* move j into the hole at i if its home is not in (i, j] */
 		if (((j - home) & t->mask) >= ((j - i) & t->mask)) {
 			t->slots[i] = t->slots[j];
@@ -307,7 +320,7 @@ static ht_live_block_t *table_upsert(live_table_t *t, uintptr_t addr, bool *fres
 		return NULL;
 	if (HT_UNLIKELY(t->ops >= PROBES_LOOK))
 		probes_look(t);
-	size_t start = hash_addr(addr, t->mask, t->run_shift), i = start;
+	size_t start = table_home(t, addr), i = start;
 	for (;; i = (i + 1) & t->mask) {
 		if (t->slots[i].addr == addr) {
 			*fresh = false;
@@ -703,6 +716,24 @@ static inline __attribute__((always_inline)) uint64_t get_u(cursor_t *c)
 {
 	if (HT_LIKELY(c->p < c->end && *c->p < 0x80))
 		return *c->p++; /* one byte: most fields */
+	if (HT_LIKELY(c->end - c->p >= HT_VARINT_MAX)) {
+		/* room for the longest: no bound check per byte (addresses'
+		 * deltas and ns times take 3-5 bytes) */
+		uint64_t v = *c->p++ & 0x7f;
+		for (unsigned s = 7; s < 63; s += 7) {
+			uint64_t b = *c->p++;
+			v |= (b & 0x7f) << s;
+			if (b < 0x80)
+				return v;
+		}
+		uint64_t b = *c->p++; /* the 10th byte: bit 63 only */
+		if (b > 1) {
+			c->bad = true;
+			c->p = c->end;
+			return 0;
+		}
+		return v | b << 63;
+	}
 	uint64_t v = 0;
 	size_t n = ht_varint_get(c->p, (size_t)(c->end - c->p), &v);
 	if (!n) {

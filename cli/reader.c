@@ -132,7 +132,22 @@ static void fail(ht_trace_t *t, int err, uint64_t off, const char *fmt, ...)
 
 /* Varint at p[*pos] with p[0..end): truncated when the bytes run out while
  * continuation bits are still set, corrupt when it overflows 64 bits. */
-static int get_u(const uint8_t *p, size_t end, size_t *pos, uint64_t *v)
+static int get_u_long(const uint8_t *p, size_t end, size_t *pos, uint64_t *v);
+
+/* Inline for the one-byte varints (most fields), whose decoding was a call
+ * per field: 12% of a report's instructions. */
+static inline int get_u(const uint8_t *p, size_t end, size_t *pos, uint64_t *v)
+{
+	size_t q = *pos;
+	if (__builtin_expect(q < end && p[q] < 0x80, 1)) {
+		*v = p[q];
+		*pos = q + 1;
+		return DEC_OK;
+	}
+	return get_u_long(p, end, pos, v);
+}
+
+static int get_u_long(const uint8_t *p, size_t end, size_t *pos, uint64_t *v)
 {
 	if (*pos >= end)
 		return DEC_TRUNC;

@@ -241,9 +241,11 @@ typedef struct ht_thread {
 	/* memcheck-convention counts, summed into END and the manifest, so
 	 * that `heaptrail run` can summarize a huge trace without reading it */
 	uint64_t n_allocs, n_frees, n_bytes;
-	/* sampling (agent/sampling.c): bytes left until the next sample, and
-	 * the thread's random generator */
+	/* sampling (agent/sampling.c): bytes left until the next sample, at
+	 * most HT_SAMPLE_SPAN, the rest of the draw in sample_carry; and the
+	 * thread's random generator */
 	int64_t sample_left;
+	int64_t sample_carry;
 	uint64_t sample_rng;
 	/* cold */
 	uint32_t ordinal;   /* allocation-number prefix: 1 main thread, then 2, 3... */
@@ -500,6 +502,11 @@ static inline void ht_sample_fast_update(void)
 			      ht_opt_sample_rate && atomic_load(&ht_recording_on),
 			      memory_order_relaxed);
 }
+
+/* The most a thread's countdown holds at once (the rest of a longer draw
+ * waits in sample_carry): an allocation that the fast path counts is then
+ * smaller than this, without a test of its own (hooks.c, sample_count_first). */
+#define HT_SAMPLE_SPAN ((int64_t)1 << 20)
 
 /* Counts an allocation of size bytes on the fast path. True when it is not
  * sampled (nothing more to do); false when the caller must take the slow

@@ -745,22 +745,20 @@ HT_NOINLINE static void *malloc_full(size_t size)
 	ALLOC_HOOK_BODY(HT_FN_MALLOC, size, real_malloc(size));
 }
 
-/* malloc and calloc, whose failure the program sees as NULL anyway, go
- * one step further: a call that is only counted is counted first and the
- * real function is then tail-called (no frame, no register saved). A
- * failed call would be counted as an allocation; only requests under
- * 1 MiB take this path, which fail only when the machine is out of memory. */
-#define HT_TAIL_MAX (1u << 20)
-
-static inline bool sample_count_first(size_t size)
+/* malloc, calloc and realloc, whose failure the program sees as NULL
+ * anyway, go one step further: a call that is only counted is counted
+ * first and the real function is then tail-called (no frame, no register
+ * saved). A failed call would be counted as an allocation (and realloc's
+ * as a free too); only requests under HT_SAMPLE_SPAN (1 MiB) take this
+ * path, which fail only when the machine is out of memory: the countdown
+ * never holds more (agent.h), so the one unsigned comparison with it also
+ * sends every larger request, and a size no malloc can serve, to the full
+ * hook. A countdown is at least 1 once drawn, 0 before. */
+static inline bool sample_count_first(ht_thread_t *t, size_t size)
 {
-	ht_thread_t *t = sampled_thread();
-	if (HT_UNLIKELY(!t) || HT_UNLIKELY(size >= HT_TAIL_MAX))
+	if (HT_UNLIKELY((uint64_t)size >= (uint64_t)t->sample_left))
 		return false;
-	int64_t left = t->sample_left - (int64_t)size;
-	if (HT_UNLIKELY(left <= 0))
-		return false;
-	t->sample_left = left;
+	t->sample_left -= (int64_t)size;
 	t->n_allocs++;
 	t->n_bytes += size;
 	return true;
@@ -768,7 +766,8 @@ static inline bool sample_count_first(size_t size)
 
 HT_EXPORT void *malloc(size_t size)
 {
-	if (HT_LIKELY(sample_count_first(size)))
+	ht_thread_t *t = sampled_thread();
+	if (HT_LIKELY(t != NULL) && HT_LIKELY(sample_count_first(t, size)))
 		return real_malloc(size);
 	SAMPLED_ALLOC_BODY(HT_FN_MALLOC, size, real_malloc(size), malloc_full(size), NULL);
 }
@@ -794,7 +793,9 @@ HT_NOINLINE static void *calloc_full(size_t n, size_t size)
 HT_EXPORT void *calloc(size_t n, size_t size)
 {
 	size_t total;
-	if (HT_LIKELY(!__builtin_mul_overflow(n, size, &total)) && HT_LIKELY(sample_count_first(total)))
+	ht_thread_t *t = sampled_thread();
+	if (HT_LIKELY(t != NULL) && HT_LIKELY(!__builtin_mul_overflow(n, size, &total)) &&
+	    HT_LIKELY(sample_count_first(t, total)))
 		return real_calloc(n, size);
 	SAMPLED_ALLOC_BODY(HT_FN_CALLOC, n * size, real_calloc(n, size), calloc_full(n, size), NULL);
 }
@@ -1019,8 +1020,19 @@ HT_NOINLINE static void *realloc_sampled(void *old, size_t size)
 
 HT_EXPORT void *realloc(void *old, size_t size)
 {
-	if (ht_opt_sample_rate)
+	if (ht_opt_sample_rate) {
+		/* counted first, as malloc (above): an old block that was not
+		 * sampled (or none), and a new one that is not either */
+		ht_thread_t *t = sampled_thread();
+		if (HT_LIKELY(t != NULL) && HT_LIKELY(size != 0) &&
+		    (!old || HT_LIKELY(!ht_sampled_maybe(old))) &&
+		    HT_LIKELY(sample_count_first(t, size))) {
+			if (old)
+				t->n_frees++;
+			return real_realloc(old, size);
+		}
 		return realloc_sampled(old, size); /* a thread state: reals resolved */
+	}
 	return realloc_common(HT_FN_REALLOC, old, size, 0, 0, false);
 }
 

@@ -70,6 +70,14 @@ static int64_t draw(ht_thread_t *t)
 	return (int64_t)d;
 }
 
+/* Sets the countdown to d bytes: up to HT_SAMPLE_SPAN of them in
+ * sample_left, the rest carried. */
+static void arm(ht_thread_t *t, int64_t d)
+{
+	t->sample_left = d < HT_SAMPLE_SPAN ? d : HT_SAMPLE_SPAN;
+	t->sample_carry = d - t->sample_left;
+}
+
 void ht_sample_thread_init(ht_thread_t *t)
 {
 	/* With sample_seed, the n-th thread to start gets the same stream run
@@ -79,7 +87,7 @@ void ht_sample_thread_init(ht_thread_t *t)
 				? ht_opt_sample_seed + n * 0x632be59bd9b4e019ull
 				: ht_clock_ns() ^ ((uint64_t)t->tid << 32) ^ (uintptr_t)t;
 	t->sample_rng = mix64(seed) | 1;
-	t->sample_left = draw(t);
+	arm(t, draw(t));
 }
 
 bool ht_sample_slow(size_t size)
@@ -91,14 +99,15 @@ bool ht_sample_slow(size_t size)
 	errno = e;
 	if (HT_UNLIKELY(!t))
 		return false;
-	int64_t left = t->sample_left - (int64_t)size;
+	/* the whole countdown: what sample_left holds and what it carries */
+	int64_t left = t->sample_left + t->sample_carry - (int64_t)size;
 	if (left > 0) {
-		t->sample_left = left;
+		arm(t, left);
 		t->n_allocs++;
 		t->n_bytes += size;
 		return false;
 	}
-	t->sample_left = draw(t);
+	arm(t, draw(t));
 	return true;
 }
 

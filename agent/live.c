@@ -48,6 +48,7 @@ typedef struct {
 	unsigned run_shift; /* log2 of the bytes of heap whose blocks share a run */
 	unsigned top_shift; /* clz(mask): a product's top bits index a slot */
 	size_t run_mask;    /* a granule's place in its run: (1 << (run_shift - 4)) - 1 */
+	size_t full;	    /* the count at which it grows: 3/4 of its slots (0: none yet) */
 	uint32_t ops;	    /* lookups since the last look at the probes */
 	uint64_t probes;    /* and the slots they stepped over */
 } live_table_t;
@@ -250,6 +251,7 @@ static bool table_rebuild(live_table_t *t, size_t cap, unsigned run_shift)
 	t->mask = mask;
 	t->run_shift = run_shift;
 	t->top_shift = (unsigned)__builtin_clzll(mask);
+	t->full = cap / 4 * 3;
 	t->run_mask = ((size_t)1 << (run_shift - 4)) - 1;
 	return true;
 }
@@ -316,7 +318,7 @@ static void table_remove(live_table_t *t, ht_live_block_t *e)
  * tells which); NULL when out of memory. One probe for both. */
 static ht_live_block_t *table_upsert(live_table_t *t, uintptr_t addr, bool *fresh)
 {
-	if (HT_UNLIKELY((!t->slots || (t->count + 1) * 4 > (t->mask + 1) * 3)) && !table_grow(t))
+	if (HT_UNLIKELY(t->count >= t->full) && !table_grow(t))
 		return NULL;
 	if (HT_UNLIKELY(t->ops >= PROBES_LOOK))
 		probes_look(t);
@@ -389,7 +391,7 @@ static void markers_forget(void)
 static ht_live_block_t *block_upsert(uintptr_t addr, bool *fresh)
 {
 	live_table_t *t = &lv.blocks;
-	if (HT_UNLIKELY(t->slots && (t->count + 1) * 4 > (t->mask + 1) * 3) &&
+	if (HT_UNLIKELY(t->slots && t->count >= t->full) &&
 	    lv.markers > MARKERS_MIN && lv.markers > live_count())
 		markers_forget();
 	return table_upsert(t, addr, fresh);

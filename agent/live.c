@@ -211,15 +211,8 @@ static void stack_def_keep(const uint8_t *p, size_t n)
 #define PROBES_LOOK (1u << 20) /* lookups between looks at the probes */
 #define PROBES_MAX 4		/* average slots stepped over a lookup */
 
-static inline size_t hash_addr(uintptr_t a, size_t mask, unsigned run_shift)
-{
-	uint64_t run = ((a >> run_shift) * 0x9E3779B97F4A7C15ull) >> __builtin_clzll(mask);
-	return (size_t)(run + ((a >> 4) & ((1u << (run_shift - 4)) - 1))) & mask;
-}
-
-/* hash_addr with t's shifts, kept from its last rebuild (every probe of
- * the digest hashes: the count of leading zeros and the run's mask cost
- * as much as the product). */
+/* The home slot of a, from t's geometry (set by table_rebuild: its shifts
+ * are kept there, as every probe of the digest hashes). */
 static inline size_t table_home(const live_table_t *t, uintptr_t a)
 {
 	uint64_t run = ((a >> t->run_shift) * 0x9E3779B97F4A7C15ull) >> t->top_shift;
@@ -231,28 +224,28 @@ static inline size_t table_home(const live_table_t *t, uintptr_t a)
 /* Moves t's entries to a table of cap slots, placed by run_shift. */
 static bool table_rebuild(live_table_t *t, size_t cap, unsigned run_shift)
 {
-	ht_live_block_t *s = ht_mmap(cap * sizeof *s);
-	if (!s)
+	live_table_t n = *t; /* the new geometry, t's counters */
+	n.slots = ht_mmap(cap * sizeof *n.slots);
+	if (!n.slots)
 		return false;
-	size_t mask = cap - 1;
+	n.mask = cap - 1;
+	n.run_shift = run_shift;
+	n.top_shift = (unsigned)__builtin_clzll(n.mask);
+	n.run_mask = ((size_t)1 << (run_shift - 4)) - 1;
+	n.full = cap / 4 * 3;
 	if (t->slots) {
 		for (size_t i = 0; i <= t->mask; i++) {
 			ht_live_block_t *e = &t->slots[i];
 			if (!e->addr)
 				continue;
-			size_t j = hash_addr(e->addr, mask, run_shift);
-			while (s[j].addr)
-				j = (j + 1) & mask;
-			s[j] = *e;
+			size_t j = table_home(&n, e->addr);
+			while (n.slots[j].addr)
+				j = (j + 1) & n.mask;
+			n.slots[j] = *e;
 		}
-		ht_munmap(t->slots, (t->mask + 1) * sizeof *s);
+		ht_munmap(t->slots, (t->mask + 1) * sizeof *t->slots);
 	}
-	t->slots = s;
-	t->mask = mask;
-	t->run_shift = run_shift;
-	t->top_shift = (unsigned)__builtin_clzll(mask);
-	t->full = cap / 4 * 3;
-	t->run_mask = ((size_t)1 << (run_shift - 4)) - 1;
+	*t = n;
 	return true;
 }
 
@@ -271,7 +264,7 @@ static inline void probes_note(live_table_t *t, size_t n)
 }
 
 /* Every PROBES_LOOK lookups, shortens the runs if they have clustered
- * (see hash_addr). It moves entries, so it runs where growing would: at
+ * (see table_home). It moves entries, so it runs where growing would: at
  * an insertion's start, when no caller holds an entry. */
 static void probes_look(live_table_t *t)
 {

@@ -472,7 +472,8 @@ static void record_free(void *p)
 }
 
 /* realloc family: old is freed at free_time, q allocated now. The buffer
- * was reserved before free_time was taken (rule 6). */
+ * was reserved before free_time was taken (rule 6). free_time may be
+ * HT_STAMP_AFTER: both halves then take the stamp made here. */
 __attribute__((always_inline)) static inline void record_realloc(unsigned fn, void *old, void *q, size_t size,
 			   uint64_t free_time, bool free_only)
 {
@@ -487,6 +488,8 @@ __attribute__((always_inline)) static inline void record_realloc(unsigned fn, vo
 			atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
 			return;
 		}
+		if (free_time == HT_STAMP_AFTER)
+			free_time = ht_event_time(t);
 		if (free_time < t->last_time)
 			free_time = t->last_time;
 		uint8_t *b = t->buf + t->len;
@@ -508,7 +511,7 @@ __attribute__((always_inline)) static inline void record_realloc(unsigned fn, vo
 	uint64_t now = ht_event_time(t);
 	if (free_time < t->last_time)
 		free_time = t->last_time;
-	if (free_time > now)
+	if (free_time > now) /* HT_STAMP_AFTER among others */
 		free_time = now;
 	uint8_t *b = t->buf + t->len;
 	size_t k = 0;
@@ -545,7 +548,7 @@ static bool realloc_begin(uint64_t *free_time)
 	if (HT_UNLIKELY(!ht_event_begin(t)))
 		return false;
 	ht_thread_reserve(t, HT_EVENT_MAX + HT_STACKDEF_MAX(ht_opt_depth));
-	*free_time = ht_event_time(t);
+	*free_time = ht_stamp_is_coarse() ? HT_STAMP_AFTER : ht_event_time(t);
 	return true;
 }
 

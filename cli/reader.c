@@ -1,10 +1,13 @@
 /* reader.c - parse a heaptrail trace file (common/trace_format.h).
  *
  * Three stages:
- *  1. header check, then the whole body is decompressed into memory with
- *     ZSTD_decompressStream (or copied, for raw bodies), remembering how far
- *     the compressed input had got for each chunk of output so that errors
- *     can name a file offset too;
+ *  1. header check, then one pass of ZSTD_decompressStream over the body
+ *     that keeps nothing but its length and where it is damaged,
+ *     remembering how far the compressed input had got for each chunk of
+ *     output so that errors can name a file offset too; the body then gets
+ *     an address range of that length, filled by a second decompression
+ *     as stage 2 reaches each record (raw bodies are copied), so the pages
+ *     of the records stage 2 is done with can go back to the system;
  *  2. one parse pass over the records: every length and varint is checked
  *     against the bytes that are really there; thread-block events are fully
  *     validated and STACK definitions collected, blocks are only indexed;
@@ -55,6 +58,14 @@ typedef struct trace_priv {
 	zmark_t *marks;
 	size_t nmarks, cap_marks;
 	bool zdamage; /* t->error came from decompression (body cut there) */
+	/* the body's lazy filling (body_fill): the compressed input, the
+	 * stream decompressing it, and how much of the body is there */
+	const uint8_t *zin;
+	size_t zin_len;
+	ZSTD_DStream *zfill;
+	ZSTD_inBuffer zfill_in;
+	size_t filled;
+	bool body_mapped; /* t->body is an mmap'd range, not malloc's */
 	/* packed blocks (common/packed.h): the streams' states, and the
 	 * joined events, in chunks that never move (blocks point into them) */
 	ht_pk_reader_t *streams[HT_PK_STREAMS];
@@ -1142,6 +1153,8 @@ unsigned ht_leak_kind_of(const ht_leak_check_t *c, uint64_t addr)
 }
 
 /* Parse the body. Returns 0 or -ENOMEM; damage goes to t->error. */
+static void body_fill(ht_trace_t *t, size_t upto);
+
 static int parse_body(ht_trace_t *t)
 {
 	const uint8_t *b = t->body;
@@ -1154,6 +1167,7 @@ static int parse_body(ht_trace_t *t)
 
 	while (pos < len) {
 		size_t rec = pos;
+		body_fill(t, len - pos > 1 + HT_VARINT_MAX ? pos + 1 + HT_VARINT_MAX : len);
 		uint8_t tag = b[pos++];
 		uint64_t plen;
 		int r = get_u(b, len, &pos, &plen);
@@ -1167,6 +1181,7 @@ static int parse_body(ht_trace_t *t)
 		}
 		bool cut = plen > len - pos;
 		size_t end = cut ? len : pos + plen;
+		body_fill(t, end);
 		if (first && tag != HT_REC_PROCESS) {
 			fail(t, -HT_ECORRUPT, rec, "first record has tag 0x%02x, not PROCESS", tag);
 			break;
@@ -1528,9 +1543,11 @@ static void verify_checksums(ht_trace_t *t, const uint8_t *data, size_t len)
 	ZSTD_freeDStream(zd);
 }
 
-/* Decompress data[0..len) (the body, at file offset HT_FILE_HEADER_LEN)
- * into t->body. Stream damage is recorded in t->error and ends the body
- * there; returns 0 or -ENOMEM. */
+/* Measures the body data[0..len) decompresses to (the body is at file
+ * offset HT_FILE_HEADER_LEN), keeping none of it: sets t->body_len, the
+ * input marks, and t->error for stream damage, which ends the body there.
+ * Then gives the body an address range of that length, which body_fill
+ * fills as the parse reaches each record. Returns 0 or -ENOMEM. */
 static int decompress(ht_trace_t *t, const uint8_t *data, size_t len, size_t max_body)
 {
 	trace_priv_t *p = t->priv;
@@ -1538,51 +1555,54 @@ static int decompress(ht_trace_t *t, const uint8_t *data, size_t len, size_t max
 		return 0;
 	verify_checksums(t, data, len);
 	ZSTD_DStream *zd = ZSTD_createDStream();
-	if (!zd)
+	size_t chunk = ZSTD_DStreamOutSize();
+	uint8_t *scratch = malloc(chunk);
+	if (!zd || !scratch) {
+		ZSTD_freeDStream(zd);
+		free(scratch);
 		return -ENOMEM;
+	}
 	ZSTD_DCtx_setParameter(zd, ZSTD_d_forceIgnoreChecksum, ZSTD_d_ignoreChecksum);
-	size_t cap = 0, chunk = ZSTD_DStreamOutSize();
 	ZSTD_inBuffer in = { data, len, 0 };
-	size_t zr = 0;
+	size_t zr = 0, total = 0;
 	int ret = 0;
 	for (;;) {
-		if (max_body && t->body_len >= max_body) {
+		if (max_body && total >= max_body) {
 			t->error = -HT_ETOOBIG;
-			t->error_offset = t->body_len;
+			t->error_offset = total;
 			t->error_file_offset = (int64_t)(HT_FILE_HEADER_LEN + in.pos);
 			t->error_file_offset_approx = true;
 			snprintf(t->message, sizeof(t->message),
 				 "trace body larger than the %zu-byte limit; read up to decompressed"
 				 " offset %zu (compressed file offset ~%zu)",
-				 max_body, t->body_len, HT_FILE_HEADER_LEN + in.pos);
+				 max_body, total, HT_FILE_HEADER_LEN + in.pos);
 			break;
 		}
-		if (ht_util_grow((void **)&t->body, &cap, t->body_len + chunk, 1)) {
-			ret = -ENOMEM;
-			break;
-		}
-		ZSTD_outBuffer out = { t->body, t->body_len + chunk, t->body_len };
+		/* never past max_body: the body holds exactly what was measured */
+		size_t room = max_body && max_body - total < chunk ? max_body - total : chunk;
+		ZSTD_outBuffer out = { scratch, room, 0 };
 		size_t before = in.pos;
 		zr = ZSTD_decompressStream(zd, &out, &in);
 		if (ZSTD_isError(zr)) {
 			t->error = -HT_EZSTD;
-			t->error_offset = out.pos;
+			t->error_offset = total + out.pos;
 			t->error_file_offset = (int64_t)(HT_FILE_HEADER_LEN + before);
 			t->error_file_offset_approx = true;
 			snprintf(t->message, sizeof(t->message),
 				 "trace corrupt: zstd error \"%s\" in the compressed data after file"
 				 " offset %zu (decompressed offset %zu); the rest is unreadable",
-				 ZSTD_getErrorName(zr), HT_FILE_HEADER_LEN + before, out.pos);
-			t->body_len = out.pos;
+				 ZSTD_getErrorName(zr), HT_FILE_HEADER_LEN + before, total + out.pos);
+			total += out.pos;
 			break;
 		}
-		t->body_len = out.pos;
-		if ((ret = add_mark(p, t->body_len, HT_FILE_HEADER_LEN + in.pos)))
+		total += out.pos;
+		if ((ret = add_mark(p, total, HT_FILE_HEADER_LEN + in.pos)))
 			break;
 		/* all input consumed and room left over: nothing is pending */
 		if (in.pos == in.size && out.pos < out.size)
 			break;
 	}
+	t->body_len = total;
 	if (!ret && !t->error && zr != 0) {
 		/* the file ends inside a zstd frame: the writer was cut off */
 		t->error = -HT_ETRUNC;
@@ -1593,8 +1613,54 @@ static int decompress(ht_trace_t *t, const uint8_t *data, size_t len, size_t max
 			 " (decompressed offset %zu)",
 			 HT_FILE_HEADER_LEN + len, t->body_len);
 	}
+	free(scratch);
 	ZSTD_freeDStream(zd);
-	return ret;
+	if (ret)
+		return ret;
+	/* Pages of the range are only made when body_fill writes them, and the
+	 * parse gives back those of the records it is done with. */
+	size_t n = t->body_len ? t->body_len : 1;
+	void *m = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		       -1, 0);
+	if (m != MAP_FAILED) {
+		t->body = m;
+		p->body_mapped = true;
+	} else if (!(t->body = malloc(n))) {
+		return -ENOMEM;
+	}
+	if (!(p->zfill = ZSTD_createDStream()))
+		return -ENOMEM;
+	ZSTD_DCtx_setParameter(p->zfill, ZSTD_d_forceIgnoreChecksum, ZSTD_d_ignoreChecksum);
+	p->zin = data;
+	p->zin_len = len;
+	p->zfill_in = (ZSTD_inBuffer){ data, len, 0 };
+	p->filled = 0;
+	return 0;
+}
+
+/* Makes t->body[0..upto) readable (upto <= body_len), decompressing on
+ * from where the last call stopped, a megabyte at least at a time. The
+ * stream is the one decompress() measured: it yields the same bytes, so
+ * this cannot fail but for a change of the input under it; the bytes past
+ * what it got are then zeros, which the parse reports as damage. */
+static void body_fill(ht_trace_t *t, size_t upto)
+{
+	trace_priv_t *p = t->priv;
+	if (!p->zfill || upto <= p->filled)
+		return;
+	size_t want = upto + ((size_t)1 << 20);
+	if (want > t->body_len)
+		want = t->body_len;
+	while (p->filled < upto) {
+		ZSTD_outBuffer out = { t->body, want, p->filled };
+		size_t zr = ZSTD_decompressStream(p->zfill, &out, &p->zfill_in);
+		size_t got = out.pos - p->filled;
+		p->filled = out.pos;
+		if (ZSTD_isError(zr) || (!got && p->zfill_in.pos == p->zfill_in.size)) {
+			p->filled = t->body_len; /* the rest stays zeros */
+			break;
+		}
+	}
 }
 
 int ht_reader_load_mem(const uint8_t *data, size_t len, const ht_reader_opts_t *opts,
@@ -1717,6 +1783,7 @@ void ht_trace_free(ht_trace_t *t)
 	if (!t)
 		return;
 	trace_priv_t *p = t->priv;
+	bool body_mapped = p && p->body_mapped;
 	if (p) {
 		ht_map_free(&p->stack_by_id);
 		ht_map_free(&p->name_by_id);
@@ -1724,6 +1791,7 @@ void ht_trace_free(ht_trace_t *t)
 		free(p->segs);
 		free(p->seg_maxend);
 		free(p->marks);
+		ZSTD_freeDStream(p->zfill);
 		for (unsigned i = 0; i < HT_PK_STREAMS; i++)
 			free(p->streams[i]);
 		for (size_t i = 0; i < p->nchunks; i++)
@@ -1756,7 +1824,10 @@ void ht_trace_free(ht_trace_t *t)
 	free(t->leak_checks);
 	free(t->threads);
 	free(t->blocks);
-	free(t->body);
+	if (body_mapped)
+		munmap(t->body, t->body_len ? t->body_len : 1);
+	else
+		free(t->body);
 	free(t);
 }
 

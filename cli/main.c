@@ -133,7 +133,10 @@ static const char help_text[] =
 	"                            what a stack weighs (folded, flamegraph)\n"
 	"    --icicle                flamegraph with the root at the top\n"
 	"\n"
-	"Environment: HEAPTRAIL_AGENT overrides the path of libheaptrail.so.\n";
+	"Environment: HEAPTRAIL_AGENT overrides the path of libheaptrail.so;\n"
+	"HEAPTRAIL_READER_RESIDENT_MB (default 256) caps the decoded events a report keeps\n"
+	"in memory: past it, each pass decodes the rest again (slower, but a report's\n"
+	"memory no longer grows with the trace).\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {

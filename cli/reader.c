@@ -65,7 +65,31 @@ typedef struct trace_priv {
 	ZSTD_DStream *zfill;
 	ZSTD_inBuffer zfill_in;
 	size_t filled;
+	size_t zin_dropped; /* input_drop's progress for zfill */
 	bool body_mapped; /* t->body is an mmap'd range, not malloc's */
+	uint8_t *zin_owned; /* the file's bytes, kept for replays: malloc'd, */
+	size_t zin_mapped;  /* or a mapping of the file of this length */
+	/* replayed blocks (below): packed blocks joined so far, and the
+	 * latest first time of the blocks left to the merge to join */
+	uint64_t npk;
+	uint64_t replay_max;
+	size_t resident; /* joined bytes kept within the budget, */
+	size_t resident_max; /* which is this (resident_max()) */
+	size_t nreplayed;
+	/* where replays start: the first packed record past the budget, and
+	 * the streams' states and the packed block count there */
+	bool switched;
+	size_t snap_rec;
+	uint64_t snap_npk;
+	ht_pk_reader_t *snap[HT_PK_STREAMS];
+	/* a replay's own parse (replay_open): the trace it joins blocks for,
+	 * where each one goes, the next block of `of` to match, the thread
+	 * it joins for (UINT32_MAX: all) and where its parse is */
+	const ht_trace_t *of;
+	uint8_t **rbuf;
+	size_t next_bi;
+	uint32_t want_thread;
+	size_t resume;
 	/* packed blocks (common/packed.h): the streams' states, and the
 	 * joined events, in chunks that never move (blocks point into them) */
 	ht_pk_reader_t *streams[HT_PK_STREAMS];
@@ -630,6 +654,113 @@ static void release_pages(uint8_t *p, size_t n)
 		madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
+/* ---- replayed blocks -------------------------------------------------------------
+ * The joined events of packed blocks are most of what a loaded trace would
+ * hold (churn's 24M allocations: 276 MB, against 46 MB of file). So the
+ * parse keeps only some, and a merge joins the others again when its
+ * cursors get to them: a replay decompresses the body once more and joins
+ * its packed blocks in file order, as the parse did (the streams' states
+ * need that order), into a buffer per block that the cursor frees when it
+ * moves on. A block whose cursor is not there yet waits in its buffer, so
+ * what a merge holds is the blocks the file has ahead of the merge's time.
+ * Threads write their blocks when full, or at their next event once half
+ * a second old, so blocks come in the file about in the order of their
+ * first events; a block that comes later than HT_REPLAY_SLACK_NS behind
+ * the latest first time before it (the first block of a main thread that
+ * waits for its workers, written at exit) would make a merge hold every
+ * block in between, and is kept by the parse instead. Raw bodies (no
+ * compression, for debugging) are kept whole.
+ *
+ * A replay joins every packed block again (each merge's replay): the
+ * 4-thread bench's report took 1.75x as long. So the parse keeps blocks
+ * until it holds HT_READER_RESIDENT bytes of joined events (the
+ * environment's HEAPTRAIL_READER_RESIDENT_MB overrides it, 0 for none),
+ * and only a trace larger than that is replayed: reports of up to about
+ * 45 million events keep their speed, and larger ones their memory. */
+#define HT_REPLAY_SLACK_NS 1000000000ull
+#define HT_READER_RESIDENT ((size_t)256 << 20)
+
+static size_t resident_max(void)
+{
+	const char *e = getenv("HEAPTRAIL_READER_RESIDENT_MB");
+	char *end;
+	unsigned long long mb = e && *e ? strtoull(e, &end, 10) : 0;
+	return e && *e && !*end && mb < (SIZE_MAX >> 21) ? (size_t)mb << 20 : HT_READER_RESIDENT;
+}
+
+/* After the parse of a packed block whose n joined bytes end the current
+ * chunk: keep them if the block is indexed (block nblocks) and late, else
+ * give them back and leave the block to the merges. */
+static void keep_or_replay(ht_trace_t *t, size_t nblocks, uint64_t seq, size_t n)
+{
+	trace_priv_t *p = t->priv;
+	if (t->nblocks == nblocks) { /* no events: nothing points at them */
+		p->chunk_fill -= n;
+		return;
+	}
+	ht_block_t *b = &t->blocks[nblocks];
+	b->pk_seq = seq;
+	if (!p->switched) {
+		p->resident += n;
+		return; /* kept: within the budget */
+	}
+	if (b->first_time + HT_REPLAY_SLACK_NS < p->replay_max)
+		return; /* kept: late */
+	if (b->first_time > p->replay_max)
+		p->replay_max = b->first_time;
+	b->data = NULL;
+	p->chunk_fill -= n;
+	p->nreplayed++;
+}
+
+/* Before the packed record at rec: once the parse holds the budget's
+ * bytes, later blocks are left to replays, which start here, with the
+ * streams' states as they are now. 0, or -ENOMEM. */
+static int replay_switch(ht_trace_t *t, size_t rec)
+{
+	trace_priv_t *p = t->priv;
+	if (p->switched || !p->zin || p->resident < p->resident_max)
+		return 0;
+	for (unsigned i = 0; i < HT_PK_STREAMS; i++) {
+		if (!p->streams[i])
+			continue;
+		if (!(p->snap[i] = malloc(sizeof(*p->snap[i]))))
+			return -ENOMEM;
+		memcpy(p->snap[i], p->streams[i], sizeof(*p->snap[i]));
+	}
+	p->switched = true;
+	p->snap_rec = rec;
+	p->snap_npk = p->npk;
+	return 0;
+}
+
+/* A replay's packed block: joined into a buffer of its own for the block
+ * of p->of it is, if a cursor of the merge will want it; the stream's
+ * state moves on either way. */
+static int replay_join(ht_trace_t *t, uint64_t seq, const uint8_t *const col[HT_NCOLS],
+		       const size_t clen[HT_NCOLS], unsigned layout, ht_pk_reader_t *stream)
+{
+	trace_priv_t *p = t->priv;
+	const ht_trace_t *o = p->of;
+	while (p->next_bi < o->nblocks &&
+	       (o->blocks[p->next_bi].data || o->blocks[p->next_bi].pk_seq < seq))
+		p->next_bi++;
+	size_t bi = p->next_bi;
+	bool wanted = bi < o->nblocks && o->blocks[bi].pk_seq == seq &&
+		      (p->want_thread == UINT32_MAX || o->blocks[bi].thread == p->want_thread);
+	size_t bound = ht_packed_join_bound(clen, layout);
+	uint8_t *out = malloc(bound ? bound : 1);
+	if (!out)
+		return -ENOMEM;
+	bool bad;
+	ht_packed_join(col, clen, out, stream, layout, &bad);
+	if (wanted)
+		p->rbuf[bi] = out;
+	else
+		free(out);
+	return bad;
+}
+
 /* A packed block's events (format 1.6): like THREAD_COLUMNS, but its
  * addresses are coded against its stream's state, and joined its events
  * are longer than the columns: they go to a chunk of their own, which the
@@ -650,6 +781,9 @@ static int parse_packed_block(ht_trace_t *t, size_t rec, uint64_t tid, uint64_t 
 		     " after damage or without its start", tid, stream >> 1);
 		return 1;
 	}
+	uint64_t seq = p->npk++;
+	if (p->of)
+		return replay_join(t, seq, col, clen, layout, *sp);
 	uint8_t *out = joined_room(p, ht_packed_join_bound(clen, layout));
 	if (!out)
 		return -ENOMEM;
@@ -658,8 +792,11 @@ static int parse_packed_block(ht_trace_t *t, size_t rec, uint64_t tid, uint64_t 
 	p->chunk_fill += n;
 	p->in_joined = true;
 	p->packed_record = rec;
+	size_t nblocks = t->nblocks;
 	int r = parse_block_events(t, out, tid, base, 0, n, false, scratch);
 	p->in_joined = false;
+	if (r >= 0)
+		keep_or_replay(t, nblocks, seq, n);
 	if (r)
 		return r;
 	if (bad) {
@@ -839,6 +976,7 @@ static int parse_block_events(ht_trace_t *t, const uint8_t *b, uint64_t tid, uin
 	evstate_t st = { base, 0, 0 };
 	size_t evstart = pos;
 	uint64_t n = 0, nfn = 0, nmark = 0, npool = 0, nsnap = 0, next = 0;
+	uint64_t first = UINT64_MAX;
 	int stop = 0;
 	while (pos < end) {
 		ht_event_t ev;
@@ -899,6 +1037,8 @@ static int parse_block_events(ht_trace_t *t, const uint8_t *b, uint64_t tid, uin
 			t->names[t->nnames++] = (ht_name_t){ sd.id, text };
 			continue;
 		}
+		if (first == UINT64_MAX)
+			first = ev.time;
 		if (ev.type == HT_EV_ENTER || ev.type == HT_EV_EXIT || ev.type == HT_EV_ENABLE)
 			nfn++; /* kept apart: nevents stays the heap events' count */
 		else if (ev.type == HT_EV_TAG || ev.type == HT_EV_PHASE)
@@ -928,7 +1068,9 @@ static int parse_block_events(ht_trace_t *t, const uint8_t *b, uint64_t tid, uin
 				 sizeof(*t->blocks)))
 			return -ENOMEM;
 		uint32_t bi = (uint32_t)t->nblocks++;
-		t->blocks[bi] = (ht_block_t){ b, evstart, pos, base, th, UINT32_MAX };
+		t->blocks[bi] = (ht_block_t){ b, evstart, pos, base,
+					      first == UINT64_MAX ? base : first, UINT64_MAX,
+					      th, UINT32_MAX };
 		ht_thread_t *thr = &t->threads[th];
 		if (thr->first_block == UINT32_MAX)
 			thr->first_block = bi;
@@ -1225,13 +1367,15 @@ static int parse_body(ht_trace_t *t)
 			r = parse_thread_columns(t, pos, end, cut, scratch);
 			break;
 		case HT_REC_THREAD_PACKED:
-			r = parse_thread_packed(t, pos, end, cut, scratch);
+			if (!(r = replay_switch(t, rec)))
+				r = parse_thread_packed(t, pos, end, cut, scratch);
 			break;
 		case HT_REC_THREAD_BATCH:
 		case HT_REC_THREAD_BATCH2:
 		case HT_REC_THREAD_BATCH3:
-			r = parse_thread_batch(t, pos, end, cut, tag != HT_REC_THREAD_BATCH,
-					       tag == HT_REC_THREAD_BATCH3, scratch);
+			if (!(r = replay_switch(t, rec)))
+				r = parse_thread_batch(t, pos, end, cut, tag != HT_REC_THREAD_BATCH,
+						       tag == HT_REC_THREAD_BATCH3, scratch);
 			break;
 		case HT_REC_EXEC: {
 			uint64_t when = f_u(&f);
@@ -1507,6 +1651,22 @@ static int add_mark(trace_priv_t *p, uint64_t out, uint64_t in_pos)
 	return 0;
 }
 
+/* A stream over the file's bytes read up to in->pos: with the file
+ * mapped (owner's), the pages wholly before that go back to the system
+ * every 8 MiB; whatever reads them again gets them from the page cache.
+ * *done: how far this stream gave them back. */
+static void input_drop(const trace_priv_t *owner, const ZSTD_inBuffer *in, size_t *done)
+{
+	if (!owner->zin_mapped || in->pos < *done + ((size_t)8 << 20))
+		return;
+	const uint8_t *base = owner->zin_owned;
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t hi = ((uintptr_t)in->src + in->pos) & ~(page - 1);
+	if (hi > (uintptr_t)base)
+		madvise((void *)base, hi - (uintptr_t)base, MADV_DONTNEED);
+	*done = in->pos;
+}
+
 /* The frames' checksums (the agent writes one per zstd frame), checked by
  * decompressing data[0..len) again into a scratch buffer: the first frame
  * that fails is noted in t. A frame cut short has no checksum to check.
@@ -1518,11 +1678,12 @@ static void verify_checksums(ht_trace_t *t, const uint8_t *data, size_t len)
 	size_t cap = (size_t)1 << 20;
 	uint8_t *scratch = malloc(cap);
 	ZSTD_inBuffer in = { data, len, 0 };
-	size_t frame_in = 0;
+	size_t frame_in = 0, dropped = 0;
 	uint64_t frame_out = 0, total = 0;
 	while (zd && scratch && in.pos < in.size) {
 		ZSTD_outBuffer out = { scratch, cap, 0 };
 		size_t r = ZSTD_decompressStream(zd, &out, &in);
+		input_drop(t->priv, &in, &dropped);
 		if (ZSTD_isError(r)) {
 			if (ZSTD_getErrorCode(r) == ZSTD_error_checksum_wrong) {
 				t->checksum_bad = true;
@@ -1564,7 +1725,7 @@ static int decompress(ht_trace_t *t, const uint8_t *data, size_t len, size_t max
 	}
 	ZSTD_DCtx_setParameter(zd, ZSTD_d_forceIgnoreChecksum, ZSTD_d_ignoreChecksum);
 	ZSTD_inBuffer in = { data, len, 0 };
-	size_t zr = 0, total = 0;
+	size_t zr = 0, total = 0, dropped = 0;
 	int ret = 0;
 	for (;;) {
 		if (max_body && total >= max_body) {
@@ -1583,6 +1744,7 @@ static int decompress(ht_trace_t *t, const uint8_t *data, size_t len, size_t max
 		ZSTD_outBuffer out = { scratch, room, 0 };
 		size_t before = in.pos;
 		zr = ZSTD_decompressStream(zd, &out, &in);
+		input_drop(p, &in, &dropped);
 		if (ZSTD_isError(zr)) {
 			t->error = -HT_EZSTD;
 			t->error_offset = total + out.pos;
@@ -1635,6 +1797,7 @@ static int decompress(ht_trace_t *t, const uint8_t *data, size_t len, size_t max
 	p->zin_len = len;
 	p->zfill_in = (ZSTD_inBuffer){ data, len, 0 };
 	p->filled = 0;
+	p->resident_max = resident_max();
 	return 0;
 }
 
@@ -1654,6 +1817,7 @@ static void body_fill(ht_trace_t *t, size_t upto)
 	while (p->filled < upto) {
 		ZSTD_outBuffer out = { t->body, want, p->filled };
 		size_t zr = ZSTD_decompressStream(p->zfill, &out, &p->zfill_in);
+		input_drop(p->of ? p->of->priv : p, &p->zfill_in, &p->zin_dropped);
 		size_t got = out.pos - p->filled;
 		p->filled = out.pos;
 		if (ZSTD_isError(zr) || (!got && p->zfill_in.pos == p->zfill_in.size)) {
@@ -1663,10 +1827,115 @@ static void body_fill(ht_trace_t *t, size_t upto)
 	}
 }
 
-int ht_reader_load_mem(const uint8_t *data, size_t len, const ht_reader_opts_t *opts,
-		       ht_trace_t **out)
+/* A replay for the merges of t (see "replayed blocks"): a trace of its
+ * own over t's compressed body, parsed one record at a time, that joins
+ * t's replayed blocks of thread want (UINT32_MAX: all) into rbuf. */
+static ht_trace_t *replay_open(const ht_trace_t *t, uint8_t **rbuf, uint32_t want)
+{
+	const trace_priv_t *tp = t->priv;
+	ht_trace_t *r = trace_new();
+	if (!r)
+		return NULL;
+	trace_priv_t *p = r->priv;
+	r->major = t->major;
+	r->minor = t->minor;
+	r->file_flags = t->file_flags;
+	r->body_len = t->body_len;
+	p->of = t;
+	p->rbuf = rbuf;
+	p->want_thread = want;
+	void *m = mmap(NULL, r->body_len ? r->body_len : 1, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (m == MAP_FAILED) {
+		r->body_len = 0; /* nothing to unmap */
+		ht_trace_free(r);
+		return NULL;
+	}
+	r->body = m;
+	p->body_mapped = true;
+	if (!(p->zfill = ZSTD_createDStream())) {
+		ht_trace_free(r);
+		return NULL;
+	}
+	ZSTD_DCtx_setParameter(p->zfill, ZSTD_d_forceIgnoreChecksum, ZSTD_d_ignoreChecksum);
+	p->zfill_in = (ZSTD_inBuffer){ tp->zin, tp->zin_len, 0 };
+	for (unsigned i = 0; i < HT_PK_STREAMS; i++) {
+		if (!tp->snap[i])
+			continue;
+		if (!(p->streams[i] = malloc(sizeof(*p->streams[i])))) {
+			ht_trace_free(r);
+			return NULL;
+		}
+		memcpy(p->streams[i], tp->snap[i], sizeof(*p->streams[i]));
+	}
+	p->npk = tp->snap_npk;
+	/* the body before the first replayed record: decompressed (the
+	 * stream has no other way there), a few megabytes at a time, and
+	 * given back as it goes */
+	while (p->filled < tp->snap_rec) {
+		size_t step = tp->snap_rec - p->filled;
+		body_fill(r, p->filled + (step < ((size_t)16 << 20) ? step : ((size_t)16 << 20)));
+		/* pages wholly before the record only: the fill runs ahead */
+		release_pages(r->body, p->filled < tp->snap_rec ? p->filled : tp->snap_rec);
+	}
+	p->resume = tp->snap_rec;
+	return r;
+}
+
+/* The replay's next record; false at the end of what t's parse read, or
+ * when the record cannot be read again as it was (out of memory). Only
+ * packed records matter: the others are stepped over, and every page of
+ * a record goes back to the system once it is read. */
+static bool replay_step(ht_trace_t *r, uint64_t *scratch)
+{
+	trace_priv_t *p = r->priv;
+	const uint8_t *b = r->body;
+	size_t len = r->body_len, pos = p->resume;
+	if (pos >= len || p->next_bi >= p->of->nblocks)
+		return false;
+	size_t rec = pos;
+	body_fill(r, len - pos > 1 + HT_VARINT_MAX ? pos + 1 + HT_VARINT_MAX : len);
+	uint8_t tag = b[pos++];
+	uint64_t plen;
+	if (get_u(b, len, &pos, &plen) || plen > HT_MAX_RECORD)
+		return false;
+	bool cut = plen > len - pos;
+	size_t end = cut ? len : pos + plen;
+	body_fill(r, end);
+	int e = 0;
+	switch (tag) {
+	case HT_REC_THREAD_PACKED:
+		e = parse_thread_packed(r, pos, end, cut, scratch);
+		break;
+	case HT_REC_THREAD_BATCH:
+	case HT_REC_THREAD_BATCH2:
+	case HT_REC_THREAD_BATCH3:
+		e = parse_thread_batch(r, pos, end, cut, tag != HT_REC_THREAD_BATCH,
+				       tag == HT_REC_THREAD_BATCH3, scratch);
+		break;
+	default:
+		break;
+	}
+	release_pages(r->body + rec, end - rec);
+	p->resume = end;
+	return e == 0;
+}
+
+/* ht_reader_load_mem of data, which the trace takes (a compressed body
+ * stays for the merges' replays): malloc'd, or when mapped is not 0 a
+ * read-only mapping of that length. */
+static int load(uint8_t *data, size_t mapped, size_t len, const ht_reader_opts_t *opts,
+		ht_trace_t **out)
 {
 	ht_trace_t *t = trace_new();
+	if (t) {
+		((trace_priv_t *)t->priv)->zin_owned = data;
+		((trace_priv_t *)t->priv)->zin_mapped = mapped;
+	} else if (mapped) {
+		munmap(data, mapped);
+	} else {
+		free(data);
+	}
 	*out = t;
 	if (!t)
 		return -ENOMEM;
@@ -1715,6 +1984,13 @@ int ht_reader_load_mem(const uint8_t *data, size_t len, const ht_reader_opts_t *
 	}
 	if ((r = parse_body(t)))
 		return r;
+	if (getenv("HEAPTRAIL_READER_STATS")) { /* for the tests: the replays' share */
+		const trace_priv_t *p = t->priv;
+		fprintf(stderr,
+			"heaptrail: reader: %zu of %zu blocks left to replays, %zu bytes of"
+			" joined events kept\n",
+			p->nreplayed, t->nblocks, p->resident);
+	}
 	if ((r = build_segment_index(t)))
 		return r;
 	if (!t->have_process) {
@@ -1726,6 +2002,18 @@ int ht_reader_load_mem(const uint8_t *data, size_t len, const ht_reader_opts_t *
 		return t->error;
 	}
 	return 0;
+}
+
+int ht_reader_load_mem(const uint8_t *data, size_t len, const ht_reader_opts_t *opts,
+		       ht_trace_t **out)
+{
+	uint8_t *copy = malloc(len ? len : 1);
+	if (!copy) {
+		*out = NULL;
+		return -ENOMEM;
+	}
+	memcpy(copy, data, len);
+	return load(copy, 0, len, opts, out);
 }
 
 int ht_reader_load_file(const char *path, const ht_reader_opts_t *opts, ht_trace_t **out)
@@ -1745,6 +2033,19 @@ int ht_reader_load_file(const char *path, const ht_reader_opts_t *opts, ht_trace
 	if (!S_ISREG(sb.st_mode)) {
 		close(fd);
 		return S_ISDIR(sb.st_mode) ? -EISDIR : -HT_ENOTREG;
+	}
+	/* Mapped, so that the reader can drop the pages it has read (a
+	 * replay reads them again from the page cache): a report's memory
+	 * does not grow with the file. The file is taken as long as it is
+	 * now. Read when it cannot be mapped (empty, or not a mappable
+	 * file): then until EOF, as it may still grow if the program runs on. */
+	if (sb.st_size > 0 && (uint64_t)sb.st_size <= SIZE_MAX) {
+		void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (m != MAP_FAILED) {
+			close(fd);
+			madvise(m, (size_t)sb.st_size, MADV_SEQUENTIAL);
+			return load(m, (size_t)sb.st_size, (size_t)sb.st_size, opts, out);
+		}
 	}
 	size_t cap = (size_t)sb.st_size + 1, len = 0;
 	uint8_t *data = malloc(cap);
@@ -1773,9 +2074,7 @@ int ht_reader_load_file(const char *path, const ht_reader_opts_t *opts, ht_trace
 		len += (size_t)n;
 	}
 	close(fd);
-	int r = ht_reader_load_mem(data, len, opts, out);
-	free(data);
-	return r;
+	return load(data, 0, len, opts, out);
 }
 
 void ht_trace_free(ht_trace_t *t)
@@ -1792,8 +2091,14 @@ void ht_trace_free(ht_trace_t *t)
 		free(p->seg_maxend);
 		free(p->marks);
 		ZSTD_freeDStream(p->zfill);
-		for (unsigned i = 0; i < HT_PK_STREAMS; i++)
+		if (p->zin_mapped)
+			munmap(p->zin_owned, p->zin_mapped);
+		else
+			free(p->zin_owned);
+		for (unsigned i = 0; i < HT_PK_STREAMS; i++) {
 			free(p->streams[i]);
+			free(p->snap[i]);
+		}
 		for (size_t i = 0; i < p->nchunks; i++)
 			free(p->chunks[i]);
 		free(p->chunks);
@@ -1837,6 +2142,7 @@ void ht_trace_free(ht_trace_t *t)
 typedef struct cursor {
 	uint32_t thread;
 	uint32_t block;
+	const uint8_t *data; /* the block's events: its data, or the replay's */
 	size_t pos;
 	evstate_t st;
 	ht_event_t head;    /* next event of this thread */
@@ -1873,6 +2179,12 @@ struct ht_merge {
 	ht_event_t pool_ev;  /* the POOL event the queued FREEs come from */
 	cursor_t *popped;    /* the cursor of the event merge_pop returned last */
 	bool nomem;	     /* pool bookkeeping failed: pool frees are lost */
+	/* replayed blocks: the replay joining them, and their buffers by
+	 * block index (NULL until joined, and again once passed) */
+	ht_trace_t *replay;
+	uint8_t **rbuf;
+	uint32_t thread;     /* the one thread merged, or UINT32_MAX */
+	bool replay_lost;    /* a replay failed: the blocks left are missing */
 	uint64_t scratch[HT_MAX_DEPTH];
 };
 
@@ -1901,6 +2213,48 @@ static inline bool cur_less(const ht_merge_t *m, uint32_t a, uint32_t b)
 	return x->block < y->block;
 }
 
+/* The joined events of replayed block bi, joining on until they are
+ * there; NULL if the replay cannot get that far (out of memory). */
+static const uint8_t *replay_get(ht_merge_t *m, uint32_t bi)
+{
+	if (!m->replay && !m->replay_lost) {
+		m->replay = replay_open(m->t, m->rbuf, m->thread);
+		m->replay_lost = !m->replay;
+	}
+	while (!m->rbuf[bi] && !m->replay_lost)
+		m->replay_lost = !replay_step(m->replay, m->scratch);
+	if (!m->rbuf[bi] && m->replay_lost) {
+		static bool told;
+		if (!told)
+			fprintf(stderr, "heaptrail: out of memory reading the trace again: the"
+					" figures miss the events from there on\n");
+		told = true;
+	}
+	return m->rbuf[bi];
+}
+
+/* Points c at the start of block bi. A replayed block the replay cannot
+ * give is passed over, empty. */
+static void cursor_enter(ht_merge_t *m, cursor_t *c, uint32_t bi)
+{
+	const ht_block_t *b = &m->t->blocks[bi];
+	c->block = bi;
+	c->pos = b->off;
+	c->st = (evstate_t){ b->base_time, 0, 0 };
+	c->data = b->data ? b->data : replay_get(m, bi);
+	if (!c->data)
+		c->pos = b->end;
+}
+
+/* The cursor is done with its block: a replayed block's buffer goes. */
+static void cursor_leave(ht_merge_t *m, cursor_t *c)
+{
+	if (m->rbuf && m->rbuf[c->block]) {
+		free(m->rbuf[c->block]);
+		m->rbuf[c->block] = NULL;
+	}
+}
+
 /* Load the cursor's next non-STACK event into head. False when exhausted. */
 static bool cursor_advance(ht_merge_t *m, cursor_t *c)
 {
@@ -1914,7 +2268,7 @@ static bool cursor_advance(ht_merge_t *m, cursor_t *c)
 		const ht_block_t *b = &t->blocks[c->block];
 		while (c->pos < b->end) {
 			stackdef_t sd;
-			if (decode_event(b->data, b->end, &c->pos, &c->st, &c->head, &sd, m->scratch))
+			if (decode_event(c->data, b->end, &c->pos, &c->st, &c->head, &sd, m->scratch))
 				break; /* cannot happen: validated; end the block */
 			if (c->head.type == HT_EV_STACK || c->head.type == HT_EV_NAME)
 				continue;
@@ -1947,11 +2301,10 @@ static bool cursor_advance(ht_merge_t *m, cursor_t *c)
 			}
 			return true;
 		}
+		cursor_leave(m, c);
 		if (b->next == UINT32_MAX)
 			return false;
-		c->block = b->next;
-		c->pos = t->blocks[c->block].off;
-		c->st = (evstate_t){ t->blocks[c->block].base_time, 0, 0 };
+		cursor_enter(m, c, b->next);
 	}
 }
 
@@ -1984,10 +2337,14 @@ int ht_merge_new_ex(const ht_trace_t *t, unsigned flags, uint32_t thread, ht_mer
 		return -ENOMEM;
 	m->t = t;
 	m->flags = flags;
+	m->thread = thread;
 	size_t n = t->nthreads ? t->nthreads : 1;
 	m->cur = calloc(n, sizeof(*m->cur));
 	m->heap = calloc(n, sizeof(*m->heap));
-	if (!m->cur || !m->heap) {
+	const trace_priv_t *tp = t->priv;
+	if (tp->nreplayed && !(m->rbuf = calloc(t->nblocks, sizeof(*m->rbuf))))
+		m->replay_lost = true;
+	if (!m->cur || !m->heap || m->replay_lost) {
 		ht_merge_free(m);
 		return -ENOMEM;
 	}
@@ -1997,9 +2354,7 @@ int ht_merge_new_ex(const ht_trace_t *t, unsigned flags, uint32_t thread, ht_mer
 			continue;
 		cursor_t *c = &m->cur[m->nheap];
 		c->thread = (uint32_t)i;
-		c->block = th->first_block;
-		c->pos = t->blocks[c->block].off;
-		c->st = (evstate_t){ t->blocks[c->block].base_time, 0, 0 };
+		cursor_enter(m, c, th->first_block);
 		if (cursor_advance(m, c)) {
 			m->heap[m->nheap] = (uint32_t)m->nheap;
 			m->nheap++;
@@ -2146,5 +2501,10 @@ void ht_merge_free(ht_merge_t *m)
 	free(m->outq);
 	free(m->cur);
 	free(m->heap);
+	if (m->rbuf)
+		for (size_t i = 0; i < m->t->nblocks; i++)
+			free(m->rbuf[i]);
+	free(m->rbuf);
+	ht_trace_free(m->replay);
 	free(m);
 }

@@ -57,11 +57,16 @@ typedef struct ht_thread {
 } ht_thread_t;
 
 /* One thread block: its events span data[off, end) (validated); data is
- * the trace's body, or for a packed block the events joined from it. */
+ * the trace's body, or for a packed block the events joined from it, or
+ * NULL for a packed block the merge joins again when it gets there (the
+ * reader keeps only those a merge would need long before their place in
+ * the file: reader.c, "replayed blocks"). */
 typedef struct ht_block {
 	const uint8_t *data;
 	size_t off, end;
 	uint64_t base_time;
+	uint64_t first_time; /* its first heap or marker event's, else base_time */
+	uint64_t pk_seq;     /* packed blocks: how many were joined before it */
 	uint32_t thread;
 	uint32_t next; /* next block of the same thread, or UINT32_MAX */
 } ht_block_t;

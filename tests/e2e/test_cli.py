@@ -584,8 +584,55 @@ def t_duration(t):
                 "duration %s s for sleep 0.3 run in %.3f s" % (d, tr.proc.secs))
 
 
+# Traces whose reports must not depend on how the reader holds the blocks
+# (reader.c, "replayed blocks"): threads handing blocks to each other, a
+# main thread whose first block comes last in the file, function events
+# merged per thread, pools, tags and phases, samples, and a trace cut in
+# half. (name, program argv, run options, report options)
+REPLAY_CASES = (
+    ("threads", ["threads"], [], []),
+    ("prodcons", ["prodcons"], [], []),
+    ("fn_threads", ["fn_threads"], ["--functions"], ["--functions"]),
+    ("pools", ["pools_snapshots", "signal"], [], []),
+    ("tags", ["tags_phases"], [], []),
+    ("sampled", ["churn", "300000"], ["--sample-rate", "1024"], []),
+    ("cut", list(MANY_BATCHES), [], []),
+)
+
+
+def t_replayed_blocks(t):
+    """The reader keeps a trace's joined events up to a budget and leaves
+    the rest to be joined again by each merge (HEAPTRAIL_READER_RESIDENT_MB,
+    0: none kept but late blocks). Reports with everything kept and with
+    nothing kept are the same bytes, and with nothing kept the reader did
+    leave blocks to the replays."""
+    need_tools(t)
+    for name, argv, opts, extra in REPLAY_CASES:
+        tr = heaptrail_run([prog(argv[0])] + argv[1:], opts, out_name=name + ".ht")
+        path = tr.out_path
+        t.need(path.exists(), "%s: no trace: %s" % (name, tail(tr.proc.err)))
+        if name == "cut":
+            data = path.read_bytes()
+            path = t.tmp / "cut.ht"
+            path.write_bytes(data[:len(data) // 2])
+        out = {}
+        for mb in ("4096", "0"):
+            env = dict(os.environ, HEAPTRAIL_READER_RESIDENT_MB=mb, HEAPTRAIL_READER_STATS="1")
+            p = run([report_cli(), "report", "--format", "json"] + extra + [str(path)], 300, env=env)
+            stats = re.search(r"reader: (\d+) of (\d+) blocks left to replays", text(p.err))
+            t.check(stats, "%s, budget %s MB: no reader statistics on stderr: %s" % (name, mb, tail(p.err)))
+            if stats and mb == "0":
+                t.check(int(stats.group(1)) > 0, "%s: no block left to the replays: %s" % (name, stats.group(0)))
+            if stats and mb != "0":
+                t.eq("%s: blocks left to replays within the budget" % name, 0, int(stats.group(1)))
+            err = re.sub(r"heaptrail: reader: .*\n", "", text(p.err))
+            out[mb] = (p.rc, text(p.out), err)
+        t.eq("%s: exit status, output and messages, all kept against none" % name, out["4096"], out["0"])
+
+
 TESTS = [
     ("cli.asan_report_cli", t_report_cli),
+    ("trace.replayed_blocks", t_replayed_blocks),
     ("trace.duration", t_duration),
     ("trace.event_times", t_event_times),
     ("trace.large_trace", t_large_trace),

@@ -214,17 +214,26 @@ static void tl_update(tl_ctx_t *c, const ht_event_t *ev, const ht_replay_step_t 
 		return;
 	case HT_EV_FREE:
 		if (!st->ignored) {
-			b->frees += round_u64(c->frees + st->weight) - round_u64(c->frees);
+			b->frees += st->weight == 1.0 ? 1
+						      : round_u64(c->frees + st->weight) -
+								round_u64(c->frees);
 			c->frees += st->weight;
 		}
 		break;
 	case HT_EV_ALLOC:
 	case HT_EV_REALLOC:
 		/* differences of rounded running sums: a sampled trace's weights
-		 * add up without a rounding error per event */
-		b->allocations += round_u64(c->allocs + st->weight) - round_u64(c->allocs);
-		b->bytes_allocated +=
-			round_u64(c->bytes + st->weight_bytes) - round_u64(c->bytes);
+		 * add up without a rounding error per event. A weight of 1 (every
+		 * event of an exact trace) adds 1 and the size to them, whatever
+		 * their fractions: the difference is those, without rounding. */
+		if (st->weight == 1.0) {
+			b->allocations++;
+			b->bytes_allocated += ev->size;
+		} else {
+			b->allocations += round_u64(c->allocs + st->weight) - round_u64(c->allocs);
+			b->bytes_allocated +=
+				round_u64(c->bytes + st->weight_bytes) - round_u64(c->bytes);
+		}
 		c->allocs += st->weight;
 		c->bytes += st->weight_bytes;
 		break;

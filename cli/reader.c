@@ -12,7 +12,8 @@
  *     against the bytes that are really there; thread-block events are fully
  *     validated and STACK definitions collected, blocks are only indexed;
  *  3. ht_merge_* decodes the validated blocks again on demand and merges the
- *     threads by time with a binary heap.
+ *     threads by time with a binary heap; packed blocks past a budget are
+ *     joined again by a replay of the body ("replayed blocks" below).
  * The first bad byte stops stage 2; what came before it stays usable.
  */
 #include "reader.h"

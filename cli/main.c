@@ -134,9 +134,10 @@ static const char help_text[] =
 	"    --icicle                flamegraph with the root at the top\n"
 	"\n"
 	"Environment: HEAPTRAIL_AGENT overrides the path of libheaptrail.so;\n"
-	"HEAPTRAIL_READER_RESIDENT_MB (default 256) caps the decoded events a report keeps\n"
-	"in memory: past it, each pass decodes the rest again (slower, but a report's\n"
-	"memory no longer grows with the trace).\n";
+	"HEAPTRAIL_READER_RESIDENT_MB caps the decoded events a report keeps in memory\n"
+	"(default: a sixteenth of the machine's memory, 256 to 1024): past it, each pass\n"
+	"decodes the rest again (slower, but a report's memory no longer grows with the\n"
+	"trace).\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {

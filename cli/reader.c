@@ -673,20 +673,31 @@ static void release_pages(uint8_t *p, size_t n)
  * compression, for debugging) are kept whole.
  *
  * A replay joins every packed block again (each merge's replay): the
- * 4-thread bench's report took 1.75x as long. So the parse keeps blocks
- * until it holds HT_READER_RESIDENT bytes of joined events (the
- * environment's HEAPTRAIL_READER_RESIDENT_MB overrides it, 0 for none),
- * and only a trace larger than that is replayed: reports of up to about
- * 45 million events keep their speed, and larger ones their memory. */
+ * 4-thread bench's report takes 1.2-1.5x as long. So the parse keeps
+ * blocks until it holds a budget of joined events, a sixteenth of the
+ * machine's memory between 256 MiB and 1 GiB (the environment's
+ * HEAPTRAIL_READER_RESIDENT_MB overrides it, 0 for none), and only a
+ * larger trace is replayed: with 1 GiB, reports of up to about 180
+ * million events keep their speed, and larger ones their memory. */
 #define HT_REPLAY_SLACK_NS 1000000000ull
-#define HT_READER_RESIDENT ((size_t)256 << 20)
+#define HT_READER_RESIDENT_MIN ((size_t)256 << 20)
+#define HT_READER_RESIDENT_MAX ((size_t)1 << 30)
 
 static size_t resident_max(void)
 {
 	const char *e = getenv("HEAPTRAIL_READER_RESIDENT_MB");
 	char *end;
 	unsigned long long mb = e && *e ? strtoull(e, &end, 10) : 0;
-	return e && *e && !*end && mb < (SIZE_MAX >> 21) ? (size_t)mb << 20 : HT_READER_RESIDENT;
+	if (e && *e && !*end && mb < (SIZE_MAX >> 21))
+		return (size_t)mb << 20;
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+	uint64_t ram = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+	uint64_t budget = ram / 16;
+	if (budget < HT_READER_RESIDENT_MIN)
+		budget = HT_READER_RESIDENT_MIN;
+	if (budget > HT_READER_RESIDENT_MAX)
+		budget = HT_READER_RESIDENT_MAX;
+	return (size_t)budget;
 }
 
 /* After the parse of a packed block whose n joined bytes end the current

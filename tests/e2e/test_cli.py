@@ -603,10 +603,13 @@ REPLAY_CASES = (
 def t_replayed_blocks(t):
     """The reader keeps a trace's joined events up to a budget and leaves
     the rest to be joined again by each merge (HEAPTRAIL_READER_RESIDENT_MB,
-    0: none kept but late blocks). Reports with everything kept and with
-    nothing kept are the same bytes, and with nothing kept the reader did
-    leave blocks to the replays."""
+    0: none kept but late blocks). Reports with everything kept, with
+    nothing kept, and with a budget of 1 MB (replays that start mid-trace,
+    from a copy of the address streams' states) are the same bytes; with
+    nothing kept the reader did leave blocks to the replays, and at 1 MB
+    it did in some trace after keeping some."""
     need_tools(t)
+    mid = []
     for name, argv, opts, extra in REPLAY_CASES:
         tr = heaptrail_run([prog(argv[0])] + argv[1:], opts, out_name=name + ".ht")
         path = tr.out_path
@@ -616,18 +619,22 @@ def t_replayed_blocks(t):
             path = t.tmp / "cut.ht"
             path.write_bytes(data[:len(data) // 2])
         out = {}
-        for mb in ("4096", "0"):
+        for mb in ("4096", "1", "0"):
             env = dict(os.environ, HEAPTRAIL_READER_RESIDENT_MB=mb, HEAPTRAIL_READER_STATS="1")
             p = run([report_cli(), "report", "--format", "json"] + extra + [str(path)], 300, env=env)
-            stats = re.search(r"reader: (\d+) of (\d+) blocks left to replays", text(p.err))
+            stats = re.search(r"reader: (\d+) of (\d+) blocks left to replays, (\d+) bytes", text(p.err))
             t.check(stats, "%s, budget %s MB: no reader statistics on stderr: %s" % (name, mb, tail(p.err)))
             if stats and mb == "0":
                 t.check(int(stats.group(1)) > 0, "%s: no block left to the replays: %s" % (name, stats.group(0)))
-            if stats and mb != "0":
+            if stats and mb == "4096":
                 t.eq("%s: blocks left to replays within the budget" % name, 0, int(stats.group(1)))
+            if stats and mb == "1" and int(stats.group(1)) > 0 and int(stats.group(3)) > 0:
+                mid.append(name)
             err = re.sub(r"heaptrail: reader: .*\n", "", text(p.err))
             out[mb] = (p.rc, text(p.out), err)
         t.eq("%s: exit status, output and messages, all kept against none" % name, out["4096"], out["0"])
+        t.eq("%s: exit status, output and messages, all kept against 1 MB kept" % name, out["4096"], out["1"])
+    t.check(mid, "no trace was replayed from the middle at a budget of 1 MB")
 
 
 TESTS = [

@@ -395,7 +395,11 @@ def t_usage(t):
 def t_busy_exit(t):
     """exit() while threads still allocate: the sampled totals (counted per
     call) stay in step. Allocations left uncounted once the trace was
-    finishing made frees outnumber them by up to 900,000."""
+    finishing made frees outnumber them by up to 900,000. The END record
+    reads each thread's two counters while the two threads run on, a
+    malloc and a free every few tens of nanoseconds: a thread may get a
+    call or two past one count before the other is read (a difference of
+    5 seen once in about fifteen runs), so the margin is 16."""
     need_tools(t)
     for i in range(3):
         tr = heaptrail_run([str(PROGS / "busy_exit")], ("--sample-rate", "1024"))
@@ -405,7 +409,7 @@ def t_busy_exit(t):
             t.fatal(rep.err)
         tot = rep.data["totals"]
         d = tot["allocations"] - tot["frees"]
-        t.check(0 <= d <= 4, "run %d: %d allocations, %d frees" % (i, tot["allocations"], tot["frees"]))
+        t.check(0 <= d <= 16, "run %d: %d allocations, %d frees" % (i, tot["allocations"], tot["frees"]))
 
 
 TESTS = [

@@ -1671,11 +1671,14 @@ static void input_drop(const trace_priv_t *owner, const ZSTD_inBuffer *in, size_
 {
 	if (!owner->zin_mapped || in->pos < *done + ((size_t)8 << 20))
 		return;
-	const uint8_t *base = owner->zin_owned;
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	/* from the page the last call kept (it held bytes still to read) */
+	uintptr_t lo = ((uintptr_t)in->src + *done) & ~(page - 1);
 	uintptr_t hi = ((uintptr_t)in->src + in->pos) & ~(page - 1);
-	if (hi > (uintptr_t)base)
-		madvise((void *)base, hi - (uintptr_t)base, MADV_DONTNEED);
+	if (lo < (uintptr_t)owner->zin_owned)
+		lo = (uintptr_t)owner->zin_owned;
+	if (hi > lo)
+		madvise((void *)lo, hi - lo, MADV_DONTNEED);
 	*done = in->pos;
 }
 
@@ -2226,7 +2229,8 @@ static inline bool cur_less(const ht_merge_t *m, uint32_t a, uint32_t b)
 }
 
 /* The joined events of replayed block bi, joining on until they are
- * there; NULL if the replay cannot get that far (out of memory). */
+ * there; NULL if the replay cannot get that far (out of memory, or a
+ * file that changed since the parse). */
 static const uint8_t *replay_get(ht_merge_t *m, uint32_t bi)
 {
 	if (!m->replay && !m->replay_lost) {
@@ -2238,8 +2242,9 @@ static const uint8_t *replay_get(ht_merge_t *m, uint32_t bi)
 	if (!m->rbuf[bi] && m->replay_lost) {
 		static bool told;
 		if (!told)
-			fprintf(stderr, "heaptrail: out of memory reading the trace again: the"
-					" figures miss the events from there on\n");
+			fprintf(stderr, "heaptrail: cannot read the trace again (out of memory, or"
+					" the file changed): the figures miss the events from"
+					" there on\n");
 		told = true;
 	}
 	return m->rbuf[bi];

@@ -59,10 +59,9 @@ typedef struct trace_priv {
 	zmark_t *marks;
 	size_t nmarks, cap_marks;
 	bool zdamage; /* t->error came from decompression (body cut there) */
-	/* the body's lazy filling (body_fill): the compressed input, the
-	 * stream decompressing it, and how much of the body is there */
-	const uint8_t *zin;
-	size_t zin_len;
+	/* the body's lazy filling (body_fill): the stream decompressing the
+	 * compressed input (NULL for a raw body), and how much of the body
+	 * is there */
 	ZSTD_DStream *zfill;
 	ZSTD_inBuffer zfill_in;
 	size_t filled;
@@ -731,7 +730,7 @@ static void keep_or_replay(ht_trace_t *t, size_t nblocks, uint64_t seq, size_t n
 static int replay_switch(ht_trace_t *t, size_t rec)
 {
 	trace_priv_t *p = t->priv;
-	if (p->switched || !p->zin || p->resident < p->resident_max)
+	if (p->switched || !p->zfill || p->resident < p->resident_max)
 		return 0;
 	for (unsigned i = 0; i < HT_PK_STREAMS; i++) {
 		if (!p->streams[i])
@@ -975,6 +974,17 @@ out:
 		free(joined[j]);
 	free(blk);
 	return r;
+}
+
+/* A record of packed blocks: THREAD_PACKED, or a THREAD_BATCH of any
+ * version (tag), its payload at [pos, end). */
+static int parse_packed_record(ht_trace_t *t, uint8_t tag, size_t pos, size_t end, bool cut,
+			       uint64_t *scratch)
+{
+	if (tag == HT_REC_THREAD_PACKED)
+		return parse_thread_packed(t, pos, end, cut, scratch);
+	return parse_thread_batch(t, pos, end, cut, tag != HT_REC_THREAD_BATCH,
+				  tag == HT_REC_THREAD_BATCH3, scratch);
 }
 
 static int parse_block_events(ht_trace_t *t, const uint8_t *b, uint64_t tid, uint64_t base,
@@ -1321,7 +1331,7 @@ static int parse_body(ht_trace_t *t)
 
 	while (pos < len) {
 		size_t rec = pos;
-		body_fill(t, len - pos > 1 + HT_VARINT_MAX ? pos + 1 + HT_VARINT_MAX : len);
+		body_fill(t, pos + 1 + HT_VARINT_MAX); /* the record's header */
 		uint8_t tag = b[pos++];
 		uint64_t plen;
 		int r = get_u(b, len, &pos, &plen);
@@ -1379,15 +1389,11 @@ static int parse_body(ht_trace_t *t)
 			r = parse_thread_columns(t, pos, end, cut, scratch);
 			break;
 		case HT_REC_THREAD_PACKED:
-			if (!(r = replay_switch(t, rec)))
-				r = parse_thread_packed(t, pos, end, cut, scratch);
-			break;
 		case HT_REC_THREAD_BATCH:
 		case HT_REC_THREAD_BATCH2:
 		case HT_REC_THREAD_BATCH3:
 			if (!(r = replay_switch(t, rec)))
-				r = parse_thread_batch(t, pos, end, cut, tag != HT_REC_THREAD_BATCH,
-						       tag == HT_REC_THREAD_BATCH3, scratch);
+				r = parse_packed_record(t, tag, pos, end, cut, scratch);
 			break;
 		case HT_REC_EXEC: {
 			uint64_t when = f_u(&f);
@@ -1719,6 +1725,30 @@ static void verify_checksums(ht_trace_t *t, const uint8_t *data, size_t len)
 	ZSTD_freeDStream(zd);
 }
 
+/* Gives t a body of t->body_len bytes that body_fill fills by decompressing
+ * src[0..len): an anonymous range whose pages are only made when written,
+ * so the parse can give back those of the records it is done with (a
+ * malloc'd one, where the range cannot be had). 0 or -ENOMEM. */
+static int body_reserve(ht_trace_t *t, const uint8_t *src, size_t len)
+{
+	trace_priv_t *p = t->priv;
+	size_t n = t->body_len ? t->body_len : 1;
+	void *m = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		       -1, 0);
+	if (m != MAP_FAILED) {
+		t->body = m;
+		p->body_mapped = true;
+	} else if (!(t->body = malloc(n))) {
+		return -ENOMEM;
+	}
+	if (!(p->zfill = ZSTD_createDStream()))
+		return -ENOMEM;
+	ZSTD_DCtx_setParameter(p->zfill, ZSTD_d_forceIgnoreChecksum, ZSTD_d_ignoreChecksum);
+	p->zfill_in = (ZSTD_inBuffer){ src, len, 0 };
+	p->filled = 0;
+	return 0;
+}
+
 /* Measures the body data[0..len) decompresses to (the body is at file
  * offset HT_FILE_HEADER_LEN), keeping none of it: sets t->body_len, the
  * input marks, and t->error for stream damage, which ends the body there.
@@ -1792,38 +1822,22 @@ static int decompress(ht_trace_t *t, const uint8_t *data, size_t len, size_t max
 	}
 	free(scratch);
 	ZSTD_freeDStream(zd);
-	if (ret)
+	if (ret || (ret = body_reserve(t, data, len)))
 		return ret;
-	/* Pages of the range are only made when body_fill writes them, and the
-	 * parse gives back those of the records it is done with. */
-	size_t n = t->body_len ? t->body_len : 1;
-	void *m = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-		       -1, 0);
-	if (m != MAP_FAILED) {
-		t->body = m;
-		p->body_mapped = true;
-	} else if (!(t->body = malloc(n))) {
-		return -ENOMEM;
-	}
-	if (!(p->zfill = ZSTD_createDStream()))
-		return -ENOMEM;
-	ZSTD_DCtx_setParameter(p->zfill, ZSTD_d_forceIgnoreChecksum, ZSTD_d_ignoreChecksum);
-	p->zin = data;
-	p->zin_len = len;
-	p->zfill_in = (ZSTD_inBuffer){ data, len, 0 };
-	p->filled = 0;
 	p->resident_max = resident_max();
 	return 0;
 }
 
-/* Makes t->body[0..upto) readable (upto <= body_len), decompressing on
- * from where the last call stopped, a megabyte at least at a time. The
+/* Makes t->body[0..upto) readable (no further than body_len), decompressing
+ * on from where the last call stopped, a megabyte at least at a time. The
  * stream is the one decompress() measured: it yields the same bytes, so
  * this cannot fail but for a change of the input under it; the bytes past
  * what it got are then zeros, which the parse reports as damage. */
 static void body_fill(ht_trace_t *t, size_t upto)
 {
 	trace_priv_t *p = t->priv;
+	if (upto > t->body_len)
+		upto = t->body_len;
 	if (!p->zfill || upto <= p->filled)
 		return;
 	size_t want = upto + ((size_t)1 << 20);
@@ -1859,21 +1873,10 @@ static ht_trace_t *replay_open(const ht_trace_t *t, uint8_t **rbuf, uint32_t wan
 	p->of = t;
 	p->rbuf = rbuf;
 	p->want_thread = want;
-	void *m = mmap(NULL, r->body_len ? r->body_len : 1, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (m == MAP_FAILED) {
-		r->body_len = 0; /* nothing to unmap */
+	if (body_reserve(r, tp->zfill_in.src, tp->zfill_in.size)) {
 		ht_trace_free(r);
 		return NULL;
 	}
-	r->body = m;
-	p->body_mapped = true;
-	if (!(p->zfill = ZSTD_createDStream())) {
-		ht_trace_free(r);
-		return NULL;
-	}
-	ZSTD_DCtx_setParameter(p->zfill, ZSTD_d_forceIgnoreChecksum, ZSTD_d_ignoreChecksum);
-	p->zfill_in = (ZSTD_inBuffer){ tp->zin, tp->zin_len, 0 };
 	for (unsigned i = 0; i < HT_PK_STREAMS; i++) {
 		if (!tp->snap[i])
 			continue;
@@ -1909,7 +1912,7 @@ static bool replay_step(ht_trace_t *r, uint64_t *scratch)
 	if (pos >= len || p->next_bi >= p->of->nblocks)
 		return false;
 	size_t rec = pos;
-	body_fill(r, len - pos > 1 + HT_VARINT_MAX ? pos + 1 + HT_VARINT_MAX : len);
+	body_fill(r, pos + 1 + HT_VARINT_MAX); /* the record's header */
 	uint8_t tag = b[pos++];
 	uint64_t plen;
 	if (get_u(b, len, &pos, &plen) || plen > HT_MAX_RECORD)
@@ -1918,19 +1921,9 @@ static bool replay_step(ht_trace_t *r, uint64_t *scratch)
 	size_t end = cut ? len : pos + plen;
 	body_fill(r, end);
 	int e = 0;
-	switch (tag) {
-	case HT_REC_THREAD_PACKED:
-		e = parse_thread_packed(r, pos, end, cut, scratch);
-		break;
-	case HT_REC_THREAD_BATCH:
-	case HT_REC_THREAD_BATCH2:
-	case HT_REC_THREAD_BATCH3:
-		e = parse_thread_batch(r, pos, end, cut, tag != HT_REC_THREAD_BATCH,
-				       tag == HT_REC_THREAD_BATCH3, scratch);
-		break;
-	default:
-		break;
-	}
+	if (tag == HT_REC_THREAD_PACKED || tag == HT_REC_THREAD_BATCH ||
+	    tag == HT_REC_THREAD_BATCH2 || tag == HT_REC_THREAD_BATCH3)
+		e = parse_packed_record(r, tag, pos, end, cut, scratch);
 	release_pages(r->body + rec, end - rec);
 	p->resume = end;
 	return e == 0;

@@ -373,21 +373,23 @@ static inline void ht_transient_end(void)
  * function profile measures short calls. */
 #define HT_COARSE_NS 16384u
 extern _Atomic uint32_t ht_thread_states; /* states made in this process */
-static inline bool ht_stamp_is_coarse(void)
+/* One thread has made events so far, where that orders them (above). */
+static inline bool ht_stamp_one_thread(void)
 {
 #if defined(__x86_64__) /* the argument above needs TSO */
-	return atomic_load_explicit(&ht_thread_states, memory_order_acquire) == 1 &&
-	       !ht_opt_functions;
+	return atomic_load_explicit(&ht_thread_states, memory_order_acquire) == 1;
 #else
 	return false;
 #endif
 }
+static inline bool ht_stamp_is_coarse(void)
+{
+	return ht_stamp_one_thread() && !ht_opt_functions;
+}
 static inline uint64_t ht_stamp(void)
 {
-#if defined(__x86_64__)
-	if (atomic_load_explicit(&ht_thread_states, memory_order_acquire) == 1)
+	if (ht_stamp_one_thread())
 		return ht_opt_functions ? ht_now() : ht_now() & ~(uint64_t)(HT_COARSE_NS - 1);
-#endif
 	return ht_now_ordered();
 }
 /* A realloc's free half stamped with its allocation half, after the real

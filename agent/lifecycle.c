@@ -424,9 +424,19 @@ void ht_finish(unsigned how, unsigned status)
 	 * state or trace (its _exit comes through here). */
 	if (getpid() != ht_pid)
 		return;
+	/* Another thread's exec may be flushing (HT_STATE_EXEC: this thread's
+	 * own holds the signals back until it is done). The trace is whole
+	 * again, and this finish's to end, once that flush is over, unless
+	 * it takes seconds (that thread waiting for a lock this one holds). */
 	int expected = HT_STATE_RECORDING;
-	if (!atomic_compare_exchange_strong(&ht_state, &expected, HT_STATE_FINISHED))
-		return;
+	for (int waited = 0;
+	     !atomic_compare_exchange_strong(&ht_state, &expected, HT_STATE_FINISHED);
+	     expected = HT_STATE_RECORDING) {
+		if (expected != HT_STATE_EXEC || waited++ >= 2000)
+			return;
+		struct timespec ms = {0, 1000000};
+		nanosleep(&ms, NULL);
+	}
 	/* a handler that interrupted the agent, or anything (dlclose halfway
 	 * through unmapping a library): the end skips what may wait or fault */
 	bool in_agent = ht_guard != 0 || ht_in_handler;
@@ -488,20 +498,25 @@ bool ht_before_exec(const char *path)
 	 * own exec (it holds the writer's lock): the exec goes as it is */
 	if (ht_guard || ht_lock_held(&ht_writer_lock))
 		return false;
+	/* A handler that ends the process (an _exit on a timer) waits for the
+	 * flush, as in ht_finish: it then finds the writer between records.
+	 * Blocked before the state says EXEC: a handler's finish that found
+	 * it so gave up, and the trace ended at the previous exec's EXEC
+	 * without END (1 run in 80 of tests/programs/exit_in_exec.c). */
+	sigset_t async, saved_mask;
+	ht_async_signals(&async);
+	pthread_sigmask(SIG_BLOCK, &async, &saved_mask);
 	for (;;) {
 		int expected = HT_STATE_RECORDING;
 		if (atomic_compare_exchange_strong(&ht_state, &expected, HT_STATE_EXEC))
 			break;
-		if (expected != HT_STATE_EXEC)
-			return false; /* finished or disabled: nothing to flush */
+		if (expected != HT_STATE_EXEC) { /* finished or disabled: nothing to flush */
+			pthread_sigmask(SIG_SETMASK, &saved_mask, NULL);
+			return false;
+		}
 		ht_exec_flush_wait(); /* another thread's exec flushes: this one waits its turn */
 	}
 	ht_guard++;
-	/* a handler that ends the process (an _exit on a timer) waits for the
-	 * flush, as in ht_finish: it then finds the writer between records */
-	sigset_t async, saved_mask;
-	ht_async_signals(&async);
-	pthread_sigmask(SIG_BLOCK, &async, &saved_mask);
 	ht_lock(&ht_writer_lock);
 	ht_thread_flush_all();
 	/* the sites so far: if the exec fails, the ones written at the end
@@ -542,9 +557,16 @@ void ht_after_failed_exec(bool flushed)
 {
 	if (!flushed)
 		return;
+	/* An _exit in a handler between the two lines below would find the
+	 * lock held by its own thread but no longer "mine", and end without
+	 * END: the signal waits for both. */
+	sigset_t async, saved_mask;
+	ht_async_signals(&async);
+	pthread_sigmask(SIG_BLOCK, &async, &saved_mask);
 	exec_lock_mine = false;
 	ht_unlock(&ht_writer_lock);
 	ht_guard--;
+	pthread_sigmask(SIG_SETMASK, &saved_mask, NULL);
 }
 
 __attribute__((constructor)) static void agent_constructor(void)

@@ -1215,19 +1215,33 @@ def t_spawn_no_follow(t):
                                    "leaked_blocks": 2, "leaked_bytes": 1024}, {k: tot.get(k) for k in TOT})
 
 
+def _exits_by_underscore_exit(t, name, runs):
+    """Runs tests/programs/NAME RUNS times: each must exit with status 3 by
+    _exit, with a whole trace that says so and holds main's 100 blocks."""
+    need_tools(t)
+    for i in range(runs):
+        tr = heaptrail_run([prog(name)], out_name="%s%d.ht" % (name, i), timeout=30)
+        t.eq("run %d: exit status" % i, 3, tr.proc.rc)
+        r = need_report(t, tr.out_path)
+        prg = r.data.get("program", {})
+        t.eq("run %d: ending, status, main's blocks in use" % i, ("_exit", 3, 100),
+             (prg.get("ending"), prg.get("exit_code"),
+              by_leaf(r.data).get("main", {}).get("leaked_blocks")))
+
+
 def t_exit_in_exec(t):
     """_exit from a SIGALRM handler while the program tries failing execs:
     the trace ends by _exit, whole. The handler found the agent flushing
     for an exec (the end skipped: the trace read "ended at exec") or the
     exec holding the writer's lock (no END written)."""
-    need_tools(t)
-    for i in range(4):
-        tr = heaptrail_run([prog("exit_in_exec")], out_name="exitexec%d.ht" % i, timeout=30)
-        t.eq("run %d: exit status" % i, 3, tr.proc.rc)
-        r = need_report(t, tr.out_path)
-        prg, tot = r.data.get("program", {}), r.data.get("totals", {})
-        t.eq("run %d: ending, status, blocks in use" % i, ("_exit", 3, 100),
-             (prg.get("ending"), prg.get("exit_code"), tot.get("leaked_blocks")))
+    _exits_by_underscore_exit(t, "exit_in_exec", 4)
+
+
+def t_exit_during_exec(t):
+    """_exit on the main thread while another thread tries failing execs:
+    the trace ends by _exit, whole. The finish found the other thread's
+    exec flushing and gave up: every run's trace read "ended at exec"."""
+    _exits_by_underscore_exit(t, "exit_during_exec", 3)
 
 
 def t_exec_race(t):
@@ -1527,6 +1541,7 @@ add("limits.rlimit_as", t_rlimit_as)
 add("exec.failing_while_threads_allocate", t_exec_fail_threads)
 add("exec.failing_in_several_threads", t_exec_race)
 add("exec.exit_in_handler", t_exit_in_exec)
+add("exec.exit_during_exec", t_exit_during_exec)
 add("fork.pattern_p", t_fork_pattern)
 add("fork.stderr_listing", t_fork_listing)
 

@@ -236,9 +236,22 @@ static void remove_from_ld_preload(void)
 	}
 }
 
+/* Whether this thread's fork_prepare took the agent's locks: fork_parent
+ * and fork_child let go of what it took, whatever the state has become
+ * since. They read the state again, and an exit on another thread (state
+ * FINISHED) or an exec (EXEC) during the fork left every lock held: the
+ * exit waited a minute for the writer's lock and wrote no END. */
+static __thread bool fork_locked;
+
+/* glibc's, behind pthread_atfork: its last argument names the library
+ * whose unloading drops the handlers. */
+extern int __register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void),
+			     void *dso_handle);
+
 static void fork_prepare(void)
 {
 	ht_guard++;
+	fork_locked = false;
 	if (atomic_load(&ht_state) != HT_STATE_RECORDING)
 		return;
 	/* Ship this thread's events now: they are the parent's, and the child
@@ -252,17 +265,25 @@ static void fork_prepare(void)
 	ht_lock(&ht_writer_lock);
 	ht_flusher_fork_prepare();
 	ht_sampling_fork_prepare(); /* leaf locks: nothing is taken under them */
+	fork_locked = true;
+}
+
+/* What fork_prepare took, in the reverse order. */
+static void fork_unlock(void)
+{
+	ht_sampling_fork_parent();
+	ht_flusher_fork_parent();
+	ht_unlock(&ht_writer_lock);
+	ht_modules_fork_parent();
+	ht_stacks_fork_parent();
+	ht_thread_fork_parent();
 }
 
 static void fork_parent(void)
 {
-	if (atomic_load(&ht_state) == HT_STATE_RECORDING) {
-		ht_sampling_fork_parent();
-		ht_flusher_fork_parent();
-		ht_unlock(&ht_writer_lock);
-		ht_modules_fork_parent();
-		ht_stacks_fork_parent();
-		ht_thread_fork_parent();
+	if (fork_locked) {
+		fork_locked = false;
+		fork_unlock();
 	}
 	ht_guard--;
 }
@@ -274,7 +295,11 @@ static __thread bool exec_lock_mine;
 static void fork_child(void)
 {
 	exec_lock_mine = false; /* the parent's lock; reset with the others */
-	if (atomic_load(&ht_state) == HT_STATE_RECORDING) {
+	bool locked = fork_locked;
+	fork_locked = false;
+	if (locked && atomic_load(&ht_state) != HT_STATE_RECORDING) {
+		fork_unlock(); /* the parent stopped recording meanwhile */
+	} else if (locked) {
 		/* The child's trace is a new file with its own clock start. */
 		clock_restart();
 		ht_pid = getpid();
@@ -389,7 +414,14 @@ void ht_init(void)
 	ht_lock(&ht_writer_lock);
 	ht_writer_flush(false);
 	ht_unlock(&ht_writer_lock);
-	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	/* Not pthread_atfork: it ties the handlers to this library, and
+	 * glibc's exit drops them with its destructors (__cxa_finalize),
+	 * before the trace ends. A fork on another thread in between ran
+	 * fork_prepare but no fork_parent (every lock of ours held: the
+	 * exit waited a minute and wrote no END), or no handler at all (the
+	 * child wrote into the parent's trace). With no library named, they
+	 * stay for the process's life, as the agent does. */
+	__register_atfork(fork_prepare, fork_parent, fork_child, NULL);
 	at_quick_exit(quick_finish); /* the first registered: run last */
 	install_signal_handlers();
 	if (ht_opt_snapshot_signal) {

@@ -1244,6 +1244,22 @@ def t_exit_during_exec(t):
     _exits_by_underscore_exit(t, "exit_during_exec", 3)
 
 
+def t_exit_while_forking(t):
+    """exit() on the main thread while three threads fork: the trace ends
+    by exit, whole, at once. glibc dropped the agent's fork handlers with
+    its destructors, before the trace's end: a fork in between held every
+    lock of the agent's (the exit waited a minute and wrote no END), 5 runs
+    in 30 here."""
+    need_tools(t)
+    for i in range(8):
+        tr = heaptrail_run([prog("exit_while_forking")], out_name="exitfork%d.ht" % i, timeout=20)
+        t.eq("run %d: exit status" % i, 7, tr.proc.rc)
+        r = need_report(t, tr.out_path)
+        t.eq("run %d: ending, main's blocks in use" % i, ("exit", 100),
+             (r.data.get("program", {}).get("ending"),
+              by_leaf(r.data).get("main", {}).get("leaked_blocks")))
+
+
 def t_exec_race(t):
     """Threads whose execs fail at the same time: each exec's flush (and
     the writer's lock held across it) belongs to the thread that made it.
@@ -1542,6 +1558,7 @@ add("exec.failing_while_threads_allocate", t_exec_fail_threads)
 add("exec.failing_in_several_threads", t_exec_race)
 add("exec.exit_in_handler", t_exit_in_exec)
 add("exec.exit_during_exec", t_exit_during_exec)
+add("fork.exit_while_forking", t_exit_while_forking)
 add("fork.pattern_p", t_fork_pattern)
 add("fork.stderr_listing", t_fork_listing)
 

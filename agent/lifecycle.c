@@ -467,7 +467,7 @@ void ht_finish(unsigned how, unsigned status)
 		if (expected != HT_STATE_EXEC || waited++ >= 2000)
 			return;
 		struct timespec ms = {0, 1000000};
-		nanosleep(&ms, NULL);
+		syscall(SYS_nanosleep, &ms, NULL); /* not glibc's: a cancellation point */
 	}
 	/* a handler that interrupted the agent, or anything (dlclose halfway
 	 * through unmapping a library): the end skips what may wait or fault */

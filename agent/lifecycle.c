@@ -418,9 +418,9 @@ void ht_init(void)
 	 * glibc's exit drops them with its destructors (__cxa_finalize),
 	 * before the trace ends. A fork on another thread in between ran
 	 * fork_prepare but no fork_parent (every lock of ours held: the
-	 * exit waited a minute and wrote no END), or no handler at all (the
-	 * child wrote into the parent's trace). With no library named, they
-	 * stay for the process's life, as the agent does. */
+	 * exit waited a minute and wrote no END), and later forks ran no
+	 * handler at all. With no library named, they stay for the
+	 * process's life, as the agent does. */
 	__register_atfork(fork_prepare, fork_parent, fork_child, NULL);
 	at_quick_exit(quick_finish); /* the first registered: run last */
 	install_signal_handlers();

@@ -11,8 +11,7 @@
  * main's 100 blocks in use. glibc's exit drops a library's fork handlers
  * with its destructors, before the agent ends the trace: a fork in
  * between kept every lock of the agent's (the exit waited a minute and
- * wrote no END), or ran no handler (the child wrote into the parent's
- * trace).
+ * wrote no END).
  */
 #include <pthread.h>
 #include <stdlib.h>

@@ -1245,11 +1245,11 @@ def t_exit_during_exec(t):
 
 
 def t_exit_while_forking(t):
-    """exit() on the main thread while three threads fork: the trace ends
-    by exit, whole, at once. glibc dropped the agent's fork handlers with
-    its destructors, before the trace's end: a fork in between held every
-    lock of the agent's (the exit waited a minute and wrote no END), 5 runs
-    in 30 here."""
+    """exit() on the main thread while three threads allocate and fork:
+    the trace ends by exit, whole, at once. glibc dropped the agent's fork
+    handlers with its destructors, before the trace's end: a fork in
+    between held every lock of the agent's (the exit waited a minute and
+    wrote no END), 15 runs in 30 here."""
     need_tools(t)
     for i in range(8):
         tr = heaptrail_run([prog("exit_while_forking")], out_name="exitfork%d.ht" % i, timeout=20)

@@ -297,10 +297,18 @@ static void fork_child(void)
 	exec_lock_mine = false; /* the parent's lock; reset with the others */
 	bool locked = fork_locked;
 	fork_locked = false;
-	if (locked && atomic_load(&ht_state) != HT_STATE_RECORDING) {
-		fork_unlock(); /* the parent stopped recording meanwhile */
-	} else if (locked) {
-		/* The child's trace is a new file with its own clock start. */
+	/* Forked while another thread's exec flushed (prepare then takes
+	 * nothing): that exec is not the child's, whose only thread this is.
+	 * Left EXEC, the child's first malloc waited for it forever. */
+	int expected = HT_STATE_EXEC;
+	atomic_compare_exchange_strong(&ht_state, &expected, HT_STATE_RECORDING);
+	if (atomic_load(&ht_state) != HT_STATE_RECORDING) {
+		if (locked)
+			fork_unlock(); /* the parent stopped recording meanwhile */
+	} else {
+		/* The child's trace is a new file with its own clock start. The
+		 * set-up resets every lock, whether prepare took it or a thread
+		 * the child does not have held it (another thread's exec). */
 		clock_restart();
 		ht_pid = getpid();
 		ht_writer_fork_child_close();

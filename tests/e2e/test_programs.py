@@ -1260,6 +1260,24 @@ def t_exit_while_forking(t):
               by_leaf(r.data).get("main", {}).get("leaked_blocks")))
 
 
+def t_fork_during_exec(t):
+    """Forks while another thread tries failing execs: each child gets its
+    own whole trace at once. A child forked during the other thread's
+    exec flush kept the exec's state, and its first malloc waited for it
+    forever (the first run hung)."""
+    need_tools(t)
+    tr = heaptrail_run([prog("fork_during_exec")], out_name="forkexec.ht", timeout=30)
+    t.eq("exit status", 0, tr.proc.rc)
+    children = [p for p in tr.files() if p != tr.out_path]
+    t.eq("child traces", 40, len(children))
+    ok = 0
+    for p in children:
+        r = need_report(t, p)
+        got = (r.data.get("program", {}).get("ending"), r.data.get("totals", {}).get("allocations"))
+        ok += got == ("_exit", 1)
+    t.eq("children whose trace ends by _exit with their one allocation", 40, ok)
+
+
 def t_exec_race(t):
     """Threads whose execs fail at the same time: each exec's flush (and
     the writer's lock held across it) belongs to the thread that made it.
@@ -1559,6 +1577,7 @@ add("exec.failing_in_several_threads", t_exec_race)
 add("exec.exit_in_handler", t_exit_in_exec)
 add("exec.exit_during_exec", t_exit_during_exec)
 add("fork.exit_while_forking", t_exit_while_forking)
+add("fork.during_exec", t_fork_during_exec)
 add("fork.pattern_p", t_fork_pattern)
 add("fork.stderr_listing", t_fork_listing)
 

@@ -226,9 +226,9 @@ static int supp_load(const supp_opts_t *so, ht_supp_list_t *l)
 		int r = ht_supp_load_file(l, so->files[i], &line);
 		if (r == -EINVAL)
 			fprintf(stderr, "heaptrail: %s:%zu: not a `leak:PATTERN` line (nor a comment)\n",
-				so->files[i], line);
+				HT_TEXT(so->files[i]), line);
 		else if (r)
-			fprintf(stderr, "heaptrail: %s: %s\n", so->files[i], ht_strerror(r));
+			fprintf(stderr, "heaptrail: %s: %s\n", HT_TEXT(so->files[i]), ht_strerror(r));
 		if (r) {
 			ht_supp_free(l);
 			return 1;
@@ -344,15 +344,15 @@ static int load_model(const char *path, size_t tl_buckets, ht_trace_t **tp, ht_m
 	int r = ht_reader_load_file(path, NULL, &t);
 	if (r < 0) {
 		if (t && t->message[0])
-			fprintf(stderr, "heaptrail: %s: %s\n", path, t->message);
+			fprintf(stderr, "heaptrail: %s: %s\n", HT_TEXT(path), HT_TEXT(t->message));
 		else
-			fprintf(stderr, "heaptrail: %s: %s\n", path, ht_strerror(r));
+			fprintf(stderr, "heaptrail: %s: %s\n", HT_TEXT(path), ht_strerror(r));
 		ht_trace_free(t);
 		return 1;
 	}
 	ht_model_t *m = NULL;
 	if ((r = ht_model_build_timed(t, &tl_buckets, tl_buckets ? 1 : 0, &m))) {
-		fprintf(stderr, "heaptrail: %s: %s\n", path, ht_strerror(r));
+		fprintf(stderr, "heaptrail: %s: %s\n", HT_TEXT(path), ht_strerror(r));
 		ht_trace_free(t);
 		return 1;
 	}
@@ -360,10 +360,10 @@ static int load_model(const char *path, size_t tl_buckets, ht_trace_t **tp, ht_m
 		fprintf(stderr, "heaptrail: warning: %s: the zstd frame at file offset %" PRIu64
 				" fails its checksum: a byte changed after the trace was written; "
 				"figures from decompressed offset %" PRIu64 " on may be wrong\n",
-			path, t->checksum_file_offset, t->checksum_body_offset);
+			HT_TEXT(path), t->checksum_file_offset, t->checksum_body_offset);
 	if (t->error)
-		fprintf(stderr, "heaptrail: warning: %s: %s; reporting the records complete before it\n", path,
-			t->message);
+		fprintf(stderr, "heaptrail: warning: %s: %s; reporting the records complete before it\n",
+			HT_TEXT(path), HT_TEXT(t->message));
 	*tp = t;
 	*mp = m;
 	return 0;
@@ -497,7 +497,7 @@ static int cmd_report(int argc, char **argv)
 	if ((by_tag || to.name || functions) && t->have_summary) {
 		fprintf(stderr, "heaptrail: %s is a summary trace (heaptrail run --summary): it keeps "
 				"totals per site, not the events that %s needs\n",
-			path, functions ? "--functions" : by_tag ? "--by-tag" : "--tag");
+			HT_TEXT(path), functions ? "--functions" : by_tag ? "--by-tag" : "--tag");
 		ht_model_free(m);
 		ht_trace_free(t);
 		return 1;
@@ -505,7 +505,7 @@ static int cmd_report(int argc, char **argv)
 
 	ht_fn_profile_t *fp = NULL;
 	if (functions && (r = ht_fn_build(t, &fp))) {
-		fprintf(stderr, "heaptrail: %s: %s\n", path, ht_strerror(r));
+		fprintf(stderr, "heaptrail: %s: %s\n", HT_TEXT(path), ht_strerror(r));
 		ht_model_free(m);
 		ht_trace_free(t);
 		return 1;
@@ -514,7 +514,7 @@ static int cmd_report(int argc, char **argv)
 	 * tag view was asked for (it then says the trace has none) */
 	ht_marks_t *mk = NULL;
 	if ((by_tag || to.name || (!functions && t->nmark_events)) && (r = ht_marks_build(t, &mk))) {
-		fprintf(stderr, "heaptrail: %s: %s\n", path, ht_strerror(r));
+		fprintf(stderr, "heaptrail: %s: %s\n", HT_TEXT(path), ht_strerror(r));
 		ht_fn_free(fp);
 		ht_model_free(m);
 		ht_trace_free(t);
@@ -566,13 +566,14 @@ static int cmd_report(int argc, char **argv)
 		r = -errno;
 	/* on stderr too, as for --functions below */
 	if (!r && (by_tag || no_tag) && mk->tag_events == 0)
-		fprintf(stderr, "heaptrail: %s: %s\n", path, ht_marks_no_tags_msg);
+		fprintf(stderr, "heaptrail: %s: %s\n", HT_TEXT(path), ht_marks_no_tags_msg);
 	else if (no_tag)
-		fprintf(stderr, "heaptrail: %s: no allocations carry the tag '%s'\n", path, to.name);
+		fprintf(stderr, "heaptrail: %s: no allocations carry the tag '%s'\n", HT_TEXT(path),
+			HT_TEXT(to.name));
 	/* the message on stderr too: a script reading stdout for numbers
 	 * should not have to parse the report to learn it got none */
 	if (functions && !r && fp->nthreads == 0)
-		fprintf(stderr, "heaptrail: %s: %s\n", path, ht_fn_no_events_msg);
+		fprintf(stderr, "heaptrail: %s: %s\n", HT_TEXT(path), ht_fn_no_events_msg);
 	ht_fn_free(fp);
 	ht_marks_free(mk);
 	if (have_lk)
@@ -625,7 +626,7 @@ static int cmd_leaks(int argc, char **argv)
 		/* growth is live bytes over time: "no growth" would be a guess */
 		fprintf(stderr, "heaptrail: %s is a summary trace (heaptrail run --summary): it keeps "
 				"totals per site, not the events that --growth needs\n",
-			path);
+			HT_TEXT(path));
 		ht_supp_free(&supps);
 		ht_model_free(m);
 		ht_trace_free(t);
@@ -641,7 +642,7 @@ static int cmd_leaks(int argc, char **argv)
 		r = ht_report_growth_json(stdout, m, sym);
 		fputs("}\n", stdout);
 	} else if (!r && growth) {
-		printf("heaptrail growth suspects: %s\n", path);
+		printf("heaptrail growth suspects: %s\n", HT_TEXT(path));
 		r = ht_report_growth_text(stdout, m, sym, top);
 		fputc('\n', stdout);
 	} else if (!r && json) {
@@ -665,7 +666,7 @@ static int cmd_leaks(int argc, char **argv)
 		}
 		fputs("}\n", stdout);
 	} else if (!r) {
-		printf("heaptrail leaks: %s\n", path);
+		printf("heaptrail leaks: %s\n", HT_TEXT(path));
 		r = ht_report_leaks_text(stdout, m, sym, &lk, top, show_reachable);
 		if (!r)
 			r = ht_report_checks_text(stdout, m, sym);
@@ -845,7 +846,7 @@ static int cmd_convert(int argc, char **argv)
 	if (out_path && stat(out_path, &out_st) == 0 && stat(path, &in_st) == 0 &&
 	    in_st.st_dev == out_st.st_dev && in_st.st_ino == out_st.st_ino) {
 		fprintf(stderr, "heaptrail: convert: -o %s is the trace itself: not overwritten\n",
-			out_path);
+			HT_TEXT(out_path));
 		return 1;
 	}
 	ht_model_t *m = NULL;
@@ -855,7 +856,7 @@ static int cmd_convert(int argc, char **argv)
 		fprintf(stderr,
 			"heaptrail: %s is a summary trace (heaptrail run --summary): it holds totals per "
 			"site, not the events that %s shows; convert it to pprof, folded or flamegraph\n",
-			path, fmt->name);
+			HT_TEXT(path), fmt->name);
 		ht_model_free(m);
 		ht_trace_free(t);
 		return 1;
@@ -865,7 +866,7 @@ static int cmd_convert(int argc, char **argv)
 		fprintf(stderr,
 			"heaptrail: %s is a %s: it does not tell temporary allocations, which "
 			"--cost temporary needs\n",
-			path, t->have_summary ? "summary trace (heaptrail run --summary)"
+			HT_TEXT(path), t->have_summary ? "summary trace (heaptrail run --summary)"
 					      : "sampled trace (heaptrail run --sample-rate)");
 		ht_model_free(m);
 		ht_trace_free(t);
@@ -873,7 +874,7 @@ static int cmd_convert(int argc, char **argv)
 	}
 	FILE *out = stdout;
 	if (out_path && !(out = fopen(out_path, "wb"))) {
-		fprintf(stderr, "heaptrail: cannot write %s: %s\n", out_path, strerror(errno));
+		fprintf(stderr, "heaptrail: cannot write %s: %s\n", HT_TEXT(out_path), strerror(errno));
 		ht_model_free(m);
 		ht_trace_free(t);
 		return 1;

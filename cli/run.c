@@ -278,10 +278,15 @@ static size_t read_manifest(const char *path, entry_t **out)
 /* A path as the user would type it: relative to the cwd when below it. */
 static const char *display_path(const char *p, const char *cwd)
 {
+	/* escaped (safe.h): the trace's name holds the program's; for messages
+	 * only, in a few buffers used in turn */
+	static char shown[4][HT_TEXT_LEN];
+	static unsigned next;
 	size_t n = strlen(cwd);
 	if (n > 1 && !strncmp(p, cwd, n) && p[n] == '/')
-		return p + n + 1;
-	return p;
+		p += n + 1;
+	next = (next + 1) % 4;
+	return ht_text_safe(shown[next], sizeof(shown[next]), p);
 }
 
 /* Above this size the summary comes from the agent's own counts: replaying
@@ -336,7 +341,7 @@ static void summary_sites(const ht_model_t *m, const char *path, const char *sho
 		fprintf(stderr, "heaptrail: cannot write the JSON summary of %s: %s\n", shown,
 			ht_strerror(r));
 	else
-		fprintf(stderr, "\nheaptrail: JSON summary written to %s%s\n", jpath,
+		fprintf(stderr, "\nheaptrail: JSON summary written to %s%s\n", HT_TEXT(jpath),
 			strcmp(jpath + strlen(jpath) - 5, ".json") ? " (the .json name was taken)" : "");
 	free(jpath);
 	ht_symbolizer_free(sym);
@@ -415,7 +420,7 @@ static void print_summary(const entry_t *ent, const char *shown, ht_supp_list_t 
 	int r = ht_reader_load_file(path, NULL, &t);
 	if (r < 0) {
 		fprintf(stderr, "heaptrail: cannot read %s: %s\n", shown,
-			t && t->message[0] ? t->message : ht_strerror(r));
+			t && t->message[0] ? HT_TEXT(t->message) : ht_strerror(r));
 		ht_trace_free(t);
 		return;
 	}
@@ -427,7 +432,7 @@ static void print_summary(const entry_t *ent, const char *shown, ht_supp_list_t 
 	}
 	print_totals(&m->totals, m->sample_rate ? t->sample_rate : 0, t->have_summary);
 	if (t->error)
-		fprintf(stderr, "heaptrail: warning: %s\n", t->message);
+		fprintf(stderr, "heaptrail: warning: %s\n", HT_TEXT(t->message));
 	if (t->ending == HT_ENDING_CUT_SHORT && !ent->lost)
 		fputs("heaptrail: warning: the agent did not see the program end (a raw "
 		      "exit_group system call, as Go programs make, or a signal the agent "
@@ -515,7 +520,7 @@ static char *report_traces(const char *manifest, pid_t child, const char *output
 	if (n == 0) {
 		if (errors_seen)
 			fprintf(stderr, "heaptrail: no trace was written: the agent could not create "
-					"%s\n", first_error);
+					"%s\n", HT_TEXT(first_error));
 		else
 			fputs("heaptrail: no trace was written (a statically linked program, a setuid "
 			      "one run by another user, or one that clears LD_PRELOAD, cannot be "
@@ -534,20 +539,20 @@ static char *report_traces(const char *manifest, pid_t child, const char *output
 		fprintf(stderr, "heaptrail: note: %s defines its own malloc: the program's "
 				"allocations go there, not through libc, and heaptrail sees none "
 				"of them\n",
-			ent[main_i].own_malloc);
+			HT_TEXT(ent[main_i].own_malloc));
 	if (ent[main_i].bypass)
 		fprintf(stderr, "heaptrail: note: %s bound to a malloc and free other than the "
 				"program's (loaded with RTLD_DEEPBIND, or by dlmopen): heaptrail "
 				"sees none of its allocations and frees, and a block of the "
 				"program's that it frees shows as a leak\n",
-			ent[main_i].bypass);
+			HT_TEXT(ent[main_i].bypass));
 	/* its last image exec'd one that opened no trace (a failed exec goes
 	 * on recording, and ends the trace as usual) */
 	if (ent[main_i].exec_target && !ent[main_i].ended)
 		fprintf(stderr, "heaptrail: note: the program executed %s, which was not traced "
 				"(statically linked, or LD_PRELOAD removed from its environment); "
 				"the figures above end there\n",
-			ent[main_i].exec_target);
+			HT_TEXT(ent[main_i].exec_target));
 	if (n == 1) {
 		/* -o names an existing file: the agent never overwrites it, and a
 		 * report of that name would show an older run */
@@ -560,7 +565,7 @@ static char *report_traces(const char *manifest, pid_t child, const char *output
 			moved = strncmp(ent[0].path, want, k) == 0 && ent[0].path[k] == '.';
 		}
 		fprintf(stderr, "heaptrail: trace written to %s%s%s%s\n", display_path(ent[0].path, cwd),
-			moved ? " (" : "", moved ? output : "", moved ? " already existed)" : "");
+			moved ? " (" : "", moved ? HT_TEXT(output) : "", moved ? " already existed)" : "");
 	} else {
 		/* a shell script can fork hundreds of processes: list a few */
 		fprintf(stderr, "heaptrail: %zu traces written (forked children and exec'd images):\n",
@@ -704,19 +709,20 @@ int ht_run(const ht_run_opts_t *o)
 	bool signaled = false;
 	if (got == (ssize_t)sizeof(err) && err) {
 		if (err == -ENOENT && !strchr(o->argv[0], '/')) /* searched in PATH, as a shell says */
-			fprintf(stderr, "heaptrail: %s: command not found\n", o->argv[0]);
+			fprintf(stderr, "heaptrail: %s: command not found\n", HT_TEXT(o->argv[0]));
 		else
-			fprintf(stderr, "heaptrail: cannot run %s: %s\n", o->argv[0], strerror(-err));
+			fprintf(stderr, "heaptrail: cannot run %s: %s\n", HT_TEXT(o->argv[0]),
+				strerror(-err));
 		unlink(manifest);
 		return err == -ENOENT ? 127 : err == -EACCES || err == -ENOEXEC ? 126 : 127;
 	}
 	if (WIFEXITED(status)) {
 		ret = WEXITSTATUS(status);
-		fprintf(stderr, "heaptrail: %s exited with status %d\n", o->argv[0], ret);
+		fprintf(stderr, "heaptrail: %s exited with status %d\n", HT_TEXT(o->argv[0]), ret);
 	} else if (WIFSIGNALED(status)) {
 		int sig = WTERMSIG(status);
 		const char *abbr = sigabbrev_np(sig);
-		fprintf(stderr, "heaptrail: %s was killed by signal %d%s%s%s\n", o->argv[0], sig,
+		fprintf(stderr, "heaptrail: %s was killed by signal %d%s%s%s\n", HT_TEXT(o->argv[0]), sig,
 			abbr ? " (SIG" : "", abbr ? abbr : "", abbr ? ")" : "");
 		ret = 128 + sig;
 		signaled = true;

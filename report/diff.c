@@ -92,7 +92,9 @@ static void print_side(FILE *out, const ht_diff_t *d, int side)
 {
 	const ht_diff_side_t *sd = &d->side[side];
 	const ht_trace_t *t = sd->m->trace;
-	fprintf(out, "  %-10s  %s\n  %-10s  ", side_name[side], sd->path, "");
+	fprintf(out, "  %-10s  ", side_name[side]);
+	ht_text_put(out, sd->path);
+	fprintf(out, "\n  %-10s  ", "");
 	ht_report_command_text(out, t);
 	fprintf(out, " (pid %" PRIu64 ", ", t->pid);
 	ht_report_ending_text(out, t);
@@ -208,7 +210,11 @@ int ht_report_diff_text(FILE *out, const ht_diff_t *d, size_t top)
 	if (!top)
 		top = DEFAULT_TOP;
 
-	fprintf(out, "heaptrail diff: %s -> %s\n", d->side[0].path, d->side[1].path);
+	fputs("heaptrail diff: ", out);
+	ht_text_put(out, d->side[0].path);
+	fputs(" -> ", out);
+	ht_text_put(out, d->side[1].path);
+	fputc('\n', out);
 	print_side(out, d, HT_DIFF_BASE);
 	print_side(out, d, HT_DIFF_NEW);
 	size_t count[4] = { 0 }; /* changed, new, gone, same */
@@ -235,8 +241,11 @@ int ht_report_diff_text(FILE *out, const ht_diff_t *d, size_t top)
 	char w[8][HT_WARN_LEN];
 	for (int s = 0; s < 2; s++) {
 		size_t nw = ht_report_warnings(d->side[s].m, w, 8);
-		for (size_t i = 0; i < nw; i++)
-			fprintf(out, "%sWARNING: %s: %s\n", i ? "" : "\n", side_name[s], w[i]);
+		for (size_t i = 0; i < nw; i++) {
+			fprintf(out, "%sWARNING: %s: ", i ? "" : "\n", side_name[s]);
+			ht_text_put(out, w[i]);
+			fputc('\n', out);
+		}
 	}
 
 	print_totals(out, d);

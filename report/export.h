@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "model.h"
+#include "safe.h"
 #include "symbolize.h"
 
 /* What a stack is weighed by, for the formats with one cost (--cost). */

@@ -206,45 +206,8 @@ static void node_colour(const node_t *n, const char *exe, char *buf, size_t len)
 
 /* ---- XML output -------------------------------------------------------------------- */
 
-/* Length of the valid UTF-8 sequence at p, or 0. */
-static size_t utf8_len(const unsigned char *p)
-{
-	if (p[0] < 0x80)
-		return 1;
-	size_t n = (p[0] & 0xe0) == 0xc0 ? 2 : (p[0] & 0xf0) == 0xe0 ? 3 : (p[0] & 0xf8) == 0xf0 ? 4 : 0;
-	if (n == 0 || (n == 2 && p[0] < 0xc2) || (n == 4 && p[0] > 0xf4))
-		return 0;
-	for (size_t i = 1; i < n; i++)
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-	return n;
-}
-
-/* Text and attribute values: markup escaped, control characters and invalid
- * UTF-8 replaced, so the file stays well-formed XML whatever the names. */
-static void xml(FILE *out, const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	while (*p) {
-		size_t l = utf8_len(p);
-		if (*p == '&')
-			fputs("&amp;", out);
-		else if (*p == '<')
-			fputs("&lt;", out);
-		else if (*p == '>')
-			fputs("&gt;", out);
-		else if (*p == '"')
-			fputs("&quot;", out);
-		else if (*p < 0x20 || l == 0)
-			fputc('?', out);
-		else {
-			fwrite(p, 1, l, out);
-			p += l;
-			continue;
-		}
-		p++;
-	}
-}
+/* Names, paths and the command go through ht_xml_put (safe.h): the file stays
+ * well-formed XML whatever their bytes. */
 
 static const char *cost_unit(ht_cost_t c)
 {
@@ -321,7 +284,7 @@ static void write_frame(FILE *out, const tree_t *t, uint32_t i, double y, const 
 	double pct = total ? 100.0 * (double)n->value / (double)total : 0;
 
 	fprintf(out, "<g class=\"frame%s\" data-name=\"", i == 0 ? " root" : "");
-	xml(out, label);
+	ht_xml_put(out, label);
 	fprintf(out, "\" data-value=\"%" PRIu64 "\" data-self=\"%" PRIu64 "\" data-depth=\"%u\""
 		" data-x=\"%.3f\" data-w=\"%.3f\" data-where=\"",
 		n->value, n->self, n->depth, n->x, n->w);
@@ -337,13 +300,13 @@ static void write_frame(FILE *out, const tree_t *t, uint32_t i, double y, const 
 	} else if (n->module) {
 		snprintf(where, sizeof(where), "%s", n->module);
 	}
-	xml(out, where);
+	ht_xml_put(out, where);
 	fputs("\"><title>", out);
-	xml(out, label);
+	ht_xml_put(out, label);
 	fprintf(out, "\n%s %s (%.2f%%)", ht_fmt_count(num, n->value), cost_unit(cost), pct);
 	if (where[0]) {
 		fputc('\n', out);
-		xml(out, where);
+		ht_xml_put(out, where);
 	}
 	fprintf(out, "</title><rect x=\"%.3f\" y=\"%.1f\" width=\"%.3f\" height=\"%.1f\" fill=\"%s\" rx=\"2\"/>"
 		"<text x=\"%.3f\" y=\"%.1f\"></text></g>\n",
@@ -507,9 +470,9 @@ int ht_export_flamegraph(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 	/* title: the cost and the program; subtitle: the trace's totals */
 	fputs("<text class=\"title\" id=\"title\" x=\"600\" y=\"24\" text-anchor=\"middle\">"
 	      "heaptrail flame graph: ", out);
-	xml(out, cost_unit(cost));
+	ht_xml_put(out, cost_unit(cost));
 	fputs(" \xe2\x80\x94 ", out);
-	xml(out, tr->argc ? tr->argv[0] : exe ? exe : "?");
+	ht_xml_put(out, tr->argc ? tr->argv[0] : exe ? exe : "?");
 	fputs("</text>\n<text class=\"sub\" id=\"subtitle\" x=\"600\" y=\"44\" text-anchor=\"middle\">", out);
 	char g[HT_FMT_LEN];
 	/* samples and summaries cannot tell temporaries: "?" as in the report */
@@ -546,7 +509,7 @@ int ht_export_flamegraph(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 			MIN_WIDTH);
 	if (o && o->trace_path) {
 		fputs(" \xe2\x80\x94 ", out);
-		xml(out, o->trace_path);
+		ht_xml_put(out, o->trace_path);
 	}
 	fputs("</text>\n", out);
 

@@ -12,7 +12,8 @@
  * Names: the function; a frame the symbolizer could not name becomes
  * "module+0xoffset" (module basename, file-relative address), or "0xADDR"
  * with no module. The format has no escaping, so ';' (the separator) becomes
- * ':' and control characters (newlines would end the line) become ' '.
+ * ':', and names are escaped as the text report's are (safe.h: a newline
+ * would end the line, an ESC reach the terminal of whoever reads the file).
  * Lines are sorted by cost, largest first, then by text: deterministic.
  */
 #include <errno.h>
@@ -39,18 +40,21 @@ static int sb_add(sbuf_t *b, const char *s, size_t n)
 	return 0;
 }
 
-/* Append one frame name with the separator and line breaks replaced. */
+/* Append one frame name, escaped, with the separator replaced. */
 static int sb_name(sbuf_t *b, const char *s)
 {
-	size_t start = b->len;
-	if (sb_add(b, s, strlen(s)))
+	size_t start = b->len, need = ht_text_len(s) + 1;
+	bool safe = ht_text_is_safe(s);
+	char *tmp = safe ? NULL : malloc(need);
+	if (!safe && !tmp)
 		return -ENOMEM;
-	for (char *c = b->p + start; *c; c++) {
+	int e = sb_add(b, safe ? s : ht_text_safe(tmp, need, s), need - 1);
+	free(tmp);
+	if (e)
+		return -ENOMEM;
+	for (char *c = b->p + start; *c; c++)
 		if (*c == ';')
 			*c = ':';
-		else if ((unsigned char)*c < 0x20 || *c == 0x7f)
-			*c = ' ';
-	}
 	return 0;
 }
 

@@ -205,7 +205,7 @@ static int cell_width(tw_t *w, const ht_fn_node_t *n)
 	uint32_t d = n->depth - 1;
 	int ind = 2 * (int)(d < MAX_INDENT_DEPTH ? d : MAX_INDENT_DEPTH);
 	int mark = d >= MAX_INDENT_DEPTH ? snprintf(NULL, 0, "[%u] ", n->depth) : 0;
-	return ind + mark + (int)strlen(node_name(w, n));
+	return ind + mark + (int)ht_text_len(node_name(w, n));
 }
 
 /* Widen the name column to the widest row below node ni (capped, so one
@@ -241,7 +241,8 @@ static void print_node(tw_t *w, uint32_t ni)
 	int used = fprintf(out, "  %*s", ind, "") - 2;
 	if (d >= MAX_INDENT_DEPTH)
 		used += fprintf(out, "[%u] ", n->depth);
-	used += fprintf(out, "%s", node_name(w, n));
+	ht_text_put(out, node_name(w, n));
+	used += (int)ht_text_len(node_name(w, n));
 	fprintf(out, "%*s  %10s %14s %14s", used < w->col ? w->col - used : 0, "",
 		ht_fmt_count(a, n->calls), fmt_time(b, n->total_ns, w->unit),
 		fmt_time(c, n->self_ns, w->unit));
@@ -287,9 +288,11 @@ static void print_thread(tw_t *w, const ht_fn_thread_t *th)
 	FILE *out = w->out;
 
 	fprintf(out, "\nthread %" PRIu64, tt->tid);
-	if (tt->name && tt->name[0])
-		fprintf(out, " (%s)", tt->name);
-	else if (tt->tid == t->pid)
+	if (tt->name && tt->name[0]) {
+		fputs(" (", out);
+		ht_text_put(out, tt->name);
+		fputc(')', out);
+	} else if (tt->tid == t->pid)
 		fputs(" (main)", out);
 	fprintf(out, ": %s call%s, %s %s recorded\n", ht_fmt_count(a, th->enters),
 		th->enters == 1 ? "" : "s",
@@ -346,11 +349,14 @@ static void print_top(tw_t *w, bool by_count, size_t *idx)
 			w->err = -ENOMEM;
 			break;
 		}
-		fprintf(out, "  %4zu  %12s %10s %12s  %s", i + 1, ht_fmt_size(a, f->own_bytes),
-			ht_fmt_count(b, f->own_allocs), ht_fmt_count(c, f->calls),
-			w->names.name[ni]);
-		if (w->names.file[ni])
-			fprintf(out, "  %s:%d", w->names.file[ni], w->names.line[ni]);
+		fprintf(out, "  %4zu  %12s %10s %12s  ", i + 1, ht_fmt_size(a, f->own_bytes),
+			ht_fmt_count(b, f->own_allocs), ht_fmt_count(c, f->calls));
+		ht_text_put(out, w->names.name[ni]);
+		if (w->names.file[ni]) {
+			fputs("  ", out);
+			ht_text_put(out, w->names.file[ni]);
+			fprintf(out, ":%d", w->names.line[ni]);
+		}
 		fputc('\n', out);
 	}
 }
@@ -367,8 +373,10 @@ int ht_report_functions_text(FILE *out, const ht_fn_profile_t *p, ht_symbolizer_
 	char a[HT_FMT_LEN], b[HT_FMT_LEN];
 
 	fputs("heaptrail function profile", out);
-	if (o->trace_path)
-		fprintf(out, " of %s", o->trace_path);
+	if (o->trace_path) {
+		fputs(" of ", out);
+		ht_text_put(out, o->trace_path);
+	}
 	fprintf(out, " (pid %" PRIu64 ")\n", t->pid);
 	if (!p->nthreads) {
 		fprintf(out, "%s\n", ht_fn_no_events_msg);

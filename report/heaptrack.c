@@ -328,18 +328,10 @@ static uint32_t str_index(hk_t *h, const char *s)
 {
 	if (!s || !*s)
 		return 0;
-	/* one line per string: no newlines inside (heaptrack reads lines) */
+	/* escaped (safe.h): one line per string, as heaptrack reads lines, and
+	 * nothing heaptrack_print would pass to a terminal */
 	char buf[4096];
-	size_t n = strlen(s);
-	const char *use = s;
-	if (strpbrk(s, "\n\r")) {
-		if (n >= sizeof(buf))
-			n = sizeof(buf) - 1;
-		for (size_t i = 0; i < n; i++)
-			buf[i] = (s[i] == '\n' || s[i] == '\r') ? ' ' : s[i];
-		buf[n] = 0;
-		use = buf;
-	}
+	const char *use = ht_text_is_safe(s) ? s : ht_text_safe(buf, sizeof(buf), s);
 	bool added;
 	uint32_t k = strtab_get(&h->strings, use, &added);
 	if (!k)
@@ -645,11 +637,10 @@ static void write_header(hk_t *h)
 	for (size_t i = 0; i < n; i++) {
 		if (i)
 			fputc(' ', h->out);
-		for (const char *p = t->argv[i]; *p; p++)
-			fputc(*p == '\n' || *p == '\r' ? ' ' : *p, h->out);
+		ht_text_put(h->out, t->argv[i]);
 	}
 	if (!n)
-		fputs(t->exe_path && t->exe_path[0] ? t->exe_path : "?", h->out);
+		ht_text_put(h->out, t->exe_path && t->exe_path[0] ? t->exe_path : "?");
 	/* heaptrail does not record the machine's memory size: 0 pages */
 	fprintf(h->out, "\nI %" PRIx64 " 0\n", h->page);
 }

@@ -2,8 +2,7 @@
  *
  * Fields of the contract never change meaning; later additions only add
  * fields. Unknown values are null, never made up. Strings go through
- * json_str, which emits valid JSON for any bytes: control characters are
- * escaped and invalid UTF-8 becomes U+FFFD.
+ * ht_json_str (safe.h), which emits valid JSON for any bytes.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -15,80 +14,6 @@
 #include "timeline.h"
 #include "trace_format.h"
 #include "util.h"
-
-/* Length of the valid UTF-8 sequence at p (n bytes left), or 0 if invalid:
- * rejects overlong forms, surrogates and code points above U+10FFFF. */
-static size_t utf8_len(const unsigned char *p, size_t n)
-{
-	unsigned c = p[0];
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		return n >= 2 && (p[1] & 0xc0) == 0x80 ? 2 : 0;
-	if (c >= 0xe0 && c <= 0xef) {
-		if (n < 3 || (p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80)
-			return 0;
-		if (c == 0xe0 && p[1] < 0xa0)
-			return 0; /* overlong */
-		if (c == 0xed && p[1] >= 0xa0)
-			return 0; /* UTF-16 surrogate */
-		return 3;
-	}
-	if (c >= 0xf0 && c <= 0xf4) {
-		if (n < 4 || (p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80 ||
-		    (p[3] & 0xc0) != 0x80)
-			return 0;
-		if (c == 0xf0 && p[1] < 0x90)
-			return 0; /* overlong */
-		if (c == 0xf4 && p[1] >= 0x90)
-			return 0; /* above U+10FFFF */
-		return 4;
-	}
-	return 0;
-}
-
-/* A JSON string, or null for NULL (report.h). */
-void ht_json_str(FILE *out, const char *s)
-{
-	if (!s) {
-		fputs("null", out);
-		return;
-	}
-	const unsigned char *p = (const unsigned char *)s;
-	size_t n = strlen(s);
-	fputc('"', out);
-	while (n > 0) {
-		unsigned c = *p;
-		if (c == '"' || c == '\\') {
-			fputc('\\', out);
-			fputc((int)c, out);
-		} else if (c == '\n') {
-			fputs("\\n", out);
-		} else if (c == '\t') {
-			fputs("\\t", out);
-		} else if (c == '\r') {
-			fputs("\\r", out);
-		} else if (c < 0x20) {
-			fprintf(out, "\\u%04x", c);
-		} else if (c < 0x80) {
-			fputc((int)c, out);
-		} else {
-			size_t l = utf8_len(p, n);
-			if (l == 0) {
-				fputs("\\ufffd", out);
-				l = 1;
-			} else {
-				fwrite(p, 1, l, out);
-			}
-			p += l;
-			n -= l;
-			continue;
-		}
-		p++;
-		n--;
-	}
-	fputc('"', out);
-}
 
 void ht_json_frames(FILE *out, const ht_frame_t *f, long n)
 {

@@ -149,10 +149,14 @@ int ht_report_leaks_text_labeled(FILE *out, const ht_model_t *m, ht_symbolizer_t
 			np == 1 ? "" : "s");
 		for (size_t i = 0; l->supps && i < l->supps->n; i++) {
 			const ht_supp_t *s = &l->supps->s[i];
-			if (s->blocks)
-				fprintf(out, "  %10s B in %6s %-6s  leak:%s  (%s)\n",
-					ht_fmt_count(a, s->bytes), ht_fmt_count(b, s->blocks),
-					ht_blocks_word(s->blocks), s->pattern, s->origin);
+			if (!s->blocks)
+				continue;
+			fprintf(out, "  %10s B in %6s %-6s  leak:", ht_fmt_count(a, s->bytes),
+				ht_fmt_count(b, s->blocks), ht_blocks_word(s->blocks));
+			ht_text_put(out, s->pattern);
+			fputs("  (", out);
+			ht_text_put(out, s->origin);
+			fputs(")\n", out);
 		}
 	}
 	return e;
@@ -169,13 +173,17 @@ static void site_leaf(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, uint
 	}
 	const ht_frame_t *f = &(*frames)[0];
 	if (f->function)
-		fputs(f->function, out);
+		ht_text_put(out, f->function);
 	else
 		fprintf(out, "0x%" PRIx64, f->address);
-	if (f->file && f->line > 0)
-		fprintf(out, "  %s:%d", f->file, f->line);
-	else if (f->module)
-		fprintf(out, "  in %s", f->module);
+	if (f->file && f->line > 0) {
+		fputs("  ", out);
+		ht_text_put(out, f->file);
+		fprintf(out, ":%d", f->line);
+	} else if (f->module) {
+		fputs("  in ", out);
+		ht_text_put(out, f->module);
+	}
 }
 
 int ht_report_checks_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym)

@@ -36,8 +36,9 @@ int ht_report_by_tag_text(FILE *out, const ht_marks_t *mk, const char *trace_pat
 		return -ENOMEM;
 	size_t n = ht_marks_sort_tags(mk, idx);
 	char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN], d[HT_FMT_LEN];
-	fprintf(out, "heaptrail report --by-tag%s%s\n", trace_path ? ": " : "",
-		trace_path ? trace_path : "");
+	fprintf(out, "heaptrail report --by-tag%s", trace_path ? ": " : "");
+	ht_text_put(out, trace_path);
+	fputc('\n', out);
 	char title[96];
 	snprintf(title, sizeof(title), "ALLOCATIONS BY TAG (%zu tag%s)", mk->ntags - 1,
 		 mk->ntags == 2 ? "" : "s");
@@ -47,7 +48,7 @@ int ht_report_by_tag_text(FILE *out, const ht_marks_t *mk, const char *trace_pat
 	/* the tag column fits the longest name, within reason */
 	int col = 8;
 	for (size_t i = 0; i < n; i++) {
-		size_t l = strlen(mk->tags[idx[i]].name);
+		size_t l = ht_text_len(mk->tags[idx[i]].name);
 		if (l > (size_t)col && l <= 40)
 			col = (int)l;
 	}
@@ -56,9 +57,11 @@ int ht_report_by_tag_text(FILE *out, const ht_marks_t *mk, const char *trace_pat
 	uint64_t ta = 0, tb = 0, tlb = 0, tly = 0;
 	for (size_t i = 0; i < n; i++) {
 		const ht_tag_stat_t *g = &mk->tags[idx[i]];
-		fprintf(out, "  %-*s %13s %16s %13s %16s\n", col, g->name,
-			ht_fmt_count(a, g->allocations), ht_fmt_count(b, g->bytes_allocated),
-			ht_fmt_count(c, g->live_blocks), ht_fmt_count(d, g->live_bytes));
+		fputs("  ", out);
+		ht_text_pad(out, g->name, col);
+		fprintf(out, " %13s %16s %13s %16s\n", ht_fmt_count(a, g->allocations),
+			ht_fmt_count(b, g->bytes_allocated), ht_fmt_count(c, g->live_blocks),
+			ht_fmt_count(d, g->live_bytes));
 		ta += g->allocations;
 		tb += g->bytes_allocated;
 		tlb += g->live_blocks;
@@ -147,25 +150,29 @@ static char *stack_key(const ht_model_t *m, ht_symbolizer_t *sym, const ht_tag_s
 	for (long i = 0; i < n; i++) {
 		const ht_frame_t *f = &(*frames)[i];
 		long mi;
+		/* escaped here: tabs and newlines separate the key's fields */
 		if (f->function)
-			fputs(f->function, mem);
+			ht_text_put(mem, f->function);
 		else if (!f->module)
 			fprintf(mem, "0x%" PRIx64, f->address);
 		else
 			fputs("??", mem);
 		fputc('\t', mem);
-		if (f->file && f->line > 0)
-			fprintf(mem, "%s:%d", f->file, f->line);
-		else if (f->file)
-			fputs(f->file, mem);
-		else if (f->module && (mi = ht_trace_module_for(m->trace, f->address,
-							      ts->first_time)) >= 0)
+		if (f->file && f->line > 0) {
+			ht_text_put(mem, f->file);
+			fprintf(mem, ":%d", f->line);
+		} else if (f->file) {
+			ht_text_put(mem, f->file);
+		} else if (f->module && (mi = ht_trace_module_for(m->trace, f->address,
+								ts->first_time)) >= 0) {
 			/* module+offset: tells frames apart without symbols, for addr2line */
-			fprintf(mem, "in %s+0x%" PRIx64, f->module,
-				f->address - m->trace->modules[mi].bias);
-		else if (f->module)
-			fprintf(mem, "in %s", f->module);
-		else
+			fputs("in ", mem);
+			ht_text_put(mem, f->module);
+			fprintf(mem, "+0x%" PRIx64, f->address - m->trace->modules[mi].bias);
+		} else if (f->module) {
+			fputs("in ", mem);
+			ht_text_put(mem, f->module);
+		} else
 			fputs("in an unknown module", mem);
 		fputs(f->inlined ? "  (inlined)\n" : "\n", mem);
 	}
@@ -223,18 +230,26 @@ int ht_report_tag_text(FILE *out, const ht_model_t *m, const ht_marks_t *mk,
 		       ht_symbolizer_t *sym, const ht_tag_report_opts_t *o)
 {
 	char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN], d[HT_FMT_LEN];
-	fprintf(out, "heaptrail report --tag %s%s%s\n", o->name, o->trace_path ? ": " : "",
-		o->trace_path ? o->trace_path : "");
+	fputs("heaptrail report --tag ", out);
+	ht_text_put(out, o->name);
+	fputs(o->trace_path ? ": " : "", out);
+	ht_text_put(out, o->trace_path);
+	fputc('\n', out);
 	const ht_tag_stat_t *g = ht_marks_find_tag(mk, o->name);
 	if (!g || !g->allocations) {
-		fprintf(out, "\n  no allocations carry the tag '%s'", o->name);
+		fputs("\n  no allocations carry the tag '", out);
+		ht_text_put(out, o->name);
+		fputc('\'', out);
 		if (mk->tag_events == 0) {
 			fprintf(out, ": %s\n", ht_marks_no_tags_msg);
 		} else {
 			fputs("; the tags are:", out);
-			for (size_t i = 1; i < mk->ntags; i++)
-				if (mk->tags[i].allocations)
-					fprintf(out, " %s", mk->tags[i].name);
+			for (size_t i = 1; i < mk->ntags; i++) {
+				if (mk->tags[i].allocations) {
+					fputc(' ', out);
+					ht_text_put(out, mk->tags[i].name);
+				}
+			}
 			fputc('\n', out);
 		}
 		return ferror(out) ? -EIO : -ENOENT;
@@ -280,7 +295,9 @@ int ht_report_tag_text(FILE *out, const ht_model_t *m, const ht_marks_t *mk,
 			kept++;
 		size_t top = o->top ? o->top : DEFAULT_TOP;
 		size_t shown = kept < top ? kept : top;
-		fprintf(out, "  tag         %s\n", g->name);
+		fputs("  tag         ", out);
+		ht_text_put(out, g->name);
+		fputc('\n', out);
 		fprintf(out, "  allocations %s, %s B; %s still live at the end (%s B)\n",
 			ht_fmt_count(a, g->allocations), ht_fmt_count(b, g->bytes_allocated),
 			ht_fmt_count(c, g->live_blocks), ht_fmt_count(d, g->live_bytes));
@@ -334,7 +351,7 @@ int ht_report_phases_text(FILE *out, const ht_marks_t *mk)
 	ht_report_rule(out, title);
 	int col = 8;
 	for (size_t i = 0; i < n; i++) {
-		size_t l = strlen(mk->phases[idx[i]].name);
+		size_t l = ht_text_len(mk->phases[idx[i]].name);
 		if (l > (size_t)col && l <= 40)
 			col = (int)l;
 	}
@@ -348,10 +365,11 @@ int ht_report_phases_text(FILE *out, const ht_marks_t *mk)
 		char sn[HT_FMT_LEN + 2];
 		snprintf(sn, sizeof(sn), "%s%s", net > 0 ? "+" : net < 0 ? "-" : "",
 			 ht_fmt_count(d, mag));
-		fprintf(out, "  %-*s %9s %13s %16s %18s %16s%s\n", col, p->name,
-			ht_fmt_count(a, p->entered), ht_fmt_count(b, p->allocations),
-			ht_fmt_count(c, p->bytes_allocated), sn, ht_fmt_count(e, p->peak_inside),
-			p->open_at_end ? "  *" : "");
+		fputs("  ", out);
+		ht_text_pad(out, p->name, col);
+		fprintf(out, " %9s %13s %16s %18s %16s%s\n", ht_fmt_count(a, p->entered),
+			ht_fmt_count(b, p->allocations), ht_fmt_count(c, p->bytes_allocated), sn,
+			ht_fmt_count(e, p->peak_inside), p->open_at_end ? "  *" : "");
 		open += p->open_at_end;
 	}
 	fputs("\n  Allocations and bytes: made by the thread while the phase was open on it,"

@@ -175,16 +175,8 @@ static void tree_free(tree_t *t)
 
 /* ---- writing ------------------------------------------------------------------------ */
 
-/* Text on one line: the format is line based. */
-/* One line of text: control characters (line breaks, escapes a terminal
- * would act on when ms_print shows the line) become spaces. */
-static void put_clean(FILE *out, const char *s)
-{
-	for (; *s; s++)
-		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? ' ' : *s, out);
-}
-
-/* A frame as massif labels it: "0xADDR: function (file:line)". */
+/* A frame as massif labels it: "0xADDR: function (file:line)". Names are
+ * escaped (safe.h): the format is line based, and ms_print shows them. */
 static void put_label(FILE *out, const node_t *n)
 {
 	switch (n->kind) {
@@ -202,16 +194,16 @@ static void put_label(FILE *out, const node_t *n)
 	}
 	const ht_frame_t *f = &n->f;
 	fprintf(out, "0x%" PRIX64 ": ", f->address);
-	put_clean(out, f->function ? f->function : "???");
+	ht_text_put(out, f->function ? f->function : "???");
 	if (f->file) {
 		fputs(" (", out);
-		put_clean(out, f->file);
+		ht_text_put(out, f->file);
 		if (f->line > 0)
 			fprintf(out, ":%d", f->line);
 		fputc(')', out);
 	} else if (f->module) {
 		fputs(" (in ", out);
-		put_clean(out, f->module);
+		ht_text_put(out, f->module);
 		fputc(')', out);
 	}
 }
@@ -318,10 +310,10 @@ int ht_export_massif(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 		for (size_t i = 0; i < t->argc; i++) {
 			if (i)
 				fputc(' ', out);
-			put_clean(out, t->argv[i]);
+			ht_text_put(out, t->argv[i]);
 		}
 	} else {
-		put_clean(out, t->exe_path && t->exe_path[0] ? t->exe_path : "(unknown)");
+		ht_text_put(out, t->exe_path && t->exe_path[0] ? t->exe_path : "(unknown)");
 	}
 	fputs("\ntime_unit: ms\n", out);
 

@@ -87,8 +87,9 @@ int ht_report_pools_text(FILE *out, const ht_model_t *m)
 		"resets", "destroyed", "live blocks", "live bytes");
 	for (size_t i = 0; i < m->npools; i++) {
 		const ht_pool_stat_t *p = &m->pools[i];
-		fprintf(out, "  %-20s %12s %14s %7s %10s %12s %14s\n",
-			pool_name(t, p, nb, sizeof(nb)), ht_fmt_count(a, p->allocations),
+		fputs("  ", out);
+		ht_text_pad(out, pool_name(t, p, nb, sizeof(nb)), 20);
+		fprintf(out, " %12s %14s %7s %10s %12s %14s\n", ht_fmt_count(a, p->allocations),
 			ht_fmt_count(b, p->bytes_allocated), ht_fmt_count(c, p->resets),
 			p->destroyed ? "yes" : "no", ht_fmt_count(d, p->live_blocks),
 			ht_fmt_count(e, p->live_bytes));
@@ -111,16 +112,18 @@ int ht_report_snapshots_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sy
 	for (size_t i = 0; i < m->nsnapshots && !err; i++) {
 		const ht_snapshot_t *sn = &m->snapshots[i];
 		const char *sname = name_of(t, sn->name_id, "signal", nb, sizeof(nb));
-		fprintf(out, "  %-16s %10s %14s %12s ", *sname ? sname : "(unnamed)",
-			ht_fmt_duration(a, sn->time), ht_fmt_count(b, sn->live_bytes),
-			ht_fmt_count(c, sn->live_blocks));
+		fputs("  ", out);
+		ht_text_pad(out, *sname ? sname : "(unnamed)", 16);
+		fprintf(out, " %10s %14s %12s ", ht_fmt_duration(a, sn->time),
+			ht_fmt_count(b, sn->live_bytes), ht_fmt_count(c, sn->live_blocks));
 		if (!sn->ntop)
 			fputs(" (nothing live)", out);
 		for (size_t k = 0; k < sn->ntop; k++) {
 			if ((err = site_label(m, sym, sn->top[k].site, lab, sizeof(lab), &frames, &cap)))
 				break;
-			fprintf(out, "%s %s (%s B)", k ? ";" : "", lab,
-				ht_fmt_count(a, sn->top[k].live_bytes));
+			fputs(k ? "; " : " ", out);
+			ht_text_put(out, lab); /* what it adds to the names is plain */
+			fprintf(out, " (%s B)", ht_fmt_count(a, sn->top[k].live_bytes));
 		}
 		fputc('\n', out);
 	}

@@ -112,11 +112,28 @@ typedef struct builder {
 	size_t cap_labels;
 } builder_t;
 
-/* Index of s in the string table, adding a copy if new. <0 on -ENOMEM. */
+static int64_t str_index_safe(builder_t *b, const char *s);
+
+/* Index of s in the string table, adding a copy if new. <0 on -ENOMEM.
+ * Strings are escaped as the text report's are (safe.h): protobuf wants
+ * valid UTF-8 in strings, and `pprof -top` prints them to a terminal. */
 static int64_t str_index(builder_t *b, const char *s)
 {
 	if (!s)
 		s = "";
+	if (ht_text_is_safe(s))
+		return str_index_safe(b, s);
+	size_t need = ht_text_len(s) + 1;
+	char *esc = malloc(need);
+	if (!esc)
+		return -ENOMEM;
+	int64_t i = str_index_safe(b, ht_text_safe(esc, need, s));
+	free(esc);
+	return i;
+}
+
+static int64_t str_index_safe(builder_t *b, const char *s)
+{
 	uint64_t h = ht_fnv1a(s);
 	for (;; h++) { /* equal hashes: probe the next hash value */
 		uint32_t i = ht_map_get(&b->str_by_hash, h);

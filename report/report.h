@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "model.h"
+#include "safe.h"
 #include "symbolize.h"
 
 struct ht_leaks;
@@ -96,11 +97,6 @@ int ht_report_diff_json(FILE *out, const struct ht_diff *d);
  * lines (at most max); each is a static or buf-backed string. */
 #define HT_WARN_LEN 700
 size_t ht_report_warnings(const ht_model_t *m, char buf[][HT_WARN_LEN], size_t max);
-
-/* Writes s as a JSON string: control characters escaped, bytes that are not
- * valid UTF-8 (names and paths from ELF files are raw bytes) replaced by
- * U+FFFD; null for NULL. Shared by every JSON-producing writer. */
-void ht_json_str(FILE *out, const char *s);
 
 /* Writes frames as the JSON array of FRAME objects (docs/JSON.md). */
 void ht_json_frames(FILE *out, const ht_frame_t *f, long n);

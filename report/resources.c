@@ -62,23 +62,26 @@ static void print_stack(FILE *out, const ht_trace_t *t, uint64_t when, const ht_
 	long shown = n > MAX_TEXT_FRAMES ? MAX_TEXT_FRAMES : n;
 	int col = 0;
 	for (long i = 0; i < shown; i++) {
-		int l = f[i].function ? (int)strlen(f[i].function) : 2;
+		int l = f[i].function ? (int)ht_text_len(f[i].function) : 2;
 		if (l > col && l <= 48)
 			col = l;
 	}
 	for (long i = 0; i < shown; i++) {
-		fprintf(out, "     %-*s  ", col, f[i].function ? f[i].function : "??");
-		if (f[i].file && f[i].line > 0)
-			fprintf(out, "%s:%d", f[i].file, f[i].line);
-		else if (f[i].file)
-			fputs(f[i].file, out);
-		else if (f[i].module) {
+		fputs("     ", out);
+		ht_text_pad(out, f[i].function ? f[i].function : "??", col);
+		fputs("  ", out);
+		if (f[i].file && f[i].line > 0) {
+			ht_text_put(out, f[i].file);
+			fprintf(out, ":%d", f[i].line);
+		} else if (f[i].file) {
+			ht_text_put(out, f[i].file);
+		} else if (f[i].module) {
 			/* module+offset, what addr2line takes, not the address */
 			long mi = ht_trace_module_for(t, f[i].address, when);
-			fprintf(out, "in %s+0x%" PRIx64, f[i].module,
-				f[i].address - (mi >= 0 ? t->modules[mi].bias : 0));
-		}
-		else
+			fputs("in ", out);
+			ht_text_put(out, f[i].module);
+			fprintf(out, "+0x%" PRIx64, f[i].address - (mi >= 0 ? t->modules[mi].bias : 0));
+		} else
 			fprintf(out, "0x%" PRIx64, f[i].address);
 		fputs(f[i].inlined ? "  (inlined)\n" : "\n", out);
 	}
@@ -129,9 +132,11 @@ int ht_report_resources_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sy
 	}
 	if (r->nkinds) { /* only kinds with handles held */
 		fprintf(out, "\n  handles still held at %s: %" PRIu64, when, r->handles_held);
-		for (size_t k = 0; k < r->nkinds; k++)
-			fprintf(out, "%s%s %" PRIu64, k ? ", " : " (", r->kinds[k].name ? r->kinds[k].name : "?",
-				r->kinds[k].held);
+		for (size_t k = 0; k < r->nkinds; k++) {
+			fputs(k ? ", " : " (", out);
+			ht_text_put(out, r->kinds[k].name ? r->kinds[k].name : "?");
+			fprintf(out, " %" PRIu64, r->kinds[k].held);
+		}
 		fputs(")\n", out);
 	}
 	for (size_t k = 0; k < r->nkinds && !err; k++) {
@@ -144,10 +149,11 @@ int ht_report_resources_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sy
 				err = (int)n;
 				break;
 			}
-			fprintf(out, "\n  %" PRIu64 " handle%s of kind %s still held (of %" PRIu64
-				" acquired, %" PRIu64 " released)\n",
-				s->count, s->count == 1 ? "" : "s", hk->name ? hk->name : "?", hk->acquired,
-				hk->released);
+			fprintf(out, "\n  %" PRIu64 " handle%s of kind ", s->count,
+				s->count == 1 ? "" : "s");
+			ht_text_put(out, hk->name ? hk->name : "?");
+			fprintf(out, " still held (of %" PRIu64 " acquired, %" PRIu64 " released)\n",
+				hk->acquired, hk->released);
 			print_stack(out, t, s->first_time, frames ? frames + first : NULL, n - first);
 		}
 	}

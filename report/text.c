@@ -110,14 +110,15 @@ void ht_report_rule(FILE *out, const char *title)
 void ht_report_command_text(FILE *out, const ht_trace_t *t)
 {
 	if (t->argc == 0) {
-		fputs(t->exe_path && t->exe_path[0] ? t->exe_path : "(unknown)", out);
+		ht_text_put(out, t->exe_path && t->exe_path[0] ? t->exe_path : "(unknown)");
 		return;
 	}
 	size_t col = 14;
 	for (size_t i = 0; i < t->argc; i++) {
 		const char *a = t->argv[i];
-		bool quote = !a[0] || strpbrk(a, " \t\n'\"\\$`*?;&|<>()") != NULL;
-		size_t len = strlen(a) + (quote ? 2 : 0) + (i ? 1 : 0);
+		bool quote = !a[0] || strpbrk(a, " \t\n'\"\\$`*?;&|<>()") != NULL ||
+			     !ht_text_is_safe(a);
+		size_t len = ht_text_len(a) + (quote ? 2 : 0) + (i ? 1 : 0);
 		if (col + len > 300) { /* keep a giant command line from flooding */
 			fputs(" ...", out);
 			return;
@@ -126,11 +127,13 @@ void ht_report_command_text(FILE *out, const ht_trace_t *t)
 			fputc(' ', out);
 		if (quote) {
 			fputc('\'', out);
-			for (const char *p = a; *p; p++) {
-				if (*p == '\'')
+			for (const char *p = a, *q; *p; p = q) {
+				q = strchrnul(p, '\'');
+				ht_text_putn(out, p, (size_t)(q - p));
+				if (*q == '\'') {
 					fputs("'\\''", out);
-				else
-					fputc((unsigned char)*p < 0x20 ? '?' : *p, out);
+					q++;
+				}
 			}
 			fputc('\'', out);
 		} else {
@@ -162,7 +165,8 @@ void ht_report_ending_text(FILE *out, const ht_trace_t *t)
 		fputs("the agent stopped recording before the end", out);
 		break;
 	case HT_ENDING_EXEC:
-		fprintf(out, "replaced itself by exec of %s", t->exec_path ? t->exec_path : "?");
+		fputs("replaced itself by exec of ", out);
+		ht_text_put(out, t->exec_path ? t->exec_path : "?");
 		break;
 	case HT_ENDING_CUT_SHORT:
 		fputs("unknown: the trace has no END record", out);
@@ -200,12 +204,9 @@ static bool is_runtime_frame(const ht_frame_t *f)
 
 static void frame_function(const ht_frame_t *f, char *buf, size_t len)
 {
-	if (f->function) {
-		size_t n = strlen(f->function);
-		if (n > MAX_FUNC_LEN)
-			snprintf(buf, len, "%.*s...", MAX_FUNC_LEN - 3, f->function);
-		else
-			snprintf(buf, len, "%s", f->function);
+	if (f->function) { /* escaped, longer ones cut with "..." */
+		char tmp[MAX_FUNC_LEN + 1];
+		snprintf(buf, len, "%s", ht_text_safe(tmp, sizeof(tmp), f->function));
 	} else if (f->module) {
 		snprintf(buf, len, "??"); /* the location names module+offset */
 	} else {
@@ -217,18 +218,19 @@ static void frame_function(const ht_frame_t *f, char *buf, size_t len)
 static void frame_location(textctx_t *c, const ht_site_t *s, const ht_frame_t *f, char *buf,
 			   size_t len)
 {
+	char tmp[4096];
 	if (f->file && f->line > 0) {
-		snprintf(buf, len, "%s:%d", f->file, f->line);
+		snprintf(buf, len, "%s:%d", ht_text_safe(tmp, sizeof(tmp), f->file), f->line);
 	} else if (f->file) {
-		snprintf(buf, len, "%s", f->file);
+		snprintf(buf, len, "%s", ht_text_safe(tmp, sizeof(tmp), f->file));
 	} else if (f->module) {
 		const ht_trace_t *t = c->m->trace;
 		long mi = ht_trace_module_for(t, f->address, s->first_time);
+		const char *mod = ht_text_safe(tmp, sizeof(tmp), ht_base_name(f->module));
 		if (mi >= 0)
-			snprintf(buf, len, "in %s+0x%" PRIx64, ht_base_name(f->module),
-				 f->address - t->modules[mi].bias);
+			snprintf(buf, len, "in %s+0x%" PRIx64, mod, f->address - t->modules[mi].bias);
 		else
-			snprintf(buf, len, "in %s", ht_base_name(f->module));
+			snprintf(buf, len, "in %s", mod);
 	} else {
 		snprintf(buf, len, "in an unknown module");
 	}
@@ -521,8 +523,9 @@ int ht_report_text_leaks(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 		return -ENOMEM;
 	}
 
-	fprintf(out, "heaptrail report%s%s\n", o && o->trace_path ? ": " : "",
-		o && o->trace_path ? o->trace_path : "");
+	fprintf(out, "heaptrail report%s", o && o->trace_path ? ": " : "");
+	ht_text_put(out, o ? o->trace_path : NULL);
+	fputc('\n', out);
 	fputs("  program     ", out);
 	ht_report_command_text(out, t);
 	fprintf(out, "\n  process     pid %" PRIu64, t->pid);
@@ -549,8 +552,11 @@ int ht_report_text_leaks(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 	size_t nw = ht_report_warnings(m, w, 8);
 	if (nw)
 		fputc('\n', out);
-	for (size_t i = 0; i < nw; i++)
-		fprintf(out, "WARNING: %s\n", w[i]);
+	for (size_t i = 0; i < nw; i++) {
+		fputs("WARNING: ", out);
+		ht_text_put(out, w[i]);
+		fputc('\n', out);
+	}
 
 	print_summary(out, m);
 	if (t->have_summary)

@@ -308,19 +308,11 @@ static void summary_sites(const ht_model_t *m, const char *path, const char *sho
 			snprintf(jpath, len, "%s.json.%u", path, i);
 		else
 			snprintf(jpath, len, "%s.json", path);
-		int fd = open(jpath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (fd < 0) {
-			err = errno;
-			if (err != EEXIST && err != ELOOP)
-				break;
-			continue;
-		}
-		f = fdopen(fd, "w");
-		if (!f) {
-			err = errno;
-			close(fd);
+		int r = 0;
+		f = ht_open_output(jpath, false, 0600, NULL, &r);
+		err = -r;
+		if (!f && r != -EEXIST && r != -HT_ESYMLINK)
 			break;
-		}
 	}
 	/* the leaks as `heaptrail report --format json` gives them: with the
 	 * suppressions (built-in and the user's) applied */

@@ -395,6 +395,33 @@ def t_no_symlink_existing(t):
     check_new_trace(t, tr, {out.resolve(), victim.resolve(), out.absolute()}, "symlink to a file")
 
 
+def t_convert_no_symlink(t):
+    """convert -o never writes through a symbolic link (it replaced the
+    file the link pointed to), and replaces a regular file named by -o."""
+    tr = heaptrail_run([prog("exit3")], outdir=t.tmp, out_name="c.ht")
+    t.need(tr.out_path.exists(), "no trace: %s" % tail(tr.proc.err))
+    victim = t.tmp / "victim"
+    victim.write_bytes(b"do not touch\n")
+    link = t.tmp / "out.folded"
+    os.symlink(victim, link)
+    r = run([HT, "convert", "--format", "folded", "-o", link, tr.out_path], 60)
+    t.check(r.rc != 0, "convert -o onto a symlink: exit status 0")
+    t.check("symbolic link" in text(r.err), "no clear message: %s" % tail(r.err))
+    t.eq("the link's target", b"do not touch\n", victim.read_bytes())
+    t.check(os.path.islink(link), "the symlink was replaced")
+    dangling = t.tmp / "dangling.folded"
+    os.symlink(t.tmp / "nowhere", dangling)
+    r = run([HT, "convert", "--format", "folded", "-o", dangling, tr.out_path], 60)
+    t.check(r.rc != 0 and not (t.tmp / "nowhere").exists(),
+            "convert -o onto a dangling symlink created its target: %s" % r.describe())
+    plain = t.tmp / "plain.folded"
+    plain.write_bytes(b"old content, longer than the new one will be " * 40)
+    r = run([HT, "convert", "--format", "folded", "-o", plain, tr.out_path], 60)
+    want = run([HT, "convert", "--format", "folded", tr.out_path], 60)
+    t.eq("convert -o onto a regular file: exit status", 0, r.rc)
+    t.eq("the file replaced by the export", want.out, plain.read_bytes())
+
+
 def t_report_cli(t):
     """The report CLI in use is the ASan build (or says why not)."""
     t.check(report_cli().name == "heaptrail" and "asan" in str(report_cli()),
@@ -662,4 +689,5 @@ TESTS = [
     ("trace.no_clobber", t_no_clobber),
     ("trace.no_symlink_dangling", t_no_symlink_dangling),
     ("trace.no_symlink_existing", t_no_symlink_existing),
+    ("cli.convert_no_symlink", t_convert_no_symlink),
 ]

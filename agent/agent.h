@@ -41,6 +41,11 @@ extern _Atomic int ht_state;
 /* Options (agent/options.c), read once from HEAPTRAIL_OPTIONS. */
 extern char ht_opt_output[4096];
 extern char ht_opt_manifest[4096];
+/* manifest_run=PID:SIG:DEV:INO: heaptrail run's pid, the signal it takes
+ * when a trace could not be added to the manifest, and the manifest's
+ * identity (device, inode), which a descriptor or the path must show
+ * before the agent writes or signals; all 0 without it. */
+extern uint64_t ht_opt_manifest_run[4];
 extern unsigned ht_opt_depth;
 extern bool ht_opt_unwind_fp;
 extern bool ht_opt_follow_fork;

@@ -11,6 +11,7 @@
 
 char ht_opt_output[4096] = "heaptrail.%n.%p.ht";
 char ht_opt_manifest[4096];
+uint64_t ht_opt_manifest_run[4];
 unsigned ht_opt_depth = 64;
 bool ht_opt_unwind_fp;
 bool ht_opt_follow_fork = true;
@@ -58,6 +59,28 @@ static bool parse_uint(const char *v, size_t len, unsigned long *out)
 	return true;
 }
 
+/* n unsigned 64-bit numbers separated by ':', all present; false if not. */
+static bool parse_u64s(const char *v, size_t len, uint64_t *out, unsigned n)
+{
+	unsigned k = 0;
+	size_t i = 0;
+	while (k < n) {
+		uint64_t r = 0;
+		size_t from = i;
+		for (; i < len && v[i] >= '0' && v[i] <= '9'; i++) {
+			if (r > (UINT64_MAX - 9) / 10)
+				return false;
+			r = r * 10 + (uint64_t)(v[i] - '0');
+		}
+		if (i == from)
+			return false;
+		out[k++] = r;
+		if (k < n && (i >= len || v[i++] != ':'))
+			return false;
+	}
+	return i == len;
+}
+
 static void copy_value(char *dst, size_t cap, const char *v, size_t len)
 {
 	if (len >= cap)
@@ -83,6 +106,14 @@ static bool set_option(const char *k, size_t klen, const char *v, size_t vlen)
 		if (!vlen)
 			return false;
 		copy_value(ht_opt_manifest, sizeof ht_opt_manifest, v, vlen);
+	} else if (key_is(k, klen, "manifest_run")) {
+		/* pid:signal:dev:inode (agent.h) */
+		uint64_t f[4];
+		if (!parse_u64s(v, vlen, f, 4) || !f[0] || f[0] > INT32_MAX || f[1] < 1 ||
+		    f[1] > 64 || f[1] == SIGKILL || f[1] == SIGSTOP)
+			return false;
+		for (unsigned i = 0; i < 4; i++)
+			ht_opt_manifest_run[i] = f[i];
 	} else if (key_is(k, klen, "depth")) {
 		if (!parse_uint(v, vlen, &u) || u < 1 || u > HT_MAX_DEPTH)
 			return false;

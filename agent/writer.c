@@ -528,16 +528,101 @@ static int create_exclusive(char *path, size_t cap)
 /* The path of the open trace, for the manifest's END line. */
 static char out_path[4096 + 16];
 
+/* heaptrail run's manifest, kept open from the first line on: a fork child
+ * inherits the descriptor, so a child whose trace took its last free
+ * descriptor (a program that lowered RLIMIT_NOFILE) still lists it. Moved
+ * high and close-on-exec like the trace's (an exec'd image opens its own);
+ * when it cannot be moved high it would take a number the program counts
+ * on, and is opened for each line instead. A descriptor the program closed
+ * (a daemon closing every one) and maybe reused is never written to, nor
+ * closed: the path is opened again. */
+static _Atomic int man_fd = -1;
+static uint64_t man_dev, man_ino;
+static bool man_id_known;
+
+/* The manifest's identity: given by heaptrail run (manifest_run), else the
+ * first file opened. */
+static bool man_is(const struct stat *st)
+{
+	if (ht_opt_manifest_run[0])
+		return (uint64_t)st->st_dev == ht_opt_manifest_run[2] &&
+		       (uint64_t)st->st_ino == ht_opt_manifest_run[3];
+	if (!man_id_known) {
+		man_dev = (uint64_t)st->st_dev;
+		man_ino = (uint64_t)st->st_ino;
+		man_id_known = true;
+	}
+	return (uint64_t)st->st_dev == man_dev && (uint64_t)st->st_ino == man_ino;
+}
+
+/* A descriptor of the manifest, or -1 with errno set; *transient: the
+ * caller closes it after writing. */
+static int manifest_fd(bool *transient)
+{
+	*transient = false;
+	int held = atomic_load(&man_fd);
+	struct stat st;
+	if (held >= 0 && fstat(held, &st) == 0 && man_is(&st))
+		return held;
+	/* No O_NOFOLLOW: heaptrail run names its descriptor's /proc link, and
+	 * no file is created, only one that exists appended to. */
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, ht_opt_manifest, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) != 0 || !man_is(&st)) {
+		/* not this run's (its pid reused by another process) */
+		syscall(SYS_close, fd);
+		errno = ESTALE;
+		return -1;
+	}
+	int high = ht_fd_move_high(fd);
+	if (high == fd) {
+		*transient = true;
+		return fd;
+	}
+	if (!atomic_compare_exchange_strong(&man_fd, &held, high)) {
+		/* another thread opened one meanwhile */
+		syscall(SYS_close, high);
+		return held;
+	}
+	return high;
+}
+
+/* An opening (or error) line that could not be written: written before the
+ * next line of this process that can be. */
+static char man_pending[4096 + 4096 + 32];
+static pid_t man_pending_pid;
+
+/* Tells heaptrail run that a trace of this process is missing from the
+ * manifest (what 0) or was added after all (1): it then says its list may
+ * be incomplete. Only to the process that holds the manifest, checked by
+ * the path's identity (no descriptor needed), so that no other process
+ * that got run's pid is signalled. */
+static void manifest_notify(int what)
+{
+	const uint64_t *r = ht_opt_manifest_run;
+	struct stat st;
+	if (!r[0] || stat(ht_opt_manifest, &st) != 0 || !man_is(&st))
+		return;
+	sigqueue((pid_t)r[0], (int)r[1], (union sigval){ .sival_int = what });
+}
+
+static bool write_line(int fd, const char *line, size_t n)
+{
+	return syscall(SYS_write, fd, line, n) == (long)n;
+}
+
 /* Appends "pid<TAB>path[<TAB>tail]" to the manifest (heaptrail run's side
- * channel: which traces exist, and the totals of each at its end). */
-static void append_manifest(const char *path, const char *tail)
+ * channel: which traces exist, and the totals of each at its end).
+ * essential: the line that lists the trace (or says it could not be
+ * created); when it cannot be written the user and heaptrail run are told,
+ * and it is tried again with the next line. The others can be lost: run
+ * reads what it needs from the trace instead. */
+static void append_manifest(const char *path, const char *tail, bool essential)
 {
 	if (!ht_opt_manifest[0])
 		return;
-	int fd = (int)syscall(SYS_openat, AT_FDCWD, ht_opt_manifest,
-			      O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return;
+	int e = errno;
 	char line[4096 + 4096 + 32];
 	size_t n = ht_append_u64(line, 0, sizeof line, (uint64_t)ht_pid);
 	n = ht_append_str(line, n, sizeof line, "\t");
@@ -554,9 +639,31 @@ static void append_manifest(const char *path, const char *tail)
 		n = ht_append_str(line, n, sizeof line, tail);
 	}
 	n = ht_append_str(line, n, sizeof line, "\n");
-	ssize_t w = syscall(SYS_write, fd, line, n);
-	(void)w;
-	syscall(SYS_close, fd);
+	bool transient;
+	int fd = manifest_fd(&transient);
+	bool pending = man_pending[0] && man_pending_pid == ht_pid;
+	if (fd >= 0 && pending && write_line(fd, man_pending, ht_strlen(man_pending))) {
+		man_pending[0] = 0;
+		manifest_notify(1);
+		ht_log("the trace is listed for heaptrail run after all: ", path);
+	}
+	bool ok = fd >= 0 && write_line(fd, line, n);
+	int why = fd < 0 ? errno : ok ? 0 : EIO;
+	if (transient)
+		syscall(SYS_close, fd);
+	if (!ok && essential && !man_pending[0]) {
+		ht_strlcpy(man_pending, line, sizeof man_pending);
+		man_pending_pid = ht_pid;
+		char msg[4096 + 64];
+		size_t k = ht_append_str(msg, 0, sizeof msg, path);
+		k = ht_append_str(msg, k, sizeof msg,
+				  why == EMFILE	? " (too many open files)"
+				  : why == ENOENT || why == ESTALE ? " (heaptrail run has ended)"
+								     : " (the list cannot be opened)");
+		ht_log("cannot list this trace for heaptrail run, whose summary may miss it: ", msg);
+		manifest_notify(0);
+	}
+	errno = e;
 }
 
 static void put_string(uint8_t *rec, size_t *n, size_t cap, const char *s, size_t len)
@@ -643,7 +750,7 @@ int ht_writer_open(bool forked)
 		char tail[160];
 		k = ht_append_str(tail, 0, sizeof tail, "error\t");
 		ht_append_str(tail, k, sizeof tail, text);
-		append_manifest(path, tail);
+		append_manifest(path, tail, true);
 		return -1;
 	}
 	struct stat st;
@@ -690,7 +797,7 @@ int ht_writer_open(bool forked)
 	write_all(hdr, sizeof hdr);
 	write_process_record(forked);
 	ht_strlcpy(out_path, path, sizeof out_path);
-	append_manifest(path, NULL);
+	append_manifest(path, NULL, true);
 	return 0;
 }
 
@@ -706,7 +813,7 @@ static void note_field(const char *key, const char *value)
 	for (size_t i = from; i < k; i++)
 		if (tail[i] == '\t' || tail[i] == '\n')
 			tail[i] = ' ';
-	append_manifest(out_path, tail);
+	append_manifest(out_path, tail, false);
 }
 
 void ht_writer_note_own_malloc(const char *object)
@@ -776,7 +883,7 @@ void ht_writer_finish(unsigned how, unsigned status)
 			k = ht_append_u64(tail, k, sizeof tail, fig[i]);
 		}
 	}
-	append_manifest(out_path, tail);
+	append_manifest(out_path, tail, false);
 }
 
 /* In a fork child the inherited descriptor and compressor state belong to

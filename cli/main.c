@@ -807,6 +807,10 @@ static int cmd_convert(int argc, char **argv)
 			if (i + 1 >= argc)
 				return usage_error("convert: %s needs a value", "-o");
 			out_path = argv[++i];
+			/* the standard output by name: not a file to create (and
+			 * /dev/stdout is a symbolic link, which outputs refuse) */
+			if (!strcmp(out_path, "-") || !strcmp(out_path, "/dev/stdout"))
+				out_path = NULL;
 		} else if ((v = opt_value(argc, argv, &i, "--format", &missing)) || missing) {
 			if (missing)
 				return usage_error("convert: %s needs a value", "--format");
@@ -843,7 +847,8 @@ static int cmd_convert(int argc, char **argv)
 
 	ht_trace_t *t = NULL;
 	struct stat in_st, out_st;
-	if (out_path && stat(out_path, &out_st) == 0 && stat(path, &in_st) == 0 &&
+	bool have_in = stat(path, &in_st) == 0;
+	if (out_path && stat(out_path, &out_st) == 0 && have_in &&
 	    in_st.st_dev == out_st.st_dev && in_st.st_ino == out_st.st_ino) {
 		fprintf(stderr, "heaptrail: convert: -o %s is the trace itself: not overwritten\n",
 			HT_TEXT(out_path));
@@ -873,8 +878,13 @@ static int cmd_convert(int argc, char **argv)
 		return 1;
 	}
 	FILE *out = stdout;
-	if (out_path && !(out = fopen(out_path, "wb"))) {
-		fprintf(stderr, "heaptrail: cannot write %s: %s\n", HT_TEXT(out_path), strerror(errno));
+	int oerr = 0;
+	/* the user named it: an existing file is replaced, but not through a
+	 * symbolic link, nor if it is the trace (checked again on the open
+	 * file: the name may have changed meanwhile) */
+	if (out_path && !(out = ht_open_output(out_path, true, 0666, have_in ? &in_st : NULL, &oerr))) {
+		fprintf(stderr, "heaptrail: convert: cannot write %s: %s\n", HT_TEXT(out_path),
+			ht_strerror(oerr));
 		ht_model_free(m);
 		ht_trace_free(t);
 		return 1;

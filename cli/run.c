@@ -2,8 +2,11 @@
  *
  * The agent is found as $HEAPTRAIL_AGENT, else next to this binary (build
  * tree), else in <bindir>/../lib/heaptrail (install tree). The agent appends
- * one `pid<TAB>path` line per trace it opens to a private manifest file, so
- * traces of forked children and exec'd images are found too. While the
+ * one `pid<TAB>path` line per trace it opens to a private manifest, so
+ * traces of forked children and exec'd images are found too. The manifest
+ * has no name (a memfd, or a file unlinked at once): the agent opens it as
+ * /proc/<our pid>/fd/<n>, so nothing is left behind however we end, and it
+ * tells us by a signal (SIG_UNLISTED) of a trace it could not list. While the
  * program runs we ignore SIGINT/SIGQUIT, as a shell does, so that Ctrl-C
  * reaches only the program and we still print the summary afterwards; and
  * we pass SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 sent to us on to the
@@ -21,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -44,6 +48,38 @@ static void forward_signal(int sig)
 	if (forward_to > 0)
 		kill(forward_to, sig);
 	errno = e;
+}
+
+/* The agent's word that a trace of process si_pid is missing from the
+ * manifest (value 0: it could not write the line) or was added after all
+ * (1). The pids of those still missing, and how many. */
+#define SIG_UNLISTED (SIGRTMIN + 1)
+#define MAX_UNLISTED 64
+static volatile pid_t unlisted_pid[MAX_UNLISTED];
+static volatile sig_atomic_t unlisted_more; /* beyond the table */
+
+static void on_unlisted(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)uc;
+	if (si->si_code != SI_QUEUE)
+		return;
+	if (si->si_value.sival_int == 1) {
+		for (size_t i = 0; i < MAX_UNLISTED; i++)
+			if (unlisted_pid[i] == si->si_pid) {
+				unlisted_pid[i] = 0;
+				return;
+			}
+		if (unlisted_more > 0)
+			unlisted_more--;
+		return;
+	}
+	for (size_t i = 0; i < MAX_UNLISTED; i++)
+		if (!unlisted_pid[i]) {
+			unlisted_pid[i] = si->si_pid;
+			return;
+		}
+	unlisted_more++;
 }
 
 /* ---- finding the agent ----------------------------------------------------- */
@@ -92,7 +128,9 @@ static int find_agent(char *buf, size_t len)
 
 /* ---- environment of the child -------------------------------------------------- */
 
-static int setup_env(const ht_run_opts_t *o, const char *agent, const char *manifest)
+/* manifest: the path the agent opens; run_id: manifest_run's value. */
+static int setup_env(const ht_run_opts_t *o, const char *agent, const char *manifest,
+		     const char *run_id)
 {
 	/* LD_PRELOAD splits on spaces and colons: such a path cannot be preloaded */
 	if (strpbrk(agent, " :")) {
@@ -113,15 +151,17 @@ static int setup_env(const ht_run_opts_t *o, const char *agent, const char *mani
 	if (out[0] == '/' || !getcwd(cwd, sizeof(cwd)) || strchr(cwd, ','))
 		cwd[0] = '\0';
 	const char *uopt = getenv("HEAPTRAIL_OPTIONS");
-	size_t olen = strlen(out) + strlen(cwd) + strlen(manifest) + (uopt ? strlen(uopt) : 0) +
+	size_t olen = strlen(out) + strlen(cwd) + strlen(manifest) + strlen(run_id) +
+		      (uopt ? strlen(uopt) : 0) +
 		      (o->break_alloc ? strlen(o->break_alloc) : 0) + 180;
 	char *opts = malloc(olen);
 	if (!opts) {
 		free(pre);
 		return -ENOMEM;
 	}
-	int n = snprintf(opts, olen, "%s%soutput=%s%s%s,manifest=%s", uopt ? uopt : "",
-			 uopt && *uopt ? "," : "", cwd, cwd[0] ? "/" : "", out, manifest);
+	int n = snprintf(opts, olen, "%s%soutput=%s%s%s,manifest=%s,manifest_run=%s",
+			 uopt ? uopt : "", uopt && *uopt ? "," : "", cwd, cwd[0] ? "/" : "", out,
+			 manifest, run_id);
 	if (o->depth)
 		n += snprintf(opts + n, olen - (size_t)n, ",depth=%u", o->depth);
 	if (o->unwind)
@@ -188,13 +228,21 @@ static entry_t *last_entry(entry_t *ent, size_t n, const char *path)
 
 static unsigned errors_seen;	/* "error" lines: traces the agent could not create */
 static char first_error[4096 + 160];
+static long first_error_pid;
 
-static size_t read_manifest(const char *path, entry_t **out)
+static size_t read_manifest(int fd, entry_t **out)
 {
 	*out = NULL;
-	FILE *f = fopen(path, "re");
-	if (!f)
+	/* the agents write through descriptors of their own (O_APPEND): ours
+	 * reads from the start */
+	int rfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	FILE *f = rfd < 0 || lseek(rfd, 0, SEEK_SET) < 0 ? NULL : fdopen(rfd, "r");
+	if (!f) {
+		fprintf(stderr, "heaptrail: cannot read the list of traces: %s\n", strerror(errno));
+		if (rfd >= 0)
+			close(rfd);
 		return 0;
+	}
 	size_t n = 0, cap = 0;
 	char *line = NULL;
 	size_t lcap = 0;
@@ -210,8 +258,10 @@ static size_t read_manifest(const char *path, entry_t **out)
 			/* the agent could not create this trace: said once, at
 			 * the end, if no trace was written at all */
 			*er = '\0';
-			if (!errors_seen++)
+			if (!errors_seen++) {
 				snprintf(first_error, sizeof first_error, "%s: %s", tab + 1, er + 7);
+				first_error_pid = strtol(line, NULL, 10);
+			}
 			continue;
 		}
 		char *om = strstr(tab + 1, "\townmalloc\t");
@@ -313,19 +363,11 @@ static void summary_sites(const ht_model_t *m, const char *path, const char *sho
 			snprintf(jpath, len, "%s.json.%u", path, i);
 		else
 			snprintf(jpath, len, "%s.json", path);
-		int fd = open(jpath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (fd < 0) {
-			err = errno;
-			if (err != EEXIST && err != ELOOP)
-				break;
-			continue;
-		}
-		f = fdopen(fd, "w");
-		if (!f) {
-			err = errno;
-			close(fd);
+		int r = 0;
+		f = ht_open_output(jpath, false, 0600, NULL, &r);
+		err = -r;
+		if (!f && r != -EEXIST && r != -HT_ESYMLINK)
 			break;
-		}
 	}
 	/* the leaks as `heaptrail report --format json` gives them: with the
 	 * suppressions (built-in and the user's) applied */
@@ -446,9 +488,6 @@ static void print_summary(const entry_t *ent, const char *shown, ht_supp_list_t 
 	ht_trace_free(t);
 }
 
-/* Traces listed by name besides the main one. */
-#define MAX_LISTED 8
-
 /* The leak exit code's test on the main trace: true when unsuppressed
  * definite or indirect (or unclassified) leaks remain; their section goes
  * to stderr unless o->no_leak_report. */
@@ -486,30 +525,57 @@ static bool still_running(long pid)
 	return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
 }
 
-/* A trace with neither an end nor an exec in the manifest whose file has
- * no END record either: the process was killed (a debugger's probe child,
- * say). A process that dropped its privileges cannot append to the
- * manifest, so the file has the last word (read only when small). */
-static bool cut_short(const entry_t *e)
+/* How a trace with neither an end nor an exec in the manifest ended, from
+ * its file: killed (no END record: a debugger's probe child, say), or ended
+ * without a word to the manifest (a process that dropped its privileges,
+ * or had no descriptor left for it). Read only when small unless whole:
+ * -1 when unknown. */
+static int file_ending(const entry_t *e, bool whole)
 {
 	struct stat st;
 	if (e->ended || e->exec_target || stat(e->path, &st) != 0)
-		return false;
-	if ((unsigned long long)st.st_size > FULL_SUMMARY_MAX_BYTES)
-		return false; /* unknown: say nothing rather than guess */
+		return -1;
+	if (!whole && (unsigned long long)st.st_size > FULL_SUMMARY_MAX_BYTES)
+		return -1; /* unknown: say nothing rather than guess */
 	ht_trace_t *t = NULL;
-	bool cut = ht_reader_load_file(e->path, NULL, &t) >= 0 && t->ending == HT_ENDING_CUT_SHORT;
+	int ending = ht_reader_load_file(e->path, NULL, &t) >= 0 ? (int)t->ending : -1;
 	ht_trace_free(t);
-	return cut;
+	return ending;
+}
+
+/* Processes whose trace the agent could not list (on_unlisted), and what
+ * is known of them; true if any. */
+static bool say_unlisted(void)
+{
+	char pids[MAX_UNLISTED * 12 + 1];
+	size_t k = 0, n = 0;
+	pids[0] = '\0';
+	for (size_t i = 0; i < MAX_UNLISTED; i++) {
+		pid_t p = unlisted_pid[i];
+		if (!p)
+			continue;
+		n++;
+		k += (size_t)snprintf(pids + k, sizeof pids - k, "%s%ld", k ? ", " : "", (long)p);
+	}
+	size_t more = unlisted_more > 0 ? (size_t)unlisted_more : 0;
+	if (!n && !more)
+		return false;
+	fprintf(stderr, "heaptrail: warning: the list of traces may be incomplete: %zu process%s "
+			"could not add %s trace to it (%s%s%s; the agent said why above)\n",
+		n + more, n + more == 1 ? "" : "es", n + more == 1 ? "its" : "their",
+		n ? "pid " : "", pids, more ? (n ? " and more" : "pids not kept") : "");
+	return true;
 }
 
 /* Prints the summary and the traces' paths. Returns the main trace's path
  * (the caller frees it), or NULL when no trace was written. */
 /* *others: the other traces that ended by exit or _exit (not at an exec,
  * not killed, not still running), for the leak gate; the caller frees. */
-static char *report_traces(const char *manifest, pid_t child, const char *output,
-			   ht_supp_list_t *supps, char ***others, size_t *nothers)
+static char *report_traces(int manifest, pid_t child, const ht_run_opts_t *o,
+			   char ***others, size_t *nothers)
 {
+	const char *output = o->output;
+	ht_supp_list_t *supps = o->supps;
 	*others = NULL;
 	*nothers = 0;
 	entry_t *ent;
@@ -553,6 +619,23 @@ static char *report_traces(const char *manifest, pid_t child, const char *output
 				"(statically linked, or LD_PRELOAD removed from its environment); "
 				"the figures above end there\n",
 			HT_TEXT(ent[main_i].exec_target));
+	/* a process that could not create its trace is not summed up */
+	if (errors_seen)
+		fprintf(stderr, "heaptrail: warning: %u process%s could not create %s trace: pid %ld, "
+				"%s%s\n",
+			errors_seen, errors_seen == 1 ? "" : "es", errors_seen == 1 ? "its" : "their",
+			first_error_pid, HT_TEXT(first_error), errors_seen > 1 ? ", and others" : "");
+	/* a trace the manifest does not say ended: its file does (the leak
+	 * gate needs to know which exited) */
+	int *ending = calloc(n, sizeof *ending);
+	for (size_t i = 0; ending && i < n; i++) {
+		if (i == main_i) {
+			ending[i] = -1; /* summarized above */
+			continue;
+		}
+		bool running = !ent[i].ended && !ent[i].exec_target && still_running(ent[i].pid);
+		ending[i] = running ? -2 : file_ending(&ent[i], o->leak_exitcode >= 0);
+	}
 	if (n == 1) {
 		/* -o names an existing file: the agent never overwrites it, and a
 		 * report of that name would show an older run */
@@ -567,32 +650,29 @@ static char *report_traces(const char *manifest, pid_t child, const char *output
 		fprintf(stderr, "heaptrail: trace written to %s%s%s%s\n", display_path(ent[0].path, cwd),
 			moved ? " (" : "", moved ? HT_TEXT(output) : "", moved ? " already existed)" : "");
 	} else {
-		/* a shell script can fork hundreds of processes: list a few */
+		/* every one: each is a file of the run, and the leak gate
+		 * may name any of them */
 		fprintf(stderr, "heaptrail: %zu traces written (forked children and exec'd images):\n",
 			n);
-		size_t shown = 0;
 		for (size_t i = 0; i < n; i++) {
-			if (i != main_i && shown >= MAX_LISTED)
-				continue;
-			shown += i != main_i;
 			/* a daemon (a child left running) has not ended its
 			 * trace yet: not cut short, and not finished either */
-			bool running = i != main_i && !ent[i].ended && !ent[i].exec_target &&
-				       still_running(ent[i].pid);
+			int how = ending ? ending[i] : -1;
 			fprintf(stderr, "heaptrail:   %s  (pid %ld%s%s)\n", display_path(ent[i].path, cwd),
 				ent[i].pid, i == main_i ? ", summarized above" : "",
-				running ? ", still running: its trace ends when it does"
-				: cut_short(&ent[i]) ? ", cut short: killed?" : "");
+				how == -2 ? ", still running: its trace ends when it does"
+				: how == HT_ENDING_CUT_SHORT ? ", cut short: killed?" : "");
 		}
-		if (n - 1 > MAX_LISTED)
-			fprintf(stderr, "heaptrail:   ... and %zu more, up to %s\n", n - 1 - MAX_LISTED,
-				display_path(ent[n - 1 == main_i ? n - 2 : n - 1].path, cwd));
 	}
 	fprintf(stderr, "heaptrail: heaptrail report %s\n", display_path(ent[main_i].path, cwd));
 	char *main_path = ent[main_i].path;
 	*others = calloc(n, sizeof **others);
 	for (size_t i = 0; i < n; i++) {
-		if (i != main_i && *others && ent[i].ended && !ent[i].exec_target)
+		bool exited = ent[i].ended ? !ent[i].exec_target
+				: ending && (ending[i] == HT_ENDING_EXIT ||
+					     ending[i] == HT_ENDING_UNDERSCORE_EXIT ||
+					     ending[i] == HT_ENDING_SIGNAL);
+		if (i != main_i && *others && exited)
 			(*others)[(*nothers)++] = ent[i].path;
 		else if (i != main_i)
 			free(ent[i].path);
@@ -601,10 +681,35 @@ static char *report_traces(const char *manifest, pid_t child, const char *output
 		free(ent[i].bypass);
 	}
 	free(ent);
+	free(ending);
 	return main_path;
 }
 
 /* ---- running -------------------------------------------------------------------- */
+
+/* The manifest: a file with no name, so that nothing is left behind
+ * however we end (SIGKILL included). A memfd, else a file in $TMPDIR
+ * unlinked at once. Close-on-exec: the agent opens it by its /proc link,
+ * and the program never sees it. */
+static int open_manifest(void)
+{
+	int fd = memfd_create("heaptrail-manifest", MFD_CLOEXEC);
+	if (fd >= 0)
+		return fd;
+	const char *tmp = getenv("TMPDIR");
+	if (!tmp || !*tmp)
+		tmp = "/tmp";
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/heaptrail-manifest-XXXXXX", tmp);
+	fd = mkostemp(path, O_CLOEXEC); /* mode 0600, O_EXCL */
+	if (fd < 0) {
+		fprintf(stderr, "heaptrail: cannot create a temporary file in %s: %s\n", HT_TEXT(tmp),
+			strerror(errno));
+		return -1;
+	}
+	unlink(path);
+	return fd;
+}
 
 int ht_run(const ht_run_opts_t *o)
 {
@@ -612,24 +717,34 @@ int ht_run(const ht_run_opts_t *o)
 	if (find_agent(agent, sizeof(agent)))
 		return 1;
 
-	const char *tmp = getenv("TMPDIR");
-	if (!tmp || !*tmp || strchr(tmp, ','))
-		tmp = "/tmp";
-	char manifest[PATH_MAX];
-	snprintf(manifest, sizeof(manifest), "%s/heaptrail-manifest-XXXXXX", tmp);
-	int mfd = mkstemp(manifest); /* mode 0600, O_EXCL */
-	if (mfd < 0) {
-		fprintf(stderr, "heaptrail: cannot create a temporary file in %s: %s\n", tmp,
-			strerror(errno));
+	int mfd = open_manifest();
+	if (mfd < 0)
+		return 1;
+	/* the agent's way to it, and what it checks before writing or
+	 * signalling: our pid, the signal, the file's identity */
+	char manifest[64], run_id[96];
+	struct stat mst;
+	if (fstat(mfd, &mst)) {
+		fprintf(stderr, "heaptrail: cannot stat the list of traces: %s\n", strerror(errno));
+		close(mfd);
 		return 1;
 	}
-	close(mfd);
+	snprintf(manifest, sizeof manifest, "/proc/%ld/fd/%d", (long)getpid(), mfd);
+	snprintf(run_id, sizeof run_id, "%ld:%d:%llu:%llu", (long)getpid(), SIG_UNLISTED,
+		 (unsigned long long)mst.st_dev, (unsigned long long)mst.st_ino);
+	/* for as long as we live: an agent may signal late (a daemon) */
+	struct sigaction unl;
+	memset(&unl, 0, sizeof unl);
+	unl.sa_sigaction = on_unlisted;
+	unl.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&unl.sa_mask);
+	sigaction(SIG_UNLISTED, &unl, NULL);
 
 	/* exec errors come back through a close-on-exec pipe */
 	int pfd[2];
 	if (pipe2(pfd, O_CLOEXEC) < 0) {
 		fprintf(stderr, "heaptrail: pipe: %s\n", strerror(errno));
-		unlink(manifest);
+		close(mfd);
 		return 1;
 	}
 	struct sigaction ign, old_int, old_quit;
@@ -661,7 +776,7 @@ int ht_run(const ht_run_opts_t *o)
 			sigaction(forwarded[i], &old_fwd[i], NULL);
 		sigprocmask(SIG_SETMASK, &old_mask, NULL);
 		close(pfd[0]);
-		int err = setup_env(o, agent, manifest);
+		int err = setup_env(o, agent, manifest, run_id);
 		if (!err) {
 			execvp(o->argv[0], o->argv);
 			err = -errno;
@@ -679,7 +794,7 @@ int ht_run(const ht_run_opts_t *o)
 		sigprocmask(SIG_SETMASK, &old_mask, NULL);
 		fprintf(stderr, "heaptrail: fork: %s\n", strerror(e));
 		close(pfd[0]);
-		unlink(manifest);
+		close(mfd);
 		return 1;
 	}
 	forward_to = pid;
@@ -713,7 +828,7 @@ int ht_run(const ht_run_opts_t *o)
 		else
 			fprintf(stderr, "heaptrail: cannot run %s: %s\n", HT_TEXT(o->argv[0]),
 				strerror(-err));
-		unlink(manifest);
+		close(mfd);
 		return err == -ENOENT ? 127 : err == -EACCES || err == -ENOEXEC ? 126 : 127;
 	}
 	if (WIFEXITED(status)) {
@@ -731,8 +846,9 @@ int ht_run(const ht_run_opts_t *o)
 	}
 	char **others;
 	size_t nothers;
-	char *main_path = report_traces(manifest, pid, o->output, o->supps, &others, &nothers);
-	unlink(manifest);
+	char *main_path = report_traces(mfd, pid, o, &others, &nothers);
+	close(mfd);
+	bool incomplete = say_unlisted();
 	/* With no trace there was no leak check: a gate that asked for one
 	 * must not pass (a program that failed keeps its own status). */
 	if (!main_path && o->leak_exitcode >= 0 && ret == 0) {
@@ -760,6 +876,15 @@ int ht_run(const ht_run_opts_t *o)
 			fprintf(stderr, "heaptrail: leaks found: exit status %d (--leak-exitcode)\n",
 				o->leak_exitcode);
 			ret = o->leak_exitcode;
+		} else if ((incomplete || errors_seen) && ret == 0) {
+			/* a process with no trace, or one not listed, was not
+			 * checked: "no leaks" would be a guess. As with no trace
+			 * at all, 1: the leak code means leaks were seen. */
+			fprintf(stderr, "heaptrail: no leaks in the traces listed, but %s: exit status 1 "
+					"(--leak-exitcode)\n",
+				incomplete ? "the list may be incomplete"
+					   : "some processes could not create a trace");
+			ret = 1;
 		}
 	}
 	for (size_t i = 0; i < nothers; i++)

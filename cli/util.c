@@ -3,10 +3,13 @@
 #include "util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 const char *ht_strerror(int err)
 {
@@ -19,6 +22,36 @@ const char *ht_strerror(int err)
 	default:
 		return strerror(-err);
 	}
+}
+
+FILE *ht_open_output(const char *path, bool replace, unsigned mode, const struct stat *keep,
+		     int *err)
+{
+	/* no O_TRUNC: the file is checked before anything is lost */
+	int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (replace ? 0 : O_EXCL),
+		      (mode_t)mode);
+	struct stat st;
+	if (fd < 0) {
+		int e = errno;
+		/* ELOOP also means a loop of links further up the path */
+		*err = e == ELOOP && lstat(path, &st) == 0 && S_ISLNK(st.st_mode) ? -HT_ESYMLINK
+		       : e == EEXIST && lstat(path, &st) == 0 && S_ISLNK(st.st_mode) ? -HT_ESYMLINK
+										: -e;
+		return NULL;
+	}
+	int r = 0;
+	if (fstat(fd, &st))
+		r = -errno;
+	else if (keep && st.st_dev == keep->st_dev && st.st_ino == keep->st_ino)
+		r = -HT_ESAME;
+	else if (S_ISREG(st.st_mode) && st.st_size && ftruncate(fd, 0))
+		r = -errno;
+	FILE *f = r ? NULL : fdopen(fd, "wb");
+	if (!f) {
+		*err = r ? r : -errno;
+		close(fd);
+	}
+	return f;
 }
 
 int ht_util_grow(void **ptr, size_t *cap, size_t need, size_t elsize)

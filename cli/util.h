@@ -7,8 +7,10 @@
 #ifndef HEAPTRAIL_UTIL_H
 #define HEAPTRAIL_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 /* CLI error codes, above the errno range. */
@@ -20,7 +22,9 @@
 	X(EZSTD, 4005, "zstd decompression failed")            \
 	X(ETOOBIG, 4006, "trace body exceeds the size limit")  \
 	X(EEMPTY, 4007, "trace holds no process record")       \
-	X(ENOTREG, 4008, "not a regular file (a trace is one)")
+	X(ENOTREG, 4008, "not a regular file (a trace is one)")               \
+	X(ESYMLINK, 4009, "a symbolic link: no output is written through one") \
+	X(ESAME, 4010, "the input itself: not overwritten")
 
 enum ht_errno {
 #define HT_ERRNO_ENUM(name, val, msg) HT_##name = val,
@@ -30,6 +34,19 @@ enum ht_errno {
 
 /* Message for a negative error code (-errno or -HT_E*). Static storage. */
 const char *ht_strerror(int err);
+
+/* Opens path for an output file of the CLI (convert -o, run's JSON
+ * summary), the one policy for all of them: never through a symbolic link
+ * at the last component (-HT_ESYMLINK: a link planted where the output goes
+ * would send it over the file it points to); a new file gets mode (less
+ * the umask); an existing regular file is replaced when the user named it
+ * (replace), else refused (-EEXIST: a name the CLI chose, where another
+ * run's file may be); a device or a FIFO is written as it is. keep: a
+ * file that must not be replaced (the input), checked on the opened file,
+ * -HT_ESAME. Returns the stream, or NULL with *err set. */
+struct stat;
+FILE *ht_open_output(const char *path, bool replace, unsigned mode, const struct stat *keep,
+		     int *err);
 
 /* Make room for need elements of elsize bytes in *ptr (capacity *cap),
  * growing geometrically. Returns 0 or -ENOMEM; *ptr is untouched on error. */

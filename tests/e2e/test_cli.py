@@ -4,7 +4,9 @@ truncated / garbage traces, file mode, no clobbering, no symlink following."""
 import os
 import random
 import re
+import signal
 import subprocess
+import time
 
 import contract
 import tracefile
@@ -395,6 +397,61 @@ def t_no_symlink_existing(t):
     check_new_trace(t, tr, {out.resolve(), victim.resolve(), out.absolute()}, "symlink to a file")
 
 
+def t_killed_run_leaves_nothing(t):
+    """heaptrail run killed by SIGKILL while its program runs leaves no
+    file in TMPDIR (its list of traces was a named temporary file, which
+    only its own unlink removed)."""
+    need_tools(t)
+    tmp = t.tmp / "tmpdir"
+    tmp.mkdir()
+    env = dict(os.environ, TMPDIR=str(tmp))
+    out = t.tmp / "k.ht"
+    p = subprocess.Popen([HT, "run", "-o", str(out), "--", "/bin/sleep", "60"], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not out.exists() and time.monotonic() < deadline and p.poll() is None:
+            time.sleep(0.05)
+        t.check(out.exists(), "the program never started under heaptrail run")
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(timeout=30)
+    finally:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)  # the orphaned sleep
+        except OSError:
+            pass
+        p.wait(timeout=30)
+        p.stderr.close()
+    t.eq("files left in TMPDIR", [], sorted(os.listdir(tmp)))
+
+
+def t_convert_no_symlink(t):
+    """convert -o never writes through a symbolic link (it replaced the
+    file the link pointed to), and replaces a regular file named by -o."""
+    tr = heaptrail_run([prog("exit3")], outdir=t.tmp, out_name="c.ht")
+    t.need(tr.out_path.exists(), "no trace: %s" % tail(tr.proc.err))
+    victim = t.tmp / "victim"
+    victim.write_bytes(b"do not touch\n")
+    link = t.tmp / "out.folded"
+    os.symlink(victim, link)
+    r = run([HT, "convert", "--format", "folded", "-o", link, tr.out_path], 60)
+    t.check(r.rc != 0, "convert -o onto a symlink: exit status 0")
+    t.check("symbolic link" in text(r.err), "no clear message: %s" % tail(r.err))
+    t.eq("the link's target", b"do not touch\n", victim.read_bytes())
+    t.check(os.path.islink(link), "the symlink was replaced")
+    dangling = t.tmp / "dangling.folded"
+    os.symlink(t.tmp / "nowhere", dangling)
+    r = run([HT, "convert", "--format", "folded", "-o", dangling, tr.out_path], 60)
+    t.check(r.rc != 0 and not (t.tmp / "nowhere").exists(),
+            "convert -o onto a dangling symlink created its target: %s" % r.describe())
+    plain = t.tmp / "plain.folded"
+    plain.write_bytes(b"old content, longer than the new one will be " * 40)
+    r = run([HT, "convert", "--format", "folded", "-o", plain, tr.out_path], 60)
+    want = run([HT, "convert", "--format", "folded", tr.out_path], 60)
+    t.eq("convert -o onto a regular file: exit status", 0, r.rc)
+    t.eq("the file replaced by the export", want.out, plain.read_bytes())
+
+
 def t_report_cli(t):
     """The report CLI in use is the ASan build (or says why not)."""
     t.check(report_cli().name == "heaptrail" and "asan" in str(report_cli()),
@@ -662,4 +719,6 @@ TESTS = [
     ("trace.no_clobber", t_no_clobber),
     ("trace.no_symlink_dangling", t_no_symlink_dangling),
     ("trace.no_symlink_existing", t_no_symlink_existing),
+    ("cli.killed_run_leaves_nothing", t_killed_run_leaves_nothing),
+    ("cli.convert_no_symlink", t_convert_no_symlink),
 ]

@@ -22,6 +22,10 @@ checked are then what that rule and the program's construction give.
                        threads (one-time ld.so blocks), not its real leaks
   leaks.exitcode_children  every process that exited counts for
                        --leak-exitcode (a script's leaking child)
+  leaks.exitcode_fd_limit  children forked under a hard RLIMIT_NOFILE of 4
+                       (their trace takes the last descriptor) are listed
+                       and checked; a child that can list nothing makes
+                       the run say so and not pass the gate
   leaks.exitcode       --leak-exitcode and --no-leak-report; a crash keeps
                        its status; suppressed leaks never count
   leaks.break_gdb      --break-alloc under gdb: the stops are at the
@@ -301,6 +305,35 @@ def t_exitcode_children(t):
     t.eq("a script running a program without definite leaks (echo)", 0, tr.proc.rc)
 
 
+def t_exitcode_fd_limit(t):
+    """fork_fd_limit lowers its hard RLIMIT_NOFILE to 4, then forks 3
+    children that leak: each child's trace takes its last descriptor, and
+    the child must still be in heaptrail run's list (it was not: the list
+    was opened for each line, EMFILE, and --leak-exitcode passed)."""
+    need_tools(t)
+    tr = heaptrail_run([PROGS / "fork_fd_limit"], ["--leak-exitcode", "9"], out_name="f.%p.ht")
+    err = text(tr.proc.err)
+    t.eq("leaking children under RLIMIT_NOFILE 4: exit status", 9, tr.proc.rc)
+    files = [p.resolve() for p in tr.files()]
+    t.eq("traces written", 4, len(files))
+    t.eq("traces listed by heaptrail run", sorted(files), sorted(p.resolve() for p in tr.listed()))
+    t.check("4 traces written" in err, "the summary does not count 4 traces: %s" % tail(err, 1500))
+    t.eq("children named by the leak gate", 3, err.count("leaks found in"))
+    t.check("may be incomplete" not in err, "a complete list called incomplete: %s" % tail(err))
+    # closefrom(3) takes the agent's descriptor of the list, and each child
+    # then lowers its limit to 3: no line of a child can be written. The
+    # agent says so, the run says its list may be incomplete, and the gate
+    # does not pass on what it could not see (exit 1, as with no trace).
+    tr = heaptrail_run([PROGS / "fork_fd_limit", "close"], ["--leak-exitcode", "9"],
+                       out_name="c.%p.ht")
+    err = text(tr.proc.err)
+    t.eq("children that cannot be listed: exit status", 1, tr.proc.rc)
+    t.eq("the agent's word for each child", 3, err.count("cannot list this trace for heaptrail run"))
+    t.check(re.search(r"list of traces may be incomplete: 3 processes", err),
+            "the run does not say its list may be incomplete: %s" % tail(err, 1500))
+    t.eq("traces written", 4, len(tr.files()))
+
+
 GDB = shutil.which("gdb")
 
 
@@ -381,6 +414,7 @@ TESTS = [
     ("leaks.builtin", t_builtin),
     ("leaks.exitcode", t_exitcode),
     ("leaks.exitcode_children", t_exitcode_children),
+    ("leaks.exitcode_fd_limit", t_exitcode_fd_limit),
     ("leaks.break_gdb", t_break_gdb),
     ("leaks.growth", t_growth),
 ]

@@ -9,7 +9,7 @@
 
 #include "agent.h"
 
-char ht_opt_output[4096] = "heaptrail.%n.%p.ht";
+char ht_opt_output[4096] = HT_DEFAULT_OUTPUT;
 char ht_opt_manifest[4096];
 unsigned ht_opt_depth = 64;
 bool ht_opt_unwind_fp;

@@ -781,18 +781,38 @@ def t_close_all(t):
 add("run.program_closes_all_descriptors", t_close_all)
 
 
-def t_close_raw(t):
-    """The close_range system call itself, which no hook sees, closes the
-    trace: heaptrail run says the file is incomplete (it used to print the
-    agent's own figures and "trace written" over an empty file)."""
-    need_tools(t)
-    tr = heaptrail_run([PROGS / "close_all", "raw"])
-    t.eq("exit status", 0, tr.proc.rc)
-    t.check("is incomplete: writing it failed" in text(tr.proc.err),
-            "heaptrail run does not say the trace is incomplete: %s" % tail(tr.proc.err))
+CLOSE_TRACE_WAYS = ("close_range", "close_range_cloexec", "sys_close_range",
+                    "sys_close_range_cloexec", "close", "sys_close", "dup2", "dup3",
+                    "sys_dup2", "sys_dup3", "asm_close_range", "asm_close", "asm_reuse")
 
 
-add("run.program_closes_the_trace_by_syscall", t_close_raw)
+def close_trace_test(how):
+    def t_close_trace(t):
+        """The program closes or replaces the trace's descriptor (one way
+        of tests/programs/close_trace.c): the trace is complete all the
+        same, END and all 200,100 allocations, and the agent never writes
+        into a descriptor the program owns. The ways no hook sees (the
+        syscall instruction itself) are met by opening the file again.
+        Before, syscall(SYS_close_range, ...) left a trace without the
+        events after it, and heaptrail run said writing it failed."""
+        need_tools(t)
+        tr = heaptrail_run([PROGS / "close_trace", how], timeout=60)
+        t.need(not tr.proc.timed_out, "timed out: %s" % tr.proc.describe())
+        t.eq("exit status (3: a call on the program's own descriptor failed, 4: its file "
+             "got the agent's bytes)", 0, tr.proc.rc)
+        err = text(tr.proc.err)
+        t.check("closed the trace" not in err and "incomplete" not in err and
+                "cannot write" not in err, "the agent lost its trace: %s" % tail(tr.proc.err))
+        t.need(tr.out_path.exists(), "no trace at %s" % tr.out_path)
+        rep = need_report(t, tr.out_path).data
+        t.eq("ending (END present)", "exit", rep.get("program", {}).get("ending"))
+        t.eq("allocations, frees, bytes, leaked blocks, leaked bytes",
+             (200100, 200093, 4803200, 7, 224), tuple(rep.get("totals", {}).get(k) for k in TOT))
+    return t_close_trace
+
+
+for _how in CLOSE_TRACE_WAYS:
+    add("run.trace_descriptor_survives." + _how, close_trace_test(_how))
 
 
 def t_dtor_exit(t):

@@ -15,7 +15,8 @@
  *
  * Files are created with O_CREAT|O_EXCL|O_NOFOLLOW and mode 0600: never
  * through a symlink, never over an existing file (a numeric suffix is added
- * instead), never readable by other users.
+ * instead), never readable by other users. A directory gets a file inside,
+ * a character device (/dev/null) is written to as it is (create_exclusive).
  */
 #define ZSTD_STATIC_LINKING_ONLY
 #include <errno.h>

@@ -40,6 +40,9 @@ extern _Atomic int ht_state;
 
 /* Options (agent/options.c), read once from HEAPTRAIL_OPTIONS. */
 extern char ht_opt_output[4096];
+/* The trace's name when output= is not given; a directory given as output
+ * gets a file of this name inside it. */
+#define HT_DEFAULT_OUTPUT "heaptrail.%n.%p.ht"
 extern char ht_opt_manifest[4096];
 /* manifest_run=PID:SIG:DEV:INO: heaptrail run's pid, the signal it takes
  * when a trace could not be added to the manifest, and the manifest's
@@ -710,6 +713,9 @@ extern _Atomic int ht_trace_fd;
 /* The program is about to dup2 onto fd, the trace's number: the trace
  * moves to another number first. */
 void ht_writer_move_fd(int fd);
+/* fd names the trace's file (not a number the program closed by a raw
+ * system call and has reused since). */
+bool ht_writer_fd_is_trace(int fd);
 uint64_t ht_read_rss(void);
 
 /* ---- life cycle (agent/lifecycle.c) --------------------------------------- */

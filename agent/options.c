@@ -5,11 +5,12 @@
  * calls that may allocate" rule trivially true. A bad option is reported once
  * on stderr and ignored; the program itself always runs.
  */
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "agent.h"
 
-char ht_opt_output[4096] = "heaptrail.%n.%p.ht";
+char ht_opt_output[4096] = HT_DEFAULT_OUTPUT;
 char ht_opt_manifest[4096];
 uint64_t ht_opt_manifest_run[4];
 unsigned ht_opt_depth = 64;
@@ -203,11 +204,74 @@ static bool set_option(const char *k, size_t klen, const char *v, size_t vlen)
 	return true;
 }
 
+/* path made absolute against the working directory now, in place; false
+ * when it cannot be (no working directory, too long). A pattern's '%' in
+ * the directory is doubled. getcwd by the system call, into the stack. */
+static bool make_absolute(char *path, size_t cap, bool pattern)
+{
+	if (path[0] == '/')
+		return true;
+	char cwd[4096], out[4096];
+	long r = syscall(SYS_getcwd, cwd, sizeof cwd);
+	if (r <= 1 || cwd[0] != '/') /* "(unreachable)/...": outside our root */
+		return false;
+	size_t n = 0;
+	for (const char *c = cwd; *c; c++) {
+		if (n + 3 > sizeof out)
+			return false;
+		if (pattern && *c == '%')
+			out[n++] = '%';
+		out[n++] = *c;
+	}
+	if (n > 1)
+		out[n++] = '/';
+	out[n] = 0;
+	if (ht_append_str(out, n, sizeof out, path) + 1 >= sizeof out ||
+	    ht_strlen(out) + 1 > cap)
+		return false;
+	ht_strlcpy(path, out, cap);
+	return true;
+}
+
+/* HEAPTRAIL_OPTIONS with the output made absolute, for the images this
+ * process execs (the entry's pointer is replaced, nothing allocated). */
+static char output_entry[sizeof "HEAPTRAIL_OPTIONS=" + 8192 + sizeof ",output=" + 4096];
+
+/* A relative output= (or the default name) is relative to the directory
+ * the process starts in, once: a child forked or an image exec'd after a
+ * chdir writes beside its parent's trace. */
+static void output_absolute(void)
+{
+	bool relative = ht_opt_output[0] != '/';
+	if (!make_absolute(ht_opt_output, sizeof ht_opt_output, true))
+		return;
+	if (ht_opt_manifest[0])
+		make_absolute(ht_opt_manifest, sizeof ht_opt_manifest, false);
+	if (!relative)
+		return;
+	for (const char *c = ht_opt_output; *c; c++)
+		if (*c == ',')
+			return; /* cannot be an option's value */
+	static const char key[] = "HEAPTRAIL_OPTIONS=";
+	for (char **e = environ; e && *e; e++) {
+		if (ht_strncmp(*e, key, sizeof key - 1))
+			continue;
+		size_t len = ht_strlcpy(output_entry, *e, sizeof output_entry);
+		len = ht_append_str(output_entry, len, sizeof output_entry, ",output=");
+		len = ht_append_str(output_entry, len, sizeof output_entry, ht_opt_output);
+		if (len + 1 < sizeof output_entry)
+			*e = output_entry;
+		break;
+	}
+}
+
 void ht_options_parse(void)
 {
 	const char *s = env_value("HEAPTRAIL_OPTIONS");
-	if (!s)
+	if (!s) {
+		output_absolute();
 		return;
+	}
 	while (*s) {
 		const char *end = s;
 		while (*end && *end != ',')
@@ -237,6 +301,7 @@ void ht_options_parse(void)
 		ht_log("summary=1 records every allocation: sample_rate ignored", NULL);
 		ht_opt_sample_rate = 0;
 	}
+	output_absolute();
 }
 
 /* follow_fork=0 must also leave untraced the children that never run the
@@ -247,7 +312,7 @@ void ht_options_parse(void)
  * environment (the entry's pointer is replaced, nothing allocated: the
  * string lives here), and an image of another pid is a descendant. An exec
  * keeps the pid, so the traced process's own new image is still traced. */
-static char root_entry[sizeof "HEAPTRAIL_OPTIONS=" + 8192];
+static char root_entry[sizeof output_entry + 32];
 
 bool ht_options_untraced_child(void)
 {

@@ -31,9 +31,10 @@
  * closes every descriptor, a shell that dup2s onto a fixed number):
  * close of it fails with EBADF, as if it were not open; close_range and
  * closefrom close around it; dup2/dup3 onto it move the trace to another
- * number first. A raw close syscall still reaches it, and the writer
- * stops with a message (fd_is_ours in writer.c). A vfork child has a
- * table of its own and is let through.
+ * number first; syscall() of those (x86-64) is handled the same way
+ * (below). A system call the hooks cannot see still reaches it: the
+ * writer then opens the file again (reopen_trace in writer.c). A vfork
+ * child has a table of its own and is let through.
  *
  * Calls inside libc (fopen's own open, popen, opendir) use libc's internal
  * names and are not seen, in pairs: what libc opens on its own it closes on
@@ -166,8 +167,10 @@ static inline bool should_record_res(void *ret)
 static inline bool is_trace_fd(long fd, void *ret)
 {
 	int tfd = atomic_load_explicit(&ht_trace_fd, memory_order_acquire);
+	/* the file too: a raw system call may have closed the trace and the
+	 * program reused the number, which the writer has not noticed yet */
 	return HT_UNLIKELY(fd == tfd) && tfd >= 0 && !ht_addr_in_agent((uintptr_t)ret) &&
-	       getpid() == ht_pid;
+	       getpid() == ht_pid && ht_writer_fd_is_trace(tfd);
 }
 
 /* ---- events (EXT, written with ht_put_ext) ----------------------------------------- */
@@ -360,7 +363,7 @@ int ht_fd_move_high(int fd)
 	}
 	if (high < 0)
 		return fd;
-	real_close(fd);
+	syscall(SYS_close, fd); /* not glibc's close: a cancellation point */
 	return high;
 }
 
@@ -520,20 +523,23 @@ static void record_close_range(unsigned first, unsigned last)
 }
 
 /* close_range(first, last) but around the trace's descriptor tfd, which
- * lies in the range. Without close_range (glibc < 2.34) the part below tfd
- * is closed one by one. */
-static int close_range_around(unsigned first, unsigned last, int flags, unsigned tfd)
+ * lies in the range, by cr (glibc's close_range or the system call).
+ * Without close_range (glibc < 2.34) the part below tfd is closed one by
+ * one. */
+typedef int close_range_fn(unsigned, unsigned, int);
+static int close_range_around(unsigned first, unsigned last, int flags, unsigned tfd,
+			      close_range_fn *cr)
 {
 	int r = 0;
 	if (tfd > first) {
-		if (REAL(close_range))
-			r = real_close_range(first, tfd - 1, flags);
+		if (cr)
+			r = cr(first, tfd - 1, flags);
 		else
 			for (unsigned fd = first; fd < tfd; fd++)
 				real_close((int)fd);
 	}
-	if (r == 0 && tfd < last)
-		r = REAL(close_range)(tfd + 1, last, flags);
+	if (r == 0 && tfd < last && cr)
+		r = cr(tfd + 1, last, flags);
 	return r;
 }
 
@@ -548,7 +554,7 @@ HT_EXPORT int close_range(unsigned first, unsigned last, int flags)
 	int tfd = atomic_load_explicit(&ht_trace_fd, memory_order_acquire);
 	if (HT_UNLIKELY(tfd >= 0 && first <= (unsigned)tfd && (unsigned)tfd <= last) &&
 	    !(flags & CLOSE_RANGE_CLOEXEC) && is_trace_fd(tfd, ret))
-		return close_range_around(first, last, flags, (unsigned)tfd);
+		return close_range_around(first, last, flags, (unsigned)tfd, REAL(close_range));
 	return REAL(close_range)(first, last, flags);
 }
 
@@ -564,13 +570,143 @@ HT_EXPORT void closefrom(int lowfd)
 	int tfd = atomic_load_explicit(&ht_trace_fd, memory_order_acquire);
 	if (HT_UNLIKELY(tfd >= 0 && (unsigned)tfd >= first) && is_trace_fd(tfd, ret)) {
 		int e = errno; /* closefrom sets none */
-		close_range_around(first, (unsigned)tfd, 0, (unsigned)tfd);
+		close_range_around(first, (unsigned)tfd, 0, (unsigned)tfd, REAL(close_range));
 		REAL(closefrom)(tfd + 1);
 		errno = e;
 		return;
 	}
 	REAL(closefrom)(lowfd);
 }
+
+/* ---- syscall() ------------------------------------------------------------------------
+ * Programs that support glibc before 2.34 close descriptors with
+ * syscall(SYS_close_range, ...), and some close or dup2 that way: glibc's
+ * syscall() is replaced, on x86-64, so that those calls keep the trace's
+ * descriptor and are recorded as the functions are. Every other call goes
+ * straight to the kernel as in glibc's (no stack frame: a clone or vfork
+ * made through syscall() sees the stack as glibc's leaves it). The agent's
+ * own syscall() calls come here too, and pass. A system call made without
+ * syscall() (inline assembly) is not seen: the writer then opens the trace
+ * again (writer.c, reopen_trace). */
+#if defined(__x86_64__)
+
+#define HT_STR_(x) #x
+#define HT_STR(x) HT_STR_(x)
+
+static inline long raw_syscall3(long n, long a, long b, long c)
+{
+	long r;
+	__asm__ volatile("syscall"
+			 : "=a"(r)
+			 : "a"(n), "D"(a), "S"(b), "d"(c)
+			 : "rcx", "r11", "memory");
+	return r;
+}
+
+/* A system call's result as syscall() returns it: -1 and errno. */
+static long sys_result(long r)
+{
+	if ((unsigned long)r > -4096ul) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
+
+static int sys_close_range(unsigned first, unsigned last, int flags)
+{
+	return (int)sys_result(raw_syscall3(SYS_close_range, first, last, flags));
+}
+
+/* The error path of syscall below. */
+__attribute__((visibility("hidden"), used)) long ht_syscall_error(long r);
+long ht_syscall_error(long r)
+{
+	return sys_result(r);
+}
+
+/* syscall(n, a, b, c) for the descriptor calls; the return address is
+ * the program's call of syscall(). */
+__attribute__((visibility("hidden"), used)) long ht_syscall_fd(long n, long a, long b, long c);
+long ht_syscall_fd(long n, long a, long b, long c)
+{
+	void *ret = __builtin_return_address(0);
+	if (n == SYS_close) {
+		if (is_trace_fd(a, ret)) {
+			errno = EBADF;
+			return -1;
+		}
+		if (should_record_res(ret))
+			record_close((int)a);
+		return sys_result(raw_syscall3(n, a, b, c));
+	}
+	if (n == SYS_close_range) {
+		unsigned first = (unsigned)a, last = (unsigned)b;
+		int flags = (int)c;
+		if (should_record_res(ret) && !(flags & CLOSE_RANGE_CLOEXEC) && first <= last) {
+			int e = errno;
+			record_close_range(first, last);
+			errno = e;
+		}
+		int tfd = atomic_load_explicit(&ht_trace_fd, memory_order_acquire);
+		if (HT_UNLIKELY(tfd >= 0 && first <= (unsigned)tfd && (unsigned)tfd <= last) &&
+		    !(flags & CLOSE_RANGE_CLOEXEC) && is_trace_fd(tfd, ret))
+			return close_range_around(first, last, flags, (unsigned)tfd, sys_close_range);
+		return sys_result(raw_syscall3(n, a, b, c));
+	}
+	/* SYS_dup2 (c is not an argument: the kernel ignores it), SYS_dup3 */
+	if (is_trace_fd(b, ret) && a != b && !ht_guard) {
+		ht_writer_move_fd((int)b);
+		long r = sys_result(raw_syscall3(n, a, b, c));
+		if (r < 0) {
+			int e = errno;
+			raw_syscall3(SYS_close, b, 0, 0);
+			errno = e;
+		}
+		return r;
+	}
+	if (!should_record_res(ret))
+		return sys_result(raw_syscall3(n, a, b, c));
+	long r = sys_result(raw_syscall3(n, a, b, c));
+	if (r >= 0 && a != b) {
+		record_close((int)r);
+		record_open((int)r, -1, HT_FDCALL_DUP);
+	}
+	return r;
+}
+
+/* glibc's syscall: the number in rdi, six arguments in rsi, rdx, rcx,
+ * r8, r9 and on the stack, moved to the kernel's registers. */
+__asm__(".text\n"
+	".globl syscall\n"
+	".type syscall, @function\n"
+	".p2align 4\n"
+	"syscall:\n"
+	"	endbr64\n"
+	"	cmpq $" HT_STR(SYS_close) ", %rdi\n"
+	"	je ht_syscall_fd\n"
+	"	cmpq $" HT_STR(SYS_close_range) ", %rdi\n"
+	"	je ht_syscall_fd\n"
+	"	cmpq $" HT_STR(SYS_dup2) ", %rdi\n"
+	"	je ht_syscall_fd\n"
+	"	cmpq $" HT_STR(SYS_dup3) ", %rdi\n"
+	"	je ht_syscall_fd\n"
+	"	movq %rdi, %rax\n"
+	"	movq %rsi, %rdi\n"
+	"	movq %rdx, %rsi\n"
+	"	movq %rcx, %rdx\n"
+	"	movq %r8, %r10\n"
+	"	movq %r9, %r8\n"
+	"	movq 8(%rsp), %r9\n"
+	"	syscall\n"
+	"	cmpq $-4095, %rax\n"
+	"	jae 1f\n"
+	"	ret\n"
+	"1:	movq %rax, %rdi\n"
+	"	jmp ht_syscall_error\n"
+	".size syscall, .-syscall\n");
+
+#endif
 
 /* ---- stdio ----------------------------------------------------------------------------- */
 

@@ -15,7 +15,8 @@
  *
  * Files are created with O_CREAT|O_EXCL|O_NOFOLLOW and mode 0600: never
  * through a symlink, never over an existing file (a numeric suffix is added
- * instead), never readable by other users.
+ * instead), never readable by other users. A directory gets a file inside,
+ * a character device (/dev/null) is written to as it is (create_exclusive).
  */
 #define ZSTD_STATIC_LINKING_ONLY
 #include <errno.h>
@@ -72,15 +73,25 @@ static uint8_t *batch_rest; /* HT_BATCH_SPLIT_COLS regions of HT_BATCH_REGION by
 static void batch_emit(void);
 
 /* The file we opened, to notice a program that closed our descriptor (a
- * daemon closing every fd) and maybe reused its number for its own file:
- * we must never write into that. */
+ * daemon closing every fd by a raw system call no hook sees) and maybe
+ * reused its number for its own file: we never write into that, but open
+ * the file again by its absolute path and go on at the end of what was
+ * written (out_end), losing nothing. */
 static dev_t out_dev;
 static ino_t out_ino;
+static bool out_regular;    /* else a character device (output=/dev/null) */
+static uint64_t out_end;    /* bytes written to the file */
+static char out_abs[4096 + 16]; /* its absolute path, to open it again */
+
+bool ht_writer_fd_is_trace(int fd)
+{
+	struct stat st;
+	return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == out_dev && st.st_ino == out_ino;
+}
 
 static bool fd_is_ours(void)
 {
-	struct stat st;
-	return fstat(out_fd, &st) == 0 && st.st_dev == out_dev && st.st_ino == out_ino;
+	return ht_writer_fd_is_trace(out_fd);
 }
 
 static void set_out_fd(int fd)
@@ -92,7 +103,7 @@ static void set_out_fd(int fd)
 void ht_writer_move_fd(int fd)
 {
 	ht_lock(&ht_writer_lock);
-	if (out_fd == fd && fd >= 0) {
+	if (out_fd == fd && fd >= 0 && fd_is_ours()) {
 		int moved = fcntl(fd, F_DUPFD_CLOEXEC, fd + 1);
 		if (moved >= 0)
 			set_out_fd(moved);
@@ -100,33 +111,105 @@ void ht_writer_move_fd(int fd)
 	ht_unlock(&ht_writer_lock);
 }
 
+/* The program closed the trace's descriptor by a system call (or its
+ * number now names the program's file): the trace is opened again, by
+ * path, at its end. The old number is the program's now and is left
+ * alone. False when the path no longer names the file we created. */
+static bool reopen_trace(void)
+{
+	if (!out_abs[0])
+		return false;
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, out_abs,
+			      O_WRONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	struct stat st;
+	if (fstat(fd, &st) != 0 || st.st_dev != out_dev || st.st_ino != out_ino ||
+	    (out_regular && lseek(fd, (off_t)out_end, SEEK_SET) != (off_t)out_end)) {
+		syscall(SYS_close, fd);
+		return false;
+	}
+	set_out_fd(ht_fd_move_high(fd));
+	return true;
+}
+
+/* Why a call failed, by hand: strerror may allocate. */
+static const char *errno_text(int e)
+{
+	static const struct {
+		int err;
+		const char *text;
+	} why[] = { { ENOENT, "No such file or directory" },
+		    { ENOTDIR, "Not a directory" },
+		    { EACCES, "Permission denied" },
+		    { EPERM, "Operation not permitted" },
+		    { EROFS, "Read-only file system" },
+		    { ENOSPC, "No space left on device" },
+		    { EDQUOT, "Disk quota exceeded" },
+		    { EFBIG, "File too large" },
+		    { EIO, "Input/output error" },
+		    { EBADF, "Bad file descriptor" },
+		    { EISDIR, "Is a directory" },
+		    { EMFILE, "Too many open files" },
+		    { ENAMETOOLONG, "File name too long" },
+		    { ELOOP, "a symbolic link is in the way" },
+		    { EEXIST, "1000 files of that name exist" } };
+	for (size_t i = 0; i < sizeof why / sizeof why[0]; i++)
+		if (why[i].err == e)
+			return why[i].text;
+	return NULL;
+}
+
+/* "what PATH: why; recording stops" on stderr. */
+static void log_write_failure(const char *what, const char *why)
+{
+	char msg[4096 + 160];
+	size_t k = ht_append_str(msg, 0, sizeof msg, out_abs);
+	k = ht_append_str(msg, k, sizeof msg, ": ");
+	k = ht_append_str(msg, k, sizeof msg, why ? why : "error");
+	ht_append_str(msg, k, sizeof msg, "; recording stops");
+	ht_log(what, msg);
+}
+
 static void write_all(const uint8_t *p, size_t n)
 {
-	if (n && !write_failed && !fd_is_ours()) {
-		write_failed = true;
-		ht_log("the program closed the trace file; recording stops", NULL);
-	}
+	if (!n || write_failed)
+		return;
 	/* A child made by a raw clone() (no fork handlers ran) shares our
 	 * descriptor and offset: it must not write into the parent's file. */
-	if (n && !write_failed && getpid() != ht_pid) {
+	if (getpid() != ht_pid) {
 		write_failed = true;
 		return;
 	}
-	while (n && !write_failed) {
+	if (!fd_is_ours() && !reopen_trace()) {
+		write_failed = true;
+		log_write_failure("the program closed the trace file and it cannot be opened again: ",
+				  "the path names another file now");
+		return;
+	}
+	unsigned reopens = 0;
+	while (n) {
 		/* the system call, not glibc's write: a cancellation point,
 		 * and a program's pthread_cancel must not act inside malloc */
 		ssize_t w = syscall(SYS_write, out_fd, p, n);
 		if (w < 0 && errno == EINTR)
 			continue;
+		/* closed between the check and the write: nothing was written */
+		if (w < 0 && errno == EBADF && reopens++ < 3 && reopen_trace())
+			continue;
 		if (w <= 0) {
 			/* Disk full or similar: stop writing, keep the program
 			 * running. What was written stays readable. */
 			write_failed = true;
-			ht_log("cannot write the trace file; recording stops", NULL);
+			const char *why = w < 0 ? errno_text(errno) : "nothing written";
+			log_write_failure(out_end ? "cannot write the trace file "
+						  : "cannot write the trace file's header: ",
+					  why ? why : "error");
 			return;
 		}
 		p += w;
 		n -= (size_t)w;
+		out_end += (uint64_t)w;
 	}
 }
 
@@ -478,13 +561,13 @@ static void program_name(char *out, size_t cap)
 	ht_strlcpy(out, *base ? base : "program", cap);
 }
 
-static size_t expand_output(char *out, size_t cap)
+static size_t expand_output(const char *pattern, char *out, size_t cap)
 {
 	char name[256];
 	program_name(name, sizeof name);
 	size_t n = 0;
 	out[0] = 0;
-	for (const char *p = ht_opt_output; *p; p++) {
+	for (const char *p = pattern; *p; p++) {
 		if (p[0] == '%' && p[1] == 'p') {
 			n = ht_append_u64(out, n, cap, (uint64_t)ht_pid);
 			p++;
@@ -502,9 +585,29 @@ static size_t expand_output(char *out, size_t cap)
 	return n;
 }
 
+/* Why create_exclusive failed when errno cannot say it. */
+static const char *create_why;
+
+/* Opens the trace at path (cap bytes, for a suffix or a name):
+ * - a new file: created with O_EXCL, never through a symbolic link;
+ * - an existing file: never overwritten, ".1", ".2"... are added;
+ * - a directory (or a path ending in '/'): a file of the default name
+ *   inside it;
+ * - a character device named directly (/dev/null, to discard the trace):
+ *   written to as it is;
+ * - a FIFO, a socket or a block device: refused. */
 static int create_exclusive(char *path, size_t cap)
 {
+	struct stat st;
 	size_t base = ht_strlen(path);
+	if ((base && path[base - 1] == '/') || (stat(path, &st) == 0 && S_ISDIR(st.st_mode))) {
+		if (!base || path[base - 1] != '/')
+			base = ht_append_str(path, base, cap, "/");
+		char name[4096];
+		expand_output(HT_DEFAULT_OUTPUT, name, sizeof name);
+		base = ht_append_str(path, base, cap, name);
+	}
+	create_why = NULL;
 	for (unsigned i = 0; i < 1000; i++) {
 		if (i) {
 			size_t n = ht_append_str(path, base, cap, ".");
@@ -520,6 +623,25 @@ static int create_exclusive(char *path, size_t cap)
 		}
 		if (errno != EEXIST)
 			return -1;
+		if (i || lstat(path, &st) != 0 || S_ISREG(st.st_mode))
+			continue;
+		if (S_ISLNK(st.st_mode)) {
+			/* never followed: a link to a file gets a suffix like
+			 * the file; to a device it is refused (/dev/stdout) */
+			if (stat(path, &st) != 0 || S_ISREG(st.st_mode))
+				continue;
+			create_why = "a symbolic link to a device or FIFO (name the device itself)";
+			errno = EINVAL;
+			return -1;
+		}
+		if (S_ISCHR(st.st_mode))
+			return open(path, O_WRONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+		create_why = S_ISDIR(st.st_mode) ? "Is a directory" :
+			     S_ISFIFO(st.st_mode) ? "a FIFO: give a regular file, a directory or a character device" :
+			     S_ISBLK(st.st_mode) ? "a block device: give a regular file, a directory or a character device" :
+			     "not a regular file, a directory or a character device";
+		errno = EINVAL;
+		return -1;
 	}
 	errno = EEXIST;
 	return -1;
@@ -719,29 +841,13 @@ static void write_process_record(bool forked)
 int ht_writer_open(bool forked)
 {
 	char path[4096 + 16];
-	expand_output(path, sizeof path - 8);
-	set_out_fd(ht_fd_move_high(create_exclusive(path, sizeof path)));
+	expand_output(ht_opt_output, path, sizeof path - 300);
+	set_out_fd(ht_fd_move_high(create_exclusive(path, sizeof path - 8)));
 	if (out_fd < 0) {
-		/* why, for the user here and for heaptrail run (the manifest):
-		 * strerror may allocate, so the common reasons by hand */
-		int e = errno;
-		static const struct {
-			int err;
-			const char *text;
-		} why[] = { { ENOENT, "No such file or directory" },
-			    { ENOTDIR, "Not a directory" },
-			    { EACCES, "Permission denied" },
-			    { EPERM, "Operation not permitted" },
-			    { EROFS, "Read-only file system" },
-			    { ENOSPC, "No space left on device" },
-			    { EMFILE, "Too many open files" },
-			    { ENAMETOOLONG, "File name too long" },
-			    { ELOOP, "a symbolic link is in the way" },
-			    { EEXIST, "1000 files of that name exist" } };
-		const char *text = "cannot open it";
-		for (size_t i = 0; i < sizeof why / sizeof why[0]; i++)
-			if (why[i].err == e)
-				text = why[i].text;
+		/* why, for the user here and for heaptrail run (the manifest) */
+		const char *text = create_why ? create_why : errno_text(errno);
+		if (!text)
+			text = "cannot open it";
 		char msg[4096 + 128];
 		size_t k = ht_append_str(msg, 0, sizeof msg, path);
 		k = ht_append_str(msg, k, sizeof msg, ": ");
@@ -757,6 +863,19 @@ int ht_writer_open(bool forked)
 	if (fstat(out_fd, &st) == 0) {
 		out_dev = st.st_dev;
 		out_ino = st.st_ino;
+		out_regular = S_ISREG(st.st_mode);
+	}
+	out_end = 0;
+	/* the absolute path, to open the file again (ht_opt_output is made
+	 * absolute at start; this is for a start-up without a working
+	 * directory) */
+	if (path[0] == '/') {
+		ht_strlcpy(out_abs, path, sizeof out_abs);
+	} else if (syscall(SYS_getcwd, out_abs, sizeof out_abs) > 1 && out_abs[0] == '/') {
+		size_t k = ht_append_str(out_abs, ht_strlen(out_abs), sizeof out_abs, "/");
+		ht_append_str(out_abs, k, sizeof out_abs, path);
+	} else {
+		out_abs[0] = 0; /* not reopened */
 	}
 	write_failed = false;
 	frame_open = false;
@@ -850,7 +969,8 @@ void ht_writer_finish(unsigned how, unsigned status)
 	n += ht_varint_put(rec + n, bytes);
 	ht_writer_record(HT_REC_END, rec, n);
 	ht_writer_flush(true);
-	close(out_fd);
+	if (fd_is_ours()) /* else the number is the program's now */
+		close(out_fd);
 	set_out_fd(-1);
 	/* "end <allocs> <frees> <bytes> <ns>" for heaptrail run's summary, then
 	 * "exact" and the figures of the reader's replay when the digest can
@@ -890,7 +1010,7 @@ void ht_writer_finish(unsigned how, unsigned status)
  * the parent's file: forget them without writing anything. */
 void ht_writer_fork_child_close(void)
 {
-	if (out_fd >= 0)
+	if (out_fd >= 0 && fd_is_ours())
 		close(out_fd);
 	set_out_fd(-1);
 	outlen = 0;

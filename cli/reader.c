@@ -1984,10 +1984,16 @@ static int load(uint8_t *data, size_t mapped, size_t len, const ht_reader_opts_t
 	size_t max_body = opts ? opts->max_body : 0;
 
 	if (len < HT_FILE_HEADER_LEN || memcmp(data, HT_FILE_MAGIC, HT_FILE_MAGIC_LEN) != 0) {
-		if (len < HT_FILE_HEADER_LEN && len > 0 &&
-		    memcmp(data, HT_FILE_MAGIC, len < HT_FILE_MAGIC_LEN ? len : HT_FILE_MAGIC_LEN) == 0)
+		/* an agent that could not write (a full disk) leaves this */
+		if (len == 0)
 			snprintf(t->message, sizeof(t->message),
-				 "trace truncated: the file is %zu bytes, shorter than the %d-byte header",
+				 "the trace is empty (0 bytes): nothing was written to it (a full "
+				 "disk when the program started?)");
+		else if (len < HT_FILE_HEADER_LEN &&
+			 memcmp(data, HT_FILE_MAGIC, len < HT_FILE_MAGIC_LEN ? len : HT_FILE_MAGIC_LEN) == 0)
+			snprintf(t->message, sizeof(t->message),
+				 "the trace is empty: the file is %zu bytes, shorter than the %d-byte "
+				 "header (a full disk when the program started?)",
 				 len, HT_FILE_HEADER_LEN);
 		else
 			snprintf(t->message, sizeof(t->message),

@@ -34,6 +34,7 @@
 #include "reader.h"
 #include "report.h"
 #include "symbolize.h"
+#include "trace_format.h"
 #include "util.h"
 
 /* Signals sent to `heaptrail run` that go on to the program, and its pid
@@ -448,6 +449,8 @@ static void print_summary(const entry_t *ent, const char *shown, ht_supp_list_t 
 		print_totals(&tt, 0, false);
 		return;
 	}
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+		return; /* output=/dev/null: nothing to read back */
 	if (ent->ended && stat(path, &st) == 0 &&
 	    (unsigned long long)st.st_size > FULL_SUMMARY_MAX_BYTES) {
 		char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN], d[HT_FMT_LEN];
@@ -636,7 +639,17 @@ static char *report_traces(int manifest, pid_t child, const ht_run_opts_t *o,
 		bool running = !ent[i].ended && !ent[i].exec_target && still_running(ent[i].pid);
 		ending[i] = running ? -2 : file_ending(&ent[i], o->leak_exitcode >= 0);
 	}
-	if (n == 1) {
+	/* output=/dev/null (a device) or a file the agent could not write
+	 * even its header to (a full disk): nothing to report on */
+	struct stat mst;
+	bool device = stat(ent[main_i].path, &mst) == 0 && !S_ISREG(mst.st_mode);
+	bool empty = !device && stat(ent[main_i].path, &mst) == 0 &&
+		     mst.st_size < HT_FILE_HEADER_LEN;
+	if (device || empty) {
+		fprintf(stderr, "heaptrail: %s %s%s\n", empty ? "nothing was written to" : "trace written to",
+			display_path(ent[main_i].path, cwd),
+			empty ? " (the agent's message above says why)" : " (a device: nothing to report)");
+	} else if (n == 1) {
 		/* -o names an existing file: the agent never overwrites it, and a
 		 * report of that name would show an older run */
 		char want[2 * PATH_MAX];
@@ -664,8 +677,9 @@ static char *report_traces(int manifest, pid_t child, const ht_run_opts_t *o,
 				: how == HT_ENDING_CUT_SHORT ? ", cut short: killed?" : "");
 		}
 	}
-	fprintf(stderr, "heaptrail: heaptrail report %s\n", display_path(ent[main_i].path, cwd));
-	char *main_path = ent[main_i].path;
+	if (!device && !empty)
+		fprintf(stderr, "heaptrail: heaptrail report %s\n", display_path(ent[main_i].path, cwd));
+	char *main_path = device || empty ? NULL : ent[main_i].path;
 	*others = calloc(n, sizeof **others);
 	for (size_t i = 0; i < n; i++) {
 		bool exited = ent[i].ended ? !ent[i].exec_target
@@ -674,7 +688,7 @@ static char *report_traces(int manifest, pid_t child, const ht_run_opts_t *o,
 					     ending[i] == HT_ENDING_SIGNAL);
 		if (i != main_i && *others && exited)
 			(*others)[(*nothers)++] = ent[i].path;
-		else if (i != main_i)
+		else if (ent[i].path != main_path)
 			free(ent[i].path);
 		free(ent[i].exec_target);
 		free(ent[i].own_malloc);

@@ -781,18 +781,38 @@ def t_close_all(t):
 add("run.program_closes_all_descriptors", t_close_all)
 
 
-def t_close_raw(t):
-    """The close_range system call itself, which no hook sees, closes the
-    trace: heaptrail run says the file is incomplete (it used to print the
-    agent's own figures and "trace written" over an empty file)."""
-    need_tools(t)
-    tr = heaptrail_run([PROGS / "close_all", "raw"])
-    t.eq("exit status", 0, tr.proc.rc)
-    t.check("is incomplete: writing it failed" in text(tr.proc.err),
-            "heaptrail run does not say the trace is incomplete: %s" % tail(tr.proc.err))
+CLOSE_TRACE_WAYS = ("close_range", "close_range_cloexec", "sys_close_range",
+                    "sys_close_range_cloexec", "close", "sys_close", "dup2", "dup3",
+                    "sys_dup2", "sys_dup3", "asm_close_range", "asm_close", "asm_reuse")
 
 
-add("run.program_closes_the_trace_by_syscall", t_close_raw)
+def close_trace_test(how):
+    def t_close_trace(t):
+        """The program closes or replaces the trace's descriptor (one way
+        of tests/programs/close_trace.c): the trace is complete all the
+        same, END and all 200,100 allocations, and the agent never writes
+        into a descriptor the program owns. The ways no hook sees (the
+        syscall instruction itself) are met by opening the file again.
+        Before, syscall(SYS_close_range, ...) left a trace without the
+        events after it, and heaptrail run said writing it failed."""
+        need_tools(t)
+        tr = heaptrail_run([PROGS / "close_trace", how], timeout=60)
+        t.need(not tr.proc.timed_out, "timed out: %s" % tr.proc.describe())
+        t.eq("exit status (3: a call on the program's own descriptor failed, 4: its file "
+             "got the agent's bytes)", 0, tr.proc.rc)
+        err = text(tr.proc.err)
+        t.check("closed the trace" not in err and "incomplete" not in err and
+                "cannot write" not in err, "the agent lost its trace: %s" % tail(tr.proc.err))
+        t.need(tr.out_path.exists(), "no trace at %s" % tr.out_path)
+        rep = need_report(t, tr.out_path).data
+        t.eq("ending (END present)", "exit", rep.get("program", {}).get("ending"))
+        t.eq("allocations, frees, bytes, leaked blocks, leaked bytes",
+             (200100, 200093, 4803200, 7, 224), tuple(rep.get("totals", {}).get(k) for k in TOT))
+    return t_close_trace
+
+
+for _how in CLOSE_TRACE_WAYS:
+    add("run.trace_descriptor_survives." + _how, close_trace_test(_how))
 
 
 def t_dtor_exit(t):
@@ -1504,6 +1524,128 @@ def t_fork_cwd_relative(t):
     t.eq("trace files in the directory", 2, len(tr.files()))
 
 
+def t_output_device(t):
+    """-o /dev/null discards the trace: the device is written to as it is,
+    not a /dev/null.1 created beside it (as root, before), and run says
+    there is nothing to report. -o /dev/full: the agent says it cannot
+    write the header, and why."""
+    need_tools(t)
+    for dev, want in (("/dev/null", "trace written to /dev/null (a device: nothing to report)"),
+                      ("/dev/full", "cannot write the trace file's header: /dev/full: "
+                                    "No space left on device")):
+        t.need(os.path.exists(dev), "no %s here" % dev)
+        t.need(not os.path.exists(dev + ".1"), "%s.1 exists already: cannot tell" % dev)
+        p = run([HT, "run", "-o", dev, "--", PROGS / "close_all", "close"], 60)
+        t.eq("%s: exit status" % dev, 0, p.rc)
+        t.check(want in text(p.err), "%s: no %r on stderr: %s" % (dev, want, tail(p.err)))
+        t.check(not os.path.exists(dev + ".1"), "%s.1 was created" % dev)
+        if os.path.exists(dev + ".1") and os.path.isfile(dev + ".1"):
+            os.unlink(dev + ".1")
+
+
+def t_output_directory(t):
+    """-o naming a directory (with or without a final '/') writes a trace
+    of the default name inside it, not DIR.1 beside it."""
+    need_tools(t)
+    for slash in ("", "/"):
+        d = t.tmp / ("dir%d" % len(slash))
+        d.mkdir()
+        p = run([HT, "run", "-o", str(d) + slash, "--", PROGS / "close_all", "close"], 60)
+        t.eq("-o DIR%s: exit status" % slash, 0, p.rc)
+        t.check(not os.path.exists(str(d) + ".1"), "-o DIR%s: DIR.1 was created" % slash)
+        files = sorted(d.iterdir())
+        t.eq("-o DIR%s: files in DIR" % slash, 1, len(files))
+        if len(files) != 1:
+            continue
+        t.check(re.fullmatch(r"heaptrail\.close_all\.\d+\.ht", files[0].name) is not None,
+                "-o DIR%s: the trace's name is %s" % (slash, files[0].name))
+        rep = need_report(t, files[0]).data
+        t.eq("-o DIR%s: allocations, frees, bytes, leaked blocks, leaked bytes" % slash,
+             (2000, 1993, 48000, 7, 224), tuple(rep.get("totals", {}).get(k) for k in TOT))
+
+
+def t_output_fifo(t):
+    """-o naming a FIFO is refused with a clear message (the program runs
+    on, untraced), not written to or given a suffix."""
+    need_tools(t)
+    f = t.tmp / "fifo"
+    os.mkfifo(str(f))
+    p = run([HT, "run", "-o", f, "--", PROGS / "close_all", "close"], 60)
+    t.eq("exit status", 0, p.rc)
+    t.check("cannot create the trace file %s: a FIFO" % f in text(p.err),
+            "no word on the FIFO: %s" % tail(p.err))
+    t.eq("files beside the FIFO", ["fifo"], sorted(x.name for x in t.tmp.iterdir()))
+
+
+FSIZE_WRAP = ("import os, resource, signal, sys\n"
+              "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+              "resource.setrlimit(resource.RLIMIT_FSIZE, (0, resource.RLIM_INFINITY))\n"
+              "os.environ['LD_PRELOAD'] = os.environ.pop('WRAP_PRELOAD')\n"
+              "os.execv(sys.argv[1], sys.argv[1:])\n")
+
+
+def t_output_disk_full(t):
+    """A disk full when the program starts (RLIMIT_FSIZE 0, SIGXFSZ
+    ignored): the agent says on stderr it cannot write the header, the
+    program runs on, and report says the 0-byte trace is empty, not
+    "bad magic"."""
+    need_tools(t)
+    out = t.tmp / "full.ht"
+    env = dict(os.environ, WRAP_PRELOAD=str(AGENT), HEAPTRAIL_OPTIONS="output=%s" % out)
+    env.pop("LD_PRELOAD", None)
+    p = run(["/usr/bin/python3", "-c", FSIZE_WRAP, PROGS / "close_all", "close"], 60, env=env)
+    t.eq("exit status", 0, p.rc)
+    t.check("heaptrail: cannot write the trace file's header: %s: File too large" % out
+            in text(p.err), "no word on the header: %s" % tail(p.err))
+    t.need(out.exists(), "no trace file")
+    t.eq("trace size", 0, out.stat().st_size)
+    r = report(out)
+    t.check(r.proc.rc != 0, "report of an empty trace exits 0")
+    t.check("the trace is empty (0 bytes)" in text(r.proc.err) and "bad magic" not in text(r.proc.err),
+            "report does not say the trace is empty: %s" % tail(r.proc.err))
+    short = t.tmp / "short.ht"
+    short.write_bytes(b"HEAPTRL")
+    r = report(short)
+    t.check("the trace is empty: the file is 7 bytes" in text(r.proc.err),
+            "report of a 7-byte trace: %s" % tail(r.proc.err))
+
+
+def chdir_fork_traces(t, d):
+    """{allocations: [leaked blocks]} of the traces in d."""
+    got = {}
+    for f in sorted(d.iterdir()):
+        if f.is_file():
+            tot = need_report(t, f).data.get("totals", {})
+            got.setdefault(tot.get("allocations"), []).append(tot.get("leaked_blocks"))
+    return got
+
+
+def t_output_relative_chdir(t):
+    """A relative output path is relative to the directory the program
+    started in: a child forked after a chdir, and an image exec'd after
+    it, write beside the parent's trace (tests/programs/chdir_fork.c).
+    Through the agent's own output= option, and through heaptrail run -o
+    from a directory whose name has a comma (which run cannot pass on as
+    an absolute path)."""
+    need_tools(t)
+    start = t.tmp / "start"
+    (start / "away").mkdir(parents=True)
+    env = dict(os.environ, LD_PRELOAD=str(AGENT), HEAPTRAIL_OPTIONS="output=rel.%p.ht")
+    p = run([PROGS / "chdir_fork", "away", "exec"], 60, env=env, cwd=str(start))
+    t.eq("output=: exit status", 0, p.rc)
+    t.eq("output=: files where the program moved to", [], sorted((start / "away").iterdir()))
+    t.eq("output=: traces in the start directory {allocations: [leaked blocks]}",
+         {100: [0], 50: [5], 0: [0], 30: [0]}, chdir_fork_traces(t, start))
+    comma = t.tmp / "a,b"
+    (comma / "away").mkdir(parents=True)
+    p = run([HT, "run", "-o", "rel.%p.ht", "--", PROGS / "chdir_fork", "away"], 60, cwd=str(comma))
+    t.eq("run -o: exit status", 0, p.rc)
+    t.eq("run -o: files where the program moved to", [], sorted((comma / "away").iterdir()))
+    t.eq("run -o: traces in the start directory {allocations: [leaked blocks]}",
+         {100: [0], 50: [5]}, chdir_fork_traces(t, comma))
+
+
+
 def t_fork_inherited_frees(t):
     """A fork child that frees blocks its parent allocated: those frees
     match no block of its trace; the report says where they came from."""
@@ -1561,6 +1703,11 @@ for _how in ("prctl", "setname", "exit", "keep"):
     add("threads.main_name." + _how, main_name_test(_how))
 add("threads.first_heap_call_in_getattr", t_getattr_first)
 add("fork.relative_output", t_fork_cwd_relative)
+add("output.device", t_output_device)
+add("output.directory", t_output_directory)
+add("output.fifo_refused", t_output_fifo)
+add("output.disk_full_at_start", t_output_disk_full)
+add("output.relative_after_chdir", t_output_relative_chdir)
 add("fork.raw_clone_vm", t_rawclone_vm)
 add("fork.daemon", t_daemon)
 add("dlopen.exit_in_handler", t_exit_in_dlclose)

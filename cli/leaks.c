@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "trace_format.h"
 #include "util.h"
@@ -76,9 +77,17 @@ int ht_supp_add_defaults(ht_supp_list_t *l)
 
 int ht_supp_load_file(ht_supp_list_t *l, const char *path, size_t *bad_line)
 {
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return -errno;
+	/* a regular file of bounded size: /dev/zero or a FIFO would be read
+	 * (or waited for) without end */
+	int fd = ht_open_regular(path, HT_SUPP_FILE_MAX);
+	if (fd < 0)
+		return fd;
+	FILE *f = fdopen(fd, "r");
+	if (!f) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
 	char *line = NULL;
 	size_t cap = 0, no = 0;
 	ssize_t len;

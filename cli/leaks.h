@@ -37,8 +37,10 @@ typedef struct ht_supp_list {
  * C++ runtime that stay live until exit by design. Returns 0 or -ENOMEM. */
 int ht_supp_add_defaults(ht_supp_list_t *l);
 /* Add the patterns of a suppressions file (path must outlive l). Returns 0,
- * -errno when it cannot be read, or -EINVAL for a line that is not
+ * -errno when it cannot be read, -HT_ENOTREG when it is not a regular file,
+ * -EFBIG past HT_SUPP_FILE_MAX bytes, or -EINVAL for a line that is not
  * `leak:PATTERN`, a comment or blank; *bad_line then holds its number. */
+#define HT_SUPP_FILE_MAX ((uint64_t)16 << 20)
 int ht_supp_load_file(ht_supp_list_t *l, const char *path, size_t *bad_line);
 void ht_supp_free(ht_supp_list_t *l);
 

@@ -227,6 +227,12 @@ static int supp_load(const supp_opts_t *so, ht_supp_list_t *l)
 		if (r == -EINVAL)
 			fprintf(stderr, "heaptrail: %s:%zu: not a `leak:PATTERN` line (nor a comment)\n",
 				HT_TEXT(so->files[i]), line);
+		else if (r == -HT_ENOTREG)
+			fprintf(stderr, "heaptrail: %s: not a regular file (a suppressions file"
+					" must be one)\n", HT_TEXT(so->files[i]));
+		else if (r == -EFBIG)
+			fprintf(stderr, "heaptrail: %s: larger than %" PRIu64 " MiB: not a"
+					" suppressions file\n", HT_TEXT(so->files[i]), HT_SUPP_FILE_MAX >> 20);
 		else if (r)
 			fprintf(stderr, "heaptrail: %s: %s\n", HT_TEXT(so->files[i]), ht_strerror(r));
 		if (r) {

@@ -1351,7 +1351,15 @@ unsigned ht_leak_kind_of(const ht_leak_check_t *c, uint64_t addr)
 }
 
 /* Parse the body. Returns 0 or -ENOMEM; damage goes to t->error. */
-static void body_fill(ht_trace_t *t, size_t upto);
+static void body_fill_on(ht_trace_t *t, size_t upto);
+
+/* body_fill_on's test inline: the fill runs a megabyte ahead, so most
+ * records are there already (a body of small records was a call each). */
+static inline void body_fill(ht_trace_t *t, size_t upto)
+{
+	if (upto > ((trace_priv_t *)t->priv)->filled)
+		body_fill_on(t, upto);
+}
 
 static int parse_body(ht_trace_t *t)
 {
@@ -1362,9 +1370,18 @@ static int parse_body(ht_trace_t *t)
 		return -ENOMEM;
 	int ret = 0;
 	bool first = true;
+	/* Nothing points into a record once parsed but an indexed
+	 * THREAD_BLOCK or THREAD_COLUMNS, whose events are read where they
+	 * are: the pages of the others go back to the system, a megabyte at
+	 * a time (records are small), so that a body of unknown or empty
+	 * records costs no memory however long. dead: where the run of such
+	 * records starts. */
+	size_t dead = 0;
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
 
 	while (pos < len) {
 		size_t rec = pos;
+		size_t nblocks = t->nblocks;
 		body_fill(t, pos + 1 + HT_VARINT_MAX); /* the record's header */
 		uint8_t tag = b[pos++];
 		uint64_t plen;
@@ -1578,6 +1595,17 @@ static int parse_body(ht_trace_t *t)
 			t->ending = HT_ENDING_CUT_SHORT;
 		first = false;
 		pos = end;
+		if ((tag == HT_REC_THREAD_BLOCK || tag == HT_REC_THREAD_COLUMNS) &&
+		    t->nblocks != nblocks) {
+			release_pages(t->body + dead, rec - dead);
+			dead = end;
+		} else if (end - dead >= ((size_t)1 << 20)) {
+			release_pages(t->body + dead, end - dead);
+			/* the page end is in still holds only dead bytes */
+			size_t in_page = (uintptr_t)(t->body + end) & (page - 1);
+			if (end - in_page > dead)
+				dead = end - in_page;
+		}
 	}
 	free(scratch);
 	sort_leak_checks(t);
@@ -1722,12 +1750,28 @@ static void input_drop(const trace_priv_t *owner, const ZSTD_inBuffer *in, size_
 	*done = in->pos;
 }
 
+/* The most a compressed body of len bytes may expand to. The agent's
+ * traces expand 4-10x, and up to ~420x for a loop that allocates the same
+ * few sizes from one stack (churn, its packed columns nearly constant);
+ * zstd's format allows ~32000x (RLE blocks), which a crafted file uses to
+ * make a 131 KB file a 4 GiB body: seconds of decompression and parse per
+ * GiB. Past the bound the body is cut there, as max_body does. */
+#define HT_BODY_RATIO 4096u
+#define HT_BODY_FLOOR ((size_t)64 << 20)
+
+static size_t body_bound(size_t len)
+{
+	if (len > (SIZE_MAX - HT_BODY_FLOOR) / HT_BODY_RATIO)
+		return SIZE_MAX;
+	return HT_BODY_FLOOR + len * HT_BODY_RATIO;
+}
+
 /* The frames' checksums (the agent writes one per zstd frame), checked by
  * decompressing data[0..len) again into a scratch buffer: the first frame
  * that fails is noted in t. A frame cut short has no checksum to check.
  * decompress() itself ignores them, so that a changed byte costs a warning
  * and not the whole frame (most traces are one frame). */
-static void verify_checksums(ht_trace_t *t, const uint8_t *data, size_t len)
+static void verify_checksums(ht_trace_t *t, const uint8_t *data, size_t len, size_t limit)
 {
 	ZSTD_DStream *zd = ZSTD_createDStream();
 	size_t cap = (size_t)1 << 20;
@@ -1735,7 +1779,7 @@ static void verify_checksums(ht_trace_t *t, const uint8_t *data, size_t len)
 	ZSTD_inBuffer in = { data, len, 0 };
 	size_t frame_in = 0, dropped = 0;
 	uint64_t frame_out = 0, total = 0;
-	while (zd && scratch && in.pos < in.size) {
+	while (zd && scratch && in.pos < in.size && total < limit) {
 		ZSTD_outBuffer out = { scratch, cap, 0 };
 		size_t r = ZSTD_decompressStream(zd, &out, &in);
 		input_drop(t->priv, &in, &dropped);
@@ -1793,7 +1837,11 @@ static int decompress(ht_trace_t *t, const uint8_t *data, size_t len, size_t max
 	trace_priv_t *p = t->priv;
 	if (len == 0)
 		return 0;
-	verify_checksums(t, data, len);
+	size_t bound = body_bound(len);
+	bool hostile_cap = !max_body || bound < max_body;
+	if (hostile_cap)
+		max_body = bound;
+	verify_checksums(t, data, len, max_body);
 	ZSTD_DStream *zd = ZSTD_createDStream();
 	size_t chunk = ZSTD_DStreamOutSize();
 	uint8_t *scratch = malloc(chunk);
@@ -1812,10 +1860,18 @@ static int decompress(ht_trace_t *t, const uint8_t *data, size_t len, size_t max
 			t->error_offset = total;
 			t->error_file_offset = (int64_t)(HT_FILE_HEADER_LEN + in.pos);
 			t->error_file_offset_approx = true;
-			snprintf(t->message, sizeof(t->message),
-				 "trace body larger than the %zu-byte limit; read up to decompressed"
-				 " offset %zu (compressed file offset ~%zu)",
-				 max_body, total, HT_FILE_HEADER_LEN + in.pos);
+			if (hostile_cap)
+				snprintf(t->message, sizeof(t->message),
+					 "trace body expands beyond %zu bytes (%u times its %zu"
+					 " compressed bytes): corrupt or hostile; read up to"
+					 " decompressed offset %zu (compressed file offset ~%zu)",
+					 max_body, HT_BODY_RATIO, len, total,
+					 HT_FILE_HEADER_LEN + in.pos);
+			else
+				snprintf(t->message, sizeof(t->message),
+					 "trace body larger than the %zu-byte limit; read up to"
+					 " decompressed offset %zu (compressed file offset ~%zu)",
+					 max_body, total, HT_FILE_HEADER_LEN + in.pos);
 			break;
 		}
 		/* never past max_body: the body holds exactly what was measured */
@@ -1839,8 +1895,10 @@ static int decompress(ht_trace_t *t, const uint8_t *data, size_t len, size_t max
 		total += out.pos;
 		if ((ret = add_mark(p, total, HT_FILE_HEADER_LEN + in.pos)))
 			break;
-		/* all input consumed and room left over: nothing is pending */
-		if (in.pos == in.size && out.pos < out.size)
+		/* all input consumed and room left over, or a frame just
+		 * ended (a call past its end would ask for the next): nothing
+		 * is pending */
+		if (in.pos == in.size && (out.pos < out.size || zr == 0))
 			break;
 	}
 	t->body_len = total;
@@ -1867,7 +1925,7 @@ static int decompress(ht_trace_t *t, const uint8_t *data, size_t len, size_t max
  * stream is the one decompress() measured: it yields the same bytes, so
  * this cannot fail but for a change of the input under it; the bytes past
  * what it got are then zeros, which the parse reports as damage. */
-static void body_fill(ht_trace_t *t, size_t upto)
+static void body_fill_on(ht_trace_t *t, size_t upto)
 {
 	trace_priv_t *p = t->priv;
 	if (upto > t->body_len)

@@ -20,16 +20,23 @@
  *    out point into it and stay valid until ht_symbolizer_free().
  *  - Not thread-safe: one symbolizer per thread.
  */
+#include "safe.h"
 #include "symbolize.h"
 #include "util.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <gelf.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 /* From libstdc++ (the CLI links -lstdc++); declared here so this stays C. */
 extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len,
@@ -148,6 +155,40 @@ static const Dwfl_Callbacks offline_callbacks = {
 	.section_address = dwfl_offline_section_address,
 	.debuginfo_path = &debuginfo_path,
 };
+
+/* A trace names the module paths, and through the ELF files at them the
+ * paths libdw then opens itself: .gnu_debuglink names searched beside the
+ * file, build-id links, the dwz file, split-DWARF .dwo files. A FIFO among
+ * them would block a report in open() forever, a device feed it without
+ * end. module_open opens the module itself (ht_open_regular); for the
+ * rest, this definition of open() interposes libc's for libdw and libelf
+ * (an executable's definitions come first in the dynamic linker's
+ * search): a read-only open of anything but a regular file or a directory
+ * fails with ENODEV. A caller that asks for O_NONBLOCK itself checks what
+ * it opened (ht_reader_load_file), and gets the plain call. */
+int open(const char *path, int flags, ...)
+{
+	mode_t mode = 0;
+	if (flags & (O_CREAT | __O_TMPFILE)) {
+		va_list ap;
+		va_start(ap, flags);
+		mode = va_arg(ap, mode_t);
+		va_end(ap);
+	}
+	bool guard = (flags & O_ACCMODE) == O_RDONLY &&
+		     !(flags & (O_CREAT | __O_TMPFILE | O_NONBLOCK | O_PATH | O_DIRECTORY));
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, path, flags | (guard ? O_NONBLOCK : 0), mode);
+	if (fd < 0 || !guard)
+		return fd;
+	struct stat sb;
+	if (fstat(fd, &sb) < 0 || !(S_ISREG(sb.st_mode) || S_ISDIR(sb.st_mode)) ||
+	    fcntl(fd, F_SETFL, flags & ~O_ACCMODE & ~O_CLOEXEC) < 0) {
+		close(fd);
+		errno = ENODEV;
+		return -1;
+	}
+	return fd;
+}
 
 /* ------------------------------------------------------------------------ */
 /* Hashing                                                                  */
@@ -419,7 +460,7 @@ static void warn_once(ht_symbolizer_t *s, sym_module_t *m, const char *why)
 		e->warned = true;
 	fprintf(stderr,
 		"heaptrail: warning: %s %s; its frames are left unsymbolized\n",
-		m->path, why);
+		HT_TEXT(m->path), why);
 }
 
 /* Without a build-id in the trace, the PT_LOAD layout is the best evidence
@@ -457,9 +498,20 @@ static bool module_open(ht_symbolizer_t *s, sym_module_t *m)
 	if (is_pseudo_path(m->path))
 		return false;
 
-	m->dwfl = dwfl_begin(&offline_callbacks);
-	if (!m->dwfl)
+	/* opened here, not by libdw: a FIFO is refused without blocking */
+	int fd = ht_open_regular(m->path, 0);
+	if (fd < 0) {
+		char why[512];
+		snprintf(why, sizeof(why), "cannot be opened (%s)",
+			 fd == -HT_ENOTREG ? "not a regular file" : ht_strerror(fd));
+		warn_once(s, m, why);
 		return false;
+	}
+	m->dwfl = dwfl_begin(&offline_callbacks);
+	if (!m->dwfl) {
+		close(fd);
+		return false;
+	}
 	dwfl_report_begin(m->dwfl);
 	/* add_p_vaddr = true: the trace records the load *bias* (dlpi_addr),
 	 * which is what libdw calls base when add_p_vaddr is set. With false,
@@ -467,10 +519,11 @@ static bool module_open(ht_symbolizer_t *s, sym_module_t *m)
 	 * its p_vaddr again, which is only the same thing for objects linked
 	 * at 0 (see __libdwfl_elf_address_range); objects linked elsewhere
 	 * (-Ttext-segment, prelink) would be shifted. ET_EXEC ignores base. */
-	m->mod = dwfl_report_elf(m->dwfl, m->path, m->path, -1, m->load_bias,
+	m->mod = dwfl_report_elf(m->dwfl, m->path, m->path, fd, m->load_bias,
 				 true);
 	dwfl_report_end(m->dwfl, NULL, NULL);
 	if (!m->mod) {
+		close(fd); /* the module's on success, still ours here */
 		char why[512];
 		snprintf(why, sizeof(why), "cannot be opened (%s)",
 			 dwfl_errmsg(-1));

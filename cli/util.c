@@ -198,3 +198,25 @@ char *ht_fmt_duration(char *buf, uint64_t ns)
 		snprintf(buf, HT_FMT_LEN, "%" PRIu64 " ns", ns);
 	return buf;
 }
+
+int ht_open_regular(const char *path, uint64_t max_size)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat sb;
+	int e = 0;
+	if (fstat(fd, &sb) < 0)
+		e = -errno;
+	else if (!S_ISREG(sb.st_mode))
+		e = -HT_ENOTREG;
+	else if (max_size && (uint64_t)sb.st_size > max_size)
+		e = -EFBIG;
+	else if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0)
+		e = -errno;
+	if (e) {
+		close(fd);
+		return e;
+	}
+	return fd;
+}

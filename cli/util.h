@@ -110,4 +110,11 @@ char *ht_fmt_size(char *buf, uint64_t bytes);
 /* nanoseconds -> "1.234 s", "12.3 ms", "45 us" */
 char *ht_fmt_duration(char *buf, uint64_t ns);
 
+/* Open an input the user or a trace names, read-only: a regular file, at
+ * most max_size bytes (0: any size). O_NONBLOCK until fstat has seen a
+ * regular file, so that a FIFO with no writer cannot block the open.
+ * Returns the descriptor (close-on-exec), or a negative code: -errno,
+ * -HT_ENOTREG (a FIFO, a device, a directory...) or -EFBIG. */
+int ht_open_regular(const char *path, uint64_t max_size);
+
 #endif /* HEAPTRAIL_UTIL_H */

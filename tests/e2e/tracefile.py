@@ -700,6 +700,31 @@ def record(tag, payload):
     return (tag, payload)
 
 
+def zstd_rle_frame(byte, nbytes, block=1 << 17):
+    """A zstd frame (written by hand: RLE blocks, no checksum) that
+    decompresses to nbytes copies of byte, 4 bytes per 128 KiB block: the
+    format's highest ratio, what a zstd bomb is made of."""
+    # magic, frame header descriptor 0 (no content size, not single
+    # segment, no checksum), window descriptor 0x38 (2^17 bytes)
+    out = bytearray(b"\x28\xb5\x2f\xfd\x00\x38")
+    while nbytes > 0:
+        n = min(block, nbytes)
+        nbytes -= n
+        # block header: last bit, type 1 (RLE), size: 3 bytes LE
+        out += struct.pack("<I", (n << 3) | (1 << 1) | (nbytes == 0))[:3] + bytes([byte])
+    return bytes(out)
+
+
+def zstd_bomb(path, prefix, nbytes):
+    """The compressed trace prefix (a real one, whole) followed by a frame
+    of nbytes zeros: records of tag 0 (unknown, skipped by length) and
+    length 0, two bytes each."""
+    data = Path(prefix).read_bytes()
+    if len(data) < 16 or data[:8] != MAGIC or not struct.unpack("<I", data[12:16])[0] & 1:
+        raise TraceError("%s: not a compressed trace" % prefix)
+    Path(path).write_bytes(data + zstd_rle_frame(0, nbytes))
+
+
 def leaks_record(time, check_id, entries, reason=0, last=1):
     """LEAKS: entries [(addr, kind)] (sorted here, as the agent does)."""
     p = varint(time) + varint(check_id) + varint(reason) + varint(last)

@@ -298,6 +298,24 @@ HT_TEST_UNUSED static buf_t make_file(const buf_t *body, bool zstd, unsigned maj
 	return f;
 }
 
+/* Append to f a zstd frame, written by hand, of n bytes all equal to
+ * byte: RLE blocks of 128 KiB, 4 bytes each, no checksum. The format's
+ * highest ratio (~32000x): what a zstd bomb is made of. */
+HT_TEST_UNUSED static void zstd_rle_frame(buf_t *f, uint8_t byte, uint64_t n)
+{
+	/* magic; frame header descriptor 0 (no content size, not single
+	 * segment, no checksum); window descriptor 0x38 (2^17 bytes) */
+	static const uint8_t head[] = { 0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x38 };
+	put(f, head, sizeof(head));
+	while (n > 0) {
+		uint32_t size = n < (1u << 17) ? (uint32_t)n : 1u << 17;
+		n -= size;
+		uint32_t h = size << 3 | 1u << 1 | (n == 0); /* RLE; last */
+		uint8_t blk[4] = { (uint8_t)h, (uint8_t)(h >> 8), (uint8_t)(h >> 16), byte };
+		put(f, blk, sizeof(blk));
+	}
+}
+
 HT_TEST_UNUSED static ht_model_t *load(const buf_t *file, ht_trace_t **t, int *rc)
 {
 	ht_model_t *m = NULL;

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <zstd.h>
 
 #include "functions.h"
@@ -364,6 +365,83 @@ static void test_damage(void)
 		file.p[0] = 'X';
 		rc = ht_reader_load_mem(file.p, file.len, NULL, &t);
 		CHECK_EQ(rc, -HT_EMAGIC);
+		ht_trace_free(t);
+		free(file.p);
+	}
+	free(body.p);
+}
+
+/* ---- hostile bodies: zstd bombs --------------------------------------------------- */
+
+static long peak_rss_kb(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_maxrss;
+}
+
+/* A complete trace, then a frame of zeros: records of tag 0 (unknown,
+ * skipped by length) and length 0, two bytes each. Run first, while the
+ * process's peak RSS is still small: the body's pages of such records go
+ * back as the parse passes them, and a body past its bound (64 MiB plus
+ * 4096 times the compressed size) is cut with an error naming it. */
+static void test_bomb(void)
+{
+	buf_t body = basic_body(NULL, true);
+	ht_trace_t *t;
+	ht_model_t *m;
+	int rc;
+
+	/* 48 MiB of empty records, under the bound: read whole, and the
+	 * peak RSS grows by much less than the body */
+	{
+		long before = peak_rss_kb();
+		buf_t file = make_file(&body, true, HT_FORMAT_MAJOR);
+		zstd_rle_frame(&file, 0, (uint64_t)48 << 20);
+		m = load(&file, &t, &rc);
+		CHECK_EQ(rc, 0);
+		CHECK_EQ(t->error, 0);
+		CHECK_EQ(t->skipped_records, (uint64_t)24 << 20);
+		CHECK_EQ(t->ending, HT_ENDING_EXIT);
+		if (m)
+			check_basic_model(m);
+		long grew = peak_rss_kb() - before;
+		CHECK(grew < 16 << 10);
+		if (grew >= 16 << 10)
+			fprintf(stderr, "  bomb: peak RSS grew by %ld KiB for a 48 MiB body\n", grew);
+		ht_model_free(m);
+		ht_trace_free(t);
+		free(file.p);
+	}
+
+	/* past the bound: cut there, the trace before it kept */
+	{
+		buf_t file = make_file(&body, true, HT_FORMAT_MAJOR);
+		zstd_rle_frame(&file, 0, (uint64_t)1 << 30);
+		size_t bound = ((size_t)64 << 20) + 4096 * (file.len - HT_FILE_HEADER_LEN);
+		m = load(&file, &t, &rc);
+		CHECK_EQ(rc, 0);
+		CHECK_EQ(t->error, -HT_ETOOBIG);
+		CHECK_EQ(t->body_len, bound);
+		CHECK_STR(t->message, "corrupt or hostile");
+		CHECK_EQ(t->ending, HT_ENDING_EXIT);
+		if (m)
+			check_basic_model(m);
+		ht_model_free(m);
+		ht_trace_free(t);
+		free(file.p);
+	}
+
+	/* a caller's smaller max_body still wins, with its own message */
+	{
+		buf_t file = make_file(&body, true, HT_FORMAT_MAJOR);
+		zstd_rle_frame(&file, 0, (uint64_t)1 << 30);
+		ht_reader_opts_t opts = { .max_body = 1 << 20 };
+		rc = ht_reader_load_mem(file.p, file.len, &opts, &t);
+		CHECK_EQ(rc, 0);
+		CHECK_EQ(t->error, -HT_ETOOBIG);
+		CHECK_EQ(t->body_len, 1 << 20);
+		CHECK_STR(t->message, "1048576-byte limit");
 		ht_trace_free(t);
 		free(file.p);
 	}
@@ -2692,6 +2770,7 @@ static void test_batches(void)
 
 int main(void)
 {
+	test_bomb(); /* first: it measures the peak RSS */
 	test_live_rank();
 	test_basic();
 	test_threads();

@@ -35,6 +35,7 @@
 #include "util.h"
 #include "gate.h"
 #include "opts.h"
+#include "compress.h"
 
 static const char usage_text[] =
 	"usage: heaptrail run [-o FILE] [--depth N] [--unwind fp|libunwind] [--no-follow-fork]\n"
@@ -1215,6 +1216,18 @@ static int cmd_convert(int argc, char **argv)
 	 * file: the name may have changed meanwhile) */
 	if (out_path && !(out = ht_open_output(out_path, true, 0666, have_in ? &in_st : NULL, &oerr))) {
 		fprintf(stderr, "heaptrail: convert: cannot write %s: %s\n", HT_TEXT(out_path),
+			ht_strerror(oerr));
+		ht_model_free(m);
+		ht_trace_free(t);
+		return 1;
+	}
+	/* -o x.zst, -o x.gz: compressed as the name says (pprof's output is
+	 * gzip already) */
+	ht_comp_t comp = out_path ? ht_comp_for_path(out_path) : HT_COMP_NONE;
+	if (comp == HT_COMP_GZIP && !strcmp(fmt->name, "pprof"))
+		comp = HT_COMP_NONE;
+	if (comp && !(out = ht_comp_open(out, comp, &oerr))) {
+		fprintf(stderr, "heaptrail: convert: cannot compress %s: %s\n", HT_TEXT(out_path),
 			ht_strerror(oerr));
 		ht_model_free(m);
 		ht_trace_free(t);

@@ -44,6 +44,7 @@ import test_resources  # noqa: E402
 import test_sampling  # noqa: E402
 import test_diff  # noqa: E402
 import test_hostile_names  # noqa: E402
+import test_gates  # noqa: E402
 
 
 def all_tests():
@@ -53,7 +54,8 @@ def all_tests():
             test_functions.TESTS + test_tags_phases.TESTS +
             test_pools_snapshots.TESTS + test_leak_classes.TESTS +
             test_summary.TESTS + test_leaks.TESTS + test_resources.TESTS +
-            test_sampling.TESTS + test_diff.TESTS + test_hostile_names.TESTS)
+            test_sampling.TESTS + test_diff.TESTS + test_hostile_names.TESTS +
+            test_gates.TESTS)
 
 
 def run_one(name, fn, verbose):

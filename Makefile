@@ -12,6 +12,8 @@ libdir ?= $(prefix)/lib
 includedir ?= $(prefix)/include
 mandir ?= $(prefix)/share/man
 docdir ?= $(prefix)/share/doc/heaptrail
+bashcompdir ?= $(prefix)/share/bash-completion/completions
+zshcompdir ?= $(prefix)/share/zsh/site-functions
 DESTDIR ?=
 
 CC ?= cc
@@ -217,6 +219,9 @@ install: all $(B)/heaptrail.pc
 	if [ -f docs/heaptrail.1 ]; then install -d $(DESTDIR)$(mandir)/man1 && install -m 644 docs/heaptrail.1 $(DESTDIR)$(mandir)/man1/; fi
 	install -d $(DESTDIR)$(docdir)
 	install -m 644 README.md docs/*.md $(DESTDIR)$(docdir)/
+	install -d $(DESTDIR)$(bashcompdir) $(DESTDIR)$(zshcompdir)
+	install -m 644 completion/heaptrail.bash $(DESTDIR)$(bashcompdir)/heaptrail
+	install -m 644 completion/_heaptrail $(DESTDIR)$(zshcompdir)/_heaptrail
 
 clean:
 	rm -rf $(B)

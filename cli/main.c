@@ -6,7 +6,10 @@
  *   run:    the program's own status (128+N for signal N), 127 program not
  *           found, 126 not executable, 2 usage error, 1 heaptrail failure;
  *   diff:   as report: 0 the comparison printed, 1 a trace could not be
- *           read at all, 2 usage error.
+ *           read at all, 2 usage error; 3 a --fail-if condition holds;
+ *   check:  0 no condition holds, 1 a trace could not be read at all (or
+ *           the JUnit file not written), 2 usage error, 3 a condition holds
+ *           (HT_EXIT_GATE).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -30,6 +33,9 @@
 #include "symbolize.h"
 #include "timeline.h"
 #include "util.h"
+#include "gate.h"
+#include "opts.h"
+#include "compress.h"
 
 static const char usage_text[] =
 	"usage: heaptrail run [-o FILE] [--depth N] [--unwind fp|libunwind] [--no-follow-fork]\n"
@@ -37,24 +43,35 @@ static const char usage_text[] =
 	"                     [--sample-rate BYTES [--sample-seed N]]\n"
 	"                     [--break-alloc LIST] [--leak-exitcode N [--no-leak-report]]\n"
 	"                     [SUPPRESSIONS] [--] PROGRAM [ARGS...]\n"
-	"       heaptrail report [--format text|json] [--top N] [--show-reachable] [SUPPRESSIONS]\n"
+	"       heaptrail report [-f text|json] [-n N] [--show-reachable] [SUPPRESSIONS]\n"
 	"                        [--functions [--memory] [--time-unit ns|us|ms|s]] FILE\n"
-	"       heaptrail leaks [--format text|json] [--top N] [--show-reachable] [--growth]\n"
+	"       heaptrail leaks [-f text|json] [-n N] [--show-reachable] [--growth]\n"
 	"                       [SUPPRESSIONS] FILE\n"
 	"       SUPPRESSIONS: [--suppressions FILE]... [--no-default-suppressions]\n"
 	"       heaptrail report --by-tag FILE\n"
 	"       heaptrail report --tag NAME [--depth N] [--min-count N] [--top N] FILE\n"
-	"       heaptrail convert --format FORMAT [-o OUT] [--cost COST] [--icicle] FILE\n"
-	"       heaptrail diff [--format text|json] [--top N] [--match function|line] BASE NEW\n"
-	"       heaptrail --help | --version\n";
+	"       heaptrail convert -f FORMAT [-o OUT] [--cost COST] [--icicle] FILE\n"
+	"       heaptrail diff [-f text|json] [-n N] [--match function|line]\n"
+	"                      [--fail-if EXPR]... [--junit FILE] BASE NEW\n"
+	"       heaptrail check --fail-if EXPR... [--junit FILE] [SUPPRESSIONS] FILE\n"
+	"       heaptrail COMMAND --help | heaptrail --help | --version\n";
 
-static const char help_text[] =
+/* The help, one section per command: `heaptrail --help` prints them all,
+ * `heaptrail COMMAND --help` its own. Each option is a line of its own,
+ * indented by four spaces ("    -f, --format text|json  what it does"):
+ * the "did you mean" of a mistyped option and the shell completion
+ * (`heaptrail --list-options COMMAND`, completion/) read the options from
+ * these lines, so the three cannot drift apart. */
+static const char help_head[] =
 	"heaptrail - record every heap allocation of a program and report where its memory goes\n"
-	"\n"
+	"\n";
+
+static const char help_run[] =
 	"heaptrail run [options] [--] PROGRAM [ARGS...]\n"
 	"  Run PROGRAM with the heaptrail agent preloaded, then print a summary and the\n"
-	"  trace file(s) on stderr. Exits with the program's status (128+N for signal N).\n"
-	"    -o FILE                 trace path (%p: pid, %n: program name)\n"
+	"  trace file(s) on stderr. Exits with the program's status (128+N for signal N);\n"
+	"  2 before the program starts when an option is wrong or -o cannot be created.\n"
+	"    -o, --output FILE       trace path (%p: pid, %n: program name)\n"
 	"                            default: heaptrail.%n.%p.ht in the current directory\n"
 	"    --depth N               frames per stack, 1..1024 (default 64)\n"
 	"    --unwind fp|libunwind   stack walker (default libunwind; fp needs frame pointers)\n"
@@ -77,15 +94,17 @@ static const char help_text[] =
 	"                            leak), printing them on stderr\n"
 	"    --no-leak-report        with --leak-exitcode: the exit status only, no leak list\n"
 	"    --sample-rate BYTES     record one allocation per BYTES allocated on average\n"
-	"                            (Poisson sampling); reports show estimates with their\n"
-	"                            95% interval. 0: every allocation (default)\n"
+	"                            (Poisson sampling; 512K, 1M); reports show estimates\n"
+	"                            with their 95% interval. 0: every allocation (default)\n"
 	"    --sample-seed N         seed the sampling, for reproducible runs\n"
-	"\n"
+	"\n";
+
+static const char help_report[] =
 	"heaptrail report [options] FILE\n"
 	"  Symbolize a trace and print its summary, top sites, leaks and temporary\n"
 	"  allocations.\n"
-	"    --format text|json      output format (default text)\n"
-	"    --top N                 entries per list (text default 10, json: all sites);\n"
+	"    -f, --format text|json  output format (default text)\n"
+	"    -n, --top N             entries per list (text default 10, json: all sites);\n"
 	"                            0 means all\n"
 	"    --functions             the function profile instead: per-thread call trees with\n"
 	"                            calls, total and self time (json: a \"functions\" section\n"
@@ -100,51 +119,170 @@ static const char help_text[] =
 	"    --depth N               with --tag: cut stacks to N frames, leaf first (default all)\n"
 	"    --min-count N           with --tag: only stacks with at least N allocations\n"
 	"    --show-reachable        list the still-reachable blocks (else one line)\n"
-	"\n"
+	"\n";
+
+static const char help_leaks[] =
 	"heaptrail leaks [options] FILE\n"
 	"  The leak section alone: leaks by class (definitely, indirectly, possibly lost,\n"
 	"  still reachable), then by stack, largest first, and the on-demand leak checks.\n"
-	"    --format text|json      output format (default text)\n"
-	"    --top N                 stacks per class (default 10; 0 means all)\n"
+	"    -f, --format text|json  output format (default text)\n"
+	"    -n, --top N             stacks per class (default 10; 0 means all)\n"
 	"    --show-reachable        list the still-reachable blocks (else one line)\n"
 	"    --growth                growth suspects instead: sites whose live bytes keep\n"
 	"                            growing over the run, steadiest first\n"
-	"\n"
-	"Suppressions (run, report, leaks):\n"
+	"\n";
+
+static const char help_supp[] =
+	"Suppressions (run, report, leaks, check):\n"
 	"    --suppressions FILE     LeakSanitizer's format: `leak:PATTERN` lines matched\n"
 	"                            against each frame's function, file and module\n"
 	"    --no-default-suppressions  do not suppress the built-in one-time allocations\n"
 	"                            of libc, ld.so and libstdc++\n"
-	"\n"
+	"\n";
+
+static const char help_diff[] =
 	"heaptrail diff [options] BASE NEW\n"
 	"  Compare two traces: the totals side by side with their change, then the sites\n"
 	"  whose figures changed most (bytes allocated, allocations, bytes at the peak,\n"
 	"  leaked bytes), matched across the traces by their symbolized stacks.\n"
-	"    --format text|json      output format (default text)\n"
-	"    --top N                 sites per table (text, default 10; 0 means all);\n"
+	"    -f, --format text|json  output format (default text)\n"
+	"    -n, --top N             sites per table (text, default 10; 0 means all);\n"
 	"                            json lists every site\n"
 	"    --match function|line   match stacks by their functions (default: survives\n"
 	"                            lines moving between builds) or by function and line\n"
-	"\n"
+	"    --fail-if EXPR          exit with status 3 when EXPR holds (repeatable; the\n"
+	"                            results on stderr): METRIC>+10% or >+1MiB (the change\n"
+	"                            from BASE), METRIC>64MiB (NEW's figure); see check\n"
+	"    --junit FILE            with --fail-if: the results as JUnit XML, one testcase\n"
+	"                            per condition\n"
+	"\n";
+
+static const char help_check[] =
+	"heaptrail check --fail-if EXPR... [options] FILE\n"
+	"  Test a trace against limits, for CI: print each condition with its figure and\n"
+	"  exit with status 3 when any holds (0: none holds, 1: the trace could not be\n"
+	"  read, 2: usage error). EXPR is [site:FUNC ]METRIC OP VALUE: METRIC a name\n"
+	"  of the JSON report's totals (peak_heap_bytes, definite_bytes, allocations,\n"
+	"  ...; docs/JSON.md) or with site:FUNC of its sites (bytes_allocated,\n"
+	"  peak_bytes, ...), summed over the stacks through function FUNC; OP one of\n"
+	"  > >= < <= == !=; VALUE a number, K M G (KiB MiB GiB) for 1024s. A figure\n"
+	"  the trace does not record makes its condition fail, saying so.\n"
+	"    --fail-if EXPR          a condition (repeatable): peak_heap_bytes>64MiB,\n"
+	"                            definite_bytes>0, site:parse bytes_allocated>1MiB\n"
+	"    --junit FILE            the results as JUnit XML, one testcase per condition\n"
+	"\n";
+
+static const char help_convert[] =
 	"heaptrail convert --format FORMAT [options] FILE\n"
 	"  Write the trace in a format other tools read (heaptrail convert --help lists them).\n"
-	"    -o OUT                  output file (default: standard output)\n"
+	"    -f, --format FORMAT     the output format (below)\n"
+	"    -o OUT                  output file (default: standard output); a name ending\n"
+	"                            in .zst or .gz is compressed with zstd or gzip\n"
 	"    --cost bytes|allocations|peak|leaked|temporary\n"
 	"                            what a stack weighs (folded, flamegraph)\n"
 	"    --icicle                flamegraph with the root at the top\n"
-	"\n"
+	"\n";
+
+static const char help_env[] =
+	"Sizes take K, M, G (or KiB, MiB, GiB): 1024, 1024^2, 1024^3.\n"
 	"Environment: HEAPTRAIL_AGENT overrides the path of libheaptrail.so;\n"
 	"HEAPTRAIL_READER_RESIDENT_MB caps the decoded events a report keeps in memory\n"
 	"(default: a sixteenth of the machine's memory, 256 to 1024): past it, each pass\n"
 	"decodes the rest again (slower, but a report's memory no longer grows with the\n"
 	"trace).\n";
 
+/* A command's help sections, in the order the whole help prints them. */
+static const struct {
+	const char *cmd;
+	const char *const *sections; /* NULL-terminated */
+} help_of[] = {
+	{ "run", (const char *const[]){ help_run, help_supp, help_env, NULL } },
+	{ "report", (const char *const[]){ help_report, help_supp, help_env, NULL } },
+	{ "leaks", (const char *const[]){ help_leaks, help_supp, help_env, NULL } },
+	{ "diff", (const char *const[]){ help_diff, help_env, NULL } },
+	{ "check", (const char *const[]){ help_check, help_supp, help_env, NULL } },
+	{ "convert", (const char *const[]){ help_convert, help_env, NULL } },
+};
+#define NCOMMANDS (sizeof(help_of) / sizeof(help_of[0]))
+
+/* The command being parsed, for the usage hint; NULL before one is known. */
+static const char *usage_cmd;
+
+static void list_formats(FILE *out);
+
+/* cmd's help (NULL: all of it) on stdout. */
+static void print_help(const char *cmd)
+{
+	if (!cmd) {
+		fputs(help_head, stdout);
+		fputs(help_run, stdout);
+		fputs(help_report, stdout);
+		fputs(help_leaks, stdout);
+		fputs(help_supp, stdout);
+		fputs(help_diff, stdout);
+		fputs(help_check, stdout);
+		fputs(help_convert, stdout);
+		fputs(help_env, stdout);
+		return;
+	}
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		if (!strcmp(help_of[i].cmd, cmd))
+			for (const char *const *s = help_of[i].sections; *s; s++)
+				fputs(*s, stdout);
+	if (!strcmp(cmd, "convert"))
+		list_formats(stdout);
+}
+
+/* The options of cmd's help (NULL-terminated, static), for the "did you
+ * mean" of a mistyped one and for the completion. */
+static const char *const *command_options(const char *cmd)
+{
+	static const char *names[128];
+	static char buf[4096];
+	size_t n = 0, used = 0;
+	for (size_t i = 0; i < NCOMMANDS; i++) {
+		if (strcmp(help_of[i].cmd, cmd))
+			continue;
+		for (const char *const *s = help_of[i].sections; *s; s++) {
+			ht_help_opt_t o[64];
+			size_t k = ht_help_options(*s, o, 64);
+			for (size_t j = 0; j < k && n + 2 < 128; j++) {
+				for (int f = 0; f < 2; f++) {
+					const char *nm = f ? o[j].long_name : o[j].short_name;
+					size_t l = strlen(nm) + 1;
+					if (!*nm || used + l > sizeof buf)
+						continue;
+					memcpy(buf + used, nm, l);
+					names[n++] = buf + used;
+					used += l;
+				}
+			}
+		}
+	}
+	names[n] = NULL;
+	return names;
+}
+
 static int usage_error(const char *fmt, const char *arg)
 {
 	fputs("heaptrail: ", stderr);
 	fprintf(stderr, fmt, arg);
 	fputc('\n', stderr);
-	fputs(usage_text, stderr);
+	if (usage_cmd)
+		fprintf(stderr, "see heaptrail %s --help for its usage\n", usage_cmd);
+	else
+		fputs(usage_text, stderr);
+	return 2;
+}
+
+/* An option cmd does not take: one line, with the nearest one it takes. */
+static int unknown_option(const char *cmd, const char *a)
+{
+	const char *near = ht_nearest_name(a, command_options(cmd));
+	fprintf(stderr, "heaptrail: %s: unknown option '%s'", cmd, HT_TEXT(a));
+	if (near)
+		fprintf(stderr, "; did you mean %s?", near);
+	fprintf(stderr, "\nsee heaptrail %s --help for its usage\n", cmd);
 	return 2;
 }
 
@@ -160,6 +298,26 @@ static const char *opt_value(int argc, char **argv, int *i, const char *name, bo
 		return a + n + 1;
 	if (a[n] != '\0')
 		return NULL;
+	if (*i + 1 >= argc) {
+		*missing = true;
+		return NULL;
+	}
+	return argv[++*i];
+}
+
+/* opt_value, also under a short name: "-f V" or "-fV". */
+static const char *opt_value2(int argc, char **argv, int *i, const char *name, const char *shrt,
+			      bool *missing)
+{
+	const char *v = opt_value(argc, argv, i, name, missing);
+	if (v || *missing)
+		return v;
+	const char *a = argv[*i];
+	size_t n = strlen(shrt);
+	if (strncmp(a, shrt, n))
+		return NULL;
+	if (a[n])
+		return a + n;
 	if (*i + 1 >= argc) {
 		*missing = true;
 		return NULL;
@@ -201,7 +359,8 @@ static int supp_option(int argc, char **argv, int *i, const char *cmd, supp_opts
 	if (!(v = opt_value(argc, argv, i, "--suppressions", &missing)) && !missing)
 		return 0;
 	if (missing || !*v) {
-		fprintf(stderr, "heaptrail: %s: --suppressions needs a file\n%s", cmd, usage_text);
+		fprintf(stderr, "heaptrail: %s: --suppressions needs a file\n"
+				"see heaptrail %s --help for its usage\n", cmd, cmd);
 		return 2;
 	}
 	if (so->nfiles >= MAX_SUPP_FILES) {
@@ -314,10 +473,10 @@ static int common_option(int argc, char **argv, int *i, const char *cmd, common_
 	} else if (!strcmp(a, "--")) {
 		c->only_args = true;
 	} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-		fputs(help_text, stdout);
+		print_help(cmd);
 		*status = 0;
 		return OPT_EXIT;
-	} else if ((v = opt_value(argc, argv, i, "--format", &missing)) || missing) {
+	} else if ((v = opt_value2(argc, argv, i, "--format", "-f", &missing)) || missing) {
 		if (missing || (strcmp(v, "json") && strcmp(v, "text"))) {
 			snprintf(what, sizeof what, missing ? "%s: %%s needs a value"
 							    : "%s: unknown format '%%s' (text or json)",
@@ -326,7 +485,7 @@ static int common_option(int argc, char **argv, int *i, const char *cmd, common_
 			return OPT_EXIT;
 		}
 		c->json = !strcmp(v, "json");
-	} else if ((v = opt_value(argc, argv, i, "--top", &missing)) || missing) {
+	} else if ((v = opt_value2(argc, argv, i, "--top", "-n", &missing)) || missing) {
 		unsigned long long n;
 		if (missing || !parse_uint(v, SIZE_MAX, &n)) {
 			snprintf(what, sizeof what, missing ? "%s: %%s needs a value"
@@ -470,7 +629,7 @@ static int cmd_report(int argc, char **argv)
 				return usage_error("report: --time-unit is ns, us, ms or s, not '%s'", v);
 			unit_given = true;
 		} else {
-			return usage_error("report: unknown option '%s'", a);
+			return unknown_option("report", a);
 		}
 	}
 	const char *path = co.path;
@@ -610,7 +769,7 @@ static int cmd_leaks(int argc, char **argv)
 		if (!strcmp(a, "--growth")) {
 			growth = true;
 		} else {
-			return usage_error("leaks: unknown option '%s'", a);
+			return unknown_option("leaks", a);
 		}
 	}
 	const char *path = co.path;
@@ -694,6 +853,164 @@ static int cmd_leaks(int argc, char **argv)
 	return 0;
 }
 
+/* --fail-if EXPR and --junit FILE (check, diff). OPT_EXIT after a usage
+ * error (printed). */
+#define MAX_GATES 64
+static int gate_option(int argc, char **argv, int *i, const char *cmd, ht_gate_t *gates,
+		       size_t *ngates, const char **junit)
+{
+	bool missing = false;
+	const char *v;
+	char what[64], err[512];
+	if ((v = opt_value(argc, argv, i, "--junit", &missing)) || missing) {
+		if (missing || !*v) {
+			snprintf(what, sizeof what, "%s: %%s needs a file", cmd);
+			usage_error(what, "--junit");
+			return OPT_EXIT;
+		}
+		*junit = v;
+		return OPT_TAKEN;
+	}
+	if (!(v = opt_value(argc, argv, i, "--fail-if", &missing)) && !missing)
+		return OPT_NOT_OURS;
+	if (missing) {
+		snprintf(what, sizeof what, "%s: %%s needs a condition", cmd);
+		usage_error(what, "--fail-if");
+		return OPT_EXIT;
+	}
+	if (*ngates >= MAX_GATES) {
+		snprintf(what, sizeof what, "%s: at most %d conditions%%s", cmd, MAX_GATES);
+		usage_error(what, "");
+		return OPT_EXIT;
+	}
+	ht_gate_t *g = &gates[*ngates];
+	if (ht_gate_parse(v, g, err, sizeof err)) {
+		snprintf(what, sizeof what, "%s: --fail-if %%s", cmd);
+		usage_error(what, err);
+		return OPT_EXIT;
+	}
+	if (g->mode != HT_GATE_VALUE && !strcmp(cmd, "check")) {
+		ht_gate_free(g);
+		snprintf(what, sizeof what, "%s: --fail-if %%s", cmd);
+		usage_error(what, "takes a limit, not a change (+N, +N%: heaptrail diff)");
+		return OPT_EXIT;
+	}
+	++*ngates;
+	return OPT_TAKEN;
+}
+
+static void free_gates(ht_gate_t *g, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		ht_gate_free(&g[i]);
+}
+
+/* The leak classes of each side, as the report builds them (the built-in
+ * suppressions), then the conditions. */
+static int diff_gates(ht_diff_t *d, ht_gate_t *gates, size_t ngates, const char *junit)
+{
+	ht_supp_list_t supps;
+	supp_opts_t so = { { NULL }, 0, false };
+	if (supp_load(&so, &supps))
+		return 1;
+	ht_leaks_t lk[2];
+	ht_gate_side_t side[2];
+	int r = 0, built = 0;
+	for (int k = 0; k < 2 && !r; k++, built++) {
+		r = ht_leaks_build(d->side[k].m, d->side[k].sym, &supps, &lk[k]);
+		side[k] = (ht_gate_side_t){ d->side[k].m, d->side[k].sym, &lk[k],
+					    d->side[k].temporary_known };
+	}
+	int ret = 1;
+	if (r)
+		fprintf(stderr, "heaptrail: the leaks of the conditions: %s\n", ht_strerror(r));
+	else
+		ret = ht_gates_run(gates, ngates, &side[HT_DIFF_BASE], &side[HT_DIFF_NEW], stderr,
+				   "heaptrail diff", junit);
+	for (int k = 0; k < built; k++)
+		ht_leaks_free(&lk[k]);
+	ht_supp_free(&supps);
+	return ret;
+}
+
+/* `heaptrail check TRACE --fail-if EXPR...`: limits on one trace, its
+ * figures from the same model and leak classes as its report's. */
+static int cmd_check(int argc, char **argv)
+{
+	ht_gate_t gates[MAX_GATES];
+	size_t ngates = 0;
+	const char *junit = NULL, *path = NULL;
+	supp_opts_t so = { { NULL }, 0, false };
+	bool only_args = false;
+	int ret = 0;
+	for (int i = 1; i < argc && !ret; i++) {
+		const char *a = argv[i];
+		int r;
+		if (only_args || a[0] != '-' || !a[1]) {
+			if (path)
+				ret = usage_error("check: more than one trace file ('%s')", a);
+			path = a;
+		} else if (!strcmp(a, "--")) {
+			only_args = true;
+		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			print_help("check");
+			free_gates(gates, ngates);
+			return 0;
+		} else if ((r = supp_option(argc, argv, &i, "check", &so))) {
+			if (r == 2)
+				ret = 2;
+		} else if ((r = gate_option(argc, argv, &i, "check", gates, &ngates, &junit)) !=
+			   OPT_NOT_OURS) {
+			if (r == OPT_EXIT)
+				ret = 2;
+		} else {
+			ret = unknown_option("check", a);
+		}
+	}
+	if (!ret && !path)
+		ret = usage_error("check: no trace file given%s", "");
+	if (!ret && !ngates)
+		ret = usage_error("check: no condition given (--fail-if EXPR)%s", "");
+	if (ret) {
+		free_gates(gates, ngates);
+		return ret;
+	}
+	ht_supp_list_t supps;
+	ht_trace_t *t = NULL;
+	ht_model_t *m = NULL;
+	if (supp_load(&so, &supps)) {
+		free_gates(gates, ngates);
+		return 1;
+	}
+	if (load_model(path, 0, &t, &m)) {
+		ht_supp_free(&supps);
+		free_gates(gates, ngates);
+		return 1;
+	}
+	ht_symbolizer_t *sym = ht_symbolizer_new();
+	if (sym)
+		ht_model_add_modules(m, sym);
+	ht_leaks_t lk;
+	int r = ht_leaks_build(m, sym, &supps, &lk);
+	if (r) {
+		fprintf(stderr, "heaptrail: %s: %s\n", HT_TEXT(path), ht_strerror(r));
+		ret = 1;
+	} else {
+		ht_gate_side_t side = { m, sym, &lk, !m->sample_rate && !t->have_summary };
+		char suite[1100];
+		snprintf(suite, sizeof suite, "heaptrail check %s", path);
+		printf("heaptrail check: %s\n", HT_TEXT(path));
+		ret = ht_gates_run(gates, ngates, NULL, &side, stdout, suite, junit);
+	}
+	ht_leaks_free(&lk);
+	ht_supp_free(&supps);
+	ht_symbolizer_free(sym);
+	ht_model_free(m);
+	ht_trace_free(t);
+	free_gates(gates, ngates);
+	return ret;
+}
+
 /* `heaptrail diff BASE NEW`: the two traces replayed as `report` replays
  * them, their sites matched by stack (cli/diff.h). */
 static int cmd_diff(int argc, char **argv)
@@ -702,6 +1019,10 @@ static int cmd_diff(int argc, char **argv)
 	size_t npaths = 0, top = 0;
 	bool json = false, only_args = false;
 	ht_diff_match_t match = HT_DIFF_BY_FUNCTION;
+	ht_gate_t gates[MAX_GATES];
+	size_t ngates = 0;
+	const char *junit = NULL;
+	int r = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		const char *v;
@@ -713,15 +1034,15 @@ static int cmd_diff(int argc, char **argv)
 		} else if (!strcmp(a, "--")) {
 			only_args = true;
 		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			fputs(help_text, stdout);
+			print_help("diff");
 			return 0;
-		} else if ((v = opt_value(argc, argv, &i, "--format", &missing)) || missing) {
+		} else if ((v = opt_value2(argc, argv, &i, "--format", "-f", &missing)) || missing) {
 			if (missing)
 				return usage_error("diff: %s needs a value", "--format");
 			if (strcmp(v, "json") && strcmp(v, "text"))
 				return usage_error("diff: unknown format '%s' (text or json)", v);
 			json = !strcmp(v, "json");
-		} else if ((v = opt_value(argc, argv, &i, "--top", &missing)) || missing) {
+		} else if ((v = opt_value2(argc, argv, &i, "--top", "-n", &missing)) || missing) {
 			unsigned long long n;
 			if (missing)
 				return usage_error("diff: %s needs a value", "--top");
@@ -737,12 +1058,22 @@ static int cmd_diff(int argc, char **argv)
 				match = HT_DIFF_BY_LINE;
 			else
 				return usage_error("diff: --match is function or line, not '%s'", v);
+		} else if ((r = gate_option(argc, argv, &i, "diff", gates, &ngates, &junit)) != OPT_NOT_OURS) {
+			if (r == OPT_EXIT)
+				return 2;
 		} else {
-			return usage_error("diff: unknown option '%s'", a);
+			return unknown_option("diff", a);
 		}
 	}
-	if (npaths < 2)
+	r = 0;
+	if (npaths < 2) {
+		free_gates(gates, ngates);
 		return usage_error("diff: two trace files needed, BASE and NEW%s", "");
+	}
+	if (junit && !ngates) {
+		free_gates(gates, ngates);
+		return usage_error("diff: --junit goes with --fail-if%s", "");
+	}
 
 	ht_diff_t d;
 	memset(&d, 0, sizeof(d));
@@ -762,7 +1093,6 @@ static int cmd_diff(int argc, char **argv)
 		else
 			fprintf(stderr, "heaptrail: warning: no symbolizer, frames show addresses only\n");
 	}
-	int r = 0;
 	if (!ret && !(r = ht_diff_build(&d))) {
 		r = json ? ht_report_diff_json(stdout, &d) : ht_report_diff_text(stdout, &d, top);
 		if (fflush(stdout) && !r)
@@ -772,6 +1102,9 @@ static int cmd_diff(int argc, char **argv)
 		fprintf(stderr, "heaptrail: writing the diff: %s\n", ht_strerror(r));
 		ret = 1;
 	}
+	if (!ret && ngates) /* on stderr: stdout holds the diff, perhaps JSON */
+		ret = diff_gates(&d, gates, ngates, junit);
+	free_gates(gates, ngates);
 	ht_diff_free(&d);
 	for (int k = 0; k < 2; k++) {
 		ht_symbolizer_free(d.side[k].sym);
@@ -806,8 +1139,7 @@ static int cmd_convert(int argc, char **argv)
 		} else if (!strcmp(a, "--")) {
 			only_args = true;
 		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			fputs(help_text, stdout);
-			list_formats(stdout);
+			print_help("convert");
 			return 0;
 		} else if (!strcmp(a, "-o")) {
 			if (i + 1 >= argc)
@@ -817,7 +1149,7 @@ static int cmd_convert(int argc, char **argv)
 			 * /dev/stdout is a symbolic link, which outputs refuse) */
 			if (!strcmp(out_path, "-") || !strcmp(out_path, "/dev/stdout"))
 				out_path = NULL;
-		} else if ((v = opt_value(argc, argv, &i, "--format", &missing)) || missing) {
+		} else if ((v = opt_value2(argc, argv, &i, "--format", "-f", &missing)) || missing) {
 			if (missing)
 				return usage_error("convert: %s needs a value", "--format");
 			for (fmt = ht_exporters; fmt->name && strcmp(fmt->name, v); fmt++)
@@ -836,7 +1168,7 @@ static int cmd_convert(int argc, char **argv)
 		} else if (!strcmp(a, "--icicle")) {
 			eo.icicle = true;
 		} else {
-			return usage_error("convert: unknown option '%s'", a);
+			return unknown_option("convert", a);
 		}
 	}
 	if (!fmt)
@@ -895,6 +1227,18 @@ static int cmd_convert(int argc, char **argv)
 		ht_trace_free(t);
 		return 1;
 	}
+	/* -o x.zst, -o x.gz: compressed as the name says (pprof's output is
+	 * gzip already) */
+	ht_comp_t comp = out_path ? ht_comp_for_path(out_path) : HT_COMP_NONE;
+	if (comp == HT_COMP_GZIP && !strcmp(fmt->name, "pprof"))
+		comp = HT_COMP_NONE;
+	if (comp && !(out = ht_comp_open(out, comp, &oerr))) {
+		fprintf(stderr, "heaptrail: convert: cannot compress %s: %s\n", HT_TEXT(out_path),
+			ht_strerror(oerr));
+		ht_model_free(m);
+		ht_trace_free(t);
+		return 1;
+	}
 	ht_symbolizer_t *sym = ht_symbolizer_new();
 	if (sym)
 		ht_model_add_modules(m, sym);
@@ -938,7 +1282,7 @@ static int cmd_run(int argc, char **argv)
 			break;
 		}
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			fputs(help_text, stdout);
+			print_help("run");
 			return 0;
 		}
 		if (!strcmp(a, "-o") || !strncmp(a, "--output", 8)) {
@@ -949,7 +1293,7 @@ static int cmd_run(int argc, char **argv)
 			} else if (!(v = opt_value(argc, argv, &i, "--output", &missing))) {
 				if (missing)
 					return usage_error("run: %s needs a value", "--output");
-				return usage_error("run: unknown option '%s'", a);
+				return unknown_option("run", a);
 			}
 			if (!*v)
 				return usage_error("run: empty output path%s", "");
@@ -1010,9 +1354,9 @@ static int cmd_run(int argc, char **argv)
 		} else if ((v = opt_value(argc, argv, &i, "--sample-rate", &missing)) || missing) {
 			if (missing)
 				return usage_error("run: %s needs a value", "--sample-rate");
-			if (!parse_uint(v, 1000000000ULL, &o.sample_rate))
-				return usage_error("run: --sample-rate needs a number of bytes up to "
-						   "1000000000, not '%s'", v);
+			if (!ht_parse_size(v, 1000000000ULL, &o.sample_rate))
+				return usage_error("run: --sample-rate needs a size in bytes up to "
+						   "1000000000 (512K, 1M), not '%s'", v);
 		} else if ((v = opt_value(argc, argv, &i, "--sample-seed", &missing)) || missing) {
 			if (missing)
 				return usage_error("run: %s needs a value", "--sample-seed");
@@ -1021,7 +1365,7 @@ static int cmd_run(int argc, char **argv)
 						   "not '%s'", v);
 			o.sample_seed_set = true;
 		} else {
-			return usage_error("run: unknown option '%s'", a);
+			return unknown_option("run", a);
 		}
 	}
 	if (o.summary && o.sample_rate)
@@ -1031,6 +1375,15 @@ static int cmd_run(int argc, char **argv)
 		return usage_error("run: --no-leak-report goes with --leak-exitcode%s", "");
 	if (i >= argc)
 		return usage_error("run: no program given%s", "");
+	/* refused before the program runs, not found missing after it */
+	char why[4200];
+	if (ht_output_dir_check(o.output, why, sizeof why)) {
+		fprintf(stderr, "heaptrail: run: cannot create the trace %s%s%s: directory %s\n"
+				"see heaptrail run --help for its usage\n",
+			o.output ? "'" : "in the current directory", o.output ? HT_TEXT(o.output) : "",
+			o.output ? "'" : "", HT_TEXT(why));
+		return 2;
+	}
 	o.argv = argv + i;
 	o.no_leak_report = no_report;
 	ht_supp_list_t supps;
@@ -1042,15 +1395,66 @@ static int cmd_run(int argc, char **argv)
 	return ret;
 }
 
+static bool known_command(const char *cmd)
+{
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		if (!strcmp(help_of[i].cmd, cmd))
+			return true;
+	return false;
+}
+
+/* `heaptrail --list-options [COMMAND]`: the commands, or a command's
+ * options from its help, one a line: "NAME<tab>ARG" (ARG: "" for a flag,
+ * "a|b" for choices, else a word such as FILE or N). convert's FORMAT is
+ * the list of formats. */
+static int list_options(const char *cmd)
+{
+	if (!cmd) {
+		for (size_t i = 0; i < NCOMMANDS; i++)
+			printf("%s\n", help_of[i].cmd);
+		return 0;
+	}
+	if (!known_command(cmd))
+		return usage_error("--list-options: unknown command '%s'", cmd);
+	for (size_t i = 0; i < NCOMMANDS; i++) {
+		if (strcmp(help_of[i].cmd, cmd))
+			continue;
+		for (const char *const *s = help_of[i].sections; *s; s++) {
+			ht_help_opt_t o[64];
+			size_t k = ht_help_options(*s, o, 64);
+			for (size_t j = 0; j < k; j++) {
+				const char *arg = o[j].arg;
+				char fmts[512] = "";
+				if (!strcmp(cmd, "convert") && !strcmp(arg, "FORMAT")) {
+					size_t len = 0;
+					for (const ht_exporter_t *e = ht_exporters; e->name; e++)
+						len += (size_t)snprintf(fmts + len, sizeof fmts - len,
+									"%s%s", len ? "|" : "", e->name);
+					arg = fmts;
+				}
+				if (*o[j].short_name)
+					printf("%s\t%s\n", o[j].short_name, arg);
+				if (*o[j].long_name)
+					printf("%s\t%s\n", o[j].long_name, arg);
+			}
+		}
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
 		return usage_error("no command given%s", "");
 	const char *cmd = argv[1];
 	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
-		fputs(help_text, stdout);
+		print_help(argc > 2 && known_command(argv[2]) ? argv[2] : NULL);
 		return 0;
 	}
+	if (!strcmp(cmd, "--list-options")) /* for completion/: not in the help */
+		return list_options(argc > 2 ? argv[2] : NULL);
+	if (known_command(cmd))
+		usage_cmd = cmd;
 	if (!strcmp(cmd, "--version") || !strcmp(cmd, "-V")) {
 		printf("heaptrail %s (trace format %d.%d)\n", HT_VERSION, HT_FORMAT_MAJOR, HT_FORMAT_MINOR);
 		return 0;
@@ -1065,5 +1469,7 @@ int main(int argc, char **argv)
 		return cmd_leaks(argc - 1, argv + 1);
 	if (!strcmp(cmd, "diff"))
 		return cmd_diff(argc - 1, argv + 1);
+	if (!strcmp(cmd, "check"))
+		return cmd_check(argc - 1, argv + 1);
 	return usage_error("unknown command '%s'", cmd);
 }

@@ -761,12 +761,16 @@ int ht_run(const ht_run_opts_t *o)
 		close(mfd);
 		return 1;
 	}
-	struct sigaction ign, old_int, old_quit;
+	struct sigaction ign, old_int, old_quit, old_pipe;
 	memset(&ign, 0, sizeof(ign));
 	ign.sa_handler = SIG_IGN;
 	sigemptyset(&ign.sa_mask);
 	sigaction(SIGINT, &ign, &old_int);
 	sigaction(SIGQUIT, &ign, &old_quit);
+	/* our stderr piped to `head` that has gone: the summary's write fails
+	 * (EPIPE) and we still write FILE.json and exit with the program's
+	 * status; the program gets the disposition it would have had */
+	sigaction(SIGPIPE, &ign, &old_pipe);
 	/* forwarded signals wait, blocked, until the program's pid is known */
 	sigset_t fwd_set, old_mask;
 	sigemptyset(&fwd_set);
@@ -786,6 +790,7 @@ int ht_run(const ht_run_opts_t *o)
 	if (pid == 0) {
 		sigaction(SIGINT, &old_int, NULL);
 		sigaction(SIGQUIT, &old_quit, NULL);
+		sigaction(SIGPIPE, &old_pipe, NULL);
 		for (size_t i = 0; i < NFORWARDED; i++)
 			sigaction(forwarded[i], &old_fwd[i], NULL);
 		sigprocmask(SIG_SETMASK, &old_mask, NULL);

@@ -297,14 +297,24 @@ def t_no_overwrite_input(t):
 
 
 def t_cannot_create(t):
-    """-o into a directory that does not exist: the program runs, and
-    heaptrail says why no trace was written (it used to guess a static
-    program after the agent's bare "cannot create")."""
+    """-o into a directory that does not exist: refused before the program
+    starts (status 2, the directory named). With a %p in the directory
+    part, which only the process knows, the program runs, and heaptrail
+    says why no trace was written (not a guessed static program)."""
     need_tools(t)
     out = t.tmp / "missing" / "x.ht"
+    ran = t.tmp / "ran"
+    r = run([HT, "run", "-o", out, "--", "/usr/bin/touch", ran], 60)
+    err = text(r.err)
+    t.eq("missing directory: exit status", 2, r.rc)
+    t.check("%s: No such file or directory" % out.parent in err,
+            "the directory not named: %s" % tail(err))
+    t.check(not ran.exists(), "the program ran although its trace could not be created")
+    out = t.tmp / "missing%p" / "x.ht"
     r = run([HT, "run", "-o", out, "--", prog("leaks")], 60)
     err = text(r.err)
-    t.check("could not create %s: No such file or directory" % out in err,
+    t.check(re.search(r"could not create %s\d+/x\.ht: No such file or directory"
+                      % re.escape(str(t.tmp / "missing")), err),
             "no reason given: %s" % tail(err))
     t.check("statically linked" not in err, "a wrong guess: %s" % tail(err))
 

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "pass.h"
+#include "resources.h"
 #include "trace_format.h"
 #include "util.h"
 
@@ -1067,6 +1068,7 @@ void ht_model_free(ht_model_t *m)
 	free(m->live_end);
 	free(m->checks);
 	free(m->growth);
+	ht_resources_free(m->resources);
 	for (size_t i = 0; i < m->ntimelines; i++)
 		free(m->timelines[i].b);
 	free(m->timelines);

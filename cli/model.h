@@ -160,6 +160,10 @@ typedef struct ht_model {
 	uint64_t growth_span_ns;   /* time of the last point */
 	struct ht_timeline *timelines; /* folded by ht_model_build_timed's replay */
 	size_t ntimelines;
+	/* descriptors and handles still open (cli/resources.h), when the
+	 * pass that built the model built them too; else NULL. Freed with
+	 * the model. */
+	struct ht_resources *resources;
 } ht_model_t;
 
 /* Replay t (which must outlive the model). Returns 0 or -ENOMEM. */

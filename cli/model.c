@@ -179,6 +179,7 @@ typedef struct site_peak {
 typedef struct replay {
 	ht_model_t *m;
 	ht_pass_t *pass; /* the live blocks, allocation numbers and sites */
+	const uint64_t *thread_seq; /* the pass's allocation numbers per thread */
 	ht_map_t site_by_stack;
 	size_t cap_sites;
 	site_peak_t *sp; /* beside m->sites */
@@ -261,7 +262,8 @@ static uint64_t heap_now(const replay_t *r)
 }
 
 /* Block b leaves its site's and the heap's live figures. */
-static void live_leave(replay_t *r, const ht_live_t *b, uint64_t wsize)
+static inline __attribute__((always_inline)) void live_leave(replay_t *r, const ht_live_t *b,
+								 uint64_t wsize)
 {
 	site_touch(r, b->site);
 	site_est_live(r, b->site, b->size, -1);
@@ -293,7 +295,7 @@ static uint64_t do_free(replay_t *r, const ht_live_t *b, double *w, double *wbyt
 	{
 		tot->frees++;
 		s->frees++;
-		bool temporary = ht_pass_thread_seq(r->pass, b->thread) == b->seq;
+		bool temporary = r->thread_seq[b->thread] == b->seq;
 		if (temporary) {
 			tot->temporary++;
 			s->temporary++;
@@ -612,11 +614,13 @@ static int model_event(void *ctx, const ht_event_t *ev, const ht_heap_step_t *st
 	replay_t *r = ctx;
 	ht_totals_t *tot = &r->m->totals;
 	int e;
+	if (!r->thread_seq) /* made when the pass starts */
+		r->thread_seq = ht_pass_thread_seqs(r->pass);
 	/* allocation numbers: thread 1 is the main thread (set up before the
 	 * replay), the others in order of appearance */
 	if (!r->thread_num[ev->thread])
 		r->thread_num[ev->thread] = r->next_num++;
-	if ((e = grow_sample(r, ev->time)))
+	if (ev->time > r->grow_next && (e = grow_sample(r, ev->time)))
 		return e;
 	switch (ev->type) {
 	case HT_EV_FREE: { /* for a REALLOC, its free half came first */

@@ -119,6 +119,7 @@ struct ht_pass {
 	double rate; /* the trace's sample rate; 0 = exact */
 	ht_pass_consumer_t *c;
 	size_t nc;
+	size_t *hc, nhc; /* the consumers of heap events */
 	unsigned flags;	   /* union of the consumers' */
 	bool heap, live;   /* some consumer wants heap events, the table */
 	bool ran;
@@ -167,6 +168,7 @@ void ht_pass_free(ht_pass_t *p)
 		if (p->c[i].fini)
 			p->c[i].fini(p->c[i].ctx);
 	free(p->c);
+	free(p->hc);
 	free(p->table.slot);
 	free(p->thread_seq);
 	free(p->site_stack);
@@ -193,6 +195,11 @@ size_t ht_pass_nlive(const ht_pass_t *p)
 uint64_t ht_pass_thread_seq(const ht_pass_t *p, uint32_t thread)
 {
 	return p->thread_seq[thread];
+}
+
+const uint64_t *ht_pass_thread_seqs(const ht_pass_t *p)
+{
+	return p->thread_seq;
 }
 
 uint64_t ht_pass_site_stack(const ht_pass_t *p, uint32_t site)
@@ -241,7 +248,8 @@ static int heap_step(ht_pass_t *p, const ht_event_t *ev, ht_heap_step_t *st, ht_
 		}
 		ht_live_t v = { ev->addr, ev->size, ev->time, ++p->thread_seq[ev->thread], 1.0, 0,
 				ev->thread, 0 };
-		ht_pass_weigh(p->rate, ev->size, &v.w, &st->var);
+		if (p->rate) /* else 1 and 0 */
+			ht_pass_weigh(p->rate, ev->size, &v.w, &st->var);
 		int e = site_of(p, ev->stack_id, &v.site, &st->new_site);
 		if (e)
 			return e;
@@ -289,6 +297,11 @@ int ht_pass_run(ht_pass_t *p)
 		return -EINVAL;
 	p->ran = true;
 	int e = 0;
+	if (!(p->hc = malloc((p->nc ? p->nc : 1) * sizeof(*p->hc))))
+		return -ENOMEM;
+	for (size_t i = 0; i < p->nc; i++)
+		if (p->c[i].heap)
+			p->hc[p->nhc++] = i;
 	if (p->live) {
 		p->thread_seq = calloc(t->nthreads ? t->nthreads : 1, sizeof(*p->thread_seq));
 		if (!p->thread_seq || live_init(&p->table, 1024))
@@ -305,21 +318,20 @@ int ht_pass_run(ht_pass_t *p)
 		ht_live_t gone;
 		while (!e && ht_merge_next(mg, &ev)) {
 			ht_heap_step_t st = { NULL, NULL, false, 0 };
-			unsigned f = 0;
-			bool heap = is_heap(ev.type);
-			if (heap) {
-				if (!p->heap)
-					continue;
+			if (is_heap(ev.type)) {
 				if (p->live && (e = heap_step(p, &ev, &st, &gone)))
 					break;
-			} else {
-				f = flag_of(ev.type);
+				for (size_t k = 0; k < p->nhc && !e; k++) {
+					const ht_pass_consumer_t *c = &p->c[p->hc[k]];
+					e = c->on_event(c->ctx, &ev, c->live ? &st : NULL);
+				}
+				continue;
 			}
+			unsigned f = flag_of(ev.type);
 			for (size_t i = 0; i < p->nc && !e; i++) {
 				const ht_pass_consumer_t *c = &p->c[i];
-				if (heap ? !c->heap : !(c->flags & f))
-					continue;
-				e = c->on_event(c->ctx, &ev, c->live ? &st : NULL);
+				if (c->flags & f)
+					e = c->on_event(c->ctx, &ev, NULL);
 			}
 		}
 		ht_merge_free(mg);

@@ -87,6 +87,9 @@ size_t ht_pass_nlive(const ht_pass_t *p);
 /* Allocations thread has made so far: a block freed while its seq is
  * still this was freed before its thread allocated again (temporary). */
 uint64_t ht_pass_thread_seq(const ht_pass_t *p, uint32_t thread);
+/* The same for every thread: an array indexed by thread, valid from the
+ * first event on. */
+const uint64_t *ht_pass_thread_seqs(const ht_pass_t *p);
 /* The stack id of a site. */
 uint64_t ht_pass_site_stack(const ht_pass_t *p, uint32_t site);
 

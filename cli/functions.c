@@ -1,10 +1,13 @@
 /* functions.c - replay ENTER/EXIT/ALLOC events into per-thread call trees
  * (see functions.h for what the figures mean).
  *
- * Each thread is walked alone (ht_merge_new_ex with HT_MERGE_FUNCTIONS and
- * one thread): its events come in recorded order, which is time order on
- * that thread, so ENTER/EXIT nest as the program ran and each allocation
- * falls between the calls that surrounded it.
+ * One consumer of a pass (cli/pass.h) with HT_MERGE_FUNCTIONS: each
+ * thread's events come in its recorded order, which is time order on that
+ * thread, so ENTER/EXIT nest as the program ran and each allocation falls
+ * between the calls that surrounded it. Every thread has its own replay
+ * state; the functions are numbered afterwards as if the threads had been
+ * replayed one after the other (the main thread first), which is the order
+ * the JSON lists functions that allocated nothing in.
  *
  * Time attribution: at every ENTER and EXIT the time since the previous one
  * goes to the self time of the node on top of the stack; at an EXIT the
@@ -26,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pass.h"
 #include "trace_format.h"
 #include "util.h"
 
@@ -175,7 +179,7 @@ typedef struct frame {
 typedef struct replay {
 	ht_fn_profile_t *p;
 	ht_fn_thread_t *th;
-	uint32_t ti;		      /* index of th in p->threads */
+	uint32_t last_func;	      /* the function of the last ENTER */
 	frame_t stack[HT_FN_MAX_DEPTH]; /* the open calls that have a node */
 	uint32_t depth;		      /* frames in stack */
 	uint64_t folded;	      /* open calls above stack[depth-1], folded into it */
@@ -216,6 +220,7 @@ static int on_enter(replay_t *r, const ht_event_t *ev)
 	int e = func_get(p, ev->addr, ev->time, &fi);
 	if (e)
 		return e;
+	r->last_func = fi;
 	p->funcs[fi].calls++;
 	if (!r->folded && r->depth < HT_FN_MAX_DEPTH) {
 		if ((e = child_get(p, top_node(r), fi, ev->time, &ni)))
@@ -265,68 +270,158 @@ static void on_alloc(replay_t *r, const ht_event_t *ev)
 	}
 }
 
-/* Replay trace thread `thread` into a new tree (p->threads has room for
- * it). Returns 0 or -ENOMEM. */
-static int replay_thread(ht_fn_profile_t *p, uint32_t thread)
-{
-	ht_fn_thread_t *th = &p->threads[p->nthreads];
-	memset(th, 0, sizeof(*th));
-	th->thread = thread;
-	int e = node_new(p, HT_FN_NONE, HT_FN_NONE, (uint32_t)p->nthreads, 0, 0, &th->root);
-	if (e)
-		return e;
-	p->nthreads++;
+/* The pass's state: a replay per thread with function events. */
+typedef struct job {
+	ht_fn_profile_t *p;
+	const ht_trace_t *t;
+	replay_t **th;	  /* per trace thread: its replay, or NULL */
+	bool *seen;	  /* per trace thread: its first event came */
+	uint32_t *rank;	  /* per trace thread: its place in p->threads */
+	/* per function: the first thread (by rank) that called it and the
+	 * number of that thread's ENTER that did, for the numbering */
+	struct fkey {
+		uint32_t rank;
+		uint64_t ord;
+	} *fkey;
+	size_t cap_fkey;
+} job_t;
 
-	replay_t *r = calloc(1, sizeof(*r));
-	ht_merge_t *mg = NULL;
-	if (!r || (e = ht_merge_new_ex(p->trace, HT_MERGE_FUNCTIONS, thread, &mg))) {
-		free(r);
+static int fn_event(void *ctx, const ht_event_t *ev, const ht_heap_step_t *st)
+{
+	(void)st;
+	job_t *j = ctx;
+	replay_t *r = j->th[ev->thread];
+	if (!r)
+		return 0;
+	ht_fn_profile_t *p = j->p;
+	ht_fn_thread_t *th = r->th;
+	int e = 0;
+	if (!j->seen[ev->thread]) {
+		th->first_time = r->last = ev->time;
+		p->nodes[th->root].first_time = ev->time;
+		j->seen[ev->thread] = true;
+	}
+	if (ev->time > th->last_time)
+		th->last_time = ev->time;
+	switch (ev->type) {
+	case HT_EV_ENTER: {
+		size_t nf = p->nfuncs;
+		if ((e = on_enter(r, ev)))
+			return e;
+		/* the function on_enter found or made: the last one it looked up */
+		uint32_t fi = r->last_func, rk = j->rank[ev->thread];
+		if (p->nfuncs > nf) {
+			if (ht_util_grow((void **)&j->fkey, &j->cap_fkey, p->nfuncs, sizeof(*j->fkey)))
+				return -ENOMEM;
+			j->fkey[fi] = (struct fkey){ rk, th->enters };
+		} else if (rk < j->fkey[fi].rank) {
+			/* its first call in the thread replayed first */
+			j->fkey[fi] = (struct fkey){ rk, th->enters };
+			p->funcs[fi].first_time = ev->time;
+		}
+		break;
+	}
+	case HT_EV_EXIT:
+		th->exits++;
+		if (r->depth || r->folded)
+			close_top(r, ev->time, false);
+		else
+			th->unmatched_exits++; /* entered while recording was off */
+		break;
+	case HT_EV_ALLOC:
+	case HT_EV_REALLOC: /* its free half came first, as a FREE */
+		on_alloc(r, ev);
+		break;
+	case HT_EV_ENABLE:
+		if (ev->size)
+			th->switches_on++;
+		else
+			th->switches_off++;
+		p->switches++;
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+static const job_t *sort_job;
+
+static int func_order_cmp(const void *a, const void *b)
+{
+	const struct fkey *x = &sort_job->fkey[*(const uint32_t *)a];
+	const struct fkey *y = &sort_job->fkey[*(const uint32_t *)b];
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	return x->ord < y->ord ? -1 : x->ord > y->ord;
+}
+
+/* Number the functions in the order a replay of one thread after the
+ * other would have met them, and rebuild the lookups over the new
+ * numbers. */
+static int renumber_funcs(job_t *j)
+{
+	ht_fn_profile_t *p = j->p;
+	if (p->nfuncs < 2)
+		return 0;
+	uint32_t *order = malloc(p->nfuncs * sizeof(*order));
+	uint32_t *to = malloc(p->nfuncs * sizeof(*to));
+	ht_fn_func_t *funcs = malloc(p->nfuncs * sizeof(*funcs));
+	if (!order || !to || !funcs) {
+		free(order);
+		free(to);
+		free(funcs);
 		return -ENOMEM;
 	}
-	r->p = p;
-	r->th = th;
-	bool first = true;
-	ht_event_t ev;
-	while (!e && ht_merge_next(mg, &ev)) {
-		if (first) {
-			th->first_time = r->last = ev.time;
-			p->nodes[th->root].first_time = ev.time;
-			first = false;
-		}
-		if (ev.time > th->last_time)
-			th->last_time = ev.time;
-		switch (ev.type) {
-		case HT_EV_ENTER:
-			e = on_enter(r, &ev);
-			break;
-		case HT_EV_EXIT:
-			th->exits++;
-			if (r->depth || r->folded)
-				close_top(r, ev.time, false);
-			else
-				th->unmatched_exits++; /* entered while recording was off */
-			break;
-		case HT_EV_ALLOC:
-		case HT_EV_REALLOC: /* its free half came first, as a FREE */
-			on_alloc(r, &ev);
-			break;
-		case HT_EV_ENABLE:
-			if (ev.size)
-				th->switches_on++;
-			else
-				th->switches_off++;
-			p->switches++;
-			break;
-		default:
-			break;
-		}
+	for (uint32_t i = 0; i < p->nfuncs; i++)
+		order[i] = i;
+	sort_job = j;
+	qsort(order, p->nfuncs, sizeof(*order), func_order_cmp);
+	for (uint32_t i = 0; i < p->nfuncs; i++) {
+		to[order[i]] = i;
+		funcs[i] = p->funcs[order[i]];
 	}
+	memcpy(p->funcs, funcs, p->nfuncs * sizeof(*funcs));
+	for (size_t i = 0; i < p->nnodes; i++)
+		if (p->nodes[i].func != HT_FN_NONE)
+			p->nodes[i].func = to[p->nodes[i].func];
+	free(order);
+	free(to);
+	free(funcs);
+	/* the tables hash the numbers: rebuilt at their sizes */
+	p->node_tab_cap /= 2;
+	p->func_tab_cap /= 2;
+	return node_tab_grow(p) || func_tab_grow(p) ? -ENOMEM : 0;
+}
+
+static void sum_inclusive(ht_fn_profile_t *p);
+
+static int fn_end(void *ctx)
+{
+	job_t *j = ctx;
+	ht_fn_profile_t *p = j->p;
 	/* calls still open: closed at the thread's last event */
-	while (!e && (r->depth || r->folded))
-		close_top(r, th->last_time, true);
-	ht_merge_free(mg);
-	free(r);
+	for (size_t i = 0; i < p->nthreads; i++) {
+		replay_t *r = j->th[p->threads[i].thread];
+		while (r->depth || r->folded)
+			close_top(r, r->th->last_time, true);
+	}
+	int e = renumber_funcs(j);
+	if (!e)
+		sum_inclusive(p);
 	return e;
+}
+
+static void fn_fini(void *ctx)
+{
+	job_t *j = ctx;
+	for (size_t i = 0; j->th && i < j->t->nthreads; i++)
+		free(j->th[i]);
+	free(j->th);
+	free(j->seen);
+	free(j->rank);
+	free(j->fkey);
+	free(j);
 }
 
 /* heap_* = own + children's heap_*: children always come after their
@@ -351,34 +446,81 @@ static void sum_inclusive(ht_fn_profile_t *p)
 	}
 }
 
-int ht_fn_build(const ht_trace_t *t, ht_fn_profile_t **out)
+int ht_fn_attach(struct ht_pass *ps, const ht_trace_t *t, ht_fn_profile_t **out)
 {
 	*out = NULL;
 	ht_fn_profile_t *p = calloc(1, sizeof(*p));
-	if (!p)
+	job_t *j = calloc(1, sizeof(*j));
+	if (!p || !j) {
+		free(p);
+		free(j);
 		return -ENOMEM;
+	}
 	p->trace = t;
-	size_t want = 0;
+	j->p = p;
+	j->t = t;
+	size_t want = 0, n = t->nthreads ? t->nthreads : 1;
 	for (size_t i = 0; i < t->nthreads; i++)
 		want += t->threads[i].nfn_events > 0;
 	p->threads = calloc(want ? want : 1, sizeof(*p->threads));
-	if (!p->threads) {
-		ht_fn_free(p);
-		return -ENOMEM;
-	}
+	j->th = calloc(n, sizeof(*j->th));
+	j->seen = calloc(n, sizeof(*j->seen));
+	j->rank = calloc(n, sizeof(*j->rank));
+	int e = -ENOMEM;
+	if (!p->threads || !j->th || !j->seen || !j->rank)
+		goto fail;
 	/* the main thread (tid == pid) first, then the others as they came */
-	int e = 0;
-	for (int pass = 0; pass < 2 && !e; pass++)
-		for (size_t i = 0; i < t->nthreads && !e; i++)
-			if (t->threads[i].nfn_events > 0 && (t->threads[i].tid == t->pid) == !pass)
-				e = replay_thread(p, (uint32_t)i);
-	if (e) {
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < t->nthreads; i++) {
+			if (!(t->threads[i].nfn_events > 0 && (t->threads[i].tid == t->pid) == !pass))
+				continue;
+			ht_fn_thread_t *th = &p->threads[p->nthreads];
+			memset(th, 0, sizeof(*th));
+			th->thread = (uint32_t)i;
+			if ((e = node_new(p, HT_FN_NONE, HT_FN_NONE, (uint32_t)p->nthreads, 0, 0,
+					  &th->root)))
+				goto fail;
+			replay_t *r = calloc(1, sizeof(*r));
+			if (!r) {
+				e = -ENOMEM;
+				goto fail;
+			}
+			r->p = p;
+			r->th = th;
+			j->th[i] = r;
+			j->rank[i] = (uint32_t)p->nthreads++;
+		}
+	}
+	/* a trace without function events merges nothing for the profile */
+	ht_pass_consumer_t c = { p->nthreads ? HT_MERGE_FUNCTIONS : 0, p->nthreads > 0, false,
+				 fn_event, fn_end, fn_fini, j };
+	if ((e = ht_pass_add(ps, &c))) {
 		ht_fn_free(p);
 		return e;
 	}
-	sum_inclusive(p);
 	*out = p;
 	return 0;
+fail:
+	fn_fini(j);
+	ht_fn_free(p);
+	return e;
+}
+
+int ht_fn_build(const ht_trace_t *t, ht_fn_profile_t **out)
+{
+	*out = NULL;
+	ht_pass_t *ps;
+	ht_fn_profile_t *p = NULL;
+	int e = ht_pass_new(t, &ps);
+	if (e)
+		return e;
+	if (!(e = ht_fn_attach(ps, t, &p)) && (e = ht_pass_run(ps))) {
+		ht_fn_free(p);
+		p = NULL;
+	}
+	ht_pass_free(ps);
+	*out = p;
+	return e;
 }
 
 void ht_fn_free(ht_fn_profile_t *p)

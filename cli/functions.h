@@ -96,6 +96,11 @@ typedef struct ht_fn_profile {
  * without ENTER events gives an empty profile (nthreads == 0), not an error.
  * Returns 0 or -ENOMEM; *out is then NULL. Free with ht_fn_free. */
 int ht_fn_build(const ht_trace_t *t, ht_fn_profile_t **out);
+/* The same replay as one consumer of pass ps (cli/pass.h): *out is the
+ * profile once ht_pass_run(ps) has returned 0; the caller frees it in any
+ * case. */
+struct ht_pass;
+int ht_fn_attach(struct ht_pass *ps, const ht_trace_t *t, ht_fn_profile_t **out);
 void ht_fn_free(ht_fn_profile_t *p);
 
 /* Fill idx (room for p->nfuncs) with the indices of the functions whose

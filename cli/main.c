@@ -36,6 +36,8 @@
 #include "gate.h"
 #include "opts.h"
 #include "compress.h"
+#include "pass.h"
+#include "resources.h"
 
 static const char usage_text[] =
 	"usage: heaptrail run [-o FILE] [--depth N] [--unwind fp|libunwind] [--no-follow-fork]\n"
@@ -501,9 +503,22 @@ static int common_option(int argc, char **argv, int *i, const char *cmd, common_
 	return OPT_TAKEN;
 }
 
-/* tl_buckets: a timeline the caller will ask for (ht_model_build_timed),
- * 0 for none. */
-static int load_model(const char *path, size_t tl_buckets, ht_trace_t **tp, ht_model_t **mp)
+/* What one pass over a trace builds beside the model. */
+typedef struct analyses {
+	bool marks, functions; /* asked for */
+	ht_marks_t *mk;
+	ht_fn_profile_t *fp;
+} analyses_t;
+
+/* Loads a trace and builds its model, and what `an` asks for, in one pass
+ * (cli/pass.h), printing why when it cannot. tl_buckets: a timeline the
+ * caller will ask for (folded by the model's replay), 0 for none. want:
+ * called with the loaded trace to say what to build beside the model (may
+ * be NULL). Returns 0 (a damaged trace gives a warning and what was read
+ * before the damage), or 1 after printing why. */
+static int load_analyses(const char *path, size_t tl_buckets,
+			 void (*want)(const ht_trace_t *t, analyses_t *an, void *ctx), void *ctx,
+			 ht_trace_t **tp, ht_model_t **mp, analyses_t *an)
 {
 	ht_trace_t *t = NULL;
 	int r = ht_reader_load_file(path, NULL, &t);
@@ -515,9 +530,24 @@ static int load_model(const char *path, size_t tl_buckets, ht_trace_t **tp, ht_m
 		ht_trace_free(t);
 		return 1;
 	}
+	if (an && want)
+		want(t, an, ctx);
 	ht_model_t *m = NULL;
-	if ((r = ht_model_build_timed(t, &tl_buckets, tl_buckets ? 1 : 0, &m))) {
+	ht_marks_t *mk = NULL;
+	ht_fn_profile_t *fp = NULL;
+	ht_pass_t *p = NULL;
+	if (!(r = ht_pass_new(t, &p)) &&
+	    !(r = ht_model_attach(p, t, &tl_buckets, tl_buckets ? 1 : 0, &m)) &&
+	    !(r = ht_resources_attach(p, t, &m->resources)) &&
+	    !(an && an->functions && (r = ht_fn_attach(p, t, &fp))) &&
+	    !(an && an->marks && (r = ht_marks_attach(p, t, &mk))))
+		r = ht_pass_run(p);
+	ht_pass_free(p);
+	if (r) {
 		fprintf(stderr, "heaptrail: %s: %s\n", HT_TEXT(path), ht_strerror(r));
+		ht_marks_free(mk);
+		ht_fn_free(fp);
+		ht_model_free(m);
 		ht_trace_free(t);
 		return 1;
 	}
@@ -531,7 +561,16 @@ static int load_model(const char *path, size_t tl_buckets, ht_trace_t **tp, ht_m
 			HT_TEXT(path), HT_TEXT(t->message));
 	*tp = t;
 	*mp = m;
+	if (an) {
+		an->mk = mk;
+		an->fp = fp;
+	}
 	return 0;
+}
+
+static int load_model(const char *path, size_t tl_buckets, ht_trace_t **tp, ht_model_t **mp)
+{
+	return load_analyses(path, tl_buckets, NULL, NULL, tp, mp, NULL);
 }
 
 /* The JSON report with more members: the report's object is written to
@@ -575,6 +614,24 @@ static int report_json_extra(FILE *out, const ht_model_t *m, ht_symbolizer_t *sy
 	}
 	free(buf);
 	return r;
+}
+
+/* The views `report` was asked for. */
+typedef struct report_views {
+	bool functions, tags; /* --functions; --by-tag or --tag */
+} report_views_t;
+
+/* What the report's pass builds beside the model: the function profile
+ * for --functions, tags and phases when the trace has them or a tag view
+ * was asked for (it then says the trace has none); nothing for a summary
+ * trace those views refuse. */
+static void report_wants(const ht_trace_t *t, analyses_t *an, void *ctx)
+{
+	const report_views_t *v = ctx;
+	if ((v->functions || v->tags) && t->have_summary)
+		return;
+	an->functions = v->functions;
+	an->marks = v->tags || (!v->functions && t->nmark_events);
 }
 
 static int cmd_report(int argc, char **argv)
@@ -656,35 +713,23 @@ static int cmd_report(int argc, char **argv)
 
 	ht_trace_t *t = NULL;
 	ht_model_t *m = NULL;
-	if (load_model(path, ht_report_timeline_buckets(json), &t, &m))
+	report_views_t rv = { functions, by_tag || to.name };
+	analyses_t an = { false, false, NULL, NULL };
+	if (load_analyses(path, ht_report_timeline_buckets(json), report_wants, &rv, &t, &m, &an))
 		return 1;
 	int r;
 	if ((by_tag || to.name || functions) && t->have_summary) {
 		fprintf(stderr, "heaptrail: %s is a summary trace (heaptrail run --summary): it keeps "
 				"totals per site, not the events that %s needs\n",
 			HT_TEXT(path), functions ? "--functions" : by_tag ? "--by-tag" : "--tag");
+		ht_marks_free(an.mk);
+		ht_fn_free(an.fp);
 		ht_model_free(m);
 		ht_trace_free(t);
 		return 1;
 	}
-
-	ht_fn_profile_t *fp = NULL;
-	if (functions && (r = ht_fn_build(t, &fp))) {
-		fprintf(stderr, "heaptrail: %s: %s\n", HT_TEXT(path), ht_strerror(r));
-		ht_model_free(m);
-		ht_trace_free(t);
-		return 1;
-	}
-	/* tags and phases: another replay, only when the trace has them or a
-	 * tag view was asked for (it then says the trace has none) */
-	ht_marks_t *mk = NULL;
-	if ((by_tag || to.name || (!functions && t->nmark_events)) && (r = ht_marks_build(t, &mk))) {
-		fprintf(stderr, "heaptrail: %s: %s\n", HT_TEXT(path), ht_strerror(r));
-		ht_fn_free(fp);
-		ht_model_free(m);
-		ht_trace_free(t);
-		return 1;
-	}
+	ht_fn_profile_t *fp = an.fp;
+	ht_marks_t *mk = an.mk;
 	ht_symbolizer_t *sym = ht_symbolizer_new();
 	if (sym)
 		ht_model_add_modules(m, sym);

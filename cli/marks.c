@@ -1,10 +1,10 @@
 /* marks.c - replay TAG and PHASE events into per-tag and per-phase figures
  * (marks.h says what each figure means).
  *
- * One pass over the merged events with HT_MERGE_MARKS. Live blocks sit in
- * an open-addressing table like cli/model.c's (linear probing,
- * backward-shift deletion), each with its size, stack and tag; a block is
- * counted under its tag when it dies, so a retag moves it.
+ * One consumer of a pass (cli/pass.h) with HT_MERGE_MARKS. Live blocks are
+ * the pass's, each carrying its tag in the field the pass leaves to one
+ * consumer; a block is counted under its tag when it dies, so a retag
+ * moves it.
  *
  * "Peak inside" needs, when a phase ends, the highest heap since it began.
  * Updating every open phase on every allocation costs O(open phases) per
@@ -25,93 +25,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pass.h"
 #include "trace_format.h"
 
 #define NONE UINT32_MAX
-
-/* ---- live blocks ------------------------------------------------------------ */
-
-typedef struct blk {
-	uint64_t addr, size, stack_id, time;
-	uint32_t tag; /* index into tags; NONE = empty slot */
-} blk_t;
-
-typedef struct blk_table {
-	blk_t *slot;
-	size_t cap, len; /* cap is a power of two */
-} blk_table_t;
-
-static int tab_init(blk_table_t *bt, size_t cap)
-{
-	bt->slot = malloc(cap * sizeof(*bt->slot));
-	if (!bt->slot)
-		return -ENOMEM;
-	for (size_t i = 0; i < cap; i++)
-		bt->slot[i].tag = NONE;
-	bt->cap = cap;
-	bt->len = 0;
-	return 0;
-}
-
-static inline size_t tab_home(const blk_table_t *bt, uint64_t addr)
-{
-	return ht_util_hash64(addr) & (bt->cap - 1);
-}
-
-static blk_t *tab_find(blk_table_t *bt, uint64_t addr)
-{
-	size_t mask = bt->cap - 1;
-	for (size_t i = tab_home(bt, addr);; i = (i + 1) & mask) {
-		if (bt->slot[i].tag == NONE)
-			return NULL;
-		if (bt->slot[i].addr == addr)
-			return &bt->slot[i];
-	}
-}
-
-/* Remove e, shifting later members of its probe run back (no tombstones). */
-static void tab_remove(blk_table_t *bt, blk_t *e)
-{
-	size_t mask = bt->cap - 1;
-	size_t i = (size_t)(e - bt->slot);
-	for (size_t j = (i + 1) & mask;; j = (j + 1) & mask) {
-		if (bt->slot[j].tag == NONE)
-			break;
-		size_t h = tab_home(bt, bt->slot[j].addr);
-		if (((j - h) & mask) >= ((j - i) & mask)) {
-			bt->slot[i] = bt->slot[j];
-			i = j;
-		}
-	}
-	bt->slot[i].tag = NONE;
-	bt->len--;
-}
-
-static int tab_insert(blk_table_t *bt, const blk_t *v)
-{
-	if ((bt->len + 1) * 4 > bt->cap * 3) { /* load <= 3/4 */
-		blk_table_t n;
-		if (bt->cap > SIZE_MAX / 2 / sizeof(blk_t) || tab_init(&n, bt->cap * 2))
-			return -ENOMEM;
-		for (size_t i = 0; i < bt->cap; i++) {
-			if (bt->slot[i].tag == NONE)
-				continue;
-			size_t j = tab_home(&n, bt->slot[i].addr);
-			while (n.slot[j].tag != NONE)
-				j = (j + 1) & (n.cap - 1);
-			n.slot[j] = bt->slot[i];
-		}
-		n.len = bt->len;
-		free(bt->slot);
-		*bt = n;
-	}
-	size_t mask = bt->cap - 1, i = tab_home(bt, v->addr);
-	while (bt->slot[i].tag != NONE)
-		i = (i + 1) & mask;
-	bt->slot[i] = *v;
-	bt->len++;
-	return 0;
-}
 
 /* ---- names -------------------------------------------------------------------- */
 
@@ -201,7 +118,7 @@ typedef struct segment {
 typedef struct replay {
 	ht_marks_t *mk;
 	double rate; /* the trace's sample rate; 0 = exact */
-	blk_table_t live;
+	ht_pass_t *pass; /* the live blocks (their tag field is ours) */
 	thread_state_t *th;
 	segment_t *seg;
 	size_t nseg, cap_seg;
@@ -209,6 +126,7 @@ typedef struct replay {
 	double wheap; /* the heap the blocks stand for (= heap unless sampled) */
 	uint64_t next_serial;
 	uint64_t nallocs; /* allocations so far: stamps phase counting */
+	size_t mk_nthreads; /* entries of th */
 } replay_t;
 
 /* Merge the newest segment into older ones while they are not higher. */
@@ -254,13 +172,6 @@ static uint64_t seg_close(replay_t *r, uint64_t serial)
 	return max;
 }
 
-/* Blocks a recorded block of size bytes stands for (1 unless sampled). */
-static double weight(const replay_t *r, uint64_t size)
-{
-	double p = r->rate > 0 ? -expm1(-(double)size / r->rate) : 1.0;
-	return p > 0 ? 1 / p : 1.0;
-}
-
 static uint64_t rounded(double x)
 {
 	return x > 0 ? (uint64_t)llround(x) : 0;
@@ -268,24 +179,25 @@ static uint64_t rounded(double x)
 
 /* A block leaves the heap (freed, dropped, or at the end with live set):
  * it counts under the tag it carries now. */
-static int block_done(replay_t *r, const blk_t *b, bool live)
+static int block_done(replay_t *r, const ht_live_t *b, bool live)
 {
 	ht_marks_t *mk = r->mk;
 	ht_tag_stat_t *g = &mk->tags[b->tag];
-	uint32_t si = ht_map_get(&g->stack_idx, b->stack_id);
+	uint64_t stack_id = ht_pass_site_stack(r->pass, b->site);
+	uint32_t si = ht_map_get(&g->stack_idx, stack_id);
 	if (si == HT_MAP_NONE) {
 		if (g->nstacks >= NONE - 1 ||
 		    ht_util_grow((void **)&g->stacks, &g->cap_stacks, g->nstacks + 1,
 				 sizeof(*g->stacks)) ||
-		    ht_map_put(&g->stack_idx, b->stack_id, (uint32_t)g->nstacks))
+		    ht_map_put(&g->stack_idx, stack_id, (uint32_t)g->nstacks))
 			return -ENOMEM;
 		si = (uint32_t)g->nstacks++;
 		memset(&g->stacks[si], 0, sizeof(g->stacks[si]));
-		g->stacks[si].stack_id = b->stack_id;
+		g->stacks[si].stack_id = stack_id;
 		g->stacks[si].first_time = b->time;
 	}
 	ht_tag_stack_t *st = &g->stacks[si];
-	double w = weight(r, b->size), add[4] = { w, w * (double)b->size, live ? w : 0,
+	double w = b->w, add[4] = { w, w * (double)b->size, live ? w : 0,
 						 live ? w * (double)b->size : 0 };
 	for (int k = 0; k < 4; k++) {
 		g->est[k] += add[k];
@@ -306,9 +218,9 @@ static int block_done(replay_t *r, const blk_t *b, bool live)
 	return 0;
 }
 
-static int do_free(replay_t *r, const ht_event_t *ev)
+static int do_free(replay_t *r, const ht_event_t *ev, const ht_heap_step_t *st)
 {
-	blk_t *b = tab_find(&r->live, ev->addr);
+	const ht_live_t *b = st->gone;
 	thread_state_t *ts = &r->th[ev->thread];
 	if (ev->from_realloc) {
 		ts->realloc_old = ev->addr;
@@ -317,36 +229,31 @@ static int do_free(replay_t *r, const ht_event_t *ev)
 	if (!b)
 		return 0; /* never seen allocated: ignored, as the model does */
 	r->heap -= b->size;
-	r->wheap -= weight(r, b->size) * (double)b->size;
-	int e = block_done(r, b, false);
-	tab_remove(&r->live, b);
-	return e;
+	r->wheap -= b->w * (double)b->size;
+	return block_done(r, b, false);
 }
 
-static int do_alloc(replay_t *r, const ht_event_t *ev)
+static int do_alloc(replay_t *r, const ht_event_t *ev, const ht_heap_step_t *st)
 {
 	ht_marks_t *mk = r->mk;
 	thread_state_t *ts = &r->th[ev->thread];
 	int e;
-	blk_t *old = tab_find(&r->live, ev->addr);
+	const ht_live_t *old = st->gone;
 	if (old) {
 		/* its free went unrecorded: the model drops it, neither a free
 		 * nor a leak; it still was an allocation of its tag */
 		r->heap -= old->size;
-		r->wheap -= weight(r, old->size) * (double)old->size;
+		r->wheap -= old->w * (double)old->size;
 		if ((e = block_done(r, old, false)))
 			return e;
-		tab_remove(&r->live, old);
 	}
 	uint32_t tag = HT_MARKS_UNTAGGED;
 	if (ev->type == HT_EV_REALLOC && ts->realloc_tag != NONE &&
 	    ts->realloc_old == ev->old_addr)
 		tag = ts->realloc_tag; /* the object grew: it keeps its tag */
 	ts->realloc_tag = NONE;
-	blk_t v = { ev->addr, ev->size, ev->stack_id, ev->time, tag };
-	if ((e = tab_insert(&r->live, &v)))
-		return e;
-	double w = weight(r, ev->size);
+	st->block->tag = tag;
+	double w = st->block->w;
 	r->heap += ev->size;
 	r->wheap += w * (double)ev->size;
 	mk->allocations++;
@@ -373,7 +280,7 @@ static int do_tag(replay_t *r, const ht_event_t *ev)
 {
 	ht_marks_t *mk = r->mk;
 	mk->tag_events++;
-	blk_t *b = tab_find(&r->live, ev->addr);
+	ht_live_t *b = ht_pass_find(r->pass, ev->addr);
 	if (!b) {
 		mk->tags_ignored++;
 		return 0;
@@ -448,37 +355,32 @@ static int do_phase(replay_t *r, const ht_event_t *ev)
 
 /* ---- build ------------------------------------------------------------------------ */
 
-static int replay_all(replay_t *r)
+static int marks_event(void *ctx, const ht_event_t *ev, const ht_heap_step_t *st)
 {
-	ht_merge_t *mg;
-	int e = ht_merge_new_ex(r->mk->trace, HT_MERGE_MARKS, UINT32_MAX, &mg);
-	if (e)
-		return e;
-	ht_event_t ev;
-	while (!e && ht_merge_next(mg, &ev)) {
-		switch (ev.type) {
-		case HT_EV_FREE:
-			e = do_free(r, &ev);
-			break;
-		case HT_EV_ALLOC:
-		case HT_EV_REALLOC:
-			e = do_alloc(r, &ev);
-			break;
-		case HT_EV_TAG:
-			e = do_tag(r, &ev);
-			break;
-		case HT_EV_PHASE:
-			e = do_phase(r, &ev);
-			break;
-		default:
-			break;
-		}
+	replay_t *r = ctx;
+	switch (ev->type) {
+	case HT_EV_FREE:
+		return do_free(r, ev, st);
+	case HT_EV_ALLOC:
+	case HT_EV_REALLOC:
+		return do_alloc(r, ev, st);
+	case HT_EV_TAG:
+		return do_tag(r, ev);
+	case HT_EV_PHASE:
+		return do_phase(r, ev);
+	default:
+		return 0;
 	}
-	ht_merge_free(mg);
-	if (e)
-		return e;
+}
+
+static void use_estimates(ht_marks_t *mk);
+
+static int marks_end(void *ctx)
+{
+	replay_t *r = ctx;
 	/* the end of the trace closes what is still open */
 	ht_marks_t *mk = r->mk;
+	int e;
 	for (size_t i = 0; i < mk->trace->nthreads; i++) {
 		thread_state_t *ts = &r->th[i];
 		while (ts->nopen) {
@@ -488,9 +390,13 @@ static int replay_all(replay_t *r)
 		}
 		ts->overflow = 0;
 	}
-	for (size_t i = 0; i < r->live.cap; i++)
-		if (r->live.slot[i].tag != NONE && (e = block_done(r, &r->live.slot[i], true)))
+	size_t cap;
+	const ht_live_t *slot = ht_pass_slots(r->pass, &cap);
+	for (size_t i = 0; i < cap; i++)
+		if (slot[i].site != HT_LIVE_EMPTY && (e = block_done(r, &slot[i], true)))
 			return e;
+	if (r->rate)
+		use_estimates(mk);
 	return 0;
 }
 
@@ -520,24 +426,30 @@ static void use_estimates(ht_marks_t *mk)
 	mk->bytes_allocated = rounded(mk->est[1]);
 }
 
-static void free_threads(replay_t *r, size_t n)
+static void marks_fini(void *ctx)
 {
-	for (size_t i = 0; r->th && i < n; i++)
+	replay_t *r = ctx;
+	for (size_t i = 0; r->th && i < r->mk_nthreads; i++)
 		free(r->th[i].open);
 	free(r->th);
+	free(r->seg);
+	free(r);
 }
 
-int ht_marks_build(const ht_trace_t *t, ht_marks_t **out)
+int ht_marks_attach(struct ht_pass *p, const ht_trace_t *t, ht_marks_t **out)
 {
 	*out = NULL;
 	ht_marks_t *mk = calloc(1, sizeof(*mk));
-	if (!mk)
+	replay_t *r = calloc(1, sizeof(*r));
+	if (!mk || !r) {
+		free(mk);
+		free(r);
 		return -ENOMEM;
+	}
 	mk->trace = t;
-	replay_t r;
-	memset(&r, 0, sizeof(r));
-	r.mk = mk;
-	int e = -ENOMEM;
+	r->mk = mk;
+	r->pass = p;
+	r->mk_nthreads = t->nthreads;
 	/* row 0: untagged, never in tag_idx (name ids start at 1, but a
 	 * damaged trace may use 0: it then gets a row of its own) */
 	if (ht_util_grow((void **)&mk->tags, &mk->cap_tags, 1, sizeof(*mk->tags)))
@@ -546,26 +458,40 @@ int ht_marks_build(const ht_trace_t *t, ht_marks_t **out)
 	if (!(mk->tags[0].name = strdup("untagged")))
 		goto fail;
 	mk->ntags = 1;
-	r.th = calloc(t->nthreads ? t->nthreads : 1, sizeof(*r.th));
-	if (!r.th || tab_init(&r.live, 1024))
+	r->th = calloc(t->nthreads ? t->nthreads : 1, sizeof(*r->th));
+	if (!r->th)
 		goto fail;
 	for (size_t i = 0; i < t->nthreads; i++)
-		r.th[i].realloc_tag = NONE;
-	r.rate = (double)t->sample_rate;
-	if ((e = replay_all(&r)))
-		goto fail;
-	if (r.rate)
-		use_estimates(mk);
-	free(r.live.slot);
-	free_threads(&r, t->nthreads);
-	free(r.seg);
+		r->th[i].realloc_tag = NONE;
+	r->rate = (double)t->sample_rate;
+	ht_pass_consumer_t c = { HT_MERGE_MARKS, true, true, marks_event, marks_end, marks_fini, r };
+	int e = ht_pass_add(p, &c); /* r is freed on failure */
+	if (e) {
+		ht_marks_free(mk);
+		return e;
+	}
 	*out = mk;
 	return 0;
 fail:
-	free(r.live.slot);
-	free_threads(&r, t->nthreads);
-	free(r.seg);
+	marks_fini(r);
 	ht_marks_free(mk);
+	return -ENOMEM;
+}
+
+int ht_marks_build(const ht_trace_t *t, ht_marks_t **out)
+{
+	*out = NULL;
+	ht_pass_t *p;
+	ht_marks_t *mk = NULL;
+	int e = ht_pass_new(t, &p);
+	if (e)
+		return e;
+	if (!(e = ht_marks_attach(p, t, &mk)) && (e = ht_pass_run(p))) {
+		ht_marks_free(mk);
+		mk = NULL;
+	}
+	ht_pass_free(p);
+	*out = mk;
 	return e;
 }
 

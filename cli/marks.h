@@ -2,8 +2,8 @@
  * heaptrail_phase_begin/end, issue 5) replayed from a trace's TAG and PHASE
  * events.
  *
- * One replay of the merged events (ht_merge_new_ex with HT_MERGE_MARKS)
- * through the same live-block rules as the heap model (cli/model.c): frees
+ * One replay of the merged events (a pass with HT_MERGE_MARKS, cli/pass.h)
+ * through the same live blocks as the heap model (cli/model.c): frees
  * of unknown blocks are ignored, an allocation over a live block drops that
  * block, a REALLOC is one free plus one allocation.
  *
@@ -103,6 +103,11 @@ typedef struct ht_marks {
  * marks with tag_events == phase_events == 0 (every block untagged), not
  * an error. Returns 0 or -ENOMEM (*out then NULL). Free with ht_marks_free. */
 int ht_marks_build(const ht_trace_t *t, ht_marks_t **out);
+/* The same replay as one consumer of pass p (cli/pass.h), sharing its
+ * live blocks: *out is the marks once ht_pass_run(p) has returned 0; the
+ * caller frees them in any case. Returns 0 or -ENOMEM. */
+struct ht_pass;
+int ht_marks_attach(struct ht_pass *p, const ht_trace_t *t, ht_marks_t **out);
 void ht_marks_free(ht_marks_t *mk);
 
 /* Fill idx (room for mk->ntags) with the tags that have allocations, by

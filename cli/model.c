@@ -1,11 +1,10 @@
 /* model.c - replay merged events into sites and totals.
  *
- * One pass over the merged events counts everything, finds the global heap
- * peak and what each site had live at that moment: a new peak only bumps a
- * version, and a site saves its live figures the first time it changes
- * after a peak (site_touch), so no pass stops at the peak to look. Live
- * blocks sit in one open-addressing table (linear probing, backward-shift
- * deletion: no tombstones, no per-event malloc).
+ * The model is one consumer of a pass (cli/pass.h), which keeps the live
+ * blocks. One pass counts everything, finds the global heap peak and what
+ * each site had live at that moment: a new peak only bumps a version, and
+ * a site saves its live figures the first time it changes after a peak
+ * (site_touch), so no pass stops at the peak to look.
  */
 #include "model.h"
 
@@ -14,134 +13,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pass.h"
+#include "resources.h"
 #include "trace_format.h"
 #include "util.h"
 
-/* ---- live blocks ---------------------------------------------------------- */
+/* ---- sampling weights (docs/INTERNALS.md; ht_pass_weigh) ------------------------- */
 
-typedef struct live {
-	uint64_t addr, size;
-	uint64_t wsize; /* bytes it stands for: size, or size/p when sampled */
-	double w;	/* blocks it stands for: 1, or 1/p when sampled */
-	uint64_t seq;	 /* allocating thread's allocation number */
-	uint32_t site;	 /* UINT32_MAX = empty slot */
-	uint32_t thread;
-	uint64_t time;	 /* allocated at (growth suspects' ages) */
-} live_t;
-
-typedef struct live_table {
-	live_t *slot;
-	size_t cap, len; /* cap is a power of two */
-} live_table_t;
-
-#define EMPTY UINT32_MAX
-
-static int live_init(live_table_t *lt, size_t cap)
-{
-	lt->slot = malloc(cap * sizeof(*lt->slot));
-	if (!lt->slot)
-		return -ENOMEM;
-	for (size_t i = 0; i < cap; i++)
-		lt->slot[i].site = EMPTY;
-	lt->cap = cap;
-	lt->len = 0;
-	return 0;
-}
-
-static inline size_t live_home(const live_table_t *lt, uint64_t addr)
-{
-	return ht_util_hash64(addr) & (lt->cap - 1);
-}
-
-static live_t *live_find(live_table_t *lt, uint64_t addr)
-{
-	size_t mask = lt->cap - 1;
-	for (size_t i = live_home(lt, addr);; i = (i + 1) & mask) {
-		if (lt->slot[i].site == EMPTY)
-			return NULL;
-		if (lt->slot[i].addr == addr)
-			return &lt->slot[i];
-	}
-}
-
-/* Remove the entry at e, shifting later members of its probe run back. */
-static void live_remove(live_table_t *lt, live_t *e)
-{
-	size_t mask = lt->cap - 1;
-	size_t i = (size_t)(e - lt->slot);
-	for (size_t j = (i + 1) & mask;; j = (j + 1) & mask) {
-		if (lt->slot[j].site == EMPTY)
-			break;
-		size_t h = live_home(lt, lt->slot[j].addr);
-		/* j's entry may move to i if its home is not in (i, j] cyclically */
-		if (((j - h) & mask) >= ((j - i) & mask)) {
-			lt->slot[i] = lt->slot[j];
-			i = j;
-		}
-	}
-	lt->slot[i].site = EMPTY;
-	lt->len--;
-}
-
-static int live_insert(live_table_t *lt, const live_t *v)
-{
-	if ((lt->len + 1) * 4 > lt->cap * 3) { /* load <= 3/4 */
-		live_table_t n;
-		if (lt->cap > SIZE_MAX / 2 / sizeof(live_t) || live_init(&n, lt->cap * 2))
-			return -ENOMEM;
-		for (size_t i = 0; i < lt->cap; i++) {
-			if (lt->slot[i].site == EMPTY)
-				continue;
-			size_t j = live_home(&n, lt->slot[i].addr);
-			while (n.slot[j].site != EMPTY)
-				j = (j + 1) & (n.cap - 1);
-			n.slot[j] = lt->slot[i];
-		}
-		n.len = lt->len;
-		free(lt->slot);
-		*lt = n;
-	}
-	size_t mask = lt->cap - 1, i = live_home(lt, v->addr);
-	while (lt->slot[i].site != EMPTY)
-		i = (i + 1) & mask;
-	lt->slot[i] = *v;
-	lt->len++;
-	return 0;
-}
-
-/* ---- sampling weights (docs/INTERNALS.md) ------------------------------------ */
-
-/* A recorded block of size bytes in a trace sampled at mean rate R was
- * sampled with probability p = 1 - exp(-size/R): it stands for w = 1/p
- * blocks, and adds (1-p)/p^2 per unit of x^2 to a sum's variance. */
-static void weigh(double rate, uint64_t size, double *w, double *v)
-{
-	double p = rate > 0 ? -expm1(-(double)size / rate) : 1.0;
-	if (!(p > 0)) { /* size 0: the agent never samples one; count it once */
-		*w = 1;
-		*v = 0;
-		return;
-	}
-	*w = 1 / p;
-	*v = (1 - p) / (p * p);
-}
+#define weigh ht_pass_weigh
+#define round_u64 ht_round_u64
 
 double ht_ci95(double var)
 {
 	return var > 0 ? 1.96 * sqrt(var) : 0.0;
-}
-
-/* llround for x >= 0 (0 for less), without a libm call: the timelines
- * round running sums on every event. Below 2^53 x - floor(x) is exact;
- * above it every double is whole. */
-static inline uint64_t round_u64(double x)
-{
-	if (!(x > 0))
-		return 0;
-	if (x >= 9007199254740992.0)
-		return x >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t)x;
-	uint64_t i = (uint64_t)x;
-	return i + (x - (double)i >= 0.5);
 }
 
 static void est_add(ht_est_t *d, const ht_est_t *s)
@@ -294,8 +178,8 @@ typedef struct site_peak {
 
 typedef struct replay {
 	ht_model_t *m;
-	live_table_t live;
-	uint64_t *thread_seq; /* allocations made so far, per thread */
+	ht_pass_t *pass; /* the live blocks, allocation numbers and sites */
+	const uint64_t *thread_seq; /* the pass's allocation numbers per thread */
 	ht_map_t site_by_stack;
 	size_t cap_sites;
 	site_peak_t *sp; /* beside m->sites */
@@ -314,6 +198,7 @@ typedef struct replay {
 	uint64_t *grow_row[HT_GROWTH_POINTS]; /* live bytes per site at point k */
 	size_t grow_len[HT_GROWTH_POINTS], ngrow;
 	uint64_t grow_next; /* time of point ngrow: one compare per event */
+	uint32_t *remap; /* merge_same_stacks: old site index -> new one */
 } replay_t;
 
 static int site_for(replay_t *r, uint64_t stack_id, uint64_t time, uint32_t *out)
@@ -324,6 +209,7 @@ static int site_for(replay_t *r, uint64_t stack_id, uint64_t time, uint32_t *out
 		*out = i;
 		return 0;
 	}
+	/* the pass numbers sites as this does: the next one is m->nsites */
 	if (m->nsites >= UINT32_MAX - 1 ||
 	    ht_util_grow((void **)&m->sites, &r->cap_sites, m->nsites + 1, sizeof(*m->sites)) ||
 	    ht_util_grow((void **)&r->sp, &r->cap_sp, m->nsites + 1, sizeof(*r->sp)) ||
@@ -367,8 +253,6 @@ static inline void site_est_live(replay_t *r, uint32_t si, uint64_t size, double
 	r->sp[si].var_bytes += sign * sz * sz * var;
 }
 
-/* Returns the bytes the block freed stood for (its size unless sampled)
- * and *w the blocks, or UINT64_MAX when it was unknown. */
 /* The live heap: in a sampled trace the running estimate rounded once, so
  * that the timelines' highest point is the totals' peak_heap_bytes (a sum
  * of blocks rounded one by one would drift from it). */
@@ -377,28 +261,37 @@ static uint64_t heap_now(const replay_t *r)
 	return r->rate ? round_u64(r->cur_est) : r->cur_bytes;
 }
 
-/* *w, *wbytes: the blocks and bytes the freed block stood for. */
-static uint64_t do_free(replay_t *r, uint64_t addr, double *w, double *wbytes)
+/* Block b leaves its site's and the heap's live figures. */
+static inline __attribute__((always_inline)) void live_leave(replay_t *r, const ht_live_t *b,
+								 uint64_t wsize)
 {
-	live_t *b = live_find(&r->live, addr);
+	site_touch(r, b->site);
+	site_est_live(r, b->site, b->size, -1);
+	ht_site_t *s = &r->m->sites[b->site];
+	s->live_bytes -= wsize;
+	s->live_blocks--;
+	s->live_w -= b->w;
+	r->cur_bytes -= wsize;
+	r->cur_blocks--;
+	r->cur_w -= b->w;
+	r->cur_est -= (double)b->size * b->w;
+}
+
+/* A FREE of b (NULL: never seen allocated). Returns the bytes the block
+ * stood for (its size unless sampled), *w and *wbytes the blocks and bytes
+ * it stood for; UINT64_MAX when it was unknown. */
+static uint64_t do_free(replay_t *r, const ht_live_t *b, double *w, double *wbytes)
+{
 	ht_totals_t *tot = &r->m->totals;
 	if (!b) {
 		tot->ignored_frees++;
 		return UINT64_MAX;
 	}
-	uint64_t size = b->wsize;
+	uint64_t size = ht_live_wsize(b, r->rate);
 	*w = b->w;
 	*wbytes = (double)b->size * b->w;
-	site_touch(r, b->site);
-	site_est_live(r, b->site, b->size, -1);
+	live_leave(r, b, size);
 	ht_site_t *s = &r->m->sites[b->site];
-	s->live_bytes -= b->wsize;
-	s->live_blocks--;
-	s->live_w -= b->w;
-	r->cur_bytes -= b->wsize;
-	r->cur_blocks--;
-	r->cur_w -= b->w;
-	r->cur_est -= (double)b->size * b->w;
 	{
 		tot->frees++;
 		s->frees++;
@@ -416,48 +309,38 @@ static uint64_t do_free(replay_t *r, uint64_t addr, double *w, double *wbytes)
 			}
 		}
 	}
-	live_remove(&r->live, b);
 	return size;
 }
 
-static int do_alloc(replay_t *r, const ht_event_t *ev)
+static int do_alloc(replay_t *r, const ht_event_t *ev, const ht_heap_step_t *st)
 {
 	ht_totals_t *tot = &r->m->totals;
-	live_t *old = live_find(&r->live, ev->addr);
-	if (old) {
+	if (st->gone) {
 		/* its free went unrecorded (e.g. from a signal handler): drop it
 		 * silently, neither a free nor a leak */
-		site_touch(r, old->site);
-		site_est_live(r, old->site, old->size, -1);
-		ht_site_t *os = &r->m->sites[old->site];
-		os->live_bytes -= old->wsize;
-		os->live_blocks--;
-		os->live_w -= old->w;
-		r->cur_bytes -= old->wsize;
-		r->cur_blocks--;
-		r->cur_w -= old->w;
-		r->cur_est -= (double)old->size * old->w;
-		live_remove(&r->live, old);
+		live_leave(r, st->gone, ht_live_wsize(st->gone, r->rate));
 		tot->reused_addresses++;
 	}
-	uint32_t si;
-	int e = site_for(r, ev->stack_id, ev->time, &si);
-	if (e)
-		return e;
+	const ht_live_t *v = st->block;
+	uint32_t si = v->site;
+	if (st->new_site) {
+		uint32_t k;
+		int e = site_for(r, ev->stack_id, ev->time, &k);
+		if (e)
+			return e;
+		if (k != si)
+			return -EINVAL; /* cannot happen: both number stacks alike */
+	}
 	ht_site_t *s = &r->m->sites[si];
-	double w, var;
-	weigh(r->rate, ev->size, &w, &var);
+	double w = v->w, var = st->var;
 	double sz = (double)ev->size;
-	live_t v = { ev->addr, ev->size, r->rate ? round_u64(sz * w) : ev->size, w,
-		     ++r->thread_seq[ev->thread], si, ev->thread, ev->time };
-	if ((e = live_insert(&r->live, &v)))
-		return e;
+	uint64_t wsize = ht_live_wsize(v, r->rate);
 	site_touch(r, si);
 	site_est_live(r, si, ev->size, 1);
-	s->live_bytes += v.wsize;
+	s->live_bytes += wsize;
 	s->live_blocks++;
 	s->live_w += w;
-	r->cur_bytes += v.wsize;
+	r->cur_bytes += wsize;
 	r->cur_blocks++;
 	r->cur_w += w;
 	r->cur_est += sz * w;
@@ -608,9 +491,11 @@ static int take_check(replay_t *r, const ht_event_t *ev)
 	c->thread = ev->thread;
 	const ht_leak_check_t *lc = ht_trace_leak_check(m->trace, ev->name_id);
 	c->classified = lc != NULL;
-	for (size_t i = 0; i < r->live.cap; i++) {
-		const live_t *b = &r->live.slot[i];
-		if (b->site == EMPTY)
+	size_t cap;
+	const ht_live_t *slot = ht_pass_slots(r->pass, &cap);
+	for (size_t i = 0; i < cap; i++) {
+		const ht_live_t *b = &slot[i];
+		if (b->site == HT_LIVE_EMPTY)
 			continue;
 		unsigned k = ht_leak_kind_of(lc, b->addr);
 		c->blocks[k]++;
@@ -680,12 +565,15 @@ static int collect_live_end(replay_t *r)
 	ht_model_t *m = r->m;
 	const ht_leak_check_t *lc = ht_trace_leak_check(m->trace, 0);
 	m->leaks_classified = lc != NULL;
-	m->live_end = malloc((r->live.len ? r->live.len : 1) * sizeof(*m->live_end));
+	size_t nlive = ht_pass_nlive(r->pass);
+	m->live_end = malloc((nlive ? nlive : 1) * sizeof(*m->live_end));
 	if (!m->live_end)
 		return -ENOMEM;
-	for (size_t i = 0; i < r->live.cap; i++) {
-		const live_t *b = &r->live.slot[i];
-		if (b->site == EMPTY)
+	size_t cap;
+	const ht_live_t *slot = ht_pass_slots(r->pass, &cap);
+	for (size_t i = 0; i < cap; i++) {
+		const ht_live_t *b = &slot[i];
+		if (b->site == HT_LIVE_EMPTY)
 			continue;
 		m->live_end[m->nlive_end++] = (ht_live_block_t){
 			b->addr, b->size, b->time, b->seq, r->thread_num[b->thread], b->site,
@@ -719,73 +607,63 @@ static void replay_fold(replay_t *r, const ht_event_t *ev, uint64_t freed, doubl
 		tl_update(&r->tlc[i], ev, &st);
 }
 
-/* Replay every event: counts, sites, the peak, the sites' figures at the
- * peak (site_touch), and the timelines asked for. */
-static int replay_run(replay_t *r)
+/* One event of the pass: counts, sites, the peak, the sites' figures at
+ * the peak (site_touch), and the timelines asked for. */
+static int model_event(void *ctx, const ht_event_t *ev, const ht_heap_step_t *st)
 {
-	ht_merge_t *mg;
-	int e = ht_merge_new_ex(r->m->trace, HT_MERGE_POOLS | HT_MERGE_SNAPSHOTS | HT_MERGE_EXT,
-				UINT32_MAX, &mg);
-	if (e)
-		return e;
+	replay_t *r = ctx;
 	ht_totals_t *tot = &r->m->totals;
-	ht_event_t ev;
-	while (ht_merge_next(mg, &ev)) {
-		/* allocation numbers: thread 1 is the main thread (set up
-		 * before the replay), the others in order of appearance */
-		if (!r->thread_num[ev.thread])
-			r->thread_num[ev.thread] = r->next_num++;
-		if ((e = grow_sample(r, ev.time)))
-			goto out;
-		switch (ev.type) {
-		case HT_EV_FREE: { /* for a REALLOC, its free half came first */
-			double fw = 0, fwb = 0;
-			uint64_t freed = do_free(r, ev.addr, &fw, &fwb);
-			if (ev.pooled && (e = pool_event(r, &ev, freed, fw)))
-				goto out;
-			if (r->ntlc)
-				replay_fold(r, &ev, freed, fw, fwb);
-			break;
-		}
-		case HT_EV_POOL:
-			if ((e = pool_event(r, &ev, 0, 0)))
-				goto out;
-			break;
-		case HT_EV_SNAPSHOT:
-			if ((e = take_snapshot(r, &ev)))
-				goto out;
-			break;
-		case HT_EV_EXT:
-			if (ev.fn == HT_EXT_LEAK_CHECK && (e = take_check(r, &ev)))
-				goto out;
-			break;
-		case HT_EV_REALLOC:
-			tot->reallocs++;
-			__attribute__((fallthrough));
-		case HT_EV_ALLOC:
-			if ((e = do_alloc(r, &ev)))
-				goto out;
-			if (ev.pooled && (e = pool_event(r, &ev, 0, 0)))
-				goto out;
-			if (heap_now(r) > tot->peak_heap_bytes) {
-				tot->peak_heap_bytes = heap_now(r);
-				tot->peak_time_ns = ev.time;
-				r->peak_ver++; /* every site's figures now are the peak's */
-			}
-			if (r->ntlc)
-				replay_fold(r, &ev, 0, 0, 0);
-			break;
-		case HT_EV_RSS:
-			if (ev.size > tot->peak_rss_bytes)
-				tot->peak_rss_bytes = ev.size;
-			if (r->ntlc)
-				replay_fold(r, &ev, 0, 0, 0);
-			break;
-		}
+	int e;
+	if (!r->thread_seq) /* made when the pass starts */
+		r->thread_seq = ht_pass_thread_seqs(r->pass);
+	/* allocation numbers: thread 1 is the main thread (set up before the
+	 * replay), the others in order of appearance */
+	if (!r->thread_num[ev->thread])
+		r->thread_num[ev->thread] = r->next_num++;
+	if (ev->time > r->grow_next && (e = grow_sample(r, ev->time)))
+		return e;
+	switch (ev->type) {
+	case HT_EV_FREE: { /* for a REALLOC, its free half came first */
+		double fw = 0, fwb = 0;
+		uint64_t freed = do_free(r, st->gone, &fw, &fwb);
+		if (ev->pooled && (e = pool_event(r, ev, freed, fw)))
+			return e;
+		if (r->ntlc)
+			replay_fold(r, ev, freed, fw, fwb);
+		break;
 	}
-out:
-	ht_merge_free(mg);
-	return e;
+	case HT_EV_POOL:
+		return pool_event(r, ev, 0, 0);
+	case HT_EV_SNAPSHOT:
+		return take_snapshot(r, ev);
+	case HT_EV_EXT:
+		if (ev->fn == HT_EXT_LEAK_CHECK)
+			return take_check(r, ev);
+		break;
+	case HT_EV_REALLOC:
+		tot->reallocs++;
+		__attribute__((fallthrough));
+	case HT_EV_ALLOC:
+		if ((e = do_alloc(r, ev, st)))
+			return e;
+		if (ev->pooled && (e = pool_event(r, ev, 0, 0)))
+			return e;
+		if (heap_now(r) > tot->peak_heap_bytes) {
+			tot->peak_heap_bytes = heap_now(r);
+			tot->peak_time_ns = ev->time;
+			r->peak_ver++; /* every site's figures now are the peak's */
+		}
+		if (r->ntlc)
+			replay_fold(r, ev, 0, 0, 0);
+		break;
+	case HT_EV_RSS:
+		if (ev->size > tot->peak_rss_bytes)
+			tot->peak_rss_bytes = ev->size;
+		if (r->ntlc)
+			replay_fold(r, ev, 0, 0, 0);
+		break;
+	}
+	return 0;
 }
 
 /* A summary-mode trace has no events: its sites and totals come from the
@@ -978,9 +856,11 @@ static int remap_leaks_growth(replay_t *r, const uint32_t *remap)
 static void leak_estimates(replay_t *r)
 {
 	ht_totals_t *tot = &r->m->totals;
-	for (size_t i = 0; i < r->live.cap; i++) {
-		const live_t *b = &r->live.slot[i];
-		if (b->site == EMPTY)
+	size_t cap;
+	const ht_live_t *slot = ht_pass_slots(r->pass, &cap);
+	for (size_t i = 0; i < cap; i++) {
+		const ht_live_t *b = &slot[i];
+		if (b->site == HT_LIVE_EMPTY)
 			continue;
 		double w, var, sz = (double)b->size;
 		weigh(r->rate, b->size, &w, &var);
@@ -1039,6 +919,126 @@ static void use_estimates(ht_model_t *m)
 	}
 }
 
+/* After the last event: leaks, the peak's figures per site, estimates,
+ * the summary's rows, sites of equal stacks folded. */
+static int model_end(void *ctx)
+{
+	replay_t *r = ctx;
+	ht_model_t *m = r->m;
+	const ht_trace_t *t = m->trace;
+	ht_totals_t *tot = &m->totals;
+	int e;
+	for (size_t i = 0; i < m->nsites; i++) {
+		m->sites[i].leaked_blocks = m->sites[i].live_blocks;
+		m->sites[i].leaked_bytes = m->sites[i].live_bytes;
+	}
+	tot->leaked_blocks = r->cur_blocks;
+	tot->leaked_bytes = r->cur_bytes;
+	if ((e = grow_sample(r, UINT64_MAX)) || (e = collect_live_end(r)))
+		return e;
+	if (r->rate)
+		leak_estimates(r);
+	/* what each site held at the peak: a site untouched since the last
+	 * peak holds it still */
+	for (size_t i = 0; tot->peak_heap_bytes > 0 && i < m->nsites; i++) {
+		site_touch(r, (uint32_t)i);
+		m->sites[i].peak_bytes = r->sp[i].bytes;
+		if (r->rate) {
+			ht_est_t add = { .peak_bytes = r->sp[i].peak_est_bytes,
+					 .var_peak_bytes = r->sp[i].peak_var_bytes };
+			est_add(&m->sites[i].est, &add);
+			est_add(&tot->est, &add);
+		}
+	}
+	if (r->rate)
+		use_estimates(m);
+
+	if (t->have_summary && (e = summary_sites(r)))
+		return e;
+	if ((e = merge_same_stacks(m, &r->remap)) || (e = remap_leaks_growth(r, r->remap)))
+		return e;
+
+	/* the END record's peak RSS is the kernel's high-water mark: prefer it */
+	if (t->ending <= HT_ENDING_DETACH && t->end_peak_rss > tot->peak_rss_bytes)
+		tot->peak_rss_bytes = t->end_peak_rss;
+	tot->duration_ns = t->last_time;
+	tot->allocs_per_second =
+		tot->duration_ns ? (double)tot->allocations / ((double)tot->duration_ns / 1e9) : 0.0;
+	for (size_t i = 0; i < r->ntlc; i++)
+		tl_carry(&r->tlc[i], r->tlc[i].tl->n - 1); /* quiet time after the last event */
+	return 0;
+}
+
+/* The replay's scratch (not the model: the caller may have freed it). */
+static void model_fini(void *ctx)
+{
+	replay_t *r = ctx;
+	free(r->tlc);
+	free(r->sp);
+	free(r->thread_num);
+	free(r->remap);
+	for (size_t k = 0; k < r->ngrow; k++)
+		free(r->grow_row[k]);
+	ht_map_free(&r->site_by_stack);
+	ht_map_free(&r->pool_row);
+	free(r);
+}
+
+int ht_model_attach(ht_pass_t *p, const ht_trace_t *t, const size_t *tl_sizes, size_t n_tl,
+		    ht_model_t **out)
+{
+	*out = NULL;
+	ht_model_t *m = calloc(1, sizeof(*m));
+	replay_t *r = calloc(1, sizeof(*r));
+	if (!m || !r) {
+		free(m);
+		free(r);
+		return -ENOMEM;
+	}
+	m->trace = t;
+	m->sample_rate = (double)t->sample_rate;
+	r->m = m;
+	r->pass = p;
+	r->rate = m->sample_rate;
+	int e = -ENOMEM;
+	if (n_tl) {
+		/* the span is the model's duration (totals.duration_ns, below) */
+		if (!(m->timelines = calloc(n_tl, sizeof(*m->timelines))) ||
+		    !(r->tlc = calloc(n_tl, sizeof(*r->tlc))))
+			goto fail;
+		for (; r->ntlc < n_tl; r->ntlc++) {
+			if (tl_init(&m->timelines[r->ntlc], tl_sizes[r->ntlc] ? tl_sizes[r->ntlc] : 1,
+				    t->last_time)) {
+				m->ntimelines = r->ntlc;
+				goto fail;
+			}
+			r->tlc[r->ntlc] = (tl_ctx_t){ &m->timelines[r->ntlc], 0, 0, 0, false, 0, 0, 0, NULL, NULL };
+		}
+		m->ntimelines = n_tl;
+	}
+	r->thread_num = calloc(t->nthreads ? t->nthreads : 1, sizeof(*r->thread_num));
+	if (!r->thread_num)
+		goto fail;
+	r->next_num = 2;
+	for (size_t i = 0; i < t->nthreads; i++)
+		if (t->threads[i].tid == t->pid && !r->thread_num[i])
+			r->thread_num[i] = 1;
+	m->growth_span_ns = t->last_time;
+	r->grow_next = grow_time(m, 0);
+	ht_pass_consumer_t c = { HT_MERGE_POOLS | HT_MERGE_SNAPSHOTS | HT_MERGE_EXT, true, true,
+				 model_event, model_end, model_fini, r };
+	if ((e = ht_pass_add(p, &c))) { /* r is freed */
+		ht_model_free(m);
+		return e;
+	}
+	*out = m;
+	return 0;
+fail:
+	model_fini(r);
+	ht_model_free(m);
+	return e;
+}
+
 int ht_model_build(const ht_trace_t *t, ht_model_t **out)
 {
 	return ht_model_build_timed(t, NULL, 0, out);
@@ -1048,109 +1048,18 @@ int ht_model_build_timed(const ht_trace_t *t, const size_t *tl_sizes, size_t n_t
 			 ht_model_t **out)
 {
 	*out = NULL;
-	ht_model_t *m = calloc(1, sizeof(*m));
-	if (!m)
-		return -ENOMEM;
-	m->trace = t;
-	m->sample_rate = (double)t->sample_rate;
-	replay_t r;
-	memset(&r, 0, sizeof(r));
-	r.m = m;
-	r.rate = m->sample_rate;
-	if (n_tl) {
-		/* the span is the model's duration (totals.duration_ns, below) */
-		if (!(m->timelines = calloc(n_tl, sizeof(*m->timelines))) ||
-		    !(r.tlc = calloc(n_tl, sizeof(*r.tlc)))) {
-			free(r.tlc);
-			ht_model_free(m);
-			return -ENOMEM;
-		}
-		for (; r.ntlc < n_tl; r.ntlc++) {
-			if (tl_init(&m->timelines[r.ntlc], tl_sizes[r.ntlc] ? tl_sizes[r.ntlc] : 1,
-				    t->last_time)) {
-				m->ntimelines = r.ntlc;
-				free(r.tlc);
-				ht_model_free(m);
-				return -ENOMEM;
-			}
-			r.tlc[r.ntlc] = (tl_ctx_t){ &m->timelines[r.ntlc], 0, 0, 0, false, 0, 0, 0, NULL, NULL };
-		}
-		m->ntimelines = n_tl;
-	}
-	r.thread_seq = calloc(t->nthreads ? t->nthreads : 1, sizeof(*r.thread_seq));
-	r.thread_num = calloc(t->nthreads ? t->nthreads : 1, sizeof(*r.thread_num));
-	uint32_t *remap = NULL;
-	int e = -ENOMEM;
-	if (!r.thread_seq || !r.thread_num || live_init(&r.live, 1024))
-		goto fail;
-	r.next_num = 2;
-	for (size_t i = 0; i < t->nthreads; i++)
-		if (t->threads[i].tid == t->pid && !r.thread_num[i])
-			r.thread_num[i] = 1;
-	m->growth_span_ns = t->last_time;
-	r.grow_next = grow_time(m, 0);
-
-	if ((e = replay_run(&r)))
-		goto fail;
-
-	ht_totals_t *tot = &m->totals;
-	for (size_t i = 0; i < m->nsites; i++) {
-		m->sites[i].leaked_blocks = m->sites[i].live_blocks;
-		m->sites[i].leaked_bytes = m->sites[i].live_bytes;
-	}
-	tot->leaked_blocks = r.cur_blocks;
-	tot->leaked_bytes = r.cur_bytes;
-	if ((e = grow_sample(&r, UINT64_MAX)) || (e = collect_live_end(&r)))
-		goto fail;
-	if (r.rate)
-		leak_estimates(&r);
-	/* what each site held at the peak: a site untouched since the last
-	 * peak holds it still */
-	for (size_t i = 0; tot->peak_heap_bytes > 0 && i < m->nsites; i++) {
-		site_touch(&r, (uint32_t)i);
-		m->sites[i].peak_bytes = r.sp[i].bytes;
-		if (r.rate) {
-			ht_est_t add = { .peak_bytes = r.sp[i].peak_est_bytes,
-					 .var_peak_bytes = r.sp[i].peak_var_bytes };
-			est_add(&m->sites[i].est, &add);
-			est_add(&tot->est, &add);
-		}
-	}
-	if (r.rate)
-		use_estimates(m);
-
-	if (t->have_summary && (e = summary_sites(&r)))
-		goto fail;
-	if ((e = merge_same_stacks(m, &remap)) || (e = remap_leaks_growth(&r, remap)))
-		goto fail;
-
-	/* the END record's peak RSS is the kernel's high-water mark: prefer it */
-	if (t->ending <= HT_ENDING_DETACH && t->end_peak_rss > tot->peak_rss_bytes)
-		tot->peak_rss_bytes = t->end_peak_rss;
-	tot->duration_ns = t->last_time;
-	tot->allocs_per_second =
-		tot->duration_ns ? (double)tot->allocations / ((double)tot->duration_ns / 1e9) : 0.0;
-
-	e = 0;
-fail:
-	for (size_t i = 0; !e && i < r.ntlc; i++)
-		tl_carry(&r.tlc[i], r.tlc[i].tl->n - 1); /* quiet time after the last event */
-	free(r.tlc);
-	free(r.live.slot);
-	free(r.sp);
-	free(r.thread_seq);
-	free(r.thread_num);
-	free(remap);
-	for (size_t k = 0; k < r.ngrow; k++)
-		free(r.grow_row[k]);
-	ht_map_free(&r.site_by_stack);
-	ht_map_free(&r.pool_row);
-	if (e) {
-		ht_model_free(m);
+	ht_pass_t *p;
+	ht_model_t *m = NULL;
+	int e = ht_pass_new(t, &p);
+	if (e)
 		return e;
+	if (!(e = ht_model_attach(p, t, tl_sizes, n_tl, &m)) && (e = ht_pass_run(p))) {
+		ht_model_free(m);
+		m = NULL;
 	}
+	ht_pass_free(p);
 	*out = m;
-	return 0;
+	return e;
 }
 
 void ht_model_free(ht_model_t *m)
@@ -1163,6 +1072,7 @@ void ht_model_free(ht_model_t *m)
 	free(m->live_end);
 	free(m->checks);
 	free(m->growth);
+	ht_resources_free(m->resources);
 	for (size_t i = 0; i < m->ntimelines; i++)
 		free(m->timelines[i].b);
 	free(m->timelines);
@@ -1311,75 +1221,68 @@ long ht_model_frames(const ht_model_t *m, ht_symbolizer_t *sym, const ht_site_t 
 
 /* ---- time series ------------------------------------------------------------------ */
 
-/* A replay that only follows the heap: the same live-block rules as
- * do_free/do_alloc above (unknown frees ignored, an allocation over a block
- * whose free went unrecorded drops that block), without sites. */
+/* A replay that only follows the heap: the pass's live blocks (unknown
+ * frees ignored, an allocation over a block whose free went unrecorded
+ * drops that block), without sites. */
+typedef struct heap_replay {
+	ht_replay_fn fn;
+	void *ctx;
+	double rate;
+	double heap_w;	 /* exact in an unsampled trace: sums of 1 */
+	double heap_est; /* sampled: rounded once, as heap_now() */
+	uint64_t heap;
+} heap_replay_t;
+
+static int heap_replay_event(void *ctx, const ht_event_t *ev, const ht_heap_step_t *hs)
+{
+	heap_replay_t *h = ctx;
+	ht_replay_step_t st = { 0, 0, 0, 0, 0, false };
+	const ht_live_t *b = hs->gone;
+	switch (ev->type) {
+	case HT_EV_FREE:
+		if (b) {
+			st.freed_bytes = ht_live_wsize(b, h->rate);
+			st.weight = b->w;
+			st.weight_bytes = (double)b->size * b->w;
+			h->heap -= st.freed_bytes;
+			h->heap_w -= b->w;
+			h->heap_est -= st.weight_bytes;
+		} else {
+			st.ignored = true;
+		}
+		break;
+	case HT_EV_ALLOC:
+	case HT_EV_REALLOC:
+		if (b) {
+			h->heap -= ht_live_wsize(b, h->rate);
+			h->heap_w -= b->w;
+			h->heap_est -= (double)b->size * b->w;
+		}
+		st.weight = hs->block->w;
+		st.weight_bytes = (double)ev->size * st.weight;
+		h->heap += ht_live_wsize(hs->block, h->rate);
+		h->heap_w += st.weight;
+		h->heap_est += st.weight_bytes;
+		break;
+	default:
+		break;
+	}
+	st.heap_bytes = h->rate ? round_u64(h->heap_est) : h->heap;
+	st.heap_blocks = round_u64(h->heap_w);
+	return h->fn(h->ctx, ev, &st);
+}
+
 int ht_model_replay(const ht_model_t *m, ht_replay_fn fn, void *ctx)
 {
-	live_table_t lt;
-	ht_merge_t *mg = NULL;
-	int e = live_init(&lt, 1024);
+	heap_replay_t h = { fn, ctx, m->sample_rate, 0, 0, 0 };
+	ht_pass_consumer_t c = { 0, true, true, heap_replay_event, NULL, NULL, &h };
+	ht_pass_t *p;
+	int e = ht_pass_new(m->trace, &p);
 	if (e)
 		return e;
-	if ((e = ht_merge_new(m->trace, &mg))) {
-		free(lt.slot);
-		return e;
-	}
-	ht_replay_step_t st = { 0, 0, 0, false, 0, 0 };
-	double rate = m->sample_rate;
-	double heap_w = 0; /* exact in an unsampled trace: sums of 1 */
-	double heap_est = 0; /* sampled: rounded once, as heap_now() */
-	uint64_t heap = 0;
-	ht_event_t ev;
-	while (!e && ht_merge_next(mg, &ev)) {
-		live_t *b;
-		st.freed_bytes = 0;
-		st.ignored = false;
-		st.weight = st.weight_bytes = 0;
-		switch (ev.type) {
-		case HT_EV_FREE:
-			if ((b = live_find(&lt, ev.addr))) {
-				st.freed_bytes = b->wsize;
-				st.weight = b->w;
-				st.weight_bytes = (double)b->size * b->w;
-				heap -= b->wsize;
-				heap_w -= b->w;
-				heap_est -= st.weight_bytes;
-				live_remove(&lt, b);
-			} else {
-				st.ignored = true;
-			}
-			break;
-		case HT_EV_ALLOC:
-		case HT_EV_REALLOC: {
-			if ((b = live_find(&lt, ev.addr))) {
-				heap -= b->wsize;
-				heap_w -= b->w;
-				heap_est -= (double)b->size * b->w;
-				live_remove(&lt, b);
-			}
-			double var;
-			weigh(rate, ev.size, &st.weight, &var);
-			st.weight_bytes = (double)ev.size * st.weight;
-			live_t v = { ev.addr, ev.size, rate ? round_u64(st.weight_bytes) : ev.size,
-				     st.weight, 0, 0, ev.thread, ev.time };
-			if ((e = live_insert(&lt, &v)))
-				break;
-			heap += v.wsize;
-			heap_w += st.weight;
-			heap_est += st.weight_bytes;
-			break;
-		}
-		default:
-			break;
-		}
-		st.heap_bytes = rate ? round_u64(heap_est) : heap;
-		st.heap_blocks = round_u64(heap_w);
-		if (!e)
-			e = fn(ctx, &ev, &st);
-	}
-	ht_merge_free(mg);
-	free(lt.slot);
+	if (!(e = ht_pass_add(p, &c)))
+		e = ht_pass_run(p);
+	ht_pass_free(p);
 	return e;
 }
 

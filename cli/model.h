@@ -160,6 +160,10 @@ typedef struct ht_model {
 	uint64_t growth_span_ns;   /* time of the last point */
 	struct ht_timeline *timelines; /* folded by ht_model_build_timed's replay */
 	size_t ntimelines;
+	/* descriptors and handles still open (cli/resources.h), when the
+	 * pass that built the model built them too; else NULL. Freed with
+	 * the model. */
+	struct ht_resources *resources;
 } ht_model_t;
 
 /* Replay t (which must outlive the model). Returns 0 or -ENOMEM. */
@@ -170,6 +174,13 @@ int ht_model_build(const ht_trace_t *t, ht_model_t **out);
 int ht_model_build_timed(const ht_trace_t *t, const size_t *tl_sizes, size_t n_tl,
 			 ht_model_t **out);
 void ht_model_free(ht_model_t *m);
+
+/* The same replay as one consumer of pass p (cli/pass.h): *out is the
+ * model once ht_pass_run(p) has returned 0; the caller frees it in any
+ * case, after the run or instead of it. Returns 0 or -ENOMEM. */
+struct ht_pass;
+int ht_model_attach(struct ht_pass *p, const ht_trace_t *t, const size_t *tl_sizes, size_t n_tl,
+		    ht_model_t **out);
 
 /* Orders for ht_model_sort. */
 typedef enum ht_site_order {

@@ -4,12 +4,14 @@
  * One record per descriptor or handle ever opened, found through a map
  * keyed by the number (per kind for handles); a close or release clears
  * its live flag, a new open of the same number reuses the record. At the
- * end the live records are sorted by group and coalesced.
+ * end the live records are sorted by group and coalesced. A consumer of a
+ * pass (cli/pass.h) that wants only the EXT events.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "pass.h"
 #include "resources.h"
 #include "trace_format.h"
 #include "util.h"
@@ -258,40 +260,76 @@ static int collect(const ht_trace_t *t, replay_t *rp, ht_resources_t *res)
 	return 0;
 }
 
-int ht_resources_build(const ht_trace_t *t, ht_resources_t **out)
+typedef struct job {
+	const ht_trace_t *t;
+	replay_t rp;
+	ht_resources_t *res;
+} job_t;
+
+static int res_event(void *ctx, const ht_event_t *ev, const ht_heap_step_t *st)
+{
+	(void)st;
+	job_t *j = ctx;
+	return ev->type == HT_EV_EXT ? replay_event(&j->rp, j->res, ev) : 0;
+}
+
+static int res_end(void *ctx)
+{
+	job_t *j = ctx;
+	return collect(j->t, &j->rp, j->res);
+}
+
+static void res_fini(void *ctx)
+{
+	job_t *j = ctx;
+	free(j->rp.fds);
+	free(j->rp.handles);
+	ht_map_free(&j->rp.fd_idx);
+	for (size_t k = 0; k < j->rp.nkinds; k++)
+		ht_map_free(&j->rp.kinds[k].by_handle);
+	free(j->rp.kinds);
+	free(j);
+}
+
+int ht_resources_attach(struct ht_pass *p, const ht_trace_t *t, ht_resources_t **out)
 {
 	*out = NULL;
 	ht_resources_t *res = calloc(1, sizeof(*res));
-	if (!res)
+	job_t *j = calloc(1, sizeof(*j));
+	if (!res || !j) {
+		free(res);
+		free(j);
 		return -ENOMEM;
-	replay_t rp;
-	memset(&rp, 0, sizeof(rp));
-	int err = 0;
-	if (t->next_events) { /* older traces and programs without any: skip the merge */
-		ht_merge_t *m;
-		err = ht_merge_new_ex(t, HT_MERGE_EXT, UINT32_MAX, &m);
-		if (!err) {
-			ht_event_t ev;
-			while (!err && ht_merge_next(m, &ev))
-				if (ev.type == HT_EV_EXT)
-					err = replay_event(&rp, res, &ev);
-			ht_merge_free(m);
-		}
 	}
-	if (!err)
-		err = collect(t, &rp, res);
-	free(rp.fds);
-	free(rp.handles);
-	ht_map_free(&rp.fd_idx);
-	for (size_t k = 0; k < rp.nkinds; k++)
-		ht_map_free(&rp.kinds[k].by_handle);
-	free(rp.kinds);
+	j->t = t;
+	j->res = res;
+	/* older traces and programs without EXT events: nothing to merge for */
+	ht_pass_consumer_t c = { t->next_events ? HT_MERGE_EXT : 0, false, false, res_event,
+				 res_end, res_fini, j };
+	int err = ht_pass_add(p, &c);
 	if (err) {
 		ht_resources_free(res);
 		return err;
 	}
 	*out = res;
 	return 0;
+}
+
+int ht_resources_build(const ht_trace_t *t, ht_resources_t **out)
+{
+	*out = NULL;
+	ht_pass_t *p;
+	ht_resources_t *res = NULL;
+	int err = ht_pass_new(t, &p);
+	if (err)
+		return err;
+	if (!(err = ht_resources_attach(p, t, &res)) && (err = ht_pass_run(p))) {
+		ht_resources_free(res);
+		res = NULL;
+	}
+	ht_pass_free(p);
+	*out = res;
+	return err;
 }
 
 void ht_resources_free(ht_resources_t *r)

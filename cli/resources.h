@@ -58,6 +58,10 @@ typedef struct ht_resources {
 
 /* Replays t's EXT events. Returns 0 or -ENOMEM. */
 int ht_resources_build(const ht_trace_t *t, ht_resources_t **out);
+/* The same replay as one consumer of pass p (cli/pass.h): *out is filled
+ * once ht_pass_run(p) has returned 0; the caller frees it in any case. */
+struct ht_pass;
+int ht_resources_attach(struct ht_pass *p, const ht_trace_t *t, ht_resources_t **out);
 void ht_resources_free(ht_resources_t *r);
 /* "open", "socket", "accept", "pipe", "dup", "fopen", "other" */
 const char *ht_fdcall_name(unsigned call);

@@ -105,8 +105,8 @@ int ht_report_resources_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sy
 	const ht_trace_t *t = m->trace;
 	if (!t->next_events)
 		return 0;
-	ht_resources_t *r;
-	int err = ht_resources_build(t, &r);
+	ht_resources_t *r = m->resources; /* made by the report's pass */
+	int err = r ? 0 : ht_resources_build(t, &r);
 	if (err)
 		return err;
 	ht_frame_t *frames = NULL;
@@ -158,7 +158,8 @@ int ht_report_resources_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sy
 		}
 	}
 	free(frames);
-	ht_resources_free(r);
+	if (r != m->resources)
+		ht_resources_free(r);
 	if (err)
 		return err;
 	return ferror(out) ? -EIO : 0;
@@ -168,8 +169,8 @@ int ht_report_resources_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sy
 
 int ht_report_resources_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym)
 {
-	ht_resources_t *r;
-	int err = ht_resources_build(m->trace, &r);
+	ht_resources_t *r = m->resources; /* made by the report's pass */
+	int err = r ? 0 : ht_resources_build(m->trace, &r);
 	if (err)
 		return err;
 	ht_frame_t *frames = NULL;
@@ -219,7 +220,8 @@ int ht_report_resources_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sy
 	}
 	fputc(']', out);
 	free(frames);
-	ht_resources_free(r);
+	if (r != m->resources)
+		ht_resources_free(r);
 	if (err)
 		return err;
 	return ferror(out) ? -EIO : 0;

@@ -1,0 +1,343 @@
+/* pass.c - one merge of a trace through every registered consumer
+ * (pass.h).
+ *
+ * Live blocks sit in one open-addressing table (linear probing,
+ * backward-shift deletion: no tombstones, no per-event malloc), shared by
+ * every consumer that follows the heap.
+ */
+#include "pass.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace_format.h"
+#include "util.h"
+
+unsigned long ht_pass_merges;
+
+/* ---- live blocks ---------------------------------------------------------------- */
+
+typedef struct live_table {
+	ht_live_t *slot;
+	size_t cap, len; /* cap is a power of two */
+} live_table_t;
+
+static int live_init(live_table_t *lt, size_t cap)
+{
+	lt->slot = malloc(cap * sizeof(*lt->slot));
+	if (!lt->slot)
+		return -ENOMEM;
+	for (size_t i = 0; i < cap; i++)
+		lt->slot[i].site = HT_LIVE_EMPTY;
+	lt->cap = cap;
+	lt->len = 0;
+	return 0;
+}
+
+static inline size_t live_home(const live_table_t *lt, uint64_t addr)
+{
+	return ht_util_hash64(addr) & (lt->cap - 1);
+}
+
+static ht_live_t *live_find(const live_table_t *lt, uint64_t addr)
+{
+	size_t mask = lt->cap - 1;
+	for (size_t i = live_home(lt, addr);; i = (i + 1) & mask) {
+		if (lt->slot[i].site == HT_LIVE_EMPTY)
+			return NULL;
+		if (lt->slot[i].addr == addr)
+			return &lt->slot[i];
+	}
+}
+
+/* Remove the entry at e, shifting later members of its probe run back. */
+static void live_remove(live_table_t *lt, ht_live_t *e)
+{
+	size_t mask = lt->cap - 1;
+	size_t i = (size_t)(e - lt->slot);
+	for (size_t j = (i + 1) & mask;; j = (j + 1) & mask) {
+		if (lt->slot[j].site == HT_LIVE_EMPTY)
+			break;
+		size_t h = live_home(lt, lt->slot[j].addr);
+		/* j's entry may move to i if its home is not in (i, j] cyclically */
+		if (((j - h) & mask) >= ((j - i) & mask)) {
+			lt->slot[i] = lt->slot[j];
+			i = j;
+		}
+	}
+	lt->slot[i].site = HT_LIVE_EMPTY;
+	lt->len--;
+}
+
+/* Insert v (its address not in the table); the new slot, or NULL on ENOMEM. */
+static ht_live_t *live_insert(live_table_t *lt, const ht_live_t *v)
+{
+	if ((lt->len + 1) * 4 > lt->cap * 3) { /* load <= 3/4 */
+		live_table_t n;
+		if (lt->cap > SIZE_MAX / 2 / sizeof(ht_live_t) || live_init(&n, lt->cap * 2))
+			return NULL;
+		for (size_t i = 0; i < lt->cap; i++) {
+			if (lt->slot[i].site == HT_LIVE_EMPTY)
+				continue;
+			size_t j = live_home(&n, lt->slot[i].addr);
+			while (n.slot[j].site != HT_LIVE_EMPTY)
+				j = (j + 1) & (n.cap - 1);
+			n.slot[j] = lt->slot[i];
+		}
+		n.len = lt->len;
+		free(lt->slot);
+		*lt = n;
+	}
+	size_t mask = lt->cap - 1, i = live_home(lt, v->addr);
+	while (lt->slot[i].site != HT_LIVE_EMPTY)
+		i = (i + 1) & mask;
+	lt->slot[i] = *v;
+	lt->len++;
+	return &lt->slot[i];
+}
+
+/* ---- sampling weights ---------------------------------------------------------------- */
+
+void ht_pass_weigh(double rate, uint64_t size, double *w, double *var)
+{
+	double p = rate > 0 ? -expm1(-(double)size / rate) : 1.0;
+	if (!(p > 0)) { /* size 0: the agent never samples one; count it once */
+		*w = 1;
+		*var = 0;
+		return;
+	}
+	*w = 1 / p;
+	*var = (1 - p) / (p * p);
+}
+
+/* ---- the pass -------------------------------------------------------------------------- */
+
+struct ht_pass {
+	const ht_trace_t *t;
+	double rate; /* the trace's sample rate; 0 = exact */
+	ht_pass_consumer_t *c;
+	size_t nc;
+	size_t *hc, nhc; /* the consumers of heap events */
+	unsigned flags;	   /* union of the consumers' */
+	bool heap, live;   /* some consumer wants heap events, the table */
+	bool ran;
+	live_table_t table;
+	uint64_t *thread_seq; /* allocations made so far, per thread */
+	ht_map_t site_by_stack;
+	uint64_t *site_stack; /* site -> stack id */
+	size_t nsites, cap_sites;
+};
+
+int ht_pass_new(const ht_trace_t *t, ht_pass_t **out)
+{
+	*out = NULL;
+	ht_pass_t *p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->t = t;
+	p->rate = (double)t->sample_rate;
+	*out = p;
+	return 0;
+}
+
+int ht_pass_add(ht_pass_t *p, const ht_pass_consumer_t *c)
+{
+	size_t cap = p->nc;
+	if (ht_util_grow((void **)&p->c, &cap, p->nc + 1, sizeof(*p->c))) {
+		if (c->fini)
+			c->fini(c->ctx);
+		return -ENOMEM;
+	}
+	p->c[p->nc] = *c;
+	if (c->live)
+		p->c[p->nc].heap = true;
+	p->flags |= c->flags;
+	p->heap |= p->c[p->nc].heap;
+	p->live |= c->live;
+	p->nc++;
+	return 0;
+}
+
+void ht_pass_free(ht_pass_t *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->nc; i++)
+		if (p->c[i].fini)
+			p->c[i].fini(p->c[i].ctx);
+	free(p->c);
+	free(p->hc);
+	free(p->table.slot);
+	free(p->thread_seq);
+	free(p->site_stack);
+	ht_map_free(&p->site_by_stack);
+	free(p);
+}
+
+ht_live_t *ht_pass_find(ht_pass_t *p, uint64_t addr)
+{
+	return p->table.slot ? live_find(&p->table, addr) : NULL;
+}
+
+const ht_live_t *ht_pass_slots(const ht_pass_t *p, size_t *cap)
+{
+	*cap = p->table.slot ? p->table.cap : 0;
+	return p->table.slot;
+}
+
+size_t ht_pass_nlive(const ht_pass_t *p)
+{
+	return p->table.len;
+}
+
+uint64_t ht_pass_thread_seq(const ht_pass_t *p, uint32_t thread)
+{
+	return p->thread_seq[thread];
+}
+
+const uint64_t *ht_pass_thread_seqs(const ht_pass_t *p)
+{
+	return p->thread_seq;
+}
+
+uint64_t ht_pass_site_stack(const ht_pass_t *p, uint32_t site)
+{
+	return p->site_stack[site];
+}
+
+/* The site of stack_id, made on first sight (*fresh). */
+static int site_of(ht_pass_t *p, uint64_t stack_id, uint32_t *out, bool *fresh)
+{
+	uint32_t i = ht_map_get(&p->site_by_stack, stack_id);
+	*fresh = i == HT_MAP_NONE;
+	if (!*fresh) {
+		*out = i;
+		return 0;
+	}
+	if (p->nsites >= UINT32_MAX - 1 ||
+	    ht_util_grow((void **)&p->site_stack, &p->cap_sites, p->nsites + 1,
+			 sizeof(*p->site_stack)) ||
+	    ht_map_put(&p->site_by_stack, stack_id, (uint32_t)p->nsites))
+		return -ENOMEM;
+	p->site_stack[p->nsites] = stack_id;
+	*out = (uint32_t)p->nsites++;
+	return 0;
+}
+
+/* Apply a heap event to the table; st says what it did. */
+static int heap_step(ht_pass_t *p, const ht_event_t *ev, ht_heap_step_t *st, ht_live_t *gone)
+{
+	live_table_t *lt = &p->table;
+	ht_live_t *b;
+	switch (ev->type) {
+	case HT_EV_FREE:
+		if ((b = live_find(lt, ev->addr))) {
+			*gone = *b;
+			st->gone = gone;
+			live_remove(lt, b);
+		}
+		return 0;
+	case HT_EV_ALLOC:
+	case HT_EV_REALLOC: {
+		if ((b = live_find(lt, ev->addr))) {
+			*gone = *b;
+			st->gone = gone;
+			live_remove(lt, b);
+		}
+		ht_live_t v = { ev->addr, ev->size, ev->time, ++p->thread_seq[ev->thread], 1.0, 0,
+				ev->thread, 0 };
+		if (p->rate) /* else 1 and 0 */
+			ht_pass_weigh(p->rate, ev->size, &v.w, &st->var);
+		int e = site_of(p, ev->stack_id, &v.site, &st->new_site);
+		if (e)
+			return e;
+		if (!(st->block = live_insert(lt, &v)))
+			return -ENOMEM;
+		return 0;
+	}
+	default:
+		return 0;
+	}
+}
+
+static bool is_heap(uint8_t type)
+{
+	return type == HT_EV_ALLOC || type == HT_EV_FREE || type == HT_EV_REALLOC ||
+	       type == HT_EV_RSS;
+}
+
+/* The HT_MERGE_* flag that brings an event of that type; 0 for the heap's. */
+static unsigned flag_of(uint8_t type)
+{
+	switch (type) {
+	case HT_EV_ENTER:
+	case HT_EV_EXIT:
+	case HT_EV_ENABLE:
+		return HT_MERGE_FUNCTIONS;
+	case HT_EV_TAG:
+	case HT_EV_PHASE:
+		return HT_MERGE_MARKS;
+	case HT_EV_POOL:
+		return HT_MERGE_POOLS;
+	case HT_EV_SNAPSHOT:
+		return HT_MERGE_SNAPSHOTS;
+	case HT_EV_EXT:
+		return HT_MERGE_EXT;
+	default:
+		return 0;
+	}
+}
+
+int ht_pass_run(ht_pass_t *p)
+{
+	const ht_trace_t *t = p->t;
+	if (p->ran)
+		return -EINVAL;
+	p->ran = true;
+	int e = 0;
+	if (!(p->hc = malloc((p->nc ? p->nc : 1) * sizeof(*p->hc))))
+		return -ENOMEM;
+	for (size_t i = 0; i < p->nc; i++)
+		if (p->c[i].heap)
+			p->hc[p->nhc++] = i;
+	if (p->live) {
+		p->thread_seq = calloc(t->nthreads ? t->nthreads : 1, sizeof(*p->thread_seq));
+		if (!p->thread_seq || live_init(&p->table, 1024))
+			return -ENOMEM;
+	}
+	/* a pass nobody needs events from (a consumer of EXT events in a trace
+	 * without any, say) merges nothing */
+	if (p->heap || p->flags) {
+		ht_merge_t *mg;
+		if ((e = ht_merge_new_ex(t, p->flags, UINT32_MAX, &mg)))
+			return e;
+		ht_pass_merges++;
+		ht_event_t ev;
+		ht_live_t gone;
+		while (!e && ht_merge_next(mg, &ev)) {
+			ht_heap_step_t st = { NULL, NULL, false, 0 };
+			if (is_heap(ev.type)) {
+				if (p->live && (e = heap_step(p, &ev, &st, &gone)))
+					break;
+				for (size_t k = 0; k < p->nhc && !e; k++) {
+					const ht_pass_consumer_t *c = &p->c[p->hc[k]];
+					e = c->on_event(c->ctx, &ev, c->live ? &st : NULL);
+				}
+				continue;
+			}
+			unsigned f = flag_of(ev.type);
+			for (size_t i = 0; i < p->nc && !e; i++) {
+				const ht_pass_consumer_t *c = &p->c[i];
+				if (c->flags & f)
+					e = c->on_event(c->ctx, &ev, NULL);
+			}
+		}
+		ht_merge_free(mg);
+	}
+	for (size_t i = 0; i < p->nc && !e; i++)
+		if (p->c[i].on_end)
+			e = p->c[i].on_end(p->c[i].ctx);
+	return e;
+}

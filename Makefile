@@ -37,12 +37,13 @@ AGENT_LIBS := $(shell $(PKG_CONFIG) --libs libunwind libzstd) -ldl -lpthread -lm
 CLI_LIBS := $(shell $(PKG_CONFIG) --libs libdw libzstd libprotobuf-c zlib) -lstdc++ -lm
 
 AGENT_SRC := $(wildcard agent/*.c)
-CLI_SRC := $(wildcard cli/*.c) $(wildcard report/*.c)
+CLI_SRC := $(wildcard cli/*.c) $(wildcard analysis/*.c) $(wildcard report/*.c)
 AGENT_OBJ := $(AGENT_SRC:%.c=$(B)/%.o)
 # pprof's schema, compiled by protoc-c at build time (generated code is not
 # committed): third_party/pprof/profile.proto -> build/gen/profile.pb-c.{c,h}.
 PB_PROTO := third_party/pprof/profile.proto
 PB_GEN := $(B)/gen/profile.pb-c.c
+HOST_HDR := $(wildcard cli/*.h) $(wildcard analysis/*.h) $(wildcard report/*.h) $(wildcard common/*.h)
 CLI_OBJ := $(CLI_SRC:%.c=$(B)/%.o) $(B)/gen/profile.pb-c.o
 CLI_LIB_OBJ := $(filter-out $(B)/cli/main.o,$(CLI_OBJ))
 ASAN_CLI_OBJ := $(CLI_SRC:%.c=$(B)/asan/%.o) $(B)/asan/gen/profile.pb-c.o
@@ -69,9 +70,9 @@ $(B)/libheaptrail.so: $(AGENT_OBJ)
 	$(CC) -shared -o $@.tmp $^ $(LDFLAGS) -Wl,-z,now -Wl,--no-undefined $(AGENT_LIBS)
 	mv -f $@.tmp $@
 
-$(B)/%.o: %.c $(wildcard cli/*.h) $(wildcard report/*.h) $(wildcard common/*.h)
+$(B)/%.o: %.c $(HOST_HDR)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE_CFLAGS) -Icli -Ireport $(CFLAGS) -c $< -o $@
+	$(CC) $(BASE_CFLAGS) -I. $(CFLAGS) -c $< -o $@
 
 $(B)/gen/profile.pb-c.c $(B)/gen/profile.pb-c.h &: $(PB_PROTO)
 	@mkdir -p $(B)/gen
@@ -89,9 +90,9 @@ $(B)/heaptrail: $(CLI_OBJ)
 
 # The CLI again with AddressSanitizer and UBSan: the test suite reports with it.
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
-$(B)/asan/%.o: %.c $(wildcard cli/*.h) $(wildcard report/*.h) $(wildcard common/*.h)
+$(B)/asan/%.o: %.c $(HOST_HDR)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE_CFLAGS) -Icli -Ireport -O1 -g $(SAN) -c $< -o $@
+	$(CC) $(BASE_CFLAGS) -I. -O1 -g $(SAN) -c $< -o $@
 
 $(B)/asan/gen/profile.pb-c.o: $(PB_GEN) $(B)/gen/profile.pb-c.h
 	@mkdir -p $(dir $@)
@@ -154,7 +155,7 @@ $(B)/tests/libdlswap%.so: tests/programs/plugin/dlswap.c
 
 $(B)/unit/%: tests/unit/%.c $(CLI_LIB_OBJ) $(wildcard common/*.h) $(wildcard tests/include/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE_CFLAGS) -Icli -Ireport -Itests/include -o $@ $< $(CLI_LIB_OBJ) $(CLI_LIBS)
+	$(CC) $(BASE_CFLAGS) -I. -Itests/include -o $@ $< $(CLI_LIB_OBJ) $(CLI_LIBS)
 
 # The function profiler's benchmark: instrumented like its users' programs.
 $(B)/bench/fn_%: bench/workloads/fn_%.c
@@ -189,11 +190,11 @@ $(B)/bench/%: bench/workloads/%.cc
 FUZZ_OBJ := $(filter-out $(B)/asan/cli/main.o,$(ASAN_CLI_OBJ))
 $(B)/fuzz/fuzz_reader: tests/fuzz/fuzz_reader.c $(CLI_SRC) $(PB_GEN)
 	@mkdir -p $(dir $@)
-	clang $(filter-out -Werror,$(BASE_CFLAGS)) -Icli -Ireport -g -O1 -fsanitize=fuzzer,address,undefined -o $@ tests/fuzz/fuzz_reader.c $(filter-out cli/main.c,$(CLI_SRC)) $(PB_GEN) $(CLI_LIBS)
+	clang $(filter-out -Werror,$(BASE_CFLAGS)) -I. -g -O1 -fsanitize=fuzzer,address,undefined -o $@ tests/fuzz/fuzz_reader.c $(filter-out cli/main.c,$(CLI_SRC)) $(PB_GEN) $(CLI_LIBS)
 
 $(B)/fuzz/replay_reader: tests/fuzz/fuzz_reader.c tests/fuzz/replay_driver.c $(FUZZ_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE_CFLAGS) -Icli -Ireport -O1 -g $(SAN) -o $@ tests/fuzz/fuzz_reader.c tests/fuzz/replay_driver.c $(FUZZ_OBJ) $(CLI_LIBS)
+	$(CC) $(BASE_CFLAGS) -I. -O1 -g $(SAN) -o $@ tests/fuzz/fuzz_reader.c tests/fuzz/replay_driver.c $(FUZZ_OBJ) $(CLI_LIBS)
 
 fuzz: $(B)/fuzz/fuzz_reader
 

@@ -274,7 +274,7 @@ typedef struct ht_thread {
 	 * blocked; the mask to put back after (agent/unwind.c) */
 	bool unwinding;
 	sigset_t unwind_saved_mask;
-	/* function profiler (agent/functions.c): the shadow stack */
+	/* function profiler (agent/fn_profile.c): the shadow stack */
 	uint64_t last_fn;	     /* previous ENTER's function in this block */
 	struct ht_shadow_frame *shadow; /* mmap'd on the first function entry */
 	uint32_t shadow_depth;	     /* frames in shadow[] */
@@ -706,7 +706,7 @@ void ht_writer_note_bypass(const char *object);
 /* fd moved to a high number, close-on-exec: above the soft RLIMIT_NOFILE
  * (raised for the moment) when it is at most 1024, else just below it (or
  * below 1024 for a huge one): the agent's descriptors stay out of the
- * program's way. fd itself when that cannot be done (agent/resources.c). */
+ * program's way. fd itself when that cannot be done (agent/descriptors.c). */
 int ht_fd_move_high(int fd);
 /* The trace's descriptor, -1 when none (read by the descriptor hooks). */
 extern _Atomic int ht_trace_fd;

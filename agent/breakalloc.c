@@ -1,6 +1,6 @@
 /* breakalloc.c - the break=LIST option: SIGTRAP when a chosen allocation is
  * made and when it is freed, so that a debugger stops at the creation site
- * (issue 3; docs/AGENT_OPTIONS.md).
+ * (docs/AGENT_OPTIONS.md).
  *
  * Allocations are numbered as common/trace_format.h defines it: the n-th
  * ALLOC, REALLOC or PALLOC event of a thread, threads numbered 1 for the

@@ -53,7 +53,7 @@ const ht_live_block_t *ht_live_slots(size_t *capacity);
 size_t ht_live_count(void); /* live blocks */
 
 /* The figures heaptrail run prints, as the reader's replay of the trace
- * would compute them (cli/model.c): allocations, frees and bytes of the
+ * would compute them (analysis/model.c): allocations, frees and bytes of the
  * recorded events, peak heap, blocks and bytes live at the end, temporary
  * allocations. False when the digest cannot promise equality: more than one
  * thread made heap events (blocks arrive out of time order), pool or custom

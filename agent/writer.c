@@ -38,7 +38,7 @@ ht_lock_t ht_writer_lock;
 #define HT_ZSTD_HASH_LOG 17
 
 static int out_fd = -1;
-/* out_fd as the program's descriptor hooks see it (agent/resources.c):
+/* out_fd as the program's descriptor hooks see it (agent/descriptors.c):
  * the number they keep the program from closing or replacing. */
 _Atomic int ht_trace_fd = -1;
 static ZSTD_CStream *zcs;

@@ -1,7 +1,7 @@
 /* compress.c - zstd or gzip streams behind a FILE (compress.h), through
  * glibc's fopencookie, so that every writer writes to them as to a file
  * and the output never has to fit in memory. */
-#include "compress.h"
+#include "cli/compress.h"
 
 #include <errno.h>
 #include <stdbool.h>

@@ -1,7 +1,7 @@
 /* gate.c - the conditions of `heaptrail check` and `diff --fail-if`
  * (gate.h): parsed, given each trace's figures from its model and leak
  * classes, evaluated, and written as text and JUnit XML. */
-#include "gate.h"
+#include "cli/gate.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "opts.h"
-#include "safe.h"
+#include "cli/opts.h"
+#include "analysis/safe.h"
 #include "trace_format.h"
-#include "util.h"
+#include "analysis/util.h"
 
 enum {
 	M_ALLOCATIONS, M_FREES, M_BYTES_ALLOCATED, M_PEAK_HEAP, M_PEAK_BYTES, M_PEAK_RSS,

@@ -24,9 +24,9 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "leaks.h"
-#include "model.h"
-#include "symbolize.h"
+#include "analysis/leaks.h"
+#include "analysis/model.h"
+#include "analysis/symbolize.h"
 
 typedef enum { HT_GATE_COUNT, HT_GATE_SIZE, HT_GATE_TIME } ht_gate_kind_t;
 

@@ -18,26 +18,26 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "run.h"
-#include "diff.h"
-#include "leaks.h"
-#include "functions.h"
+#include "cli/run.h"
+#include "analysis/diff.h"
+#include "analysis/leaks.h"
+#include "analysis/functions.h"
 #include "trace_format.h"
-#include "model.h"
-#include "reader.h"
-#include "export.h"
-#include "report.h"
-#include "../report/functions.h" /* by path: cli/functions.h has the same name */
-#include "marks.h"
-#include "../report/marks.h" /* likewise */
-#include "symbolize.h"
-#include "timeline.h"
-#include "util.h"
-#include "gate.h"
-#include "opts.h"
-#include "compress.h"
-#include "pass.h"
-#include "resources.h"
+#include "analysis/model.h"
+#include "analysis/reader.h"
+#include "report/export.h"
+#include "report/report.h"
+#include "report/functions_section.h" /* by path: analysis/functions.h has the same name */
+#include "analysis/marks.h"
+#include "report/marks_section.h" /* likewise */
+#include "analysis/symbolize.h"
+#include "report/timeline.h"
+#include "analysis/util.h"
+#include "cli/gate.h"
+#include "cli/opts.h"
+#include "cli/compress.h"
+#include "analysis/pass.h"
+#include "analysis/resources.h"
 
 static const char usage_text[] =
 	"usage: heaptrail run [-o FILE] [--depth N] [--unwind fp|libunwind] [--no-follow-fork]\n"
@@ -511,7 +511,7 @@ typedef struct analyses {
 } analyses_t;
 
 /* Loads a trace and builds its model, and what `an` asks for, in one pass
- * (cli/pass.h), printing why when it cannot. tl_buckets: a timeline the
+ * (analysis/pass.h), printing why when it cannot. tl_buckets: a timeline the
  * caller will ask for (folded by the model's replay), 0 for none. want:
  * called with the loaded trace to say what to build beside the model (may
  * be NULL). Returns 0 (a damaged trace gives a warning and what was read
@@ -735,7 +735,7 @@ static int cmd_report(int argc, char **argv)
 		ht_model_add_modules(m, sym);
 	else
 		fprintf(stderr, "heaptrail: warning: no symbolizer, frames show addresses only\n");
-	/* leaks by class, suppressions applied (issue 3) */
+	/* leaks by class, suppressions applied */
 	ht_supp_list_t supps;
 	ht_leaks_t lk;
 	bool have_lk = false;
@@ -1057,7 +1057,7 @@ static int cmd_check(int argc, char **argv)
 }
 
 /* `heaptrail diff BASE NEW`: the two traces replayed as `report` replays
- * them, their sites matched by stack (cli/diff.h). */
+ * them, their sites matched by stack (analysis/diff.h). */
 static int cmd_diff(int argc, char **argv)
 {
 	const char *paths[2] = { NULL, NULL };

@@ -1,5 +1,5 @@
 /* opts.c - sizes, option-name suggestions and the output check (opts.h). */
-#include "opts.h"
+#include "cli/opts.h"
 
 #include <errno.h>
 #include <math.h>

@@ -14,7 +14,7 @@
  * signal sent to the wrong pid), so that it is never left running alone
  * and its end is still summed up.
  */
-#include "run.h"
+#include "cli/run.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -29,13 +29,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "leaks.h"
-#include "model.h"
-#include "reader.h"
-#include "report.h"
-#include "symbolize.h"
+#include "analysis/leaks.h"
+#include "analysis/model.h"
+#include "analysis/reader.h"
+#include "report/report.h"
+#include "analysis/symbolize.h"
 #include "trace_format.h"
-#include "util.h"
+#include "analysis/util.h"
 
 /* Signals sent to `heaptrail run` that go on to the program, and its pid
  * while it runs (0 otherwise). */

@@ -4,7 +4,7 @@
 
 #include <stdbool.h>
 
-#include "leaks.h"
+#include "analysis/leaks.h"
 
 typedef struct ht_run_opts {
 	const char *output; /* trace path template, or NULL for the agent default */

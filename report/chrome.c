@@ -16,7 +16,7 @@
  * Invariants the viewers rely on (checked by the test suite): ts and dur are
  * microseconds (decimals carry the nanoseconds) and never negative; events of
  * one thread are written in time order; slices nest: each thread's activity
- * lives inside its thread slice. Issue 6 adds function spans: write them in
+ * lives inside its thread slice. Function spans: write them in
  * emit_thread_spans(), inside the thread slice, with ev_begin()/ev_end().
  */
 #include <errno.h>
@@ -24,11 +24,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "functions.h" /* report/functions.h: the function spans (issue 6) */
-#include "report.h"
-#include "timeline.h"
+#include "report/functions_section.h" /* report/functions_section.h: the function spans */
+#include "report/report.h"
+#include "report/timeline.h"
 #include "trace_format.h"
-#include "util.h"
+#include "analysis/util.h"
 
 #define COUNTER_BUCKETS 500 /* heap/RSS counters: at most 1001 points each */
 #define ACTIVITY_BUCKETS 100 /* per-thread activity instants: at most 100 a thread */

@@ -31,10 +31,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "export.h"
-#include "report.h"
+#include "report/export.h"
+#include "report/report.h"
 #include "trace_format.h"
-#include "util.h"
+#include "analysis/util.h"
 
 /* ---- live blocks: address -> size ------------------------------------------------
  * Open addressing, linear probing, backward-shift deletion (no tombstones,

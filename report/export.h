@@ -12,9 +12,9 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "model.h"
-#include "safe.h"
-#include "symbolize.h"
+#include "analysis/model.h"
+#include "analysis/safe.h"
+#include "analysis/symbolize.h"
 
 /* What a stack is weighed by, for the formats with one cost (--cost). */
 typedef enum ht_cost {

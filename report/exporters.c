@@ -3,8 +3,8 @@
  * ht_export_<name>() and add one line here. */
 #include <string.h>
 
-#include "export.h"
-#include "timeline.h" /* ht_export_chrome, ht_export_massif */
+#include "report/export.h"
+#include "report/timeline.h" /* ht_export_chrome, ht_export_massif */
 
 int ht_export_flamegraph(FILE *, const ht_model_t *, ht_symbolizer_t *, const ht_export_opts_t *);
 int ht_export_heaptrack(FILE *, const ht_model_t *, ht_symbolizer_t *, const ht_export_opts_t *);

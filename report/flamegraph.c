@@ -23,8 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "export.h"
-#include "util.h"
+#include "report/export.h"
+#include "analysis/util.h"
 
 int ht_export_flamegraph(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 			 const ht_export_opts_t *o);

@@ -21,8 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "export.h"
-#include "util.h"
+#include "report/export.h"
+#include "analysis/util.h"
 
 /* A growable string. */
 typedef struct sbuf {

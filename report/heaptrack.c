@@ -24,7 +24,7 @@
  *  2. heaptrack counts a `-` as temporary iff the previous +/- line was a
  *     `+` of the same info index, or a `-` when the index is 0 (its
  *     "last allocation" variable is reset to 0 by every free). Ours: a block
- *     freed before its thread allocated again (cli/model.c). So:
+ *     freed before its thread allocated again (analysis/model.c). So:
  *     - a temporary block is written as the pair `+ k` `- k` at its
  *       allocation, and its later free is dropped ("pulled" free);
  *     - a `+` line is held back until the next +/- line is known and then
@@ -54,7 +54,7 @@
  *     each site held at it stay exact. With one thread this never
  *     happens: no allocation lies between a temporary's malloc and free.
  *  4. A block we drop because its address was allocated again without a
- *     recorded free (cli/model.c: neither a free nor a leak) gets a `-`, so
+ *     recorded free (analysis/model.c: neither a free nor a leak) gets a `-`, so
  *     heaptrack's leaked bytes equal ours. When that is the very next
  *     event, the `-` names another index of its size and trace than the
  *     `+`; the first block of its size and trace has none, and heaptrack
@@ -66,9 +66,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "export.h"
+#include "report/export.h"
 #include "trace_format.h"
-#include "util.h"
+#include "analysis/util.h"
 
 int ht_export_heaptrack(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 			const ht_export_opts_t *o);
@@ -201,7 +201,7 @@ static blk_t *blocks_add(blocks_t *b, const blk_t *v)
 
 /* ---- pre-pass: which allocations become a `+ k` `- k` pair ------------------ */
 
-/* Replays the events as cli/model.c does and sets bit `ordinal` in *pull for
+/* Replays the events as analysis/model.c does and sets bit `ordinal` in *pull for
  * each block that is temporary by our definition and whose lifetime does not
  * span the first event that reached the global peak (invariant 3). */
 static int find_pulled(const ht_model_t *m, uint8_t **pull, uint64_t *nevents,

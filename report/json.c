@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "leaks.h"
-#include "report.h"
-#include "timeline.h"
+#include "analysis/leaks.h"
+#include "report/report.h"
+#include "report/timeline.h"
 #include "trace_format.h"
-#include "util.h"
+#include "analysis/util.h"
 
 void ht_json_frames(FILE *out, const ht_frame_t *f, long n)
 {
@@ -92,7 +92,7 @@ int ht_report_json_leaks(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 	int err = 0;
 	if (!idx)
 		return -ENOMEM;
-	/* leaks by class (issue 3), grouped here when the caller did not */
+	/* leaks by class, grouped here when the caller did not */
 	ht_leaks_t own;
 	const ht_leaks_t *lk = leaks;
 	if (!lk) {
@@ -244,7 +244,7 @@ int ht_report_json_leaks(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 			full ? "true" : "false",
 			t->agent_flags & HT_AGENT_SUMMARY_PEAK_ORDER ? "true" : "false");
 	}
-	/* issue 3: suppressions and on-demand leak checks */
+	/* suppressions and on-demand leak checks */
 	if (!err && lk->supps && lk->supps->n) {
 		fputs(",\n \"suppressions\": ", out);
 		err = ht_report_suppressions_json(out, lk);
@@ -255,7 +255,7 @@ int ht_report_json_leaks(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 	}
 	if (lk == &own)
 		ht_leaks_free(&own);
-	if (!err) { /* descriptors and handles still open (issue 3): always there */
+	if (!err) { /* descriptors and handles still open: always there */
 		fputs(",\n ", out);
 		err = ht_report_resources_json(out, m, sym);
 	}

@@ -26,8 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "timeline.h"
-#include "util.h"
+#include "report/timeline.h"
+#include "analysis/util.h"
 
 #define MASSIF_BUCKETS 24 /* two points each + time 0: at most 49 snapshots */
 #define MASSIF_THRESHOLD_PCT 1 /* massif's default --threshold=1.0 */

@@ -1,6 +1,6 @@
 /* pools.c (report/) - the POOLS and SNAPSHOTS sections of the text report
- * and the "pools" and "snapshots" members of the JSON report (issue 5; the
- * figures come from cli/model.c and are defined in cli/model.h).
+ * and the "pools" and "snapshots" members of the JSON report (the
+ * figures come from analysis/model.c and are defined in analysis/model.h).
  *
  * Numbers are exact (byte counts with thousands separators in the text) so
  * that a script can read the tables as well as a person, as in the PHASES
@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report.h"
-#include "util.h"
+#include "report/report.h"
+#include "analysis/util.h"
 
 
 /* A pool's or snapshot's name: the trace's text, else "#ID" (the NAME

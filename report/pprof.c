@@ -27,9 +27,9 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "export.h"
+#include "report/export.h"
 #include "profile.pb-c.h"
-#include "util.h"
+#include "analysis/util.h"
 
 typedef Perftools__Profiles__Profile pb_profile_t;
 typedef Perftools__Profiles__ValueType pb_vtype_t;

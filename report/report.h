@@ -12,9 +12,9 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "model.h"
-#include "safe.h"
-#include "symbolize.h"
+#include "analysis/model.h"
+#include "analysis/safe.h"
+#include "analysis/symbolize.h"
 
 struct ht_leaks;
 struct ht_diff;
@@ -31,7 +31,7 @@ int ht_report_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 /* Only the text report's TOP SITES BY BYTES ALLOCATED section (what
  * `heaptrail run --summary` prints at the end). */
 int ht_report_top_sites_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, size_t top);
-/* The same with the leaks grouped by the caller (cli/leaks.h: suppressions
+/* The same with the leaks grouped by the caller (analysis/leaks.h: suppressions
  * applied); the plain writers group them without suppressions. Text:
  * show_reachable lists the still-reachable blocks too. */
 int ht_report_text_leaks(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
@@ -39,7 +39,7 @@ int ht_report_text_leaks(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 int ht_report_json_leaks(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 			 const ht_report_opts_t *o, const struct ht_leaks *l);
 
-/* Pools and snapshots (issue 5; figures in cli/model.h). The text
+/* Pools and snapshots (figures in analysis/model.h). The text
  * sections print nothing when the trace has no pools or snapshots; the
  * JSON writers write the members' values (arrays; the caller writes the
  * keys). sym may be NULL. Return 0, -ENOMEM or -EIO. */
@@ -48,7 +48,7 @@ int ht_report_snapshots_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sy
 int ht_report_pools_json(FILE *out, const ht_model_t *m);
 int ht_report_snapshots_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym);
 
-/* The leak section and its companions (issue 3; report/leaks.c). The text
+/* The leak section and its companions (report/leaks_section.c). The text
  * leak section lists at most top stacks per class (0: 10); the checks
  * section prints nothing without on-demand checks. The JSON writers write
  * members' values, ht_report_leak_totals_json the members it adds to
@@ -86,7 +86,7 @@ void ht_report_ending_text(FILE *out, const ht_trace_t *t);
 /* The JSON report's "program" object (its value). */
 void ht_report_program_json(FILE *out, const ht_trace_t *t);
 
-/* `heaptrail diff` (cli/diff.h; report/diff.c): totals side by side and the
+/* `heaptrail diff` (analysis/diff.h; report/diff_report.c): totals side by side and the
  * largest changes of the matched sites, top rows per table (0: 10); the
  * JSON object {"heaptrail_diff": 1, ...} with every row (docs/JSON.md). */
 int ht_report_diff_text(FILE *out, const struct ht_diff *d, size_t top);
@@ -101,7 +101,7 @@ size_t ht_report_warnings(const ht_model_t *m, char buf[][HT_WARN_LEN], size_t m
 /* Writes frames as the JSON array of FRAME objects (docs/JSON.md). */
 void ht_json_frames(FILE *out, const ht_frame_t *f, long n);
 
-/* Resource leaks (issue 3; figures in cli/resources.h): descriptors still
+/* Resource leaks (figures in analysis/resources.h): descriptors still
  * open at exit and handles still held. The text section is printed when
  * the trace recorded any descriptor or handle event (nothing for older
  * traces); `heaptrail report` prints it after the heap leaks, and any

@@ -10,11 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "leaks.h"
-#include "report.h"
-#include "timeline.h"
+#include "analysis/leaks.h"
+#include "report/report.h"
+#include "report/timeline.h"
 #include "trace_format.h"
-#include "util.h"
+#include "analysis/util.h"
 
 #define WIDTH 100
 #define DEFAULT_TOP 10
@@ -571,7 +571,7 @@ int ht_report_text_leaks(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 		   "no allocations");
 	print_list(&c, "TOP SITES BY CONTRIBUTION TO THE PEAK", HT_BY_PEAK, head_peak, top, idx,
 		   "nothing was live at the peak");
-	/* leaks by class (issue 3), grouped here when the caller did not */
+	/* leaks by class, grouped here when the caller did not */
 	ht_leaks_t own;
 	const ht_leaks_t *lk = leaks;
 	if (!lk && !c.err && !(c.err = ht_leaks_build(m, sym, NULL, &own)))
@@ -589,7 +589,7 @@ int ht_report_text_leaks(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 		e = ht_report_snapshots_text(out, m, sym);
 	if (!e)
 		e = ht_report_checks_text(out, m, sym);
-	if (!e) /* descriptors and handles (issue 3): when the trace has any */
+	if (!e) /* descriptors and handles: when the trace has any */
 		e = ht_report_resources_text(out, m, sym);
 	if (e && !c.err)
 		c.err = e;

@@ -8,14 +8,14 @@
  * a spike shorter than a column still shows at full height), so the peak
  * column reaches the top row exactly.
  */
-#include "timeline.h"
+#include "report/timeline.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "analysis/util.h"
 
 #define TL_COLS 76	   /* chart columns: 12 + 76 + 12 = a 100-column line */
 #define TL_ROWS 12	   /* chart rows */

@@ -2,7 +2,7 @@
  * series) and the two exports built on the same time series, Chrome Trace
  * Event JSON (report/chrome.c) and valgrind massif (report/massif.c).
  *
- * All of them sample ht_model_timeline (cli/model.h), so their figures agree
+ * All of them sample ht_model_timeline (analysis/model.h), so their figures agree
  * with each other and with the report: the highest heap is exactly
  * totals.peak_heap_bytes at totals.peak_time_ns.
  */
@@ -13,8 +13,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "export.h"
-#include "model.h"
+#include "report/export.h"
+#include "analysis/model.h"
 
 /* One moment of the series: the heap (and the latest RSS sample) right
  * after the last event at or before time_ns. */

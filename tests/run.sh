@@ -74,7 +74,7 @@ fi
 
 # 3. End to end, streamed as it runs (its closing line reads "e2e: ...").
 # Every report reads its trace as the reader does a trace past its budget
-# (cli/reader.c, "replayed blocks"): the unit tests and the bench keep the
+# (analysis/reader.c, "replayed blocks"): the unit tests and the bench keep the
 # default, and trace.replayed_blocks compares the two.
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3

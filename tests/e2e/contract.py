@@ -1,4 +1,4 @@
-"""contract.py - the JSON report contract of issue 2, checked key by key.
+"""contract.py - the JSON report contract, checked key by key.
 
 { "heaptrail_report": 1,
   "program": {"command": [...], "pid": int, "exit_code": int|null, "signal": int|null},
@@ -292,7 +292,7 @@ FD_CALLS = ("open", "socket", "accept", "pipe", "dup", "fopen", "other")
 
 
 def check_resources(err, rep):
-    """fd_leaks and handle_leaks (issue 3): always present, maybe empty."""
+    """fd_leaks and handle_leaks: always present, maybe empty."""
     fl = rep.get("fd_leaks")
     if not isinstance(fl, list):
         err("fd_leaks is %r, not a list" % type(fl).__name__)

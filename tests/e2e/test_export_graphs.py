@@ -1,4 +1,4 @@
-"""test_export_graphs.py - issue 4's memory-over-time outputs: the report's
+"""test_export_graphs.py - the memory-over-time outputs: the report's
 timeline (text chart, JSON series) and the chrome and massif exports, checked
 by the real clients users open them with, on traces of tests/programs.
 

@@ -1,4 +1,4 @@
-"""test_export_pprof.py - issue 4's pprof, folded and events exports, checked
+"""test_export_pprof.py - the pprof, folded and events exports, checked
 by the real clients users run on them, on traces of tests/programs.
 
 The oracle is `heaptrail report --format json` of the same trace: every

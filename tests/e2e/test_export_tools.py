@@ -1,4 +1,4 @@
-"""test_export_tools.py - issue 4's flamegraph SVG and heaptrack exports, checked
+"""test_export_tools.py - the flamegraph SVG and heaptrack exports, checked
 by the real clients users run on them, on traces of the test programs:
 
 - heaptrack: `heaptrack_print` (Debian's heaptrack 1.4) reads the file with an

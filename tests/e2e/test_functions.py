@@ -1,4 +1,4 @@
-"""test_functions.py - issue 6's function profiler, end to end: programs
+"""test_functions.py - the function profiler, end to end: programs
 built with -finstrument-functions (tests/programs/fn_*.c) run under
 `heaptrail run --functions`, and the call trees of
 `heaptrail report --functions` are checked against what each program does

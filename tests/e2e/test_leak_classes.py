@@ -1,4 +1,4 @@
-"""test_leak_classes.py - issue 3's leak classes, agent side: the reachability
+"""test_leak_classes.py - the leak classes, agent side: the reachability
 scan the agent runs at exit, against valgrind memcheck.
 
 tests/programs/leak_classes.c builds blocks of every class in one scenario

@@ -1,4 +1,4 @@
-"""test_leaks.py - issue 3's command-line side, end to end: leak classes,
+"""test_leaks.py - the command-line side, end to end: leak classes,
 allocation numbers, suppressions, the leak exit code, break on allocation
 and growth suspects. Counts are known by construction (tests/programs/leaks.c,
 threads.c, exit3.c, growth.c: their header comments list them).

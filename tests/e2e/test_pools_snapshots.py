@@ -1,4 +1,4 @@
-"""test_pools_snapshots.py - issue 5's pools and snapshots, end to end:
+"""test_pools_snapshots.py - the pools and snapshots, end to end:
 tests/programs/pools_snapshots.c carves a static buffer with a bump
 allocator, reports its blocks with heaptrail_pool_* (heaptrail.h), resets
 and destroys a pool, and takes snapshots; its figures are known by
@@ -145,7 +145,7 @@ def t_pools_json(t):
     t.check(all(isinstance(i, int) and i > 0 for i in ids) and len(set(ids)) == 2,
             "pool ids are not two distinct addresses: %r" % ids)
     keys = list(rep)
-    # later issues' members (issue 3's "suppressions") may follow them
+    # later issues' members ("suppressions") may follow them
     t.eq("new members come last", ["timeline", "pools", "snapshots"],
          keys[keys.index("timeline"):][:3] if "timeline" in keys else keys)
 

@@ -1,4 +1,4 @@
-"""test_resources.py - issue 3's descriptor and handle leaks, end to end.
+"""test_resources.py - the descriptor and handle leaks, end to end.
 
 tests/programs/resources.c makes descriptors with every tracked call from
 named functions, closes some (close, fclose, dup2 over one, freopen), leaks

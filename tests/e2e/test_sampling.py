@@ -1,4 +1,4 @@
-"""test_sampling.py - Poisson sampling (issue 5, `heaptrail run --sample-rate`).
+"""test_sampling.py - Poisson sampling (`heaptrail run --sample-rate`).
 
 tests/programs/sampled.c allocates from sites of known counts and bytes (its
 header lists them), one of them holding about 1% of all bytes. It is run

@@ -1,4 +1,4 @@
-"""test_summary.py - issue 5's summary mode and queries, end to end.
+"""test_summary.py - the summary mode and queries, end to end.
 
 Summary mode (`heaptrail run --summary`, agent option summary=1) keeps
 per-site totals in the agent and writes them at exit instead of a trace of

@@ -1,4 +1,4 @@
-"""test_tags_phases.py - issue 5's tags and phases, end to end:
+"""test_tags_phases.py - the tags and phases, end to end:
 tests/programs/tags_phases.c tags blocks with heaptrail_tag and brackets
 phases with heaptrail_phase_begin/end (heaptrail.h); its figures are known by
 construction (the header comment of the program lists them) and are checked

@@ -634,7 +634,7 @@ def summary_rows(path):
                 r["kind_bytes"].append(v)
             rows.append(r)
     return rows
-# ---- records, replay and writing (issue 3's tests: LEAKS records and
+# ---- records, replay and writing (tests of LEAKS records and
 # LEAK_CHECK events added to a real trace) ----------------------------------
 
 REC_LEAKS = 8

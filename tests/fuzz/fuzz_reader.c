@@ -10,13 +10,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "functions.h"
-#include "model.h"
-#include "reader.h"
-#include "report.h"
-#include "../../report/functions.h" /* by path: cli/functions.h has the same name */
-#include "marks.h"
-#include "../../report/marks.h" /* likewise */
+#include "analysis/functions.h"
+#include "analysis/model.h"
+#include "analysis/reader.h"
+#include "report/report.h"
+#include "report/functions_section.h" /* by path: analysis/functions.h has the same name */
+#include "analysis/marks.h"
+#include "report/marks_section.h" /* likewise */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

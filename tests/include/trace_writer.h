@@ -11,8 +11,8 @@
 #include <string.h>
 #include <zstd.h>
 
-#include "model.h"
-#include "reader.h"
+#include "analysis/model.h"
+#include "analysis/reader.h"
 #include "trace_format.h"
 
 #define HT_TEST_UNUSED __attribute__((unused))

@@ -1,6 +1,6 @@
 /* entry_points.c - every C allocation entry point, counts known by construction.
  *
- * Counting convention: valgrind memcheck's (docs: issue 2). Each successful
+ * Counting convention: valgrind memcheck's . Each successful
  * allocation call is one allocation of the requested size; realloc(p, n>0)
  * with p != NULL is one free plus one allocation; realloc(NULL, n) is one
  * allocation; realloc(p, 0) frees (glibc) and is one free; free(NULL) and

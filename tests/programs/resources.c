@@ -1,4 +1,4 @@
-/* resources.c - descriptors and handles with a known outcome (issue 3).
+/* resources.c - descriptors and handles with a known outcome.
  *
  * Every descriptor is made by one named function with one call; what is
  * left open at exit is known by construction. The program prints one line

@@ -1,5 +1,5 @@
 /* resources_threads.c - descriptors opened and closed by 4 threads at once
- * (issue 3): each thread opens and closes /dev/null 2000 times, so numbers
+ *: each thread opens and closes /dev/null 2000 times, so numbers
  * pass between threads all the time, then leaks one (thread_leak) and
  * prints "leak thread_leak FD". By construction: 8004 descriptors made,
  * 8000 closed, 4 leaked, all from thread_leak. A report that orders one

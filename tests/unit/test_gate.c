@@ -4,8 +4,8 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "gate.h"
-#include "opts.h"
+#include "cli/gate.h"
+#include "cli/opts.h"
 #include "test.h"
 
 static int metric(const char *name)

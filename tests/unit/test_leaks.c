@@ -1,5 +1,5 @@
 /* test_leaks.c - leak classes, allocation numbers, on-demand checks,
- * suppression patterns and growth suspects (issue 3), on traces encoded by
+ * suppression patterns and growth suspects, on traces encoded by
  * hand with LEAKS records and EXT events, counts known by construction.
  */
 #include <errno.h>
@@ -9,12 +9,12 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#include "leaks.h"
-#include "model.h"
-#include "reader.h"
+#include "analysis/leaks.h"
+#include "analysis/model.h"
+#include "analysis/reader.h"
 #include "test.h"
 #include "trace_format.h"
-#include "util.h"
+#include "analysis/util.h"
 
 #include "trace_writer.h"
 

@@ -12,16 +12,16 @@
 #include <sys/resource.h>
 #include <zstd.h>
 
-#include "functions.h"
-#include "marks.h"
-#include "../../report/marks.h" /* by path: cli/marks.h has the same name */
-#include "model.h"
-#include "reader.h"
-#include "report.h"
-#include "resources.h"
+#include "analysis/functions.h"
+#include "analysis/marks.h"
+#include "report/marks_section.h" /* by path: analysis/marks.h has the same name */
+#include "analysis/model.h"
+#include "analysis/reader.h"
+#include "report/report.h"
+#include "analysis/resources.h"
 #include "test.h"
 #include "trace_format.h"
-#include "util.h"
+#include "analysis/util.h"
 
 #include "columns.h"
 #include "packed.h"
@@ -528,7 +528,7 @@ static void test_json(void)
 	free(body.p);
 }
 
-/* ---- test 6: function events (issue 6) ------------------------------------------- */
+/* ---- test 6: function events ------------------------------------------- */
 
 #define FN_A 0x401000
 #define FN_B 0x402000
@@ -1189,7 +1189,7 @@ static void test_marks_damage(void)
 	}
 }
 
-/* ---- pools and snapshots (issue 5) -------------------------------------------- */
+/* ---- pools and snapshots -------------------------------------------- */
 
 #define P_A 0xa0 /* pool ids: the address of the program's pool object */
 #define P_B 0xb0
@@ -1486,7 +1486,7 @@ static void test_pools(void)
 	}
 }
 
-/* ---- EXT events: descriptors and handles (issue 3) ------------------------------- */
+/* ---- EXT events: descriptors and handles ------------------------------- */
 
 /* EXT kind, time, then the payload's varint fields (plus extra bytes). */
 static void ev_ext(blk_t *k, unsigned kind, uint64_t time, const uint64_t *f, int n,

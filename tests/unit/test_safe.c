@@ -1,8 +1,8 @@
-/* test_safe.c - report/safe.c: names made safe for text, JSON and XML, byte
+/* test_safe.c - analysis/safe.c: names made safe for text, JSON and XML, byte
  * for byte. */
 #include <stdlib.h>
 
-#include "safe.h"
+#include "analysis/safe.h"
 #include "test.h"
 
 typedef void (*put_fn)(FILE *, const char *);

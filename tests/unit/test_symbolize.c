@@ -1,4 +1,4 @@
-/* test_symbolize.c - cli/symbolize.c against real objects.
+/* test_symbolize.c - analysis/symbolize.c against real objects.
  *
  * Everything is checked against ground truth the test owns: return addresses
  * taken in this executable at known lines, a C++ program with a two-level
@@ -8,7 +8,7 @@
  * ET_EXEC) and libc (DWARF from libc6-dbg when installed) at 10k addresses.
  * Needs cc and c++ at run time; the timings are printed, not asserted.
  */
-#include "symbolize.h"
+#include "analysis/symbolize.h"
 #include "test.h"
 
 #include <dlfcn.h>

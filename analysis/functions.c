@@ -1,7 +1,7 @@
 /* functions.c - replay ENTER/EXIT/ALLOC events into per-thread call trees
  * (see functions.h for what the figures mean).
  *
- * One consumer of a pass (cli/pass.h) with HT_MERGE_FUNCTIONS: each
+ * One consumer of a pass (analysis/pass.h) with HT_MERGE_FUNCTIONS: each
  * thread's events come in its recorded order, which is time order on that
  * thread, so ENTER/EXIT nest as the program ran and each allocation falls
  * between the calls that surrounded it. Every thread has its own replay
@@ -23,15 +23,15 @@
  * Memory: nodes (bounded by HT_FN_MAX_NODES), functions, and a replay stack
  * of at most HT_FN_MAX_DEPTH frames per thread, whatever the trace says.
  */
-#include "functions.h"
+#include "analysis/functions.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "pass.h"
+#include "analysis/pass.h"
 #include "trace_format.h"
-#include "util.h"
+#include "analysis/util.h"
 
 /* ---- lookup tables -------------------------------------------------------------
  * Open addressing over indices (HT_FN_NONE = empty); the key lives in the

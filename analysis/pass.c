@@ -5,7 +5,7 @@
  * backward-shift deletion: no tombstones, no per-event malloc), shared by
  * every consumer that follows the heap.
  */
-#include "pass.h"
+#include "analysis/pass.h"
 
 #include <errno.h>
 #include <math.h>
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "trace_format.h"
-#include "util.h"
+#include "analysis/util.h"
 
 unsigned long ht_pass_merges;
 

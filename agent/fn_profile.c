@@ -1,4 +1,4 @@
-/* functions.c - the function profiler's agent side, and recording on/off.
+/* fn_profile.c - the function profiler's agent side, and recording on/off.
  *
  * A program built with -finstrument-functions calls __cyg_profile_func_enter
  * and __cyg_profile_func_exit around every function. With functions=1 the

@@ -5,16 +5,16 @@
  * keyed by the number (per kind for handles); a close or release clears
  * its live flag, a new open of the same number reuses the record. At the
  * end the live records are sorted by group and coalesced. A consumer of a
- * pass (cli/pass.h) that wants only the EXT events.
+ * pass (analysis/pass.h) that wants only the EXT events.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "pass.h"
-#include "resources.h"
+#include "analysis/pass.h"
+#include "analysis/resources.h"
 #include "trace_format.h"
-#include "util.h"
+#include "analysis/util.h"
 
 typedef struct rec {
 	uint64_t id;	   /* fd or handle */

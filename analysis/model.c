@@ -1,22 +1,22 @@
 /* model.c - replay merged events into sites and totals.
  *
- * The model is one consumer of a pass (cli/pass.h), which keeps the live
+ * The model is one consumer of a pass (analysis/pass.h), which keeps the live
  * blocks. One pass counts everything, finds the global heap peak and what
  * each site had live at that moment: a new peak only bumps a version, and
  * a site saves its live figures the first time it changes after a peak
  * (site_touch), so no pass stops at the peak to look.
  */
-#include "model.h"
+#include "analysis/model.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "pass.h"
-#include "resources.h"
+#include "analysis/pass.h"
+#include "analysis/resources.h"
 #include "trace_format.h"
-#include "util.h"
+#include "analysis/util.h"
 
 /* ---- sampling weights (docs/INTERNALS.md; ht_pass_weigh) ------------------------- */
 
@@ -361,7 +361,7 @@ static int do_alloc(replay_t *r, const ht_event_t *ev, const ht_heap_step_t *st)
 	return 0;
 }
 
-/* ---- pools and snapshots (issue 5) ------------------------------------------- */
+/* ---- pools and snapshots ------------------------------------------- */
 
 /* The current row of pool id; a new one when there is none, or when the
  * last one was destroyed and `use` (a create, an allocation or a reset:
@@ -470,7 +470,7 @@ static int take_snapshot(replay_t *r, const ht_event_t *ev)
 	return 0;
 }
 
-/* ---- leak checks and growth (issue 3) ----------------------------------------- */
+/* ---- leak checks and growth ----------------------------------------- */
 
 /* The live heap at an on-demand leak check, by the classes its LEAKS
  * records give. One scan of the live table per check: checks are few. */

@@ -20,9 +20,9 @@
  *    out point into it and stay valid until ht_symbolizer_free().
  *  - Not thread-safe: one symbolizer per thread.
  */
-#include "safe.h"
-#include "symbolize.h"
-#include "util.h"
+#include "analysis/safe.h"
+#include "analysis/symbolize.h"
+#include "analysis/util.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>

@@ -1,5 +1,5 @@
 /* functions.h - the function profile: per-thread call trees replayed from a
- * trace's ENTER/EXIT events (issue 6, programs built with
+ * trace's ENTER/EXIT events (programs built with
  * -finstrument-functions and run with functions=1).
  *
  * Each thread's events are replayed in recorded order into a call tree whose
@@ -30,7 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "reader.h"
+#include "analysis/reader.h"
 
 #define HT_FN_MAX_DEPTH 256	   /* levels of the call tree below a thread's root */
 #define HT_FN_MAX_NODES (1u << 21) /* nodes of all trees together */
@@ -96,7 +96,7 @@ typedef struct ht_fn_profile {
  * without ENTER events gives an empty profile (nthreads == 0), not an error.
  * Returns 0 or -ENOMEM; *out is then NULL. Free with ht_fn_free. */
 int ht_fn_build(const ht_trace_t *t, ht_fn_profile_t **out);
-/* The same replay as one consumer of pass ps (cli/pass.h): *out is the
+/* The same replay as one consumer of pass ps (analysis/pass.h): *out is the
  * profile once ht_pass_run(ps) has returned 0; the caller frees it in any
  * case. */
 struct ht_pass;

@@ -1,5 +1,5 @@
 /* resources.h - descriptors and handles still open at the end of a trace
- * (issue 3), from its EXT events.
+ *, from its EXT events.
  *
  * A descriptor is leaked when the trace saw it opened (FD_OPEN) and not
  * closed by the end; 0, 1 and 2, and descriptors never seen opened (those
@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "reader.h"
+#include "analysis/reader.h"
 
 /* Descriptors still open, opened by one stack with one call. */
 typedef struct ht_fd_leak {
@@ -58,7 +58,7 @@ typedef struct ht_resources {
 
 /* Replays t's EXT events. Returns 0 or -ENOMEM. */
 int ht_resources_build(const ht_trace_t *t, ht_resources_t **out);
-/* The same replay as one consumer of pass p (cli/pass.h): *out is filled
+/* The same replay as one consumer of pass p (analysis/pass.h): *out is filled
  * once ht_pass_run(p) has returned 0; the caller frees it in any case. */
 struct ht_pass;
 int ht_resources_attach(struct ht_pass *p, const ht_trace_t *t, ht_resources_t **out);

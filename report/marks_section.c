@@ -1,5 +1,5 @@
-/* marks.c (report/) - tags and phases in the text and JSON reports (the
- * figures are defined in cli/marks.h; docs/API.md explains them to users).
+/* marks_section.c - tags and phases in the text and JSON reports (the
+ * figures are defined in analysis/marks.h; docs/API.md explains them to users).
  *
  * Numbers are exact (bytes as counts with thousands separators) so that a
  * script can read the tables as well as a person. Stacks of `--tag` are
@@ -7,15 +7,15 @@
  * and grouped after cutting to --depth frames: with --depth 1 the view is
  * "which functions allocate this tag" (Crystal's TRACE_BACKTRACE_LIMIT).
  */
-#include "marks.h"
+#include "report/marks_section.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "report.h"
-#include "util.h"
+#include "report/report.h"
+#include "analysis/util.h"
 
 #define DEFAULT_TOP 10
 

@@ -1,4 +1,4 @@
-/* functions.c (report/) - the function profile's writers: the text call
+/* functions_section.c - the function profile's writers: the text call
  * trees of `heaptrail report --functions`, the JSON report's "functions"
  * section, and the function spans of the Chrome trace export.
  *
@@ -11,8 +11,8 @@
  * from the longest thread) so that columns compare at a glance; the JSON has
  * integer nanoseconds.
  */
-#include "functions.h"
-#include "report.h"
+#include "report/functions_section.h"
+#include "report/report.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "trace_format.h"
-#include "util.h"
+#include "analysis/util.h"
 
 #define DEFAULT_TOP 10
 #define MAX_NAME_COL 64	 /* the name column's width; longer rows overflow it */

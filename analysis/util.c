@@ -1,6 +1,6 @@
 /* util.c - error names, growable arrays, the u64 map and number formatting
  * shared by the reader, the model and the reports. */
-#include "util.h"
+#include "analysis/util.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-/* diff.c - `heaptrail diff`: two traces side by side (cli/diff.h matches
+/* diff_report.c - `heaptrail diff`: two traces side by side (analysis/diff.h matches
  * their sites), as text and as JSON ("heaptrail_diff": 1, docs/JSON.md).
  *
  * Each side's figures are the ones its own report shows (the same model,
@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "diff.h"
-#include "report.h"
-#include "util.h"
+#include "analysis/diff.h"
+#include "report/report.h"
+#include "analysis/util.h"
 
 #define DEFAULT_TOP 10
 

@@ -1,8 +1,8 @@
-/* functions.h (report/) - writers of the function profile (issue 6):
+/* functions_section.h - writers of the function profile:
  * `heaptrail report --functions` (text), the "functions" section of the JSON
  * report, and the function spans of the Chrome trace export.
  *
- * The model they read is cli/functions.h (ht_fn_profile_t). Both headers are
+ * The model they read is analysis/functions.h (ht_fn_profile_t). Both headers are
  * named functions.h: from cli/ and report/ sources a quoted
  * #include "functions.h" finds the one in the including file's directory, so
  * the other one is included by relative path.
@@ -15,9 +15,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../cli/functions.h"
-#include "reader.h"
-#include "symbolize.h"
+#include "analysis/functions.h"
+#include "analysis/reader.h"
+#include "analysis/symbolize.h"
 
 /* Unit of the text report's times (--time-unit). */
 typedef enum ht_time_unit {

@@ -1,5 +1,5 @@
 /* diff.c - two traces' sites matched by symbolized stack (diff.h). */
-#include "diff.h"
+#include "analysis/diff.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "analysis/util.h"
 
 #define NO_SITE UINT32_MAX
 #define NO_ROW SIZE_MAX

@@ -1,6 +1,6 @@
-/* resources.c (report/) - the RESOURCE LEAKS section of the text report and
- * the "fd_leaks" and "handle_leaks" members of the JSON report (issue 3;
- * the figures come from cli/resources.c, defined in cli/resources.h).
+/* resources_section.c - the RESOURCE LEAKS section of the text report and
+ * the "fd_leaks" and "handle_leaks" members of the JSON report
+ * (the figures come from analysis/resources.c, defined in analysis/resources.h).
  *
  * Descriptors still open are grouped by the stack that opened them, with
  * the call and their numbers; handles still held per kind, with counts and
@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report.h"
-#include "resources.h"
-#include "util.h"
+#include "report/report.h"
+#include "analysis/resources.h"
+#include "analysis/util.h"
 
 #define MAX_TEXT_FRAMES 16
 

@@ -1,9 +1,9 @@
-/* marks.h (report/) - writers of tags and phases (issue 5; the model is
- * cli/marks.h): `heaptrail report --by-tag`, `--tag NAME`, the PHASES
+/* marks_section.h - writers of tags and phases (the model is
+ * analysis/marks.h): `heaptrail report --by-tag`, `--tag NAME`, the PHASES
  * section of the text report, and the "tags" and "phases" members of the
  * JSON report.
  *
- * Like report/functions.h, this header shares its name with the model's:
+ * Like report/functions_section.h, this header shares its name with the model's:
  * sources include the other one by relative path.
  */
 #ifndef HEAPTRAIL_REPORT_MARKS_H
@@ -13,9 +13,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../cli/marks.h"
-#include "model.h"
-#include "symbolize.h"
+#include "analysis/marks.h"
+#include "analysis/model.h"
+#include "analysis/symbolize.h"
 
 /* The line the tag views print when a trace has no TAG events. */
 extern const char ht_marks_no_tags_msg[];

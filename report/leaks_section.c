@@ -1,7 +1,7 @@
-/* leaks.c (report/) - the leak section of the text and JSON reports
- * (issue 3): leaks grouped by class, then by stack, largest first; what the
+/* leaks_section.c - the leak section of the text and JSON reports
+ *: leaks grouped by class, then by stack, largest first; what the
  * suppressions took; the on-demand leak checks; growth suspects. The
- * figures come from cli/leaks.c and cli/model.c.
+ * figures come from analysis/leaks.c and analysis/model.c.
  *
  * The text prints memcheck's words for the classes ("definitely lost",
  * ...) so that people who know memcheck read it at once; still-reachable
@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "leaks.h"
-#include "report.h"
+#include "analysis/leaks.h"
+#include "report/report.h"
 #include "trace_format.h"
-#include "util.h"
+#include "analysis/util.h"
 
 #define DEFAULT_TOP 10
 

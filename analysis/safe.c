@@ -1,7 +1,7 @@
 /* safe.c - strings from a trace made safe for text, JSON and XML (safe.h). */
 #include <string.h>
 
-#include "safe.h"
+#include "analysis/safe.h"
 
 size_t ht_utf8_decode(const unsigned char *p, size_t n, uint32_t *cp)
 {

@@ -1,8 +1,8 @@
-/* leaks.h - the leak view of a model (issue 3): blocks live at the end
+/* leaks.h - the leak view of a model: blocks live at the end
  * grouped by class and stack, LeakSanitizer-style suppressions, the leak
  * exit code's test, and growth suspects.
  *
- * The model classifies each live block by the exit check (cli/model.h);
+ * The model classifies each live block by the exit check (analysis/model.h);
  * this groups them per (site, class), matches suppressions against the
  * symbolized frames, and sorts the groups largest first.
  */
@@ -13,8 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model.h"
-#include "symbolize.h"
+#include "analysis/model.h"
+#include "analysis/symbolize.h"
 
 /* ---- suppressions ------------------------------------------------------------
  * LeakSanitizer's format: one `leak:PATTERN` per line, `#` comments, blank
@@ -60,7 +60,7 @@ typedef struct ht_leak_group {
 	uint64_t ex_seq, ex_addr;
 	long supp;	  /* index of the suppression that matched, or -1 */
 	/* sampled trace: blocks and bytes are these estimates, rounded, with
-	 * their variances (cli/model.h, ht_est_t) */
+	 * their variances (analysis/model.h, ht_est_t) */
 	double est_blocks, est_bytes, var_blocks, var_bytes;
 } ht_leak_group_t;
 

@@ -1,9 +1,9 @@
 /* marks.h - tags and phases (heaptrail.h's heaptrail_tag and
- * heaptrail_phase_begin/end, issue 5) replayed from a trace's TAG and PHASE
+ * heaptrail_phase_begin/end) replayed from a trace's TAG and PHASE
  * events.
  *
- * One replay of the merged events (a pass with HT_MERGE_MARKS, cli/pass.h)
- * through the same live blocks as the heap model (cli/model.c): frees
+ * One replay of the merged events (a pass with HT_MERGE_MARKS, analysis/pass.h)
+ * through the same live blocks as the heap model (analysis/model.c): frees
  * of unknown blocks are ignored, an allocation over a live block drops that
  * block, a REALLOC is one free plus one allocation.
  *
@@ -40,8 +40,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "reader.h"
-#include "util.h"
+#include "analysis/reader.h"
+#include "analysis/util.h"
 
 #define HT_MARKS_MAX_DEPTH 256 /* open phases tracked per thread */
 #define HT_MARKS_UNTAGGED 0    /* index of the "untagged" row in tags */
@@ -103,7 +103,7 @@ typedef struct ht_marks {
  * marks with tag_events == phase_events == 0 (every block untagged), not
  * an error. Returns 0 or -ENOMEM (*out then NULL). Free with ht_marks_free. */
 int ht_marks_build(const ht_trace_t *t, ht_marks_t **out);
-/* The same replay as one consumer of pass p (cli/pass.h), sharing its
+/* The same replay as one consumer of pass p (analysis/pass.h), sharing its
  * live blocks: *out is the marks once ht_pass_run(p) has returned 0; the
  * caller frees them in any case. Returns 0 or -ENOMEM. */
 struct ht_pass;

@@ -12,8 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "reader.h"
-#include "symbolize.h"
+#include "analysis/reader.h"
+#include "analysis/symbolize.h"
 
 /* Estimates from a sampled trace (ht_trace_t.sample_rate != 0): each
  * recorded block of s bytes stands for 1/p blocks, p = 1 - exp(-s/R), and
@@ -71,7 +71,7 @@ typedef struct ht_totals {
 	ht_est_t est;
 } ht_totals_t;
 
-/* A pool of the program's own allocator (heaptrail_pool_*, issue 5), from
+/* A pool of the program's own allocator (heaptrail_pool_*), from
  * its POOL and PALLOC events. Its blocks are ordinary allocations for the
  * totals and sites; a RESET or DESTROY frees those still live, each one
  * free (the merge makes the frees: reader.h, HT_MERGE_POOLS). A pool id
@@ -108,7 +108,7 @@ typedef struct ht_snapshot {
 } ht_snapshot_t;
 
 /* A block live at the end of the trace, with the class the exit leak check
- * (LEAKS check 0) gave it: cli/leaks.h groups them. */
+ * (LEAKS check 0) gave it: analysis/leaks.h groups them. */
 typedef struct ht_live_block {
 	uint64_t addr, size;
 	uint64_t time;	     /* when it was allocated */
@@ -160,7 +160,7 @@ typedef struct ht_model {
 	uint64_t growth_span_ns;   /* time of the last point */
 	struct ht_timeline *timelines; /* folded by ht_model_build_timed's replay */
 	size_t ntimelines;
-	/* descriptors and handles still open (cli/resources.h), when the
+	/* descriptors and handles still open (analysis/resources.h), when the
 	 * pass that built the model built them too; else NULL. Freed with
 	 * the model. */
 	struct ht_resources *resources;
@@ -175,7 +175,7 @@ int ht_model_build_timed(const ht_trace_t *t, const size_t *tl_sizes, size_t n_t
 			 ht_model_t **out);
 void ht_model_free(ht_model_t *m);
 
-/* The same replay as one consumer of pass p (cli/pass.h): *out is the
+/* The same replay as one consumer of pass p (analysis/pass.h): *out is the
  * model once ht_pass_run(p) has returned 0; the caller frees it in any
  * case, after the run or instead of it. Returns 0 or -ENOMEM. */
 struct ht_pass;

@@ -1,5 +1,5 @@
 /* leaks.c - leak groups, suppressions and growth suspects (leaks.h). */
-#include "leaks.h"
+#include "analysis/leaks.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "trace_format.h"
-#include "util.h"
+#include "analysis/util.h"
 
 /* ---- suppressions ---------------------------------------------------------- */
 

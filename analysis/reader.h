@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "symbolize.h" /* ht_segment_t */
+#include "analysis/symbolize.h" /* ht_segment_t */
 
 typedef struct ht_module {
 	uint64_t id;

@@ -18,8 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model.h"
-#include "symbolize.h"
+#include "analysis/model.h"
+#include "analysis/symbolize.h"
 
 typedef enum ht_diff_match {
 	HT_DIFF_BY_FUNCTION, /* function names and modules */

@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "reader.h"
+#include "analysis/reader.h"
 
 /* A live block. */
 typedef struct ht_live {
@@ -31,7 +31,7 @@ typedef struct ht_live {
 	double w;	 /* blocks it stands for: 1, or 1/p when sampled */
 	uint32_t site;	 /* ht_pass_site_stack; HT_LIVE_EMPTY marks a free slot */
 	uint32_t thread; /* index into ht_trace_t.threads */
-	uint32_t tag;	 /* one consumer's own field (cli/marks.c: the tag); 0 at first */
+	uint32_t tag;	 /* one consumer's own field (analysis/marks.c: the tag); 0 at first */
 } ht_live_t;
 
 #define HT_LIVE_EMPTY UINT32_MAX

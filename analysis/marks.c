@@ -1,7 +1,7 @@
 /* marks.c - replay TAG and PHASE events into per-tag and per-phase figures
  * (marks.h says what each figure means).
  *
- * One consumer of a pass (cli/pass.h) with HT_MERGE_MARKS. Live blocks are
+ * One consumer of a pass (analysis/pass.h) with HT_MERGE_MARKS. Live blocks are
  * the pass's, each carrying its tag in the field the pass leaves to one
  * consumer; a block is counted under its tag when it dies, so a retag
  * moves it.
@@ -16,7 +16,7 @@
  * from oldest to newest and the highest heap since any begin is its
  * segment's maximum: O(1) per allocation, O(log n) per end.
  */
-#include "marks.h"
+#include "analysis/marks.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pass.h"
+#include "analysis/pass.h"
 #include "trace_format.h"
 
 #define NONE UINT32_MAX

@@ -1,4 +1,4 @@
-/* resources.c - file descriptors and the program's own handles (issue 3).
+/* descriptors.c - file descriptors and the program's own handles.
  *
  * The calls that create or close a descriptor are interposed like malloc
  * and recorded as EXT events (common/trace_format.h): FD_OPEN after a

@@ -16,7 +16,7 @@
  *     joined again by a replay of the body ("replayed blocks" below).
  * The first bad byte stops stage 2; what came before it stays usable.
  */
-#include "reader.h"
+#include "analysis/reader.h"
 #include "columns.h"
 #include "packed.h"
 
@@ -35,7 +35,7 @@
 #include <zstd_errors.h>
 
 #include "trace_format.h"
-#include "util.h"
+#include "analysis/util.h"
 
 /* One segment of the module address index. */
 typedef struct seg_ref {
@@ -325,7 +325,7 @@ static int decode_event(const uint8_t *p, size_t end, size_t *pos, evstate_t *st
 		}
 		if (type == HT_EV_PALLOC) {
 			/* an ALLOC with a pool: the rest of the CLI knows only ALLOC,
-			 * so the pool blocks count everywhere malloc's do (issue 5) */
+			 * so the pool blocks count everywhere malloc's do */
 			if ((r = get_u(p, end, &q, &ev->pool)))
 				return r;
 			ev->type = HT_EV_ALLOC;

@@ -44,9 +44,13 @@ AGENT_OBJ := $(AGENT_SRC:%.c=$(B)/%.o)
 PB_PROTO := third_party/pprof/profile.proto
 PB_GEN := $(B)/gen/profile.pb-c.c
 HOST_HDR := $(wildcard cli/*.h) $(wildcard analysis/*.h) $(wildcard report/*.h) $(wildcard common/*.h)
-CLI_OBJ := $(CLI_SRC:%.c=$(B)/%.o) $(B)/gen/profile.pb-c.o
+# The HTML report's template (report/html/: page, style, script), embedded
+# as C arrays at build time: build/gen/html_assets.c.
+HTML_ASSETS := report/html/report.html report/html/report.css report/html/report.js
+HTML_GEN := $(B)/gen/html_assets.c
+CLI_OBJ := $(CLI_SRC:%.c=$(B)/%.o) $(B)/gen/profile.pb-c.o $(B)/gen/html_assets.o
 CLI_LIB_OBJ := $(filter-out $(B)/cli/main.o,$(CLI_OBJ))
-ASAN_CLI_OBJ := $(CLI_SRC:%.c=$(B)/asan/%.o) $(B)/asan/gen/profile.pb-c.o
+ASAN_CLI_OBJ := $(CLI_SRC:%.c=$(B)/asan/%.o) $(B)/asan/gen/profile.pb-c.o $(B)/asan/gen/html_assets.o
 
 PROG_C := $(wildcard tests/programs/*.c)
 PROG_CXX := $(wildcard tests/programs/*.cc)
@@ -80,6 +84,25 @@ $(B)/gen/profile.pb-c.c $(B)/gen/profile.pb-c.h &: $(PB_PROTO)
 
 $(B)/gen/profile.pb-c.o: $(PB_GEN) $(B)/gen/profile.pb-c.h
 	$(CC) $(BASE_CFLAGS) $(CFLAGS) -c $< -o $@
+
+# Each file as a NUL-terminated char array (od and sed: no tool beyond
+# POSIX's), written beside and renamed into place.
+$(HTML_GEN): $(HTML_ASSETS)
+	@mkdir -p $(B)/gen
+	{ echo '/* generated from report/html/ by the Makefile: do not edit */'; \
+	  for f in page:report.html css:report.css js:report.js; do \
+		echo "const char ht_html_$${f%%:*}[] = {"; \
+		od -An -v -tx1 report/html/$${f#*:} | sed -e 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
+		echo '0};'; \
+	  done; } > $@.tmp
+	mv -f $@.tmp $@
+
+$(B)/gen/html_assets.o: $(HTML_GEN)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) -c $< -o $@
+
+$(B)/asan/gen/html_assets.o: $(HTML_GEN)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) -O1 -g $(SAN) -c $< -o $@
 
 # report/pprof.c includes the generated header.
 $(B)/report/pprof.o $(B)/asan/report/pprof.o: $(B)/gen/profile.pb-c.h
@@ -188,9 +211,9 @@ $(B)/bench/%: bench/workloads/%.cc
 # The reader's fuzz target: libFuzzer binary (make fuzz) and a plain replay
 # driver that runs the corpus in make check.
 FUZZ_OBJ := $(filter-out $(B)/asan/cli/main.o,$(ASAN_CLI_OBJ))
-$(B)/fuzz/fuzz_reader: tests/fuzz/fuzz_reader.c $(CLI_SRC) $(PB_GEN)
+$(B)/fuzz/fuzz_reader: tests/fuzz/fuzz_reader.c $(CLI_SRC) $(PB_GEN) $(HTML_GEN)
 	@mkdir -p $(dir $@)
-	clang $(filter-out -Werror,$(BASE_CFLAGS)) -I. -g -O1 -fsanitize=fuzzer,address,undefined -o $@ tests/fuzz/fuzz_reader.c $(filter-out cli/main.c,$(CLI_SRC)) $(PB_GEN) $(CLI_LIBS)
+	clang $(filter-out -Werror,$(BASE_CFLAGS)) -I. -g -O1 -fsanitize=fuzzer,address,undefined -o $@ tests/fuzz/fuzz_reader.c $(filter-out cli/main.c,$(CLI_SRC)) $(PB_GEN) $(HTML_GEN) $(CLI_LIBS)
 
 $(B)/fuzz/replay_reader: tests/fuzz/fuzz_reader.c tests/fuzz/replay_driver.c $(FUZZ_OBJ)
 	@mkdir -p $(dir $@)

@@ -30,6 +30,7 @@
 #include "report/functions_section.h" /* by path: analysis/functions.h has the same name */
 #include "analysis/marks.h"
 #include "report/marks_section.h" /* likewise */
+#include "report/html.h"
 #include "analysis/symbolize.h"
 #include "report/timeline.h"
 #include "analysis/util.h"
@@ -105,7 +106,9 @@ static const char help_report[] =
 	"heaptrail report [options] FILE\n"
 	"  Symbolize a trace and print its summary, top sites, leaks and temporary\n"
 	"  allocations.\n"
-	"    -f, --format text|json  output format (default text)\n"
+	"    -f, --format text|json|html  output format (default text); html: one\n"
+	"                            self-contained interactive page (with -o)\n"
+	"    -o, --output FILE       with --format html: the file to write (- for stdout)\n"
 	"    -n, --top N             entries per list (text default 10, json: all sites);\n"
 	"                            0 means all\n"
 	"    --functions             the function profile instead: per-thread call trees with\n"
@@ -644,10 +647,29 @@ static int cmd_report(int argc, char **argv)
 	ht_tag_report_opts_t to = { NULL, NULL, 0, 1, 0 };
 	bool depth_given = false, min_given = false;
 	common_opts_t co = { NULL, false, false, false, 0, { { NULL }, 0, false } };
+	bool html = false;
+	const char *out_path = NULL;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		const char *v;
 		bool missing = false;
+		/* html and -o are the report's own (leaks has neither) */
+		int j = i;
+		if (!co.only_args && a[0] == '-' && (v = opt_value2(argc, argv, &j, "--format", "-f", &missing)) &&
+		    !strcmp(v, "html")) {
+			html = true;
+			co.json = false;
+			i = j;
+			continue;
+		}
+		if (!co.only_args && a[0] == '-' &&
+		    ((v = opt_value2(argc, argv, &i, "--output", "-o", &missing)) || missing)) {
+			if (missing)
+				return usage_error("report: %s needs a value", "--output");
+			out_path = !strcmp(v, "-") || !strcmp(v, "/dev/stdout") ? NULL : v;
+			continue;
+		}
+		missing = false;
 		int st, c = common_option(argc, argv, &i, "report", &co, &st);
 		if (c == OPT_EXIT)
 			return st;
@@ -705,6 +727,13 @@ static int cmd_report(int argc, char **argv)
 				   " \"tags\" member)", by_tag ? "--by-tag" : "--tag");
 	if (by_tag && to.name)
 		return usage_error("report: --by-tag and --tag %s: one view at a time", to.name);
+	if (html && co.json)
+		html = false; /* the last --format given wins, as for text and json */
+	if (out_path && !html)
+		return usage_error("report: %s goes with --format html", "--output");
+	if (html && (functions || by_tag || to.name))
+		return usage_error("report: %s is not in the HTML report",
+				   functions ? "--functions" : by_tag ? "--by-tag" : "--tag");
 	ro.trace_path = path;
 	fo.trace_path = path;
 	to.trace_path = path;
@@ -713,10 +742,25 @@ static int cmd_report(int argc, char **argv)
 
 	ht_trace_t *t = NULL;
 	ht_model_t *m = NULL;
+	/* the trace itself is never overwritten (checked on the open file too) */
+	struct stat in_st;
+	bool have_in = stat(path, &in_st) == 0;
 	report_views_t rv = { functions, by_tag || to.name };
 	analyses_t an = { false, false, NULL, NULL };
-	if (load_analyses(path, ht_report_timeline_buckets(json), report_wants, &rv, &t, &m, &an))
+	if (load_analyses(path, html ? 0 : ht_report_timeline_buckets(json), report_wants, &rv, &t,
+			  &m, &an))
 		return 1;
+	FILE *hout = stdout;
+	int oerr = 0;
+	if (out_path && !(hout = ht_open_output(out_path, true, 0666, have_in ? &in_st : NULL, &oerr))) {
+		fprintf(stderr, "heaptrail: report: cannot write %s: %s\n", HT_TEXT(out_path),
+			ht_strerror(oerr));
+		ht_marks_free(an.mk);
+		ht_fn_free(an.fp);
+		ht_model_free(m);
+		ht_trace_free(t);
+		return 1;
+	}
 	int r;
 	if ((by_tag || to.name || functions) && t->have_summary) {
 		fprintf(stderr, "heaptrail: %s is a summary trace (heaptrail run --summary): it keeps "
@@ -753,7 +797,11 @@ static int cmd_report(int argc, char **argv)
 		lkp = &lk;
 	}
 	bool no_tag = false;
-	if (by_tag) {
+	if (html) {
+		r = ht_report_html(hout, m, sym, &ro, lkp);
+		if (hout != stdout && fclose(hout) && !r)
+			r = -errno;
+	} else if (by_tag) {
 		r = ht_report_by_tag_text(stdout, mk, path);
 	} else if (to.name) {
 		r = ht_report_tag_text(stdout, m, mk, sym, &to);

@@ -318,7 +318,7 @@ def t_completion(t):
     script = ROOT / "completion" / "heaptrail.bash"
     p = run([bash, "-c", BASH_COMPLETE, "bash", script, HT], TIMEOUT)
     t.eq("bash exit status", 0, p.rc)
-    t.eq("completions", ["complete -F _heaptrail heaptrail", "check", "--format", "text json",
+    t.eq("completions", ["complete -F _heaptrail heaptrail", "check", "--format", "text json html",
                          "function line", "--fail-if", "flamegraph folded"],
          text(p.out).splitlines())
     zsh = (ROOT / "completion" / "_heaptrail").read_text()

@@ -1,0 +1,23 @@
+/* html.h - the interactive HTML report (report/html.c): one self-contained
+ * file, a template (report/html/, embedded at build time) around the
+ * report's data as JSON.
+ */
+#ifndef HEAPTRAIL_HTML_H
+#define HEAPTRAIL_HTML_H
+
+#include <stdio.h>
+
+#include "analysis/leaks.h"
+#include "report/report.h"
+
+/* `heaptrail report --format html`: the views of the text report and more
+ * (docs/heaptrail.1). lk: the leaks as the caller grouped them
+ * (suppressions applied), or NULL (grouped here without suppressions).
+ * sym may be NULL. Returns 0, -ENOMEM or -EIO. */
+int ht_report_html(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
+		   const ht_report_opts_t *o, const ht_leaks_t *lk);
+
+/* The template's parts (build/gen/html_assets.c, from report/html/). */
+extern const char ht_html_page[], ht_html_css[], ht_html_js[];
+
+#endif /* HEAPTRAIL_HTML_H */

@@ -1,0 +1,694 @@
+/* report.js - the views of heaptrail's HTML report (report/html.c writes
+ * the data, as JSON in the element #ht-data):
+ *   frames  [function, file, line (0: unknown), module, address]
+ *   nodes   flat pairs (parent + 1 (0: outermost caller), frame): the
+ *           stacks as a tree; a site points at the node of its leaf
+ *   sites   [node, allocations, bytes, peak bytes, leaked blocks, leaked
+ *           bytes, temporary (null: unknown), frees, largest]
+ *   timeline.buckets  [start s, end s, heap at end, highest heap, RSS (0:
+ *           none yet), allocations, bytes allocated, frees]
+ *   site_time  the top sites' allocations per bucket: sites[i] has the
+ *           flat triples data[i] = (bucket, allocations, bytes)
+ *   sizes   [k, allocations, bytes]: size 0 (k = -1), or [2^k, 2^(k+1))
+ *   leaks.groups  [class (0 unclassified, 1 definite .. 4 reachable),
+ *           site, blocks, bytes]
+ * Every string of the trace reaches the page through textContent (el()
+ * and text nodes), never as markup. */
+'use strict';
+(function () {
+  const D = JSON.parse(document.getElementById('ht-data').textContent);
+  const $ = (id) => document.getElementById(id);
+  const S = D.sites, F = D.frames, N = D.nodes, T = D.totals;
+  const sampled = !!D.sampled, summary = D.summary_mode;
+
+  /* ---- helpers ---- */
+  function el(tag, props, ...kids) {
+    const e = document.createElement(tag);
+    if (props) for (const k in props) {
+      if (k === 'class') e.className = props[k];
+      else if (k === 'text') e.textContent = props[k];
+      else if (k.startsWith('on')) e.addEventListener(k.slice(2), props[k]);
+      else e.setAttribute(k, props[k]);
+    }
+    for (const c of kids) if (c !== null && c !== undefined) e.append(c);
+    return e;
+  }
+  /* the SVG namespace, from an <svg> the HTML parser made (no URL in the page) */
+  const svgNS = $('svg-ns').namespaceURI;
+  function sv(tag, attrs) {
+    const e = document.createElementNS(svgNS, tag);
+    for (const k in attrs) e.setAttribute(k, attrs[k]);
+    return e;
+  }
+  function count(v) {
+    if (v === null || v === undefined) return '?';
+    return Math.round(v).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  }
+  /* as ht_fmt_size: three significant digits */
+  function size(b) {
+    if (b === null || b === undefined) return '?';
+    if (b < 1024) return Math.round(b) + ' B';
+    const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB', 'EiB'];
+    let v = b, i = 0;
+    while (v >= 1024 && i < 6) { v /= 1024; i++; }
+    return (v < 9.995 ? v.toFixed(2) : v < 99.95 ? v.toFixed(1) : v.toFixed(0)) + ' ' + u[i];
+  }
+  function secs(s) {
+    if (s >= 1) return s.toFixed(3) + ' s';
+    if (s >= 1e-3) return (s * 1e3).toFixed(1) + ' ms';
+    return Math.round(s * 1e6) + ' us';
+  }
+  const pct = (v, tot) => (tot ? (100 * v / tot).toFixed(1) : '0.0') + '%';
+  const base = (p) => (p ? p.slice(p.lastIndexOf('/') + 1) : '');
+  function fname(f) {
+    const r = F[f];
+    return r[0] !== null ? r[0] : r[4] + (r[3] ? ' (' + base(r[3]) + ')' : '');
+  }
+  function floc(f) {
+    const r = F[f];
+    if (r[1] !== null) return r[1] + (r[2] ? ':' + r[2] : '');
+    return r[3] !== null ? r[3] : '';
+  }
+  /* a site's frames, leaf first */
+  function siteFrames(i) {
+    const out = [];
+    for (let n = S[i][0]; n >= 0; n = N[2 * n] - 1) out.push(N[2 * n + 1]);
+    return out;
+  }
+  function stackDiv(i) {
+    const d = el('div', { class: 'stack' });
+    for (const f of siteFrames(i)) d.append(el('div', null, fname(f), ' ', el('span', { class: 'loc', text: floc(f) })));
+    return d;
+  }
+
+  /* ---- costs and the time window ---- */
+  const COSTS = [
+    { key: 'bytes', label: 'bytes allocated', col: 2, bytes: true },
+    { key: 'allocations', label: 'allocations', col: 1 },
+    { key: 'peak', label: 'peak bytes', col: 3, bytes: true },
+    { key: 'leaked', label: 'leaked bytes', col: 5, bytes: true },
+    { key: 'temporary', label: 'temporary allocations', col: 6 },
+  ];
+  const tempKnown = T.temporary_allocations !== null;
+  let win = null; /* [first bucket, last bucket] */
+  let winVals = null; /* site -> [allocations, bytes] in the window */
+  const keptSites = new Set(D.site_time.sites);
+  function siteVal(i, c) {
+    if (win && c < 2) {
+      const w = winVals.get(i);
+      return w ? w[c === 0 ? 1 : 0] : 0;
+    }
+    const v = S[i][COSTS[c].col];
+    return v === null ? 0 : v;
+  }
+  function fmtCost(c, v) { return COSTS[c].bytes ? count(v) + ' B' : count(v); }
+  function shortCost(c, v) { return COSTS[c].bytes ? size(v) : count(v); }
+
+  /* ---- trees of functions (top-down from the outermost caller, or
+   * bottom-up from the allocating function) with all costs ---- */
+  function newNode(f, parent) {
+    return { f, name: f < 0 ? 'all' : fname(f), v: new Float64Array(5), s: new Float64Array(5), kids: new Map(), parent, sites: 0 };
+  }
+  function buildTree(inverted) {
+    const root = newNode(-1, null);
+    const memo = new Array(N.length / 2);
+    const vals = new Float64Array(5);
+    function tnode(n) { /* top-down: the tree node of stack node n */
+      if (memo[n]) return memo[n];
+      const p = N[2 * n] - 1, f = N[2 * n + 1];
+      const par = p < 0 ? root : tnode(p), key = fname(f);
+      let c = par.kids.get(key);
+      if (!c) { c = newNode(f, par); par.kids.set(key, c); }
+      return (memo[n] = c);
+    }
+    for (let i = 0; i < S.length; i++) {
+      let any = false;
+      for (let c = 0; c < 5; c++) any = (vals[c] = siteVal(i, c)) || any;
+      if (!any) continue;
+      let leaf;
+      if (!inverted) {
+        leaf = tnode(S[i][0]);
+        for (let x = leaf; x; x = x.parent) { for (let c = 0; c < 5; c++) x.v[c] += vals[c]; x.sites++; }
+      } else {
+        let cur = root;
+        for (let c = 0; c < 5; c++) root.v[c] += vals[c];
+        root.sites++;
+        for (let n = S[i][0]; n >= 0; n = N[2 * n] - 1) {
+          const f = N[2 * n + 1], key = fname(f);
+          let k = cur.kids.get(key);
+          if (!k) { k = newNode(f, cur); cur.kids.set(key, k); }
+          for (let c = 0; c < 5; c++) k.v[c] += vals[c];
+          k.sites++;
+          cur = k;
+        }
+        leaf = cur;
+      }
+      for (let c = 0; c < 5; c++) leaf.s[c] += vals[c];
+    }
+    return root;
+  }
+  const trees = {};
+  function tree(kind) { return trees[kind] || (trees[kind] = buildTree(kind === 'bottomup')); }
+
+  /* ---- tabs ---- */
+  const drawn = {};
+  const draw = {};
+  let current = 'summary';
+  function show(view) {
+    current = view;
+    for (const b of document.querySelectorAll('#tabs button')) b.classList.toggle('on', b.dataset.view === view);
+    for (const s of document.querySelectorAll('.view')) s.classList.toggle('on', s.id === 'view-' + view);
+    if (!drawn[view] && draw[view]) { drawn[view] = true; draw[view](); }
+  }
+  for (const b of document.querySelectorAll('#tabs button')) b.addEventListener('click', () => show(b.dataset.view));
+  function redrawAll() { /* the window changed */
+    for (const k in trees) delete trees[k];
+    for (const k in drawn) drawn[k] = false;
+    drawn.summary = drawn.time = true;
+    if (draw[current]) { drawn[current] = true; draw[current](); }
+  }
+
+  /* ---- summary ---- */
+  function kv(table, label, value, id, num) {
+    const td = el('td', { class: 'num' }, value);
+    if (id) { td.id = id; if (num !== undefined && num !== null) td.dataset.value = String(num); }
+    table.append(el('tr', null, el('td', { text: label }), td));
+    return td;
+  }
+  function ci(key) {
+    const v = T[key + '_ci95'];
+    return sampled && v !== undefined ? ' \u00b1 ' + count(v) : '';
+  }
+  function ending(p) {
+    switch (p.ending) {
+      case 'exit': case '_exit': return (p.ending === '_exit' ? 'called _exit' : 'exited') + (p.exit_code === null ? '' : ' with status ' + p.exit_code);
+      case 'signal': return 'killed by signal ' + p.signal;
+      case 'exec': return 'replaced by exec of ' + (p.exec || '?');
+      case 'detach': return 'detached (the agent stopped recording)';
+      case 'cut_short': return 'cut short: the trace ends without its end record';
+    }
+    return 'unknown';
+  }
+  function quoteArg(a) { return /^[A-Za-z0-9_\-.,/:=+@%]+$/.test(a) ? a : "'" + a.replace(/'/g, "'\\''") + "'"; }
+  draw.summary = function () {
+    const p = D.program;
+    $('title').textContent = p.command.length ? base(p.command[0]) : '';
+    document.title = 'heaptrail: ' + (p.command.length ? base(p.command[0]) : 'report');
+    const pt = $('program');
+    kv(pt, 'command', p.command.map(quoteArg).join(' '), 'sum-command');
+    if (p.executable) kv(pt, 'executable', p.executable);
+    kv(pt, 'pid', String(p.pid) + (p.forked ? ' (a forked child)' : ''));
+    kv(pt, 'ended', ending(p), 'sum-ending');
+    if (D.trace) kv(pt, 'trace', D.trace);
+    kv(pt, 'duration', secs(T.duration_seconds), 'sum-duration', T.duration_seconds);
+    const t = $('totals');
+    kv(t, 'allocations', count(T.allocations) + ci('allocations') + (T.duration_seconds ? '   (' + count(T.allocations_per_second) + ' per second)' : ''), 'sum-allocations', T.allocations);
+    kv(t, 'frees', count(T.frees), 'sum-frees', T.frees);
+    kv(t, 'bytes allocated', size(T.bytes_allocated) + '   ' + count(T.bytes_allocated) + ' B' + ci('bytes_allocated'), 'sum-bytes', T.bytes_allocated);
+    kv(t, 'peak heap', size(T.peak_heap_bytes) + '   ' + count(T.peak_heap_bytes) + ' B at ' + secs(T.peak_time_seconds) + ci('peak_heap_bytes'), 'sum-peak', T.peak_heap_bytes);
+    kv(t, 'peak RSS', T.peak_rss_bytes === null ? 'unknown' : size(T.peak_rss_bytes) + '   ' + count(T.peak_rss_bytes) + ' B', 'sum-rss', T.peak_rss_bytes);
+    kv(t, p.ending === 'exec' ? 'in use at exec' : 'in use at exit', size(T.leaked_bytes) + '   ' + count(T.leaked_bytes) + ' B' + ci('leaked_bytes') + ' in ' + count(T.leaked_blocks) + (T.leaked_blocks === 1 ? ' block' : ' blocks'), 'sum-leaked', T.leaked_bytes);
+    kv(t, 'temporary allocs', !tempKnown ? (sampled ? '? not known from samples' : '? not known in summary mode')
+      : count(T.temporary_allocations) + (T.allocations ? '   ' + pct(T.temporary_allocations, T.allocations) + ' of allocations' : ''), 'sum-temporary', T.temporary_allocations);
+    kv(t, 'sites', count(T.sites), 'sum-sites', T.sites);
+    const lt = $('leak-totals');
+    const classes = [['definite', 'definitely lost'], ['indirect', 'indirectly lost'], ['possible', 'possibly lost'], ['reachable', 'still reachable'], ['unclassified', 'unclassified'], ['suppressed', 'suppressed']];
+    for (const [k, label] of classes) {
+      const b = T[k + '_bytes'], n = T[k + '_blocks'];
+      if (k === 'unclassified' && !n) continue;
+      kv(lt, label, count(b) + ' B in ' + count(n) + (n === 1 ? ' block' : ' blocks'), 'sum-' + k, b);
+    }
+    const notes = $('notes');
+    if (sampled) notes.append(el('div', { class: 'note', text: 'A sampled trace (one sample per ' + count(D.sampled.rate) + ' bytes on average): figures are estimates, shown with the half width of their 95% interval (\u00b1); temporary allocations are not known.' }));
+    if (summary) notes.append(el('div', { class: 'note', text: 'A summary trace (heaptrail run --summary): it holds totals per site, not events, so memory over time, the time window, the size histogram and temporary allocations are missing.' }));
+    const w = $('warnings');
+    const warns = (D.error ? [D.error] : []).concat(D.warnings);
+    if (warns.length) {
+      w.append(el('h2', { text: 'Warnings' }));
+      for (const x of warns) w.append(el('div', { class: 'warn', text: x }));
+    }
+  };
+
+  /* ---- memory over time ---- */
+  draw.time = function () {
+    const tl = D.timeline, B = tl.buckets, box = $('chart');
+    box.textContent = '';
+    if (summary || !B.length) { box.append(el('p', { class: 'note', text: 'No events in this trace: nothing over time.' })); return; }
+    const W = Math.max(600, Math.min(1400, box.clientWidth || 1100)), H = 300, L = 80, R = 80, TOP = 16, BOT = 34;
+    const span = tl.span_seconds || 1e-9;
+    let ymax = 1, rmax = 0;
+    for (const b of B) { ymax = Math.max(ymax, b[3], b[2]); rmax = Math.max(rmax, b[4]); }
+    const x = (s) => L + (W - L - R) * s / span, y = (v) => TOP + (H - TOP - BOT) * (1 - v / ymax);
+    const yr = (v) => TOP + (H - TOP - BOT) * (1 - v / (rmax || 1));
+    const g = sv('svg', { width: W, height: H, viewBox: '0 0 ' + W + ' ' + H, id: 'chart-svg' });
+    for (let k = 0; k <= 4; k++) {
+      const v = ymax * k / 4;
+      g.append(sv('line', { x1: L, x2: W - R, y1: y(v), y2: y(v), stroke: '#eceff4' }));
+      const lab = sv('text', { x: L - 6, y: y(v) + 4, 'text-anchor': 'end', 'font-size': 11, fill: '#5b6475' });
+      lab.textContent = size(v);
+      g.append(lab);
+      if (rmax) {
+        const r = sv('text', { x: W - R + 6, y: yr(rmax * k / 4) + 4, 'font-size': 11, fill: '#9a6a00' });
+        r.textContent = size(rmax * k / 4);
+        g.append(r);
+      }
+    }
+    for (let k = 0; k <= 5; k++) {
+      const s = span * k / 5, lab = sv('text', { x: x(s), y: H - 12, 'text-anchor': 'middle', 'font-size': 11, fill: '#5b6475' });
+      lab.textContent = secs(s);
+      g.append(lab);
+    }
+    /* the heap: each bucket's highest value, then its value at the end */
+    let d = 'M' + x(0) + ',' + y(0), prev = 0;
+    for (const b of B) { d += 'L' + x(b[0]) + ',' + y(Math.max(prev, b[3])) + 'L' + x(b[1]) + ',' + y(b[2]); prev = b[2]; }
+    g.append(sv('path', { d: d + 'L' + x(B[B.length - 1][1]) + ',' + y(0) + 'Z', fill: 'rgba(36,99,199,.12)', stroke: 'none' }));
+    g.append(sv('path', { d, fill: 'none', stroke: '#2463c7', 'stroke-width': 1.5, id: 'heap-line' }));
+    if (rmax) {
+      let r = '';
+      for (const b of B) if (b[4]) r += (r ? 'L' : 'M') + x(b[0]) + ',' + yr(b[4]) + 'L' + x(b[1]) + ',' + yr(b[4]);
+      g.append(sv('path', { d: r, fill: 'none', stroke: '#d08a00', 'stroke-width': 1.2, 'stroke-dasharray': '4 3' }));
+    }
+    const px = x(T.peak_time_seconds), py = y(T.peak_heap_bytes);
+    g.append(sv('circle', { cx: px, cy: py, r: 4, fill: '#e8407a', id: 'peak-mark' }));
+    const pl = sv('text', { x: Math.min(px + 6, W - R - 120), y: Math.max(py - 6, 12), 'font-size': 11, fill: '#e8407a' });
+    pl.textContent = 'peak ' + size(T.peak_heap_bytes) + ' at ' + secs(T.peak_time_seconds);
+    g.append(pl);
+    const sel = sv('rect', { class: 'sel', x: 0, y: TOP, width: 0, height: H - TOP - BOT, visibility: 'hidden' });
+    g.append(sel);
+    const hit = sv('rect', { x: L, y: TOP, width: W - L - R, height: H - TOP - BOT, fill: 'transparent', style: 'cursor:crosshair', id: 'chart-hit' });
+    g.append(hit);
+    box.append(g);
+    $('chart-legend').textContent = '';
+    $('chart-legend').append(el('div', { class: 'legend' },
+      el('span', null, el('span', { class: 'sw', style: 'background:#2463c7' }), 'heap in use'),
+      rmax ? el('span', null, el('span', { class: 'sw', style: 'background:#d08a00' }), 'RSS (' + count(tl.rss_samples) + ' samples; right axis)') : el('span', { text: 'RSS not sampled' }),
+      el('span', null, el('span', { class: 'sw', style: 'background:#e8407a' }), 'peak')));
+    const bucketAt = (px2) => {
+      const s = (px2 - L) / (W - L - R) * span;
+      let i = Math.floor(s / span * B.length);
+      return Math.max(0, Math.min(B.length - 1, i));
+    };
+    const showSel = () => {
+      if (!win) { sel.setAttribute('visibility', 'hidden'); return; }
+      sel.setAttribute('visibility', 'visible');
+      sel.setAttribute('x', x(B[win[0]][0]));
+      sel.setAttribute('width', Math.max(1, x(B[win[1]][1]) - x(B[win[0]][0])));
+    };
+    let drag = null;
+    const ptx = (ev) => { const r = g.getBoundingClientRect(); return (ev.clientX - r.left) * W / r.width; };
+    hit.addEventListener('mousedown', (ev) => { drag = bucketAt(ptx(ev)); ev.preventDefault(); });
+    g.addEventListener('mousemove', (ev) => {
+      if (drag === null) return;
+      const b = bucketAt(ptx(ev));
+      win = [Math.min(drag, b), Math.max(drag, b)];
+      showSel();
+    });
+    window.addEventListener('mouseup', (ev) => {
+      if (drag === null) return;
+      const b = bucketAt(ptx(ev));
+      setWindow([Math.min(drag, b), Math.max(drag, b)]);
+      drag = null;
+    });
+    showSel();
+    windowFigures();
+  };
+  function windowFigures() {
+    const wf = $('window-figures');
+    wf.textContent = '';
+    if (!win) return;
+    const B = D.timeline.buckets;
+    let a = 0, by = 0, fr = 0, hi = 0;
+    for (let i = win[0]; i <= win[1]; i++) { a += B[i][5]; by += B[i][6]; fr += B[i][7]; hi = Math.max(hi, B[i][3]); }
+    if (win[0] > 0) hi = Math.max(hi, B[win[0] - 1][2]);
+    const t = el('table', { class: 'kv' });
+    kv(t, 'window', secs(B[win[0]][0]) + ' \u2013 ' + secs(B[win[1]][1]));
+    kv(t, 'allocations in it', count(a), 'win-allocations', a);
+    kv(t, 'bytes allocated in it', size(by) + '   ' + count(by) + ' B', 'win-bytes', by);
+    kv(t, 'frees in it', count(fr), 'win-frees', fr);
+    kv(t, 'highest heap in it', size(hi) + '   ' + count(hi) + ' B', 'win-high', hi);
+    kv(t, 'heap at its end', size(B[win[1]][2]), 'win-end', B[win[1]][2]);
+    wf.append(t);
+    const kept = D.site_time.sites.length;
+    if (kept < S.length) wf.append(el('p', { class: 'note', text: 'The views count the window for the ' + count(kept) + ' sites that allocated most bytes (of ' + count(S.length) + ').' }));
+  }
+  function setWindow(w) {
+    win = w;
+    winVals = null;
+    if (w) {
+      winVals = new Map();
+      const st = D.site_time;
+      for (let k = 0; k < st.sites.length; k++) {
+        const d = st.data[k];
+        let a = 0, b = 0;
+        for (let j = 0; j < d.length; j += 3) if (d[j] >= w[0] && d[j] <= w[1]) { a += d[j + 1]; b += d[j + 2]; }
+        if (a || b) winVals.set(st.sites[k], [a, b]);
+      }
+      const B = D.timeline.buckets;
+      $('window-text').textContent = 'Time window ' + secs(B[w[0]][0]) + ' \u2013 ' + secs(B[w[1]][1]) + ': allocation counts and bytes are those made in it.';
+    }
+    $('window-bar').hidden = !w;
+    windowFigures();
+    redrawAll();
+  }
+  $('window-clear').addEventListener('click', () => { setWindow(null); if (drawn.time || current === 'time') draw.time(); });
+
+  /* ---- flame graph (icicle: root on top; flame: at the bottom) ---- */
+  const costSel = $('fg-cost');
+  COSTS.forEach((c, i) => {
+    const o = el('option', { value: String(i), text: c.label });
+    if ((c.key === 'temporary' && !tempKnown)) o.disabled = true;
+    costSel.append(o);
+  });
+  let fgZoom = null, fgCost = 0;
+  const ROW = 18;
+  function color(name) {
+    let h = 0;
+    for (let i = 0; i < name.length; i++) h = (h * 31 + name.charCodeAt(i)) >>> 0;
+    return 'hsl(' + (10 + h % 45) + ',' + (70 + (h >> 8) % 20) + '%,' + (58 + (h >> 16) % 14) + '%)';
+  }
+  function tipFor(n, c, rootVal) {
+    const lines = [n.name];
+    if (n.f >= 0 && floc(n.f)) lines.push(floc(n.f));
+    lines.push(COSTS[c].label + ': ' + fmtCost(c, n.v[c]) + ' (' + pct(n.v[c], rootVal) + ')');
+    lines.push('self: ' + fmtCost(c, n.s[c]));
+    if (n.f >= 0 && F[n.f][3]) lines.push('module: ' + F[n.f][3]);
+    return lines.join('\n');
+  }
+  const tip = $('tip');
+  function tipShow(ev, text) {
+    tip.textContent = text;
+    tip.hidden = false;
+    tip.style.left = Math.min(ev.clientX + 12, window.innerWidth - 420) + 'px';
+    tip.style.top = (ev.clientY + 14) + 'px';
+  }
+  function tipHide() { tip.hidden = true; }
+  draw.flame = function () {
+    const root = tree('topdown'), box = $('fg'), c = fgCost;
+    if (!fgZoom || !isIn(fgZoom, root)) fgZoom = root;
+    box.textContent = '';
+    const W = box.clientWidth || 1100, flip = $('fg-flip').checked;
+    const frames = [];
+    /* ancestors of the zoomed node: full width */
+    const anc = [];
+    for (let a = fgZoom.parent; a; a = a.parent) anc.unshift(a);
+    anc.forEach((a, d) => frames.push([a, d, 0, W, true]));
+    const zv = fgZoom.v[c];
+    let maxDepth = anc.length;
+    if (zv > 0) {
+      const stack = [[fgZoom, anc.length, 0]];
+      while (stack.length) {
+        const [n, d, x0] = stack.pop();
+        const w = W * n.v[c] / zv;
+        if (w < 0.5) continue;
+        frames.push([n, d, x0, w, false]);
+        maxDepth = Math.max(maxDepth, d);
+        let x = x0;
+        const kids = [...n.kids.values()].filter((k) => k.v[c] > 0).sort((a, b) => b.v[c] - a.v[c] || (a.name < b.name ? -1 : 1));
+        for (const k of kids) { stack.push([k, d + 1, x]); x += W * k.v[c] / zv; }
+      }
+    }
+    const Hh = (maxDepth + 1) * ROW;
+    box.style.height = Hh + 'px';
+    const term = $('fg-search').value;
+    const frag = document.createDocumentFragment();
+    for (const [n, d, x0, w, isAnc] of frames) {
+      const e = el('div', { class: 'fr' + (isAnc ? ' anc' : '') + (n === root ? ' root' : '') });
+      e.style.left = x0 + 'px';
+      e.style.width = Math.max(w, 1) + 'px';
+      e.style.top = (flip ? Hh - (d + 1) * ROW : d * ROW) + 'px';
+      e.style.background = n === root ? '#c9d3e6' : color(n.name);
+      e.dataset.depth = String(d);
+      e.dataset.value = String(n.v[c]);
+      if (w > 24) e.textContent = n === root ? 'all (' + shortCost(c, n.v[c]) + ')' : n.name;
+      if (term && matches(n, term)) e.classList.add('match');
+      e.addEventListener('mousemove', (ev) => tipShow(ev, tipFor(n, c, root.v[c])));
+      e.addEventListener('mouseleave', tipHide);
+      e.addEventListener('click', () => { fgZoom = n; tipHide(); draw.flame(); });
+      e._node = n;
+      frag.append(e);
+    }
+    box.append(frag);
+    const path = $('fg-path');
+    path.textContent = fgZoom === root ? 'Click a frame to zoom into it.' : 'Zoomed into ' + fgZoom.name + ': ' + fmtCost(c, zv) + ' (' + pct(zv, root.v[c]) + ' of all)';
+    path.dataset.value = String(zv);
+    searchSum();
+  };
+  function isIn(n, root) { let x = n; while (x.parent) x = x.parent; return x === root; }
+  function matches(n, term) {
+    if (n.f < 0) return false;
+    const t = term.toLowerCase();
+    return n.name.toLowerCase().includes(t) || floc(n.f).toLowerCase().includes(t);
+  }
+  /* the cost of the matching frames, nested matches counted once */
+  function searchSum() {
+    const term = $('fg-search').value, out = $('fg-match');
+    if (!term) { out.textContent = ''; delete out.dataset.value; return; }
+    const root = tree('topdown'), c = fgCost;
+    let sum = 0;
+    const stack = [root];
+    while (stack.length) {
+      const n = stack.pop();
+      if (matches(n, term)) { sum += n.v[c]; continue; }
+      for (const k of n.kids.values()) stack.push(k);
+    }
+    out.dataset.value = String(sum);
+    out.textContent = 'Matched: ' + fmtCost(c, sum) + ' (' + pct(sum, root.v[c]) + ')';
+  }
+  costSel.addEventListener('change', () => { fgCost = +costSel.value; draw.flame(); });
+  $('fg-flip').addEventListener('change', () => draw.flame());
+  $('fg-reset').addEventListener('click', () => { fgZoom = null; draw.flame(); });
+  $('fg-search').addEventListener('input', () => draw.flame());
+
+  /* ---- sortable tables ---- */
+  /* cols: {label, get(row) -> value, fmt(value) -> text, num, cls}; rows
+   * drawn PAGE at a time; expand(row) -> an element shown under it. */
+  const PAGE = 300;
+  function sortTable(box, id, cols, rows, sortCol, expand) {
+    let col = sortCol, asc = false, shown = PAGE;
+    const render = () => {
+      const c = cols[col];
+      rows.sort((a, b) => {
+        const x = c.get(a), y = c.get(b);
+        const r = c.num ? x - y : String(x).localeCompare(String(y));
+        return asc ? r : -r;
+      });
+      const tb = el('tbody');
+      for (const r of rows.slice(0, shown)) {
+        const tr = el('tr', { class: 'row' });
+        cols.forEach((k) => {
+          const v = k.get(r);
+          const td = el('td', { class: (k.num ? 'num' : '') + (k.cls ? ' ' + k.cls : '') }, k.fmt ? k.fmt(v, r) : v);
+          if (k.num) td.dataset.value = String(v);
+          tr.append(td);
+        });
+        if (expand) {
+          tr.style.cursor = 'pointer';
+          tr.addEventListener('click', () => {
+            const nx = tr.nextSibling;
+            if (nx && nx.classList.contains('detail')) { nx.remove(); return; }
+            tr.after(el('tr', { class: 'detail' }, el('td', { colspan: String(cols.length) }, expand(r))));
+          });
+        }
+        tb.append(tr);
+      }
+      const head = el('tr');
+      cols.forEach((k, i) => head.append(el('th', {
+        class: (k.num ? 'num' : '') + (i === col ? ' sorted' + (asc ? ' asc' : '') : ''), text: k.label,
+        onclick: () => { if (i === col) asc = !asc; else { col = i; asc = !k.num; } render(); },
+      })));
+      const t = el('table', { class: 'grid', id }, el('thead', null, head), tb);
+      box.textContent = '';
+      box.append(t);
+      if (rows.length > shown) box.append(el('div', { class: 'more' }, 'Showing ' + count(shown) + ' of ' + count(rows.length) + ' rows. ',
+        el('button', { text: 'Show more', onclick: () => { shown += PAGE * 3; render(); } })));
+    };
+    render();
+  }
+  function costCols(get) {
+    return COSTS.map((c, i) => ({
+      label: c.label, num: true, get: (r) => get(r, i), fmt: (v) => (c.bytes ? size(v) : count(v)),
+    })).filter((c, i) => i !== 4 || tempKnown);
+  }
+
+  /* ---- sites ---- */
+  function leafName(i) { const n = S[i][0]; return n >= 0 ? fname(N[2 * n + 1]) : '?'; }
+  function leafLoc(i) { const n = S[i][0]; return n >= 0 ? floc(N[2 * n + 1]) : ''; }
+  draw.sites = function () {
+    const rows = [];
+    for (let i = 0; i < S.length; i++) if (!win || winVals.has(i)) rows.push(i);
+    const cols = [
+      { label: 'function', get: leafName, cls: 'name' },
+      { label: 'location', get: leafLoc, cls: 'loc' },
+    ].concat(costCols(siteVal), [{ label: 'largest', num: true, get: (i) => S[i][8], fmt: size }]);
+    sortTable($('sites'), 'sites-table', cols, rows, 2, stackDiv);
+  };
+
+  /* ---- top-down and bottom-up trees ---- */
+  function treeTable(kind) {
+    const box = $(kind), root = tree(kind);
+    const filter = document.querySelector('.tree-filter[data-tree=' + kind + ']').value.toLowerCase();
+    let col = 2, asc = false;
+    const cols = [{ label: kind === 'topdown' ? 'function (callers above callees)' : 'function (allocating, then its callers)', get: (n) => n.name, cls: 'name' },
+      { label: 'location', get: (n) => (n.f >= 0 ? floc(n.f) : ''), cls: 'loc' }]
+      .concat(costCols((n, c) => n.v[c]), kind === 'topdown' ? [{ label: 'self ' + COSTS[0].label, num: true, get: (n) => n.s[0], fmt: size }] : []);
+    const tb = el('tbody');
+    const sorted = (n) => {
+      const c = cols[col];
+      return [...n.kids.values()].sort((a, b) => {
+        const x = c.get(a), y = c.get(b);
+        const r = c.num ? x - y : String(x).localeCompare(String(y));
+        return asc ? r : -r;
+      });
+    };
+    const hit = (n) => !filter || n.name.toLowerCase().includes(filter) || [...n.kids.values()].some(hit);
+    const addRows = (n, depth, after) => {
+      let last = after;
+      let k = 0;
+      for (const ch of sorted(n)) {
+        if (!hit(ch)) continue;
+        if (k++ >= PAGE) break;
+        const tr = rowFor(ch, depth);
+        if (last) last.after(tr); else tb.append(tr);
+        last = tr;
+      }
+      return last;
+    };
+    const rowFor = (n, depth) => {
+      const tr = el('tr', { class: 'row' });
+      tr._n = n;
+      tr._depth = depth;
+      const tog = el('span', { class: 'tog', text: n.kids.size ? '\u25b8' : '' });
+      cols.forEach((k, i) => {
+        const v = k.get(n);
+        const td = el('td', { class: (k.num ? 'num' : '') + (k.cls ? ' ' + k.cls : '') });
+        if (i === 0) { td.style.paddingLeft = (4 + depth * 14) + 'px'; td.append(tog); }
+        td.append(k.fmt ? k.fmt(v) : v);
+        if (k.num) td.dataset.value = String(v);
+        tr.append(td);
+      });
+      tr.addEventListener('click', () => {
+        if (!n.kids.size) return;
+        if (tr._open) { /* fold: drop the deeper rows below */
+          let nx = tr.nextSibling;
+          while (nx && nx._depth > depth) { const d = nx; nx = nx.nextSibling; d.remove(); }
+          tr._open = false;
+          tog.textContent = '\u25b8';
+        } else {
+          addRows(n, depth + 1, tr);
+          tr._open = true;
+          tog.textContent = '\u25be';
+        }
+      });
+      return tr;
+    };
+    const render = () => {
+      tb.textContent = '';
+      addRows(root, 0, null);
+      /* open the first row, as a start */
+      const first = tb.firstChild;
+      if (first && !filter) first.click();
+      const head = el('tr');
+      cols.forEach((k, i) => head.append(el('th', {
+        class: (k.num ? 'num' : '') + (i === col ? ' sorted' + (asc ? ' asc' : '') : ''), text: k.label,
+        onclick: () => { if (i === col) asc = !asc; else { col = i; asc = !k.num; } render(); },
+      })));
+      box.textContent = '';
+      box.append(el('table', { class: 'grid', id: kind + '-table' }, el('thead', null, head), tb));
+    };
+    render();
+  }
+  draw.topdown = () => treeTable('topdown');
+  draw.bottomup = () => treeTable('bottomup');
+  for (const f of document.querySelectorAll('.tree-filter')) f.addEventListener('input', () => treeTable(f.dataset.tree));
+
+  /* ---- leaks ---- */
+  const CLASS = ['unclassified', 'definitely lost', 'indirectly lost', 'possibly lost', 'still reachable'];
+  function framesList(stack) {
+    const d = el('div', { class: 'stack' });
+    for (const f of stack) d.append(el('div', null, f.function !== null ? f.function : f.address, ' ', el('span', { class: 'loc', text: f.file !== null ? f.file + (f.line ? ':' + f.line : '') : (f.module || '') })));
+    return d;
+  }
+  draw.leaks = function () {
+    const box = $('leaks');
+    box.textContent = '';
+    const L = D.leaks;
+    if (!L.classified) box.append(el('p', { class: 'note', text: 'The trace has no leak classes (no exit leak check): blocks live at the end are unclassified.' }));
+    for (const k of [1, 2, 3, 4, 0]) {
+      const groups = L.groups.filter((g) => g[0] === k);
+      if (!groups.length) continue;
+      let blocks = 0, bytes = 0;
+      for (const g of groups) { blocks += g[2]; bytes += g[3]; }
+      const sec = el('div', { class: 'leakclass', id: 'leaks-' + CLASS[k].replace(/ .*/, '') });
+      sec.append(el('h2', { text: CLASS[k] + ': ' + count(bytes) + ' B in ' + count(blocks) + (blocks === 1 ? ' block' : ' blocks') + ' (' + groups.length + (groups.length === 1 ? ' stack)' : ' stacks)') }));
+      const d = el('div');
+      sec.append(d);
+      sortTable(d, 'leaks-table-' + k, [
+        { label: 'bytes', num: true, get: (g) => g[3], fmt: (v) => count(v) + ' B' },
+        { label: 'blocks', num: true, get: (g) => g[2], fmt: count },
+        { label: 'function', get: (g) => leafName(g[1]), cls: 'name' },
+        { label: 'location', get: (g) => leafLoc(g[1]), cls: 'loc' },
+      ], groups, 0, (g) => stackDiv(g[1]));
+      box.append(sec);
+    }
+    if (L.suppressed_blocks) box.append(el('p', { text: 'Suppressed: ' + count(L.suppressed_bytes) + ' B in ' + count(L.suppressed_blocks) + ' blocks.' }));
+    if (!L.groups.length) box.append(el('p', { text: 'No blocks were live at the end.', id: 'no-leaks' }));
+    if (D.fd_leaks && D.fd_leaks.length) {
+      box.append(el('h2', { text: 'Descriptors still open at exit' }));
+      for (const g of D.fd_leaks) box.append(el('div', null, el('b', { text: g.call + ': ' + g.count + ' (fd ' + g.fds.join(', ') + ')' }), framesList(g.stack)));
+    }
+    if (D.handle_leaks && D.handle_leaks.length) {
+      box.append(el('h2', { text: 'Handles still held at exit' }));
+      for (const h of D.handle_leaks) {
+        box.append(el('div', null, el('b', { text: h.kind + ': ' + h.held + ' held (' + h.acquired + ' acquired, ' + h.released + ' released)' })));
+        for (const s of h.stacks) box.append(el('div', null, count(s.count) + ' from', framesList(s.stack)));
+      }
+    }
+    if (D.leak_checks && D.leak_checks.length) {
+      box.append(el('h2', { text: 'On-demand leak checks' }));
+      for (const c of D.leak_checks) {
+        box.append(el('div', null, el('b', { text: 'check ' + c.check + ' at ' + secs(c.time_seconds) + ': definitely lost ' + count(c.definite_bytes) + ' B, indirectly ' + count(c.indirect_bytes) + ' B, possibly ' + count(c.possible_bytes) + ' B, reachable ' + count(c.reachable_bytes) + ' B' })));
+        for (const t of c.top || []) box.append(el('div', null, t.kind + ': ' + count(t.bytes) + ' B in ' + count(t.blocks) + ' blocks', framesList(t.stack)));
+      }
+    }
+  };
+
+  /* ---- sizes and temporaries ---- */
+  draw.sizes = function () {
+    const box = $('sizes');
+    box.textContent = '';
+    if (!D.sizes) { box.append(el('p', { class: 'note', text: 'Not known in summary mode (no events).' })); }
+    else {
+      let max = 1;
+      for (const s of D.sizes) max = Math.max(max, s[1]);
+      const rng = (k) => (k < 0 ? '0 B' : size(2 ** k) + ' \u2013 ' + size(2 ** (k + 1) - 1));
+      const t = el('table', { class: 'grid', id: 'sizes-table' }, el('thead', null, el('tr', null,
+        el('th', { text: 'size' }), el('th', { class: 'num', text: 'allocations' }), el('th', { class: 'num', text: 'bytes' }), el('th', { text: '' }))));
+      const tb = el('tbody');
+      for (const s of D.sizes) {
+        const bar = el('div', { class: 'bar' });
+        bar.style.width = Math.max(1, 400 * s[1] / max) + 'px';
+        const a = el('td', { class: 'num', text: count(s[1]) });
+        a.dataset.value = String(s[1]);
+        const b = el('td', { class: 'num', text: size(s[2]) });
+        b.dataset.value = String(s[2]);
+        tb.append(el('tr', { 'data-k': String(s[0]) }, el('td', { text: rng(s[0]) }), a, b, el('td', null, bar)));
+      }
+      t.append(tb);
+      box.append(t);
+    }
+    const tbox = $('temps');
+    if (!tempKnown) { tbox.textContent = ''; tbox.append(el('p', { class: 'note', text: sampled ? 'Not known from samples.' : 'Not known in summary mode.' })); return; }
+    const rows = [];
+    for (let i = 0; i < S.length; i++) if (S[i][6]) rows.push(i);
+    sortTable(tbox, 'temps-table', [
+      { label: 'temporary', num: true, get: (i) => S[i][6], fmt: count },
+      { label: 'of its allocations', num: true, get: (i) => (S[i][1] ? S[i][6] / S[i][1] : 0), fmt: (v) => (100 * v).toFixed(1) + '%' },
+      { label: 'function', get: leafName, cls: 'name' },
+      { label: 'location', get: leafLoc, cls: 'loc' },
+    ], rows, 0, stackDiv);
+  };
+
+  show('summary');
+  /* for the tests and the curious: what the page computed */
+  window.heaptrail = { data: D, tree, setWindow, show };
+})();

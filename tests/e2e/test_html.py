@@ -1,0 +1,268 @@
+"""test_html.py - `heaptrail report --format html`: one self-contained file,
+driven in real headless Chromium (playwright-core; tests/e2e/clients/
+html_check.cjs) on tests/programs/html_report.c, whose figures are known by
+construction and whose function names and arguments are markup.
+
+  html.report   the file references nothing outside itself (no URL, no
+                src, no fetch; two script elements, the data one JSON);
+                in the browser: no console error, no network request; the
+                summary's figures equal the JSON report's of the same trace
+                and the program's; a click on temp_loop's flame-graph frame
+                zooms it to the full width; searching "leak_" sums the two
+                leaking frames (2003 B); the sites table sorts by
+                allocations both ways; a time window over the first half
+                leaves temp_loop's 100 allocations alone; leaks, sizes and
+                temporaries show the program's figures; the markup names
+                (ESC, <img onerror>, </script>) are shown as text and
+                window.__pwned stays undefined
+  html.modes    summary-mode and sampled traces open with no error, say
+                what they lack, and show the JSON report's totals
+  html.cli      -o without --format html, the trace as -o, and -o through
+                a symbolic link are refused; - writes to stdout
+
+Reports run with the ASan+UBSan CLI, so a memory error fails the test.
+"""
+
+import json
+import os
+import re
+
+import harness
+from harness import (PROGS, ROOT, asan_env, heaptrail_run, memo, need_tools, report,
+                     report_cli, run, tail, text, SANITIZER_RE)
+
+TIMEOUT = 120
+PROG = "html_report"
+CLIENT_JS = ROOT / "tests" / "e2e" / "clients" / "html_check.cjs"
+IMG_FN = "<img src=x onerror=window.__pwned=1>\x1b[31m"
+SCRIPT_FN = "</script><script>window.__pwned=2</script>"
+ARGS = ["</script><b>arg", "<img src=x onerror=window.__pwned=3>"]
+
+
+def traced(t, key=(), opts=()):
+    """The program's trace (run with opts) and its JSON report; memoised."""
+    need_tools(t)
+    p = PROGS / PROG
+    t.need(p.exists(), "%s not built (make programs)" % p)
+
+    def go():
+        tr = heaptrail_run([p] + ARGS, list(opts), timeout=TIMEOUT)
+        if tr.proc.timed_out or not tr.out_path.exists():
+            return None, None, "heaptrail run failed: %s: %s" % (tr.proc.describe(), tail(tr.proc.err))
+        rep = report(tr.out_path)
+        if rep.err or rep.proc.rc != 0:
+            return None, None, "JSON report failed: %s" % (rep.err or tail(rep.proc.err))
+        return tr.out_path, rep.data, None
+    path, data, err = memo(("html",) + tuple(key), go)
+    if err:
+        t.fatal(err)
+    return path, data
+
+
+def cli(t, args, rc=0):
+    p = run([report_cli()] + [str(a) for a in args], TIMEOUT, env=asan_env())
+    if p.timed_out:
+        t.fatal("timed out: %s" % p.describe())
+    if SANITIZER_RE.search(text(p.err)):
+        t.fatal("sanitizer error in %s: %s" % (p.describe(), tail(p.err, 1500)))
+    t.eq("exit status of %s" % p.describe(), rc, p.rc)
+    return p
+
+
+def write_html(t, trace, name):
+    out = t.tmp / name
+    cli(t, ["report", "--format", "html", "-o", out, trace])
+    t.need(out.exists(), "no HTML written")
+    return out
+
+
+def self_contained(t, html):
+    """Nothing the page could load from elsewhere, and the data block."""
+    b = html.read_bytes()
+    s = b.decode("utf-8")
+    t.check(not re.search(r"https?:|ftp:|//[a-z0-9.-]+\.[a-z]{2,}/", s, re.I),
+            "a URL in the page: %r" % re.findall(r".{20}https?:.{20}", s)[:3])
+    t.check(not re.search(r"<[a-z]+[^>]*\s(src|href|action|srcset)\s*=", s, re.I),
+            "an element with a source attribute")
+    for word in ("fetch(", "XMLHttpRequest", "import(", "WebSocket", "EventSource", "sendBeacon",
+                 "<link", "<iframe", "<object", "<embed", "@import", "url("):
+        t.check(word not in s, "the page uses %s" % word)
+    scripts = re.findall(r"<script[^>]*>", s)
+    t.eq("script elements", ['<script type="application/json" id="ht-data">', "<script>"], scripts)
+    m = re.search(r'<script type="application/json" id="ht-data">(.*?)</script>', s, re.S)
+    t.need(m, "no data block")
+    for c in "<>&":
+        t.check(c not in m.group(1), "a raw %r in the data block" % c)
+    return json.loads(m.group(1))
+
+
+def browse(t, html, zoom, term):
+    d = harness.clients_dir(t)
+    shots = t.tmp / "shots"
+    shots.mkdir(exist_ok=True)
+    env = dict(os.environ, NODE_PATH=os.path.join(d, "node_modules"), HOME=str(t.tmp))
+    p = run(["node", CLIENT_JS, html, shots, zoom, term], 180, env=env)
+    t.need(not p.timed_out, "the browser script timed out: %s" % p.describe())
+    try:
+        res = json.loads(text(p.out))
+    except ValueError:
+        t.fatal("browser script printed no JSON: %s %s" % (tail(p.out), tail(p.err, 1500)))
+    t.check(p.rc == 0, "%s failed: %s" % (p.describe(), tail(p.err, 1500)))
+    t.eq("browser console errors", [], res["errors"])
+    t.eq("network requests", [], res["requests"])
+    return res
+
+
+def num(v):
+    return None if v is None else float(v)
+
+
+def check_summary(t, res, rep):
+    s, tot = res["summary"], rep["totals"]
+    for key, field in (("allocations", "allocations"), ("frees", "frees"),
+                       ("bytes", "bytes_allocated"), ("peak", "peak_heap_bytes"),
+                       ("rss", "peak_rss_bytes"), ("leaked", "leaked_bytes"),
+                       ("temporary", "temporary_allocations"), ("sites", "sites"),
+                       ("definite", "definite_bytes"), ("reachable", "reachable_bytes")):
+        t.eq("summary %s (the JSON report's %s)" % (key, field), num(tot[field]),
+             num(s.get(key, {}).get("value")))
+
+
+def t_report(t):
+    trace, rep = traced(t)
+    html = write_html(t, trace, "r.html")
+    data = self_contained(t, html)
+    names = [f[0] for f in data["frames"]]
+    t.check(IMG_FN in names and SCRIPT_FN in names, "the markup names are not in the data: %r" % names)
+
+    res = browse(t, html, "temp_loop", "leak_")
+    t.check(res["load_ms"] < 5000, "the page took %d ms to load" % res["load_ms"])
+    check_summary(t, res, rep)
+    tot = rep["totals"]
+    # the program's own figures
+    t.eq("definitely lost bytes", 2003, num(res["summary"]["definite"]["value"]))
+    t.eq("temporary allocations", 100, num(res["summary"]["temporary"]["value"]))
+    t.check("'</script><b>arg'" in res["summary"]["command"]["text"],
+            "the command line is not shown as text: %r" % res["summary"]["command"]["text"])
+
+    # flame graph: the root holds the total; a click zooms temp_loop to the width
+    root = [f for f in res["fg_before"] if f["depth"] == 0]
+    t.eq("flame graph root (bytes)", [tot["bytes_allocated"]], [f["value"] for f in root])
+    t.check(res["fg_zoom_idx"] >= 0, "no temp_loop frame drawn")
+    if res["fg_zoom_idx"] >= 0:
+        before = res["fg_before"][res["fg_zoom_idx"]]
+        t.check(before["width"] < res["fg_width"] * 0.6, "temp_loop already %.0f px wide" % before["width"])
+        z = [f for f in res["fg_after"] if f["name"] == "temp_loop"]
+        t.eq("temp_loop frames after the click", 1, len(z))
+        if z:
+            t.check(abs(z[0]["width"] - res["fg_width"]) <= 1,
+                    "zoomed temp_loop is %.1f px of %d" % (z[0]["width"], res["fg_width"]))
+        t.eq("zoomed value", "6400", res["fg_path"]["value"])
+        t.check(all(f["anc"] for f in res["fg_after"] if f["depth"] < z[0]["depth"]) if z else False,
+                "the frames above the zoomed one are not marked as its callers")
+        t.check(not any(f["name"] == "keep_some" for f in res["fg_after"]),
+                "keep_some still drawn after zooming into temp_loop")
+        t.check("html_report.c:" in res["fg_tip"] and "6,400 B" in res["fg_tip"],
+                "tooltip without file:line or the exact figure: %r" % res["fg_tip"])
+    t.eq("search 'leak_' sums leak_a and leak_b (bytes)", "2003", res["fg_match"]["value"])
+    matched = sorted(f["name"] for f in res["fg_searched"] if f["match"])
+    t.eq("frames highlighted by the search", ["leak_a", "leak_b"], matched)
+    t.eq("flame graph root (allocations)", [tot["allocations"]], res["fg_alloc_root"])
+    hostile = [f for f in res["fg_before"] if f["name"] in (IMG_FN, SCRIPT_FN)]
+    t.eq("markup-named frames drawn", 2, len(hostile))
+    for f in hostile:
+        t.check(f["text"] in ("", f["name"]), "frame label %r is not its name as text" % f["text"])
+
+    # sites table: the JSON report's sites, sorted both ways
+    heads = res["sites_heads"]
+    col = {h: i for i, h in enumerate(heads)}
+    want = {}
+    for s in rep["sites"]:
+        want[s["stack"][0]["function"] if s["stack"] else "?"] = s
+    got = {r[0]: r for r in res["sites_rows"]}
+    t.eq("sites shown", sorted(want), sorted(got))
+    for fn, s in want.items():
+        r = got.get(fn)
+        if not r:
+            continue
+        for h, k in (("allocations", "allocations"), ("bytes allocated", "bytes_allocated"),
+                     ("peak bytes", "peak_bytes"), ("leaked bytes", "leaked_bytes"),
+                     ("temporary allocations", "temporary_allocations")):
+            t.eq("site %s: %s" % (fn, h), s[k], r[col[h]])
+    ai = col["allocations"]
+    by = [r[ai] for r in res["sites_by_allocs"]]
+    t.eq("sorted by allocations, most first", sorted(by, reverse=True), by)
+    t.eq("first site by allocations", "temp_loop", res["sites_by_allocs"][0][0])
+    asc = [r[ai] for r in res["sites_by_allocs_asc"]]
+    t.eq("sorted by allocations again: fewest first", sorted(asc), asc)
+    t.check(SCRIPT_FN in res["sites_stack"] or IMG_FN in res["sites_stack"],
+            "a leak's stack does not show its markup-named caller as text: %r" % res["sites_stack"])
+
+    # trees: the top-down root is the whole program
+    t.check(res["topdown"] and res["topdown"][0][2] == tot["bytes_allocated"],
+            "top-down's first row is not the total: %r" % res["topdown"][:1])
+    bu = {r[0].lstrip("\u25b8\u25be"): r for r in res["bottomup"]}
+    t.check("temp_loop" in bu and bu["temp_loop"][3] == 100,
+            "bottom-up has no temp_loop with 100 allocations: %r" % list(bu))
+
+    # leaks, sizes, temporaries
+    t.eq("leak classes", ["definitely lost: 2,003 B in 2 blocks (2 stacks)"], res["leak_titles"])
+    t.eq("definite leak rows (bytes, blocks, function)",
+         [[1002, 1, "leak_b"], [1001, 1, "leak_a"]], [r[:3] for r in res["leaks_definite"] or []])
+    sizes = {k: (n, b) for k, n, b in res["sizes"]}
+    t.eq("sizes 64..127 B", (100, 6400), sizes.get(6))
+    t.eq("sizes 512..1023 B", (12, 12003), sizes.get(9))
+    t.eq("size histogram total", tot["allocations"], sum(n for n, _ in sizes.values()))
+    t.eq("temporaries by site", [[100, 1, "temp_loop"]], [r[:3] for r in res["temps"] or []])
+
+    # the time window: the first half of the run holds phase 1 alone
+    w = res["window"]
+    t.eq("allocations in the window", 100, w.get("allocations"))
+    t.eq("bytes in the window", 6400, w.get("bytes"))
+    t.eq("highest heap in the window", 64, w.get("high"))
+    t.eq("sites in the window", [["temp_loop", 6400, 100]],
+         [[r[0], r[col["bytes allocated"]], r[ai]] for r in res["sites_window"]])
+    t.eq("sites after clearing the window", len(res["sites_rows"]), len(res["sites_cleared"]))
+
+    # nothing ran from a name or an argument
+    t.eq("window.__pwned", None, res["pwned"])
+    t.eq("img elements", 0, res["imgs"])
+    t.eq("script elements in the DOM", ["application/json", "classic"], res["scripts"])
+    png = t.tmp / "shots" / "summary.png"
+    t.check(png.exists() and png.stat().st_size > 5000, "no screenshot of the summary")
+
+
+def t_modes(t):
+    for key, opts, lacks in ((("summary",), ["--summary"], "summary trace"),
+                             (("sampled",), ["--sample-rate", "512"], "sampled trace")):
+        trace, rep = traced(t, key, opts)
+        html = write_html(t, trace, key[0] + ".html")
+        self_contained(t, html)
+        res = browse(t, html, "temp_loop", "leak_")
+        check_summary(t, res, rep)
+        t.check(any(lacks in n for n in res["notes"]), "%s: no note says so: %r" % (key[0], res["notes"]))
+        t.eq("%s: window.__pwned" % key[0], None, res["pwned"])
+
+
+def t_cli(t):
+    trace, _ = traced(t)
+    p = cli(t, ["report", "-o", t.tmp / "x.html", trace], rc=2)
+    t.check("--format html" in text(p.err), "no reason given: %s" % tail(p.err))
+    p = cli(t, ["report", "--format", "html", "-o", trace, trace], rc=1)
+    t.check("trace" in text(p.err) or "input" in text(p.err), "no reason given: %s" % tail(p.err))
+    t.check(trace.stat().st_size > 1000 and trace.read_bytes()[:4] != b"<!DO", "the trace was overwritten")
+    target = t.tmp / "target"
+    target.write_bytes(b"keep")
+    link = t.tmp / "link.html"
+    os.symlink(target, link)
+    p = cli(t, ["report", "--format", "html", "-o", link, trace], rc=1)
+    t.eq("file behind the link", b"keep", target.read_bytes())
+    p = cli(t, ["report", "-f", "html", "-o", "-", trace])
+    t.check(text(p.out).startswith("<!DOCTYPE html>"), "-o - does not write the page to stdout")
+
+
+TESTS = [
+    ("html.report", t_report),
+    ("html.modes", t_modes),
+    ("html.cli", t_cli),
+]

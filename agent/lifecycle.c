@@ -477,6 +477,11 @@ void ht_init(void)
 static uintptr_t exit_sp;
 static pid_t exit_tid;
 
+/* How long the program's threads may wait in their hooks for the finish
+ * at most (ht_thread_park_begin): what a finish that needs a lock one of
+ * them holds would lose. */
+#define HT_PARK_MS 1000
+
 void ht_note_exit_sp(uintptr_t sp)
 {
 	/* the first one counts (exit() from an atexit handler does not move
@@ -529,6 +534,18 @@ void ht_finish(unsigned how, unsigned status)
 	 * itself; one that interrupted dlclose's unmapping faulted) */
 	if (how != HT_END_SIGNAL && !in_agent)
 		ht_modules_check_bypass(NULL);
+	/* The process ends with this finish: the program's threads that keep
+	 * calling malloc record nothing more, and wait in their hooks rather
+	 * than take the CPUs from it (128 busy threads made an exit take 100
+	 * s); they end with the process. Not before the loader's lock is done
+	 * with: a thread may hold it around a malloc (a constructor in
+	 * dlopen). */
+	ht_thread_park_begin(HT_PARK_MS);
+	/* Then the threads in the middle of an event end it, before the
+	 * writer's lock is taken: one may be waiting for that lock (a module
+	 * record). Unless this thread's exec holds it: flush_all waits then. */
+	if (!exec_lock_mine)
+		ht_thread_quiesce(2000);
 	/* Exit and _exit wait as long as it takes; a signal handler must not
 	 * hang if the crashing thread holds the lock itself. But a handler's
 	 * exit while this thread's exec holds the lock (the exec failed, or

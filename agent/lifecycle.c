@@ -256,8 +256,8 @@ static void fork_prepare(void)
 		return;
 	/* Nothing here or in fork_child may allocate, make a thread or wait
 	 * for one that allocates: another allocator's own prepare handler
-	 * (jemalloc's, tcmalloc's, mimalloc's; they may run before ours) holds
-	 * its locks until the fork is over, and a helper thread started here,
+	 * (jemalloc's, tcmalloc's; they may run before ours) holds its
+	 * locks until the fork is over, and a helper thread started here,
 	 * or a thread state made here (pthread_getattr_np), waited for them
 	 * forever. The thread's events stay in its buffer: the parent ships
 	 * them later, the child drops its copy (ht_thread_fork_child). */

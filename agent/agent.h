@@ -464,9 +464,23 @@ static inline void ht_put_ext(ht_thread_t *t, unsigned kind, const uint64_t *fie
 	t->len += (uint32_t)(k + len);
 }
 void ht_thread_init_process(void);
-/* Flush every thread's buffer (exit, exec, fatal signal). Waits briefly for
- * threads in the middle of an event. */
+/* Flush every thread's buffer (exit, exec, fatal signal), the state out of
+ * RECORDING; the caller holds ht_writer_lock. Waits first for the threads
+ * in the middle of an event (ht_thread_quiesce). */
 void ht_thread_flush_all(void);
+/* With the state out of RECORDING: waits until no other thread is in the
+ * middle of an event, all of them at once, for at most timeout_ms in all;
+ * false if one still was. Called by ht_finish before it takes the writer's
+ * lock, which such a thread may be waiting for (a module record). */
+bool ht_thread_quiesce(int timeout_ms);
+/* Once the trace is being finished (exit, _exit, a fatal signal: the
+ * process ends with it), the program's threads other than the caller that
+ * come into a hook wait there, for timeout_ms at most: the finish's work
+ * then has the CPUs, not busy threads that record nothing more (128 of
+ * them made an exit take 100 s). */
+void ht_thread_park_begin(int timeout_ms);
+/* Waits there, if the finish asks it (the state FINISHED). */
+HT_COLD HT_NOINLINE void ht_thread_park(void);
 /* fork: lock the registry in the parent; in the child drop other threads. */
 void ht_thread_fork_prepare(void);
 void ht_thread_fork_parent(void);

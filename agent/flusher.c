@@ -463,14 +463,14 @@ static void start_helper(_Atomic bool *started, void *(*main)(void *))
 }
 
 /* Queues b for the digester; when it is behind (or absent), digests the
- * blocks waiting on this thread. */
-static void digest_enqueue(ht_block_t *b, bool wake, bool clone_child)
+ * blocks waiting on this thread, unless queue_only. */
+static void digest_enqueue(ht_block_t *b, bool wake, bool queue_only)
 {
-	if (!atomic_load_explicit(&digester_started, memory_order_relaxed) && !clone_child)
+	if (!atomic_load_explicit(&digester_started, memory_order_relaxed) && !queue_only)
 		start_helper(&digester_started, digester_main);
 	b->wake = wake;
 	unsigned n = enqueue(&digest_head, &digest_tail, &to_digest, b, wake);
-	if (clone_child || (n <= HT_MAX_QUEUED && atomic_load(&digester_started)))
+	if (queue_only || (n <= HT_MAX_QUEUED && atomic_load(&digester_started)))
 		return;
 	atomic_fetch_add_explicit(&self_writes, 1, memory_order_relaxed);
 	ht_lock(&ht_live_lock);
@@ -486,13 +486,18 @@ void ht_block_submit(ht_block_t *b, bool wake)
 	 * (and end that with exit when left alone), and its writes are
 	 * refused (writer.c). It only queues; our helpers do the rest. */
 	bool clone_child = getpid() != ht_pid;
-	if (!atomic_load_explicit(&writer_started, memory_order_relaxed) && !clone_child)
+	/* A thread that ends its event while the trace is being finished (or
+	 * flushed for an exec) only queues: the finish, which waits for it,
+	 * writes the queues once it holds the locks a write here would wait
+	 * for, and starts no helper. */
+	bool queue_only = clone_child || atomic_load(&ht_state) != HT_STATE_RECORDING;
+	if (!atomic_load_explicit(&writer_started, memory_order_relaxed) && !queue_only)
 		start_helper(&writer_started, writer_main);
 	if (digest_stage())
-		digest_enqueue(b, wake, clone_child);
+		digest_enqueue(b, wake, queue_only);
 	else
 		write_enqueue(b, wake);
-	if (clone_child)
+	if (queue_only)
 		return;
 	if (atomic_load(&queued) > HT_MAX_QUEUED || !atomic_load(&writer_started)) {
 		/* The writer is behind (or absent): write now, on this thread;

@@ -200,6 +200,8 @@ static inline bool should_record(void)
 	}
 	if (s == HT_STATE_EXEC) /* records after another thread's exec flush */
 		return ht_exec_flush_wait() == HT_STATE_RECORDING;
+	if (s == HT_STATE_FINISHED)
+		ht_thread_park(); /* while the finish works (thread.c) */
 	return false;
 }
 

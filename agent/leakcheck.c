@@ -358,13 +358,36 @@ static void scan_root_piece(uintptr_t lo, uintptr_t hi)
  * pages never touched: they hold zeros, and reading them would fault
  * each one in. Only the resident pages of those are read (mincore); a
  * page swapped out is skipped with them, which may miss a pointer on a
- * machine that swaps. */
+ * machine that swaps. While none of the process's pages is swapped out
+ * (VmSwap 0), a private mapping's page that is not resident was never
+ * written: then every private mapping from SCAN_SPARSE_PRIVATE up is
+ * read so, thread stacks among them (8 MiB each, a few pages used: 128
+ * threads' took the exit's scan 0.55 s, faulting in zero pages). */
 #define SCAN_SPARSE_MIN (16u << 20)
+#define SCAN_SPARSE_PRIVATE (256u << 10)
 #define SCAN_WINDOW (4u << 20)
+static uintptr_t sparse_min = SCAN_SPARSE_MIN; /* for the mapping being read */
+
+/* True when /proc/self/status says no page of the process is swapped out. */
+static bool nothing_swapped(void)
+{
+	static char buf[4096];
+	if (ht_read_proc("status", buf, sizeof buf) <= 0)
+		return false;
+	for (const char *p = buf; *p; p++) {
+		if ((p == buf || p[-1] == '\n') && !ht_strncmp(p, "VmSwap:", 7)) {
+			p += 7;
+			while (*p == ' ' || *p == '\t')
+				p++;
+			return p[0] == '0' && (p[1] == ' ' || p[1] == '\n');
+		}
+	}
+	return false;
+}
 
 static void scan_root(uintptr_t lo, uintptr_t hi)
 {
-	if (hi - lo < SCAN_SPARSE_MIN) {
+	if (hi - lo < sparse_min) {
 		scan_root_piece(lo, hi);
 		return;
 	}
@@ -539,6 +562,7 @@ static char *read_maps(size_t *cap_out)
 typedef struct {
 	uintptr_t lo, hi;
 	bool rw;
+	bool priv; /* MAP_PRIVATE */
 	const char *path; /* "\n" (or "") for anonymous memory */
 } maps_line_t;
 
@@ -553,6 +577,7 @@ static const char *maps_next(const char *l, maps_line_t *m)
 	m->hi = parse_hex(&s);
 	s++; /* ' ' */
 	m->rw = s[0] == 'r' && s[1] == 'w';
+	m->priv = s[0] && s[1] && s[2] && s[3] == 'p';
 	const char *path = s;
 	for (int field = 0; field < 4 && *path && *path != '\n'; field++) {
 		while (*path && *path != ' ' && *path != '\n')
@@ -675,6 +700,7 @@ static void exclude_dead_stack(uintptr_t lo, uintptr_t hi)
  * holds it is program memory like any other, read whole. */
 static void scan_roots(const char *maps, uintptr_t sp)
 {
+	bool no_swap = nothing_swapped();
 	maps_line_t m;
 	for (const char *l = maps; (l = maps_next(l, &m));) {
 		const char *path = m.path;
@@ -692,8 +718,10 @@ static void scan_roots(const char *maps, uintptr_t sp)
 		uintptr_t lo = m.lo;
 		if (sp >= lo && sp < m.hi) /* our own stack: from sp up */
 			lo = sp;
+		sparse_min = no_swap && m.priv ? SCAN_SPARSE_PRIVATE : SCAN_SPARSE_MIN;
 		scan_mapping(lo, m.hi);
 	}
+	sparse_min = SCAN_SPARSE_MIN;
 	/* relro (.data.rel.ro, .got): pointers stored before start-up made
 	 * them read-only, e.g. in the loader's own tables. Those mappings are
 	 * r--p, so the pass above did not read them. */

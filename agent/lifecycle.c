@@ -254,11 +254,13 @@ static void fork_prepare(void)
 	fork_locked = false;
 	if (atomic_load(&ht_state) != HT_STATE_RECORDING)
 		return;
-	/* Ship this thread's events now: they are the parent's, and the child
-	 * starts with an empty buffer. */
-	ht_thread_t *t = ht_thread_get();
-	if (t)
-		ht_thread_flush(t);
+	/* Nothing here or in fork_child may allocate, make a thread or wait
+	 * for one that allocates: another allocator's own prepare handler
+	 * (jemalloc's, tcmalloc's; they may run before ours) holds its
+	 * locks until the fork is over, and a helper thread started here,
+	 * or a thread state made here (pthread_getattr_np), waited for them
+	 * forever. The thread's events stay in its buffer: the parent ships
+	 * them later, the child drops its copy (ht_thread_fork_child). */
 	ht_thread_fork_prepare();
 	ht_stacks_fork_prepare();
 	ht_modules_fork_prepare();
@@ -367,9 +369,15 @@ static void quick_finish(void)
 	ht_finish(HT_END_EXIT, (unsigned)atomic_load(&ht_exit_code));
 }
 
-/* An executable that defines malloc itself (Chromium's PartitionAlloc)
- * comes first in the lookup order: the program's calls go to its malloc,
- * and the agent sees none of them. Say so, rather than report nothing. */
+/* The object whose malloc the program calls instead of the agent's, or "". */
+static char malloc_elsewhere[512];
+
+/* An executable that defines malloc itself (Chromium's PartitionAlloc), or
+ * a library preloaded ahead of the agent (LD_PRELOAD=libjemalloc.so.2:
+ * libheaptrail.so), comes first in the lookup order: the program's calls
+ * go to its malloc, and the agent sees none of them. Say so, in the trace
+ * (END's flags: the report warns), to heaptrail run (the manifest) and,
+ * without it, on stderr at the end, rather than report nothing. */
 static void note_own_malloc(void)
 {
 	void *m = dlsym(RTLD_DEFAULT, "malloc");
@@ -380,8 +388,29 @@ static void note_own_malloc(void)
 	 * a definition. */
 	if (m && dladdr1(m, &theirs, (void **)&sym, RTLD_DL_SYMENT) && sym &&
 	    sym->st_shndx != SHN_UNDEF && dladdr((void *)&note_own_malloc, &ours) &&
-	    theirs.dli_fbase != ours.dli_fbase)
+	    theirs.dli_fbase != ours.dli_fbase) {
+		atomic_fetch_or(&ht_agent_flags, HT_AGENT_MALLOC_ELSEWHERE);
+		ht_strlcpy(malloc_elsewhere, theirs.dli_fname && theirs.dli_fname[0]
+					     ? theirs.dli_fname : "the executable",
+			   sizeof malloc_elsewhere);
 		ht_writer_note_own_malloc(theirs.dli_fname);
+	}
+}
+
+/* At the end, outside heaptrail run (which says it itself, from the
+ * manifest): the trace is empty of the program's allocations, and why. */
+static void warn_malloc_elsewhere(void)
+{
+	if (!malloc_elsewhere[0] || ht_opt_manifest[0])
+		return;
+	char msg[1024];
+	size_t n = ht_append_str(msg, 0, sizeof msg, "note: ");
+	n = ht_append_str(msg, n, sizeof msg, malloc_elsewhere);
+	ht_append_str(msg, n, sizeof msg,
+		      " defines malloc and comes before libheaptrail.so in the lookup order: the "
+		      "program's allocations go there, and the trace holds none of them (list "
+		      "libheaptrail.so first in LD_PRELOAD)");
+	ht_log(msg, NULL);
 }
 
 void ht_init(void)
@@ -448,6 +477,11 @@ void ht_init(void)
 static uintptr_t exit_sp;
 static pid_t exit_tid;
 
+/* How long the program's threads may wait in their hooks for the finish
+ * at most (ht_thread_park_begin): what a finish that needs a lock one of
+ * them holds would lose. */
+#define HT_PARK_MS 1000
+
 void ht_note_exit_sp(uintptr_t sp)
 {
 	/* the first one counts (exit() from an atexit handler does not move
@@ -500,6 +534,18 @@ void ht_finish(unsigned how, unsigned status)
 	 * itself; one that interrupted dlclose's unmapping faulted) */
 	if (how != HT_END_SIGNAL && !in_agent)
 		ht_modules_check_bypass(NULL);
+	/* The process ends with this finish: the program's threads that keep
+	 * calling malloc record nothing more, and wait in their hooks rather
+	 * than take the CPUs from it (128 busy threads made an exit take 100
+	 * s); they end with the process. Not before the loader's lock is done
+	 * with: a thread may hold it around a malloc (a constructor in
+	 * dlopen). */
+	ht_thread_park_begin(HT_PARK_MS);
+	/* Then the threads in the middle of an event end it, before the
+	 * writer's lock is taken: one may be waiting for that lock (a module
+	 * record). Unless this thread's exec holds it: flush_all waits then. */
+	if (!exec_lock_mine)
+		ht_thread_quiesce(2000);
 	/* Exit and _exit wait as long as it takes; a signal handler must not
 	 * hang if the crashing thread holds the lock itself. But a handler's
 	 * exit while this thread's exec holds the lock (the exec failed, or
@@ -526,6 +572,7 @@ void ht_finish(unsigned how, unsigned status)
 			ht_unlock(&ht_writer_lock);
 	}
 	atomic_store(&finish_done, true);
+	warn_malloc_elsewhere();
 	pthread_sigmask(SIG_SETMASK, &saved_mask, NULL);
 	ht_guard--;
 }

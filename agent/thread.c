@@ -14,6 +14,7 @@
  *   reused. The final flush walks it, so events of a thread that is still
  *   running at exit (or that died without its key destructor) are not lost.
  */
+#include <linux/futex.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
@@ -321,11 +322,49 @@ int ht_exec_flush_wait(void)
 	return s;
 }
 
+/* Parking during the finish (ht_thread_park_begin): the futex word, 1
+ * once threads are to wait, and until when at most (CLOCK_MONOTONIC). */
+static _Atomic int parking;
+static _Atomic uint64_t park_until_ns;
+static __thread bool park_exempt; /* the finishing thread: it goes on */
+
+void ht_thread_park_begin(int timeout_ms)
+{
+	park_exempt = true;
+	atomic_store(&park_until_ns, ht_clock_ns() + (uint64_t)timeout_ms * 1000000u);
+	atomic_store(&parking, 1);
+}
+
+/* A program's thread that comes into a hook while the trace is finished
+ * waits here, its mark (in_event) down, so that the finish's own work is
+ * not left a sliver of the CPUs. Nothing wakes it: the process ends with
+ * the finish (exit, _exit, a fatal signal), and a thread woken then took
+ * the CPU from the exit's last steps. The bound keeps a finish, or an
+ * exit's last steps, that need what such a thread holds (a lock of the
+ * program's, taken around a malloc) from waiting for it any longer. */
+void ht_thread_park(void)
+{
+	/* not in a child forked or vforked meanwhile: the finish is not its */
+	if (!atomic_load(&parking) || park_exempt || getpid() != ht_pid)
+		return;
+	while (atomic_load(&parking)) {
+		uint64_t now = ht_clock_ns(), until = atomic_load(&park_until_ns);
+		if (now >= until)
+			return;
+		uint64_t left = until - now;
+		struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
+		syscall(SYS_futex, &parking, FUTEX_WAIT_PRIVATE, 1, &ts, NULL, 0);
+	}
+}
+
 bool ht_event_begin_slow(ht_thread_t *t)
 {
 	for (;;) {
 		atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
-		if (ht_exec_flush_wait() != HT_STATE_RECORDING)
+		int s = ht_exec_flush_wait();
+		if (s == HT_STATE_FINISHED)
+			ht_thread_park();
+		if (s != HT_STATE_RECORDING)
 			return false;
 		atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
 		atomic_signal_fence(memory_order_seq_cst);
@@ -420,29 +459,40 @@ void ht_thread_flush(ht_thread_t *t)
 	flush_state(t, true);
 }
 
-void ht_thread_flush_all(void)
+bool ht_thread_quiesce(int timeout_ms)
 {
 	/* Called with the state already moved out of RECORDING, so threads
-	 * start no new event (ht_event_begin); wait a little for the ones in
-	 * the middle of one. A thread marks itself, then reads the state; this
-	 * side wrote the state, and reads the marks once every thread has
-	 * passed a barrier: either the thread sees the new state, or this side
-	 * sees its mark (without the barrier, both could read the old
-	 * values, and a thread append to a buffer being shipped). */
+	 * start no new event (ht_event_begin); wait for the ones in the middle
+	 * of one. A thread marks itself, then reads the state; this side
+	 * wrote the state, and reads the marks once every thread has passed a
+	 * barrier: either the thread sees the new state, or this side sees
+	 * its mark (without the barrier, both could read the old values, and
+	 * a thread append to a buffer being shipped). One deadline for all of
+	 * them: a wait per thread, each to its end, took minutes when the
+	 * threads waited for a lock of the waiter's. */
 	if (!membarrier_ok ||
 	    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) {
 		struct timespec settle = {0, 100000};
 		syscall(SYS_nanosleep, &settle, NULL);
 	}
 	ht_thread_t *self = ht_tls_thread;
-	for (ht_thread_t *t = registry; t; t = t->next) {
-		if (t == self)
-			continue;
-		for (int i = 0; i < 1000 && atomic_load(&t->in_event); i++) {
-			struct timespec us = {0, 100000};
-			syscall(SYS_nanosleep, &us, NULL);
-		}
+	uint64_t until = ht_clock_ns() + (uint64_t)timeout_ms * 1000000u;
+	for (;;) {
+		bool busy = false;
+		for (ht_thread_t *t = registry; t && !busy; t = t->next)
+			busy = t != self && atomic_load(&t->in_event);
+		if (!busy)
+			return true;
+		if (ht_clock_ns() >= until)
+			return false;
+		struct timespec us = {0, 100000};
+		syscall(SYS_nanosleep, &us, NULL);
 	}
+}
+
+void ht_thread_flush_all(void)
+{
+	ht_thread_quiesce(1000);
 	/* Queued blocks hold older events than the threads' current ones. */
 	ht_blocks_drain_locked();
 	for (ht_thread_t *t = registry; t; t = t->next) {

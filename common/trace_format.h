@@ -231,6 +231,13 @@ enum ht_end_how {
 					   late from another thread: its block
 					   may have been freed, yet counts live
 					   in summary mode and the leak check */
+#define HT_AGENT_MALLOC_ELSEWHERE 0x200u /* the program's malloc is not the
+					    agent's: an object found before it
+					    in the lookup order (a library
+					    preloaded ahead of the agent, an
+					    executable with its own) defines
+					    malloc, and the program's calls go
+					    there unrecorded */
 
 /* ---- events inside a thread block -----------------------------------------
  * Each event starts with one byte: low nibble = event (HT_EV_*), high nibble

@@ -47,6 +47,12 @@ size_t ht_report_warnings(const ht_model_t *m, char buf[][HT_WARN_LEN], size_t m
 		WARN("the trace has no END record: the program was killed (e.g. SIGKILL), left by "
 		     "a raw exit_group system call (Go programs), or the trace was cut short; the "
 		     "report covers what was recorded");
+	if (t->agent_flags & HT_AGENT_MALLOC_ELSEWHERE)
+		WARN("the program's malloc is not the agent's: an object found before "
+		     "libheaptrail.so in the lookup order defines malloc (a library preloaded "
+		     "ahead of the agent, such as LD_PRELOAD=libjemalloc.so.2:libheaptrail.so, or "
+		     "an executable with its own allocator), and the program's allocations went "
+		     "there unrecorded; list libheaptrail.so first in LD_PRELOAD");
 	if (t->agent_flags & HT_AGENT_OUT_OF_MEMORY)
 		WARN("the agent ran out of memory: some events were lost");
 	if (t->agent_flags & HT_AGENT_LIVE_TABLE_FULL)

@@ -1388,6 +1388,49 @@ def t_leader_zombie(t):
     t.check((tot.get("peak_rss_bytes") or 0) >= 4 << 20, "peak RSS %r < 4 MiB" % tot.get("peak_rss_bytes"))
 
 
+def t_busy_threads_exit(t):
+    """main returns after half a second while 128 threads malloc and free
+    as fast as they can: the exit takes about as long as without the
+    agent, and the trace is whole. The finish held the writer's lock while
+    it waited up to 100 ms for each thread in the middle of an event, and
+    those threads waited for that lock; the busy threads meanwhile had the
+    CPUs: 32 threads took 6 s to exit, 128 over 100 s. The program runs
+    preloaded (heaptrail run would add the time it takes to read the
+    trace), two plain runs beside it. The exit's time is from main's
+    return (the program prints when) to the process's end: how long the
+    threads took to start on a loaded machine is not the exit's."""
+    need_tools(t)
+    n = 128
+
+    def exit_secs(env=None):
+        p = run([prog("busy_threads"), n], 60, env=env)
+        end = time.monotonic()
+        try:
+            returned = int(text(p.out).split()[0]) / 1e9
+        except (IndexError, ValueError):
+            returned = None
+        return p, (end - returned if returned else None)
+
+    plain = [exit_secs() for _ in range(2)]
+    t.need(all(p.rc == 0 and s is not None for p, s in plain),
+           "plain runs: exit %s" % [p.rc for p, _ in plain])
+    out = t.tmp / "busy.ht"
+    env = dict(os.environ, LD_PRELOAD=str(AGENT), HEAPTRAIL_OPTIONS="output=%s" % out)
+    tr, secs = exit_secs(env)
+    t.need(not tr.timed_out, "traced run hung (killed after 60 s)")
+    t.eq("traced run: exit status", 0, tr.rc)
+    slowest = max(s for _, s in plain)
+    t.need(secs is not None, "traced run printed no time: %s" % tail(tr.out))
+    t.check(secs <= slowest + 3, "traced exit took %.2f s, plain %s" %
+            (secs, ", ".join("%.2f s" % s for _, s in plain)))
+    r = need_report(t, out).data
+    t.eq("ending", "exit", r.get("program", {}).get("ending"))
+    tot = r.get("totals", {})
+    a, f = tot.get("allocations", 0), tot.get("frees", 0)
+    # each thread holds at most one block, and pthread_create keeps its own
+    t.check(a > n and 0 <= a - f <= 2 * n + 16, "%d allocations, %d frees" % (a, f))
+
+
 def t_thread_overflow(t):
     """A thread that overflows its stack: the agent's fatal handler needs a
     stack to run on and finish the trace. Only the main thread had an
@@ -1716,6 +1759,7 @@ add("fork.exec_child_outlives_parent", t_exec_child_outlives)
 add("fork.umask_0777", t_umask_fork)
 add("threads.stack_overflow", t_thread_overflow)
 add("threads.leader_zombie", t_leader_zombie)
+add("threads.busy_exit_128", t_busy_threads_exit)
 add("threads.key_destructor_after_agent", t_key_after_agent)
 add("threads.cancel_deferred", t_cancel_deferred)
 add("limits.rlimit_as", t_rlimit_as)
@@ -1724,6 +1768,76 @@ add("exec.failing_in_several_threads", t_exec_race)
 add("exec.exit_in_handler", t_exit_in_exec)
 add("exec.exit_during_exec", t_exit_during_exec)
 add("fork.exit_while_forking", t_exit_while_forking)
+
+
+def fork_allocator_library(soname, what):
+    """A program that forks before the agent has a helper thread, under
+    another allocator whose fork handlers hold its locks across the fork
+    (jemalloc's, tcmalloc's; mimalloc has none): preloaded after the agent
+    and linked, it runs as untraced and both traces count its allocations.
+    The agent's fork handler shipped the thread's first block, which
+    started the writer thread: its TLS came from the allocator's malloc,
+    locked, and the process hung for good (its signals blocked: only
+    SIGKILL ended it). Preloaded before the agent, the program's malloc is
+    the library's: the trace says so, and the agent on stderr (outside
+    heaptrail run)."""
+    def test(t):
+        need_tools(t)
+        lib = find_library(soname)
+        if not lib:
+            t.skip("%s is not installed (apt-get install %s)" % (soname, what))
+        linked = t.tmp / "fork_early_linked"
+        cc = run(["cc", "-std=gnu11", "-O0", "-g", "-fno-omit-frame-pointer", "-fno-builtin",
+                  "-o", linked, SRC / "fork_early.c", lib], 120)
+        t.need(cc.rc == 0, "cannot link fork_early.c to %s: %s" % (lib, tail(cc.err)))
+        plain = run([linked], 30)
+        t.need(plain.rc == 0 and not plain.timed_out,
+               "untraced run: exit %s%s" % (plain.rc, " (hung)" if plain.timed_out else ""))
+        want = {"parent": {"before_fork": (1, 10, 0), "parent_after": (3, 90, 0)},
+                "child": {"child_work": (2, 40, 0)}}
+        for how, args, env in (("preloaded", [prog("fork_early")],
+                                dict(os.environ, LD_PRELOAD=lib)),
+                               ("linked", [linked], None)):
+            tr = heaptrail_run(args, out_name="%s.ht" % how, env=env, timeout=30)
+            if not t.check(not tr.proc.timed_out, "%s: hung (killed after 30 s)" % how):
+                continue
+            t.eq("%s: exit status" % how, 0, tr.proc.rc)
+            got = {}
+            for path in tr.files():
+                r = need_report(t, path).data
+                role = "child" if r.get("program", {}).get("forked") else "parent"
+                t.eq("%s %s: ending" % (how, role), "exit" if role == "parent" else "_exit",
+                     r.get("program", {}).get("ending"))
+                got[role] = {k: (v["allocations"], v["bytes_allocated"], v["leaked_blocks"])
+                             for k, v in by_leaf(r).items() if k in want[role]}
+            t.eq("%s: allocations, bytes, leaked blocks by leaf" % how, want, got)
+        # preloaded ahead of the agent, outside heaptrail run
+        out = t.tmp / "before.ht"
+        env = dict(os.environ, LD_PRELOAD="%s:%s" % (lib, AGENT),
+                   HEAPTRAIL_OPTIONS="output=%s" % out)
+        env.pop("HEAPTRAIL_AGENT", None)
+        p = run([prog("fork_early")], 30, env=env)
+        if t.check(not p.timed_out, "preloaded before the agent: hung (killed after 30 s)"):
+            t.eq("preloaded before the agent: exit status", 0, p.rc)
+            t.check(re.search(r"heaptrail: note: \S*%s defines malloc and comes before "
+                              r"libheaptrail\.so" % re.escape(os.path.basename(lib)),
+                              text(p.err)),
+                    "preloaded before the agent: no note on stderr: %s" % tail(p.err))
+            r = need_report(t, out).data
+            t.eq("preloaded before the agent: allocations recorded", 0,
+                 r.get("totals", {}).get("allocations"))
+            t.check(any("malloc is not the agent's" in w for w in r.get("warnings", [])),
+                    "preloaded before the agent: no warning in the report: %r" %
+                    r.get("warnings"))
+    return test
+
+
+add("fork.early_under_jemalloc", fork_allocator_library("libjemalloc.so.2", "libjemalloc2"))
+add("fork.early_under_tcmalloc",
+    fork_allocator_library("libtcmalloc_minimal.so.4", "libtcmalloc-minimal4"))
+add("fork.early_under_mimalloc", fork_allocator_library("libmimalloc.so.2", "libmimalloc2.0"))
+
+
 add("fork.during_exec", t_fork_during_exec)
 add("fork.pattern_p", t_fork_pattern)
 add("fork.stderr_listing", t_fork_listing)

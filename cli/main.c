@@ -445,6 +445,7 @@ static bool valid_break_list(const char *s)
 typedef struct common_opts {
 	const char *path;
 	bool json, show_reachable, only_args;
+	bool by_address; /* a site per stack of return addresses, not per frames */
 	size_t top; /* 0: the writer's default; SIZE_MAX (--top 0): all */
 	supp_opts_t so;
 } common_opts_t;
@@ -475,6 +476,8 @@ static int common_option(int argc, char **argv, int *i, const char *cmd, common_
 		}
 	} else if (!strcmp(a, "--show-reachable")) {
 		c->show_reachable = true;
+	} else if (!strcmp(a, "--by-address")) {
+		c->by_address = true;
 	} else if (!strcmp(a, "--")) {
 		c->only_args = true;
 	} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -517,11 +520,13 @@ typedef struct analyses {
  * (analysis/pass.h), printing why when it cannot. tl_buckets: a timeline the
  * caller will ask for (folded by the model's replay), 0 for none. want:
  * called with the loaded trace to say what to build beside the model (may
- * be NULL). Returns 0 (a damaged trace gives a warning and what was read
+ * be NULL). *symp: the symbolizer for the writers (NULL, said on stderr,
+ * when there is none), which also folds the sites by frames unless
+ * by_address. Returns 0 (a damaged trace gives a warning and what was read
  * before the damage), or 1 after printing why. */
-static int load_analyses(const char *path, size_t tl_buckets,
+static int load_analyses(const char *path, size_t tl_buckets, bool by_address,
 			 void (*want)(const ht_trace_t *t, analyses_t *an, void *ctx), void *ctx,
-			 ht_trace_t **tp, ht_model_t **mp, analyses_t *an)
+			 ht_trace_t **tp, ht_model_t **mp, ht_symbolizer_t **symp, analyses_t *an)
 {
 	ht_trace_t *t = NULL;
 	int r = ht_reader_load_file(path, NULL, &t);
@@ -535,12 +540,18 @@ static int load_analyses(const char *path, size_t tl_buckets,
 	}
 	if (an && want)
 		want(t, an, ctx);
+	ht_symbolizer_t *sym = ht_symbolizer_new();
+	if (sym)
+		ht_trace_add_modules(t, sym);
+	else
+		fprintf(stderr, "heaptrail: warning: no symbolizer, frames show addresses only\n");
 	ht_model_t *m = NULL;
 	ht_marks_t *mk = NULL;
 	ht_fn_profile_t *fp = NULL;
 	ht_pass_t *p = NULL;
 	if (!(r = ht_pass_new(t, &p)) &&
-	    !(r = ht_model_attach(p, t, &tl_buckets, tl_buckets ? 1 : 0, &m)) &&
+	    !(r = ht_model_attach(p, t, &tl_buckets, tl_buckets ? 1 : 0, by_address ? NULL : sym,
+				  &m)) &&
 	    !(r = ht_resources_attach(p, t, &m->resources)) &&
 	    !(an && an->functions && (r = ht_fn_attach(p, t, &fp))) &&
 	    !(an && an->marks && (r = ht_marks_attach(p, t, &mk))))
@@ -551,9 +562,12 @@ static int load_analyses(const char *path, size_t tl_buckets,
 		ht_marks_free(mk);
 		ht_fn_free(fp);
 		ht_model_free(m);
+		ht_symbolizer_free(sym);
 		ht_trace_free(t);
 		return 1;
 	}
+	if (mk && !by_address)
+		ht_marks_fold_sites(mk, m);
 	if (t->checksum_bad)
 		fprintf(stderr, "heaptrail: warning: %s: the zstd frame at file offset %" PRIu64
 				" fails its checksum: a byte changed after the trace was written; "
@@ -564,6 +578,7 @@ static int load_analyses(const char *path, size_t tl_buckets,
 			HT_TEXT(path), HT_TEXT(t->message));
 	*tp = t;
 	*mp = m;
+	*symp = sym;
 	if (an) {
 		an->mk = mk;
 		an->fp = fp;
@@ -571,9 +586,10 @@ static int load_analyses(const char *path, size_t tl_buckets,
 	return 0;
 }
 
-static int load_model(const char *path, size_t tl_buckets, ht_trace_t **tp, ht_model_t **mp)
+static int load_model(const char *path, bool by_address, ht_trace_t **tp, ht_model_t **mp,
+		      ht_symbolizer_t **symp)
 {
-	return load_analyses(path, tl_buckets, NULL, NULL, tp, mp, NULL);
+	return load_analyses(path, 0, by_address, NULL, NULL, tp, mp, symp, NULL);
 }
 
 /* The JSON report with more members: the report's object is written to
@@ -646,7 +662,7 @@ static int cmd_report(int argc, char **argv)
 	bool by_tag = false;
 	ht_tag_report_opts_t to = { NULL, NULL, 0, 1, 0 };
 	bool depth_given = false, min_given = false;
-	common_opts_t co = { NULL, false, false, false, 0, { { NULL }, 0, false } };
+	common_opts_t co = { NULL, false, false, false, false, 0, { { NULL }, 0, false } };
 	bool html = false;
 	const char *out_path = NULL;
 	for (int i = 1; i < argc; i++) {
@@ -747,8 +763,9 @@ static int cmd_report(int argc, char **argv)
 	bool have_in = stat(path, &in_st) == 0;
 	report_views_t rv = { functions, by_tag || to.name };
 	analyses_t an = { false, false, NULL, NULL };
-	if (load_analyses(path, html ? 0 : ht_report_timeline_buckets(json), report_wants, &rv, &t,
-			  &m, &an))
+	ht_symbolizer_t *sym = NULL;
+	if (load_analyses(path, html ? 0 : ht_report_timeline_buckets(json), co.by_address,
+			  report_wants, &rv, &t, &m, &sym, &an))
 		return 1;
 	FILE *hout = stdout;
 	int oerr = 0;
@@ -757,6 +774,7 @@ static int cmd_report(int argc, char **argv)
 			ht_strerror(oerr));
 		ht_marks_free(an.mk);
 		ht_fn_free(an.fp);
+		ht_symbolizer_free(sym);
 		ht_model_free(m);
 		ht_trace_free(t);
 		return 1;
@@ -768,17 +786,13 @@ static int cmd_report(int argc, char **argv)
 			HT_TEXT(path), functions ? "--functions" : by_tag ? "--by-tag" : "--tag");
 		ht_marks_free(an.mk);
 		ht_fn_free(an.fp);
+		ht_symbolizer_free(sym);
 		ht_model_free(m);
 		ht_trace_free(t);
 		return 1;
 	}
 	ht_fn_profile_t *fp = an.fp;
 	ht_marks_t *mk = an.mk;
-	ht_symbolizer_t *sym = ht_symbolizer_new();
-	if (sym)
-		ht_model_add_modules(m, sym);
-	else
-		fprintf(stderr, "heaptrail: warning: no symbolizer, frames show addresses only\n");
 	/* leaks by class, suppressions applied */
 	ht_supp_list_t supps;
 	ht_leaks_t lk;
@@ -851,7 +865,7 @@ static int cmd_report(int argc, char **argv)
 static int cmd_leaks(int argc, char **argv)
 {
 	bool growth = false;
-	common_opts_t co = { NULL, false, false, false, 0, { { NULL }, 0, false } };
+	common_opts_t co = { NULL, false, false, false, false, 0, { { NULL }, 0, false } };
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		int st, c = common_option(argc, argv, &i, "leaks", &co, &st);
@@ -876,7 +890,8 @@ static int cmd_leaks(int argc, char **argv)
 		return 1;
 	ht_trace_t *t = NULL;
 	ht_model_t *m = NULL;
-	if (load_model(path, 0, &t, &m)) {
+	ht_symbolizer_t *sym = NULL;
+	if (load_model(path, co.by_address, &t, &m, &sym)) {
 		ht_supp_free(&supps);
 		return 1;
 	}
@@ -886,13 +901,11 @@ static int cmd_leaks(int argc, char **argv)
 				"totals per site, not the events that --growth needs\n",
 			HT_TEXT(path));
 		ht_supp_free(&supps);
+		ht_symbolizer_free(sym);
 		ht_model_free(m);
 		ht_trace_free(t);
 		return 1;
 	}
-	ht_symbolizer_t *sym = ht_symbolizer_new();
-	if (sym)
-		ht_model_add_modules(m, sym);
 	ht_leaks_t lk;
 	int r = ht_leaks_build(m, sym, &supps, &lk);
 	if (!r && growth && json) {
@@ -1075,14 +1088,12 @@ static int cmd_check(int argc, char **argv)
 		free_gates(gates, ngates);
 		return 1;
 	}
-	if (load_model(path, 0, &t, &m)) {
+	ht_symbolizer_t *sym = NULL;
+	if (load_model(path, false, &t, &m, &sym)) {
 		ht_supp_free(&supps);
 		free_gates(gates, ngates);
 		return 1;
 	}
-	ht_symbolizer_t *sym = ht_symbolizer_new();
-	if (sym)
-		ht_model_add_modules(m, sym);
 	ht_leaks_t lk;
 	int r = ht_leaks_build(m, sym, &supps, &lk);
 	if (r) {
@@ -1110,7 +1121,7 @@ static int cmd_diff(int argc, char **argv)
 {
 	const char *paths[2] = { NULL, NULL };
 	size_t npaths = 0, top = 0;
-	bool json = false, only_args = false;
+	bool json = false, only_args = false, by_address = false;
 	ht_diff_match_t match = HT_DIFF_BY_FUNCTION;
 	ht_gate_t gates[MAX_GATES];
 	size_t ngates = 0;
@@ -1126,6 +1137,8 @@ static int cmd_diff(int argc, char **argv)
 			paths[npaths++] = a;
 		} else if (!strcmp(a, "--")) {
 			only_args = true;
+		} else if (!strcmp(a, "--by-address")) {
+			by_address = true;
 		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			print_help("diff");
 			return 0;
@@ -1175,16 +1188,12 @@ static int cmd_diff(int argc, char **argv)
 	ht_model_t *m[2] = { NULL, NULL };
 	int ret = 0;
 	for (int k = 0; k < 2 && !ret; k++)
-		ret = load_model(paths[k], 0, &t[k], &m[k]);
+		ret = load_model(paths[k], by_address, &t[k], &m[k], &d.side[k].sym);
 	for (int k = 0; k < 2 && !ret; k++) {
 		ht_diff_side_t *sd = &d.side[k];
 		sd->path = paths[k];
 		sd->m = m[k];
 		sd->temporary_known = !m[k]->sample_rate && !t[k]->have_summary;
-		if ((sd->sym = ht_symbolizer_new()))
-			ht_model_add_modules(m[k], sd->sym);
-		else
-			fprintf(stderr, "heaptrail: warning: no symbolizer, frames show addresses only\n");
 	}
 	if (!ret && !(r = ht_diff_build(&d))) {
 		r = json ? ht_report_diff_json(stdout, &d) : ht_report_diff_text(stdout, &d, top);
@@ -1219,7 +1228,7 @@ static int cmd_convert(int argc, char **argv)
 	const ht_exporter_t *fmt = NULL;
 	ht_export_opts_t eo = { NULL, HT_COST_BYTES, false };
 	const char *path = NULL, *out_path = NULL;
-	bool only_args = false, cost_given = false;
+	bool only_args = false, cost_given = false, by_address = false;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -1260,6 +1269,8 @@ static int cmd_convert(int argc, char **argv)
 			cost_given = true;
 		} else if (!strcmp(a, "--icicle")) {
 			eo.icicle = true;
+		} else if (!strcmp(a, "--by-address")) {
+			by_address = true;
 		} else {
 			return unknown_option("convert", a);
 		}
@@ -1286,13 +1297,15 @@ static int cmd_convert(int argc, char **argv)
 		return 1;
 	}
 	ht_model_t *m = NULL;
-	if (load_model(path, 0, &t, &m))
+	ht_symbolizer_t *sym = NULL;
+	if (load_model(path, by_address, &t, &m, &sym))
 		return 1;
 	if (fmt->needs_events && t->have_summary) {
 		fprintf(stderr,
 			"heaptrail: %s is a summary trace (heaptrail run --summary): it holds totals per "
 			"site, not the events that %s shows; convert it to pprof, folded or flamegraph\n",
 			HT_TEXT(path), fmt->name);
+		ht_symbolizer_free(sym);
 		ht_model_free(m);
 		ht_trace_free(t);
 		return 1;
@@ -1304,6 +1317,7 @@ static int cmd_convert(int argc, char **argv)
 			"--cost temporary needs\n",
 			HT_TEXT(path), t->have_summary ? "summary trace (heaptrail run --summary)"
 					      : "sampled trace (heaptrail run --sample-rate)");
+		ht_symbolizer_free(sym);
 		ht_model_free(m);
 		ht_trace_free(t);
 		return 1;
@@ -1316,6 +1330,7 @@ static int cmd_convert(int argc, char **argv)
 	if (out_path && !(out = ht_open_output(out_path, true, 0666, have_in ? &in_st : NULL, &oerr))) {
 		fprintf(stderr, "heaptrail: convert: cannot write %s: %s\n", HT_TEXT(out_path),
 			ht_strerror(oerr));
+		ht_symbolizer_free(sym);
 		ht_model_free(m);
 		ht_trace_free(t);
 		return 1;
@@ -1328,13 +1343,11 @@ static int cmd_convert(int argc, char **argv)
 	if (comp && !(out = ht_comp_open(out, comp, &oerr))) {
 		fprintf(stderr, "heaptrail: convert: cannot compress %s: %s\n", HT_TEXT(out_path),
 			ht_strerror(oerr));
+		ht_symbolizer_free(sym);
 		ht_model_free(m);
 		ht_trace_free(t);
 		return 1;
 	}
-	ht_symbolizer_t *sym = ht_symbolizer_new();
-	if (sym)
-		ht_model_add_modules(m, sym);
 	int r = fmt->write(out, m, sym, &eo);
 	if (fflush(out) && !r)
 		r = -errno;

@@ -38,7 +38,6 @@
 
 typedef struct per_event {
 	const ht_model_t *m;
-	ht_map_t site_of;	/* stack id -> site index */
 	int32_t *slot;		/* site -> row of the per-bucket tables, or -1 */
 	size_t nslots;
 	double *cnt, *bytes;	/* [slot][TL_BUCKETS] */
@@ -54,7 +53,7 @@ static int on_event(void *ctx, const ht_event_t *ev, const ht_replay_step_t *st)
 	int k = ev->size ? 64 - __builtin_clzll(ev->size) : 0;
 	p->size_cnt[k] += st->weight;
 	p->size_bytes[k] += st->weight_bytes;
-	uint32_t si = ht_map_get(&p->site_of, ev->stack_id);
+	uint32_t si = ht_model_site_of(p->m, ev->stack_id);
 	if (si == HT_MAP_NONE || p->slot[si] < 0)
 		return 0;
 	/* the bucket the timeline puts the event in */
@@ -236,11 +235,8 @@ static int write_data(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 	if (!(pe.cnt = calloc(pe.nslots * TL_BUCKETS + 1, sizeof(double))) ||
 	    !(pe.bytes = calloc(pe.nslots * TL_BUCKETS + 1, sizeof(double))))
 		goto out;
-	for (size_t i = 0; i < m->nsites; i++) {
+	for (size_t i = 0; i < m->nsites; i++)
 		pe.slot[i] = -1;
-		if (!m->sites[i].overflow && ht_map_put(&pe.site_of, m->sites[i].stack_id, (uint32_t)i))
-			goto out;
-	}
 	for (size_t i = 0; i < pe.nslots; i++)
 		pe.slot[idx[i]] = (int32_t)i;
 	if ((err = ht_model_timeline_replay(m, TL_BUCKETS, on_event, &pe, &tl)))
@@ -388,7 +384,6 @@ out:
 	free(pe.slot);
 	free(pe.cnt);
 	free(pe.bytes);
-	ht_map_free(&pe.site_of);
 	free(st.f);
 	free(st.node);
 	ht_map_free(&st.frame_of);

@@ -46,16 +46,18 @@ static const char usage_text[] =
 	"                     [--sample-rate BYTES [--sample-seed N]]\n"
 	"                     [--break-alloc LIST] [--leak-exitcode N [--no-leak-report]]\n"
 	"                     [SUPPRESSIONS] [--] PROGRAM [ARGS...]\n"
-	"       heaptrail report [-f text|json] [-n N] [--show-reachable] [SUPPRESSIONS]\n"
-	"                        [--functions [--memory] [--time-unit ns|us|ms|s]] FILE\n"
+	"       heaptrail report [-f text|json] [-n N] [--show-reachable] [--by-address]\n"
+	"                        [SUPPRESSIONS] [--functions [--memory]\n"
+	"                        [--time-unit ns|us|ms|s]] FILE\n"
 	"       heaptrail leaks [-f text|json] [-n N] [--show-reachable] [--growth]\n"
-	"                       [SUPPRESSIONS] FILE\n"
+	"                       [--by-address] [SUPPRESSIONS] FILE\n"
 	"       SUPPRESSIONS: [--suppressions FILE]... [--no-default-suppressions]\n"
 	"       heaptrail report --by-tag FILE\n"
 	"       heaptrail report --tag NAME [--depth N] [--min-count N] [--top N] FILE\n"
-	"       heaptrail convert -f FORMAT [-o OUT] [--cost COST] [--icicle] FILE\n"
+	"       heaptrail convert -f FORMAT [-o OUT] [--cost COST] [--icicle]\n"
+	"                         [--by-address] FILE\n"
 	"       heaptrail diff [-f text|json] [-n N] [--match function|line]\n"
-	"                      [--fail-if EXPR]... [--junit FILE] BASE NEW\n"
+	"                      [--by-address] [--fail-if EXPR]... [--junit FILE] BASE NEW\n"
 	"       heaptrail check --fail-if EXPR... [--junit FILE] [SUPPRESSIONS] FILE\n"
 	"       heaptrail COMMAND --help | heaptrail --help | --version\n";
 
@@ -124,6 +126,8 @@ static const char help_report[] =
 	"    --depth N               with --tag: cut stacks to N frames, leaf first (default all)\n"
 	"    --min-count N           with --tag: only stacks with at least N allocations\n"
 	"    --show-reachable        list the still-reachable blocks (else one line)\n"
+	"    --by-address            one site per stack of return addresses (default: the\n"
+	"                            stacks that symbolize alike are one site)\n"
 	"\n";
 
 static const char help_leaks[] =
@@ -135,6 +139,7 @@ static const char help_leaks[] =
 	"    --show-reachable        list the still-reachable blocks (else one line)\n"
 	"    --growth                growth suspects instead: sites whose live bytes keep\n"
 	"                            growing over the run, steadiest first\n"
+	"    --by-address            one site per stack of return addresses\n"
 	"\n";
 
 static const char help_supp[] =
@@ -155,6 +160,7 @@ static const char help_diff[] =
 	"                            json lists every site\n"
 	"    --match function|line   match stacks by their functions (default: survives\n"
 	"                            lines moving between builds) or by function and line\n"
+	"    --by-address            one site per stack of return addresses in each trace\n"
 	"    --fail-if EXPR          exit with status 3 when EXPR holds (repeatable; the\n"
 	"                            results on stderr): METRIC>+10% or >+1MiB (the change\n"
 	"                            from BASE), METRIC>64MiB (NEW's figure); see check\n"
@@ -186,6 +192,7 @@ static const char help_convert[] =
 	"    --cost bytes|allocations|peak|leaked|temporary\n"
 	"                            what a stack weighs (folded, flamegraph)\n"
 	"    --icicle                flamegraph with the root at the top\n"
+	"    --by-address            one site per stack of return addresses\n"
 	"\n";
 
 static const char help_env[] =

@@ -231,6 +231,8 @@ static int setup_env(const ht_run_opts_t *o, const char *agent, const char *mani
 		n += snprintf(opts + n, olen - (size_t)n, ",sample_rate=%llu", o->sample_rate);
 	if (o->sample_seed_set)
 		n += snprintf(opts + n, olen - (size_t)n, ",sample_seed=%llu", o->sample_seed);
+	if (o->no_leak_check)
+		n += snprintf(opts + n, olen - (size_t)n, ",leak_check=0");
 	if (o->break_alloc)
 		snprintf(opts + n, olen - (size_t)n, ",break=%s", o->break_alloc);
 	int r = 0;

@@ -8,7 +8,7 @@ import signal
 import subprocess
 import time
 
-from harness import HT, PROGS, Skip, need_tools, report, scratch_dir, tail, text
+from harness import AGENT, BUILD, HT, PROGS, Skip, need_tools, report, scratch_dir, tail, text
 from test_signals import default_signals, run_and_signal
 
 # tests/programs/idle_threads.c by construction: main 100 blocks of 100 B,
@@ -106,7 +106,49 @@ def t_oom_kill_idle_threads(t):
     check_kept(t, out, "OOM kill", more=True)
 
 
+def peak_rss_kib(args, env, timeout=300):
+    """ru_maxrss (KiB) of args run in a child of its own, and its status."""
+    p = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + timeout
+    while True:
+        pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+        if pid:
+            p.returncode = os.waitstatus_to_exitcode(status)
+            return ru.ru_maxrss, p.returncode, p.stderr.read()
+        if time.monotonic() > deadline:
+            p.kill()
+            p.wait()
+            return None, None, b"timed out after %ds" % timeout
+        time.sleep(0.05)
+
+
+def t_memory_per_live_block(t):
+    # bench/workloads/many_live.c holds 5M blocks of 16-64 bytes at once
+    # (from four sites: the stacks are few). The agent's own memory on top
+    # of the program's, per live block: with --no-leak-check (leak_check=0)
+    # no table, so next to nothing; with the table, bounded by what its
+    # 48-byte slots at 3/8 to 3/4 load take (about 105 bytes measured).
+    need_tools(t)
+    prog = BUILD / "bench" / "many_live"
+    t.need(prog.exists(), "%s not built (make %s)" % (prog, "build/bench/many_live"))
+    n = 5000000
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "HEAPTRAIL_OPTIONS")}
+    plain, rc, err = peak_rss_kib([str(prog), str(n)], env)
+    t.need(rc == 0, "many_live plain: status %s: %s" % (rc, tail(err)))
+    d = scratch_dir("mem")
+    for opts, bound in (("leak_check=0", 16), ("leak_check=1", 160)):
+        e = dict(env, LD_PRELOAD=str(AGENT), HEAPTRAIL_OPTIONS="output=%s/x.ht,%s" % (d, opts))
+        traced, rc, err = peak_rss_kib([str(prog), str(n)], e)
+        if rc != 0:
+            t.check(False, "many_live with %s: status %s: %s" % (opts, rc, tail(err)))
+            continue
+        per = (traced - plain) * 1024.0 / n
+        t.check(per < bound, "%s: the agent's memory per live block is %.0f bytes (peak RSS %d KiB, "
+                "plain %d KiB); want under %d" % (opts, per, traced, plain, bound))
+
+
 TESTS = [
+    ("durable.memory_per_live_block", t_memory_per_live_block),
     ("durable.sigkill_idle_threads", t_sigkill_idle_threads),
     ("durable.oom_kill_idle_threads", t_oom_kill_idle_threads),
 ]

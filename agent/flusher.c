@@ -10,8 +10,11 @@
  * doing both was the bottleneck, the process ends ~20% sooner. Without a
  * table to keep (leak_check=0), or in summary mode (where the table is all
  * that is kept and the writer digests), blocks go straight to the writer.
- * Each helper is started on the first full block, so short programs never
- * get one.
+ * The digester is started on the first full block, so short programs
+ * never get one; the writer is started at main's start (ht_flusher_start):
+ * it also ships the buffers of threads that have gone quiet
+ * (ht_thread_take_idle, which takes the registry's lock before
+ * ht_writer_lock), and a program killed later needs those on disk.
  *
  * Locks: ht_writer_lock, then ht_live_lock, then queue_lock (never the
  * other way round). The writer pops and writes under ht_writer_lock, and

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "report/html.h"
+#include "analysis/diff.h"
 #include "analysis/leaks.h"
 #include "report/report.h"
 #include "trace_format.h"
@@ -33,6 +34,7 @@
 #define TL_BUCKETS 200 /* the memory-over-time chart and the window's steps */
 #define TOP_SITES 1000 /* sites whose allocations are kept per bucket */
 #define SIZE_CLASSES 65 /* size 0, then [2^k, 2^(k+1)) for k = 0..63 */
+#define DIFF_ROWS 20000 /* diff rows kept (by the change in bytes); the rest summed */
 
 /* ---- per-event figures, from the timeline's replay ---------------------- */
 
@@ -415,6 +417,34 @@ static void put_script_safe(FILE *out, const char *s, size_t n)
 	}
 }
 
+/* The template with its markers replaced: data goes in as put_script_safe
+ * writes it. */
+static int put_page(FILE *out, const char *data, size_t len)
+{
+	const char *p = ht_html_page;
+	for (;;) {
+		const char *mk = strstr(p, "<!--HT:");
+		if (!mk) {
+			fputs(p, out);
+			break;
+		}
+		fwrite(p, 1, (size_t)(mk - p), out);
+		const char *end = strstr(mk, "-->");
+		if (!end)
+			break;
+		size_t nl = (size_t)(end - mk) - 7;
+		const char *name = mk + 7;
+		if (nl == 3 && !memcmp(name, "CSS", 3))
+			fputs(ht_html_css, out);
+		else if (nl == 2 && !memcmp(name, "JS", 2))
+			fputs(ht_html_js, out);
+		else if (nl == 4 && !memcmp(name, "DATA", 4))
+			put_script_safe(out, data, len);
+		p = end + 3;
+	}
+	return ferror(out) ? -EIO : 0;
+}
+
 int ht_report_html(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 		   const ht_report_opts_t *o, const ht_leaks_t *leaks)
 {
@@ -438,32 +468,184 @@ int ht_report_html(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 	}
 	if (lk == &own)
 		ht_leaks_free(&own);
-	if (err) {
-		free(data);
-		return err;
-	}
-	/* the template with its markers replaced */
-	const char *p = ht_html_page;
-	for (;;) {
-		const char *mk = strstr(p, "<!--HT:");
-		if (!mk) {
-			fputs(p, out);
-			break;
-		}
-		fwrite(p, 1, (size_t)(mk - p), out);
-		const char *end = strstr(mk, "-->");
-		if (!end)
-			break;
-		size_t nl = (size_t)(end - mk) - 7;
-		const char *name = mk + 7;
-		if (nl == 3 && !memcmp(name, "CSS", 3))
-			fputs(ht_html_css, out);
-		else if (nl == 2 && !memcmp(name, "JS", 2))
-			fputs(ht_html_js, out);
-		else if (nl == 4 && !memcmp(name, "DATA", 4))
-			put_script_safe(out, data, len);
-		p = end + 3;
-	}
+	if (!err)
+		err = put_page(out, data, len);
 	free(data);
-	return ferror(out) ? -EIO : 0;
+	return err;
+}
+
+/* ---- the diff page ------------------------------------------------------ */
+
+/* One side's figures of a diff row: allocations, bytes allocated, frees,
+ * peak bytes, leaked blocks, leaked bytes, temporary (null: unknown). */
+static void put_figs(FILE *out, const ht_diff_figs_t *f, bool temp_known)
+{
+	fprintf(out, "%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",",
+		f->allocations, f->bytes_allocated, f->frees, f->peak_bytes, f->leaked_blocks,
+		f->leaked_bytes);
+	if (temp_known)
+		fprintf(out, "%" PRIu64, f->temporary);
+	else
+		fputs("null", out);
+}
+
+static void put_diff_side(FILE *out, const ht_diff_side_t *sd)
+{
+	const ht_model_t *m = sd->m;
+	const ht_trace_t *t = m->trace;
+	const ht_totals_t *tt = &m->totals;
+	fputs("{\"path\": ", out);
+	ht_json_str(out, sd->path);
+	fputs(", \"program\": ", out);
+	ht_report_program_json(out, t);
+	if (m->sample_rate)
+		fprintf(out, ", \"sampled\": {\"rate\": %" PRIu64 ", \"exact_totals\": %s}", t->sample_rate,
+			t->have_end_counts ? "true" : "false");
+	else
+		fputs(", \"sampled\": null", out);
+	fprintf(out, ", \"summary_mode\": %s, \"truncated\": %s, \"warnings\": [",
+		t->have_summary ? "true" : "false", t->error ? "true" : "false");
+	char w[8][HT_WARN_LEN];
+	size_t nw = ht_report_warnings(m, w, 8);
+	for (size_t i = 0; i < nw; i++) {
+		if (i)
+			fputs(", ", out);
+		ht_json_str(out, w[i]);
+	}
+	/* as `heaptrail diff --format json`: null where the trace does not know */
+	fprintf(out,
+		"],\n \"totals\": {\"allocations\": %" PRIu64 ", \"frees\": %" PRIu64
+		", \"bytes_allocated\": %" PRIu64 ", \"peak_heap_bytes\": %" PRIu64 ", \"peak_rss_bytes\": ",
+		tt->allocations, tt->frees, tt->bytes_allocated, tt->peak_heap_bytes);
+	if (tt->peak_rss_bytes)
+		fprintf(out, "%" PRIu64, tt->peak_rss_bytes);
+	else
+		fputs("null", out);
+	fprintf(out, ", \"leaked_bytes\": %" PRIu64 ", \"leaked_blocks\": %" PRIu64
+		     ", \"temporary_allocations\": ",
+		tt->leaked_bytes, tt->leaked_blocks);
+	if (sd->temporary_known)
+		fprintf(out, "%" PRIu64, tt->temporary);
+	else
+		fputs("null", out);
+	fprintf(out, ", \"duration_seconds\": %.9f, \"sites\": %zu}}", (double)tt->duration_ns / 1e9,
+		m->nsites);
+}
+
+static int write_diff_data(FILE *out, const ht_diff_t *d)
+{
+	stacks_t st = { 0 };
+	ht_frame_t *frames = NULL;
+	size_t cap = 0;
+	size_t *idx = malloc((d->nsites + 1) * sizeof(*idx));
+	long *node = malloc((d->nsites + 1) * sizeof(*node));
+	int err = -ENOMEM;
+	if (!idx || !node)
+		goto out;
+	/* every row by the change in bytes allocated, the largest first; past
+	 * DIFF_ROWS the rest are summed into one row */
+	size_t n = ht_diff_sort(d, HT_BY_BYTES, true, idx);
+	size_t shown = n < DIFF_ROWS ? n : DIFF_ROWS;
+	for (size_t i = 0; i < shown; i++) {
+		const ht_diff_site_t *s = &d->sites[idx[i]];
+		int side = ht_diff_shown_side(s);
+		const ht_diff_side_t *sd = &d->side[side];
+		if ((node[i] = site_node(&st, sd->m, sd->sym, &sd->m->sites[s->rep[side]], &frames, &cap)) < 0) {
+			err = (int)node[i];
+			goto out;
+		}
+	}
+	long rest_node = -1;
+	if (n > shown) {
+		ht_frame_t ph = { 0 };
+		ph.function = "[the other rows, summed]";
+		long fi = frame_index(&st, &ph);
+		if ((rest_node = fi < 0 ? fi : node_index(&st, UINT32_MAX, (uint32_t)fi)) < 0) {
+			err = (int)rest_node;
+			goto out;
+		}
+	}
+	bool tk[2] = { d->side[0].temporary_known, d->side[1].temporary_known };
+	fprintf(out, "{\"heaptrail_html_diff\": 1, \"match\": \"%s\",\n\"base\": ",
+		d->match == HT_DIFF_BY_LINE ? "line" : "function");
+	put_diff_side(out, &d->side[HT_DIFF_BASE]);
+	fputs(",\n\"new\": ", out);
+	put_diff_side(out, &d->side[HT_DIFF_NEW]);
+	fputs(",\n\"frames\": [", out);
+	for (size_t i = 0; i < st.nf; i++) {
+		const ht_frame_t *f = &st.f[i];
+		fputs(i ? ",\n[" : "\n[", out);
+		ht_json_str(out, f->function);
+		fputs(", ", out);
+		ht_json_str(out, f->file);
+		fprintf(out, ", %d, ", f->line > 0 ? f->line : 0);
+		ht_json_str(out, f->module);
+		fprintf(out, ", \"0x%" PRIx64 "\"]", f->address);
+	}
+	fputs("],\n\"nodes\": [", out);
+	for (size_t i = 0; i < 2 * st.nn; i++)
+		fprintf(out, i ? (i % 32 ? ",%" PRIu32 : ",\n%" PRIu32) : "%" PRIu32, st.node[i]);
+	/* rows: [node, status, sites in base, sites in new, base figures (7),
+	 * new figures (7)] */
+	fprintf(out, "],\n\"rows_total\": %zu, \"rows\": [", n);
+	for (size_t i = 0; i < shown; i++) {
+		const ht_diff_site_t *s = &d->sites[idx[i]];
+		fprintf(out, "%s[%ld,", i ? ",\n" : "\n", node[i]);
+		ht_json_str(out, ht_diff_status(d, s));
+		fprintf(out, ",%" PRIu32 ",%" PRIu32 ",", s->nsites[0], s->nsites[1]);
+		put_figs(out, &s->fig[0], tk[0]);
+		fputc(',', out);
+		put_figs(out, &s->fig[1], tk[1]);
+		fputc(']', out);
+	}
+	if (n > shown) {
+		ht_diff_figs_t sum[2];
+		uint32_t ns[2] = { 0, 0 };
+		memset(sum, 0, sizeof(sum));
+		for (size_t i = shown; i < n; i++)
+			for (int k = 0; k < 2; k++) {
+				const ht_diff_figs_t *f = &d->sites[idx[i]].fig[k];
+				sum[k].allocations += f->allocations;
+				sum[k].bytes_allocated += f->bytes_allocated;
+				sum[k].frees += f->frees;
+				sum[k].peak_bytes += f->peak_bytes;
+				sum[k].leaked_blocks += f->leaked_blocks;
+				sum[k].leaked_bytes += f->leaked_bytes;
+				sum[k].temporary += f->temporary;
+				ns[k] += d->sites[idx[i]].nsites[k];
+			}
+		fprintf(out, ",\n[%ld,\"changed\",%" PRIu32 ",%" PRIu32 ",", rest_node, ns[0], ns[1]);
+		put_figs(out, &sum[0], tk[0]);
+		fputc(',', out);
+		put_figs(out, &sum[1], tk[1]);
+		fputc(']', out);
+	}
+	fputs("]}\n", out);
+	err = 0;
+out:
+	free(frames);
+	free(idx);
+	free(node);
+	free(st.f);
+	free(st.node);
+	ht_map_free(&st.frame_of);
+	ht_map_free(&st.node_of);
+	return err;
+}
+
+int ht_report_diff_html(FILE *out, const ht_diff_t *d)
+{
+	char *data = NULL;
+	size_t len = 0;
+	int err;
+	FILE *mem = open_memstream(&data, &len);
+	if (!mem)
+		return -ENOMEM;
+	err = write_diff_data(mem, d);
+	if (fclose(mem) && !err)
+		err = -ENOMEM;
+	if (!err)
+		err = put_page(out, data, len);
+	free(data);
+	return err;
 }

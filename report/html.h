@@ -17,6 +17,12 @@
 int ht_report_html(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 		   const ht_report_opts_t *o, const ht_leaks_t *lk);
 
+/* `heaptrail diff --format html`: the two traces of d (built by
+ * ht_diff_build) side by side, their rows and a differential flame graph.
+ * Returns 0, -ENOMEM or -EIO. */
+struct ht_diff;
+int ht_report_diff_html(FILE *out, const struct ht_diff *d);
+
 /* The template's parts (build/gen/html_assets.c, from report/html/). */
 extern const char ht_html_page[], ht_html_css[], ht_html_js[];
 

@@ -18,6 +18,8 @@
 (function () {
   const D = JSON.parse(document.getElementById('ht-data').textContent);
   const $ = (id) => document.getElementById(id);
+  const PAGE = 300; /* table rows drawn at a time */
+  const tip = $('tip');
   const S = D.sites, F = D.frames, N = D.nodes, T = D.totals;
   const sampled = !!D.sampled, summary = D.summary_mode;
 
@@ -80,6 +82,8 @@
     for (const f of siteFrames(i)) d.append(el('div', null, fname(f), ' ', el('span', { class: 'loc', text: floc(f) })));
     return d;
   }
+
+  if (D.heaptrail_html_diff) { diffPage(); return; }
 
   /* ---- costs and the time window ---- */
   const COSTS = [
@@ -374,7 +378,6 @@
     if (n.f >= 0 && F[n.f][3]) lines.push('module: ' + F[n.f][3]);
     return lines.join('\n');
   }
-  const tip = $('tip');
   function tipShow(ev, text) {
     tip.textContent = text;
     tip.hidden = false;
@@ -462,7 +465,6 @@
   /* ---- sortable tables ---- */
   /* cols: {label, get(row) -> value, fmt(value) -> text, num, cls}; rows
    * drawn PAGE at a time; expand(row) -> an element shown under it. */
-  const PAGE = 300;
   function sortTable(box, id, cols, rows, sortCol, expand) {
     let col = sortCol, asc = false, shown = PAGE;
     const render = () => {
@@ -687,6 +689,213 @@
       { label: 'location', get: leafLoc, cls: 'loc' },
     ], rows, 0, stackDiv);
   };
+
+
+  /* ---- the diff page (heaptrail diff --format html): data
+   *   base, new  {path, program, sampled, summary_mode, warnings, totals}
+   *   frames, nodes  as the report's, for the rows' stacks
+   *   rows    [node, status, sites in base, sites in new, base figures,
+   *           new figures]; figures: allocations, bytes allocated, frees,
+   *           peak bytes, leaked blocks, leaked bytes, temporary (null:
+   *           unknown), by the change in bytes, the largest first ---- */
+  function diffPage() {
+    const R = D.rows, B = D.base, W2 = D.new;
+    const DCOSTS = [
+      { label: 'bytes allocated', k: 1, bytes: true }, { label: 'allocations', k: 0 },
+      { label: 'peak bytes', k: 3, bytes: true }, { label: 'leaked bytes', k: 5, bytes: true },
+      { label: 'temporary allocations', k: 6 }, { label: 'frees', k: 2 },
+    ];
+    const bv = (r, c) => r[4 + DCOSTS[c].k] || 0, nv = (r, c) => r[11 + DCOSTS[c].k] || 0;
+    const fmtv = (c, v) => (DCOSTS[c].bytes ? size(v) : count(v));
+    const signed = (c, d) => (d > 0 ? '+' : d < 0 ? '\u2212' : '') + fmtv(c, Math.abs(d));
+    const rel = (a, b) => (a ? (b >= a ? '+' : '\u2212') + (100 * Math.abs(b - a) / a).toFixed(1) + '%' : (b ? 'new' : ''));
+    document.title = 'heaptrail diff';
+    $('title').textContent = 'diff: ' + base(B.path || '?') + ' \u2192 ' + base(W2.path || '?');
+    const nav = $('tabs');
+    nav.textContent = '';
+    const main = document.querySelector('main');
+    main.textContent = '';
+    const views = [['dsummary', 'Summary'], ['dflame', 'Differential flame graph'], ['dchanges', 'Changes']];
+    const ddraw = {};
+    const dshow = (v) => {
+      for (const b of nav.children) b.classList.toggle('on', b.dataset.view === v);
+      for (const sct of main.children) sct.classList.toggle('on', sct.id === 'view-' + v);
+      ddraw[v]();
+    };
+    for (const [v, label] of views) {
+      nav.append(el('button', { 'data-view': v, text: label, onclick: () => dshow(v) }));
+      main.append(el('section', { id: 'view-' + v, class: 'view' }));
+    }
+
+    /* summary: the totals side by side */
+    ddraw.dsummary = function () {
+      const box = $('view-dsummary');
+      box.textContent = '';
+      const prog = el('table', { class: 'kv' });
+      for (const [name, sd] of [['base', B], ['new', W2]]) {
+        const p = sd.program || {};
+        kv(prog, name, (sd.path || '?') + '  \u2014  ' + (p.command ? p.command.join(' ') : ''), 'dprog-' + name);
+        if (sd.sampled) box.append(el('p', { class: 'note', text: name + ': a sampled trace (1 in ' + count(sd.sampled.rate) + ' bytes): its figures are estimates.' }));
+        if (sd.summary_mode) box.append(el('p', { class: 'note', text: name + ': a summary trace: temporary allocations and the timeline are not known.' }));
+        for (const w of sd.warnings || []) box.append(el('p', { class: 'warn', text: name + ': ' + w }));
+      }
+      box.append(prog);
+      box.append(el('h2', { text: 'Totals' }));
+      const TOT = [['allocations', 'allocations', false], ['frees', 'frees', false], ['bytes_allocated', 'bytes allocated', true],
+        ['peak_heap_bytes', 'peak heap', true], ['peak_rss_bytes', 'peak RSS', true], ['leaked_bytes', 'leaked bytes', true],
+        ['leaked_blocks', 'leaked blocks', false], ['temporary_allocations', 'temporary allocations', false], ['duration_seconds', 'run time', 't'], ['sites', 'sites', false]];
+      const t = el('table', { class: 'grid', id: 'dtotals' }, el('thead', null, el('tr', null, el('th', { text: 'total' }),
+        el('th', { class: 'num', text: 'base' }), el('th', { class: 'num', text: 'new' }), el('th', { class: 'num', text: 'change' }), el('th', { class: 'num', text: '%' }))));
+      const tb = el('tbody');
+      for (const [key, label, kind] of TOT) {
+        const a = B.totals[key], b = W2.totals[key];
+        const f = (v) => (v === null || v === undefined ? '?' : kind === 't' ? secs(v) : kind ? size(v) : count(v));
+        const known = a !== null && b !== null && a !== undefined && b !== undefined;
+        const d = known ? b - a : null;
+        const ch = el('td', { class: 'num' + (d > 0 ? ' grow' : d < 0 ? ' shrink' : ''),
+          text: !known ? '?' : d === 0 ? '0' : (d > 0 ? '+' : '\u2212') + f(Math.abs(d)) });
+        const tr = el('tr', { id: 'dsum-' + key, 'data-base': String(a), 'data-new': String(b) },
+          el('td', { text: label }), el('td', { class: 'num', text: f(a) }), el('td', { class: 'num', text: f(b) }), ch,
+          el('td', { class: 'num', text: known ? rel(a, b) : '' }));
+        tb.append(tr);
+      }
+      t.append(tb);
+      box.append(t);
+      const st = { same: 0, changed: 0, new: 0, gone: 0 };
+      for (const r of R) st[r[1]]++;
+      box.append(el('p', { id: 'dstatus', text: count(D.rows_total) + ' sites matched by ' + D.match + ': ' + count(st.changed) + ' changed, ' + count(st.new) + ' new, ' + count(st.gone) + ' gone, ' + count(st.same) + ' the same' + (D.rows_total > R.length ? ' (past the first ' + count(R.length - 1) + ' rows, the rest are summed into one)' : '') + '.' }));
+    };
+
+    /* one cost selector for the flame graph and the table */
+    let dc = 0;
+    const costBox = () => {
+      const sel = el('select', { class: 'dcost' });
+      DCOSTS.forEach((c, i) => {
+        const o = el('option', { value: String(i), text: c.label });
+        if (i === 4 && (B.totals.temporary_allocations === null || W2.totals.temporary_allocations === null)) o.disabled = true;
+        if (i === dc) o.selected = true;
+        sel.append(o);
+      });
+      sel.addEventListener('change', () => { dc = +sel.value; ddraw[current()](); });
+      return el('label', null, 'Cost ', sel);
+    };
+    const current = () => { for (const b of nav.children) if (b.classList.contains('on')) return b.dataset.view; return 'dsummary'; };
+
+    /* differential flame graph: a frame's width is the sum over its rows
+     * of the larger of base and new, its colour the change (red: growth,
+     * blue: shrink) */
+    let dzoom = null, dtreeCost = -1, dtree = null;
+    function buildDiffTree(c) {
+      const root = { name: 'all', f: -1, b: 0, n: 0, w: 0, kids: new Map(), parent: null };
+      for (const r of R) {
+        const b = bv(r, c), n = nv(r, c), w = Math.max(b, n);
+        if (!w) continue;
+        const fr = [];
+        for (let x = r[0]; x >= 0; x = N[2 * x] - 1) fr.push(N[2 * x + 1]);
+        let cur = root;
+        root.b += b; root.n += n; root.w += w;
+        for (let j = fr.length - 1; j >= 0; j--) {
+          const key = fname(fr[j]);
+          let k = cur.kids.get(key);
+          if (!k) { k = { name: key, f: fr[j], b: 0, n: 0, w: 0, kids: new Map(), parent: cur }; cur.kids.set(key, k); }
+          k.b += b; k.n += n; k.w += w;
+          cur = k;
+        }
+      }
+      return root;
+    }
+    function dcolor(n) {
+      const d = n.n - n.b, m = Math.max(n.b, n.n) || 1, x = Math.min(1, Math.abs(d) / m);
+      if (!d) return 'hsl(0,0%,85%)';
+      return d > 0 ? 'hsl(0,' + Math.round(40 + 50 * x) + '%,' + Math.round(82 - 30 * x) + '%)' : 'hsl(215,' + Math.round(40 + 50 * x) + '%,' + Math.round(82 - 30 * x) + '%)';
+    }
+    ddraw.dflame = function () {
+      const sec = $('view-dflame');
+      if (dtreeCost !== dc) { dtree = buildDiffTree(dc); dtreeCost = dc; dzoom = null; }
+      const root = dtree;
+      if (!dzoom) dzoom = root;
+      sec.textContent = '';
+      sec.append(el('div', { class: 'toolbar' }, costBox(), el('button', { text: 'Reset zoom', id: 'dfg-reset', onclick: () => { dzoom = null; ddraw.dflame(); } }),
+        el('span', { class: 'help', text: 'Width: the larger of base and new; red grew, blue shrank.' })));
+      const path = el('div', { id: 'dfg-path' });
+      const box = el('div', { id: 'dfg', class: 'fgbox' });
+      sec.append(path, box);
+      const Wd = box.clientWidth || 1100, c = dc, ROWH = 18;
+      const out = [];
+      const anc = [];
+      for (let a = dzoom.parent; a; a = a.parent) anc.unshift(a);
+      anc.forEach((a, d) => out.push([a, d, 0, Wd, true]));
+      let maxD = anc.length;
+      if (dzoom.w > 0) {
+        const st = [[dzoom, anc.length, 0]];
+        while (st.length) {
+          const [n, d, x0] = st.pop();
+          const w = Wd * n.w / dzoom.w;
+          if (w < 0.5) continue;
+          out.push([n, d, x0, w, false]);
+          maxD = Math.max(maxD, d);
+          let x = x0;
+          for (const k of [...n.kids.values()].sort((a, b2) => b2.w - a.w || (a.name < b2.name ? -1 : 1))) { st.push([k, d + 1, x]); x += Wd * k.w / dzoom.w; }
+        }
+      }
+      box.style.height = (maxD + 1) * ROWH + 'px';
+      const frag = document.createDocumentFragment();
+      for (const [n, d, x0, w, isAnc] of out) {
+        const e = el('div', { class: 'fr' + (isAnc ? ' anc' : '') });
+        e.style.left = x0 + 'px';
+        e.style.width = Math.max(w, 1) + 'px';
+        e.style.top = d * ROWH + 'px';
+        e.style.background = dcolor(n);
+        e.dataset.depth = String(d);
+        e.dataset.base = String(n.b);
+        e.dataset.new = String(n.n);
+        if (w > 24) e.textContent = n === root ? 'all (' + signed(c, n.n - n.b) + ')' : n.name;
+        const tipText = [n.name].concat(n.f >= 0 && floc(n.f) ? [floc(n.f)] : [],
+          [DCOSTS[c].label + ': ' + fmtv(c, n.b) + ' \u2192 ' + fmtv(c, n.n) + ' (' + signed(c, n.n - n.b) + (n.b ? ', ' + rel(n.b, n.n) : '') + ')']).join('\n');
+        e.addEventListener('mousemove', (ev) => tipShow(ev, tipText));
+        e.addEventListener('mouseleave', tipHide);
+        e.addEventListener('click', () => { dzoom = n; tipHide(); ddraw.dflame(); });
+        e._node = n;
+        frag.append(e);
+      }
+      box.append(frag);
+      path.textContent = dzoom === root ? 'Click a frame to zoom into it.' : 'Zoomed into ' + dzoom.name + ': ' + fmtv(c, dzoom.b) + ' \u2192 ' + fmtv(c, dzoom.n);
+      path.dataset.base = String(dzoom.b);
+      path.dataset.new = String(dzoom.n);
+    };
+
+    /* the rows, sortable, with their stacks */
+    const rowFrames = (r) => { const o = []; for (let x = r[0]; x >= 0; x = N[2 * x] - 1) o.push(N[2 * x + 1]); return o; };
+    const leafOf = (r) => (r[0] >= 0 ? N[2 * r[0] + 1] : -1);
+    ddraw.dchanges = function () {
+      const sec = $('view-dchanges');
+      sec.textContent = '';
+      const only = el('input', { type: 'checkbox', id: 'dchanged-only' });
+      only.checked = dOnly;
+      only.addEventListener('change', () => { dOnly = only.checked; ddraw.dchanges(); });
+      sec.append(el('div', { class: 'toolbar' }, costBox(), el('label', null, only, ' only rows whose cost changed')));
+      const box = el('div');
+      sec.append(box);
+      const c = dc;
+      const rows = R.filter((r) => !dOnly || bv(r, c) !== nv(r, c));
+      sortTable(box, 'dchanges-table', [
+        { label: 'status', get: (r) => r[1] },
+        { label: 'function', get: (r) => { const f = leafOf(r); return f >= 0 ? fname(f) : '?'; }, cls: 'name' },
+        { label: 'location', get: (r) => { const f = leafOf(r); return f >= 0 ? floc(f) : ''; }, cls: 'loc' },
+        { label: 'base', num: true, get: (r) => bv(r, c), fmt: (v) => fmtv(c, v) },
+        { label: 'new', num: true, get: (r) => nv(r, c), fmt: (v) => fmtv(c, v) },
+        { label: 'change', num: true, get: (r) => nv(r, c) - bv(r, c), fmt: (v) => el('span', { class: v > 0 ? 'grow' : v < 0 ? 'shrink' : '', text: signed(c, v) }) },
+        { label: 'change %', num: true, get: (r) => (bv(r, c) ? (nv(r, c) - bv(r, c)) / bv(r, c) : nv(r, c) ? Number.MAX_VALUE : 0), fmt: (v) => (v === Number.MAX_VALUE ? 'new' : (100 * v).toFixed(1) + '%') },
+      ], rows, 5, (r) => {
+        const d = el('div', { class: 'stack' });
+        for (const f of rowFrames(r)) d.append(el('div', null, fname(f), ' ', el('span', { class: 'loc', text: floc(f) })));
+        return d;
+      });
+    };
+    let dOnly = true;
+    dshow('dsummary');
+    window.heaptrail = { data: D, show: dshow, diffTree: () => dtree };
+  }
 
   show('summary');
   /* for the tests and the curious: what the page computed */

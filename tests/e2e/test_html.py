@@ -17,6 +17,15 @@ construction and whose function names and arguments are markup.
                 window.__pwned stays undefined
   html.modes    summary-mode and sampled traces open with no error, say
                 what they lack, and show the JSON report's totals
+  html.diff     `heaptrail diff --format html -o` on diffprog 1 -> 2 (the
+                programs of test_diff.py): self-contained; in the browser
+                the totals side by side equal `diff --format json`'s; the
+                differential flame graph's root holds both sides' totals,
+                grow's frame its 1000 B -> 2000 B, coloured as growth and
+                only_old's as a shrink, and a click zooms it to the width;
+                the changes table holds every row of the JSON diff with
+                both sides' figures, sorts by the change both ways, and
+                shows a row's stack
   html.cli      -o without --format html, the trace as -o, and -o through
                 a symbolic link are refused; - writes to stdout
 
@@ -261,8 +270,122 @@ def t_cli(t):
     t.check(text(p.out).startswith("<!DOCTYPE html>"), "-o - does not write the page to stdout")
 
 
+DIFF_CLIENT_JS = ROOT / "tests" / "e2e" / "clients" / "html_diff_check.cjs"
+
+
+def diffprog_trace(t, arg):
+    need_tools(t)
+    p = PROGS / "diffprog"
+    t.need(p.exists(), "%s not built (make programs)" % p)
+
+    def go():
+        tr = heaptrail_run([p, arg], [], timeout=TIMEOUT)
+        if tr.proc.rc != 0 or not tr.out_path.exists():
+            return None, "heaptrail run: %s: %s" % (tr.proc.describe(), tail(tr.proc.err))
+        return tr.out_path, None
+    path, err = memo(("html-diffprog", arg), go)
+    if err:
+        t.fatal(err)
+    return path
+
+
+def reddish(bg):
+    m = re.match(r"rgb\((\d+), (\d+), (\d+)\)", bg or "")
+    return m and int(m.group(1)) > int(m.group(3)) + 40
+
+
+def bluish(bg):
+    m = re.match(r"rgb\((\d+), (\d+), (\d+)\)", bg or "")
+    return m and int(m.group(3)) > int(m.group(1)) + 40
+
+
+def t_diff(t):
+    a, b = diffprog_trace(t, "1"), diffprog_trace(t, "2")
+    p = cli(t, ["diff", "--format", "json", a, b])
+    want = json.loads(text(p.out))
+    html = t.tmp / "d.html"
+    cli(t, ["diff", "--format", "html", "-o", html, a, b])
+    t.need(html.exists(), "no HTML written")
+    self_contained(t, html)
+    d = harness.clients_dir(t)
+    shots = t.tmp / "shots"
+    shots.mkdir(exist_ok=True)
+    env = dict(os.environ, NODE_PATH=os.path.join(d, "node_modules"), HOME=str(t.tmp))
+    p = run(["node", DIFF_CLIENT_JS, html, shots, "grow"], 180, env=env)
+    t.need(not p.timed_out, "the browser script timed out: %s" % p.describe())
+    try:
+        res = json.loads(text(p.out))
+    except ValueError:
+        t.fatal("browser script printed no JSON: %s %s" % (tail(p.out), tail(p.err, 1500)))
+    t.check(p.rc == 0, "%s failed: %s" % (p.describe(), tail(p.err, 1500)))
+    t.eq("browser console errors", [], res["errors"])
+    t.eq("network requests", [], res["requests"])
+
+    # the totals: both sides and the change, as the JSON diff
+    for key, v in want["totals"].items():
+        if key not in res["totals"] or key == "duration_seconds":
+            continue
+        got = res["totals"][key]
+        t.eq("total %s: base" % key, v["base"], None if got["base"] == "null" else int(got["base"]))
+        t.eq("total %s: new" % key, v["new"], None if got["new"] == "null" else int(got["new"]))
+    t.check("grow" in res["totals"]["bytes_allocated"]["cls"], "bytes allocated's growth not coloured")
+    t.check(res["status"].startswith("5 sites") and "2 changed, 1 new, 1 gone, 1 the same" in res["status"],
+            "status line: %r" % res["status"])
+
+    # the differential flame graph
+    fg = {f["name"]: f for f in res["fg"]}
+    tb, tn = want["totals"]["bytes_allocated"]["base"], want["totals"]["bytes_allocated"]["new"]
+    t.eq("flame root: base and new bytes", (tb, tn), (fg["all"]["base"], fg["all"]["new"]) if "all" in fg else None)
+    t.eq("grow's frame: base and new bytes", (1000, 2000), (fg["grow"]["base"], fg["grow"]["new"]) if "grow" in fg else None)
+    t.check("grow" in fg and reddish(fg["grow"]["bg"]), "grow is not coloured as growth: %r" % fg.get("grow"))
+    t.check("only_old" in fg and bluish(fg["only_old"]["bg"]), "only_old is not coloured as a shrink: %r" % fg.get("only_old"))
+    t.check("steady" in fg and not reddish(fg["steady"]["bg"]) and not bluish(fg["steady"]["bg"]),
+            "steady is coloured as a change: %r" % fg.get("steady"))
+    # width: the larger side, summed: only_old (200 B) and only_new (600 B) both drawn
+    if "only_old" in fg and "all" in fg:
+        w = res["fg_width"] * 200 / sum(max(s["base"]["bytes_allocated"], s["new"]["bytes_allocated"])
+                                        for s in want["sites"])
+        t.check(abs(fg["only_old"]["width"] - w) <= 1.5, "only_old is %.1f px, not %.1f" % (fg["only_old"]["width"], w))
+    t.check("diffprog.c:" in res.get("fg_tip", "") and "+1000 B" in res.get("fg_tip", ""),
+            "tooltip without file:line or the change: %r" % res.get("fg_tip"))
+    z = [f for f in res.get("fg_after", []) if f["name"] == "grow"]
+    t.check(len(z) == 1 and abs(z[0]["width"] - res["fg_width"]) <= 1, "grow not zoomed to the width: %r" % z)
+    t.eq("zoomed path", {"base": "1000", "new": "2000"}, {k: res.get("fg_path", {}).get(k) for k in ("base", "new")})
+    fa = {f["name"]: f for f in res["fg_alloc"]}
+    t.eq("flame by allocations: grow", (10, 20), (fa["grow"]["base"], fa["grow"]["new"]) if "grow" in fa else None)
+
+    # the changes table (by allocations: the cost last picked)
+    heads = res["changes_heads"]
+    t.eq("changes columns", ["status", "function", "location", "base", "new", "change", "change %"], heads)
+    got = {r[1]: r for r in res["changes_all"]}
+    wantrows = {s["stack"][0]["function"]: s for s in want["sites"]}
+    t.eq("rows", sorted(wantrows), sorted(got))
+    for fn, s in wantrows.items():
+        r = got.get(fn)
+        if r:
+            t.eq("row %s" % fn, [s["status"], s["base"]["allocations"], s["new"]["allocations"]],
+                 [r[0], r[3], r[4]])
+    t.eq("changed rows only (the default)", sorted(f for f, s in wantrows.items()
+                                                  if s["base"]["allocations"] != s["new"]["allocations"]),
+         sorted(r[1] for r in res["changes"]))
+    ch = [r[5] for r in res["changes_all"]]
+    t.eq("sorted by change, largest first", sorted(ch, reverse=True), ch)
+    ch = [r[5] for r in res["changes_asc"]]
+    t.eq("sorted by change again: smallest first", sorted(ch), ch)
+    t.check("only_old" in res["changes_stack"] and "main" in res["changes_stack"],
+            "the first row's stack: %r" % res["changes_stack"])
+
+    # -o only with html; neither trace is overwritten
+    p = cli(t, ["diff", "-o", t.tmp / "x.html", a, b], rc=2)
+    for victim in (a, b):
+        before = victim.read_bytes()
+        p = cli(t, ["diff", "--format", "html", "-o", victim, a, b], rc=1)
+        t.eq("%s untouched" % victim.name, before, victim.read_bytes())
+
+
 TESTS = [
     ("html.report", t_report),
     ("html.modes", t_modes),
+    ("html.diff", t_diff),
     ("html.cli", t_cli),
 ]

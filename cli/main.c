@@ -749,7 +749,7 @@ static int cmd_report(int argc, char **argv)
 	bool have_in = stat(path, &in_st) == 0;
 	report_views_t rv = { functions, by_tag || to.name };
 	analyses_t an = { false, false, NULL, NULL };
-	if (load_analyses(path, html ? 0 : ht_report_timeline_buckets(json), report_wants, &rv, &t,
+	if (load_analyses(path, html ? HT_HTML_TL_BUCKETS : ht_report_timeline_buckets(json), report_wants, &rv, &t,
 			  &m, &an))
 		return 1;
 	FILE *hout = stdout;

@@ -10,6 +10,11 @@
 #include "analysis/leaks.h"
 #include "report/report.h"
 
+/* The buckets of the page's timeline: the caller that builds the model with
+ * a timeline of this size (ht_model_build_timed) spares the writer a
+ * replay. */
+#define HT_HTML_TL_BUCKETS 200
+
 /* `heaptrail report --format html`: the views of the text report and more
  * (docs/heaptrail.1). lk: the leaks as the caller grouped them
  * (suppressions applied), or NULL (grouped here without suppressions).

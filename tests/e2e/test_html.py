@@ -14,7 +14,14 @@ construction and whose function names and arguments are markup.
                 leaves temp_loop's 100 allocations alone; leaks, sizes and
                 temporaries show the program's figures; the markup names
                 (ESC, <img onerror>, </script>) are shown as text and
-                window.__pwned stays undefined
+                window.__pwned stays undefined; caller/callee of main and
+                leak_a; the sites stacked over time at their highest; a
+                window over the whole run counts the sites' allocations,
+                the leaks (live at its end) or the JSON report's peak bytes
+                (its high-water mark); the filters (only leaked, alive for
+                at least 1 us, alive at the end and between the phases,
+                through or not through a function, thread, module) leave
+                the sites the program makes them
   html.modes    summary-mode and sampled traces open with no error, say
                 what they lack, and show the JSON report's totals
   html.diff     `heaptrail diff --format html -o` on diffprog 1 -> 2 (the
@@ -232,6 +239,55 @@ def t_report(t):
     t.eq("sites in the window", [["temp_loop", 6400, 100]],
          [[r[0], r[col["bytes allocated"]], r[ai]] for r in res["sites_window"]])
     t.eq("sites after clearing the window", len(res["sites_rows"]), len(res["sites_cleared"]))
+
+    # caller/callee: main's callers and callees with what went through each
+    peaks = {f: s["peak_bytes"] for f, s in want.items()}
+    leaked = {f: s["leaked_bytes"] for f, s in want.items() if s["leaked_bytes"]}
+    cm = res["cc_main"]
+    t.eq("caller/callee: main's total bytes", tot["bytes_allocated"], cm["total"])
+    t.eq("caller/callee: main's own bytes", 0, cm["self"])
+    t.eq("caller/callee: main's callees", sorted([["keep_some", 10000], ["temp_loop", 6400], [IMG_FN, 1001],
+                                                  [SCRIPT_FN, 1002]]), sorted([r[0], r[2]] for r in cm["callees"]))
+    t.eq("caller/callee: main's callers", [tot["bytes_allocated"]], [r[2] for r in cm["callers"]])
+    cl = res["cc_leak_a"]
+    t.eq("caller/callee: leak_a", ("leak_a", 1001, 1001, [[IMG_FN, 1001]], []),
+         (cl["name"], cl["total"], cl["self"], [[r[0], r[2]] for r in cl["callers"]], cl["callees"]))
+
+    # the top sites stacked over time: each at its highest
+    t.eq("stacked sites (name, highest live bytes)",
+         [["keep_some", 10000], ["leak_b", 1002], ["leak_a", 1001], ["temp_loop", 64]], res["stacked"])
+
+    # the window's modes over the whole run: allocated in it (the sites),
+    # live at its end (the leaks), at its high-water mark (the peak)
+    def by_fn(rows):
+        return {r[0]: (r[2], r[3]) for r in rows}
+    md = res["modes"]
+    t.eq("window, allocated in it", {f: (s["bytes_allocated"], s["allocations"]) for f, s in want.items()},
+         by_fn(md.get("alloc", [])))
+    t.eq("window, live at its end (the leaks)", {f: (v, 1) for f, v in leaked.items()}, by_fn(md.get("end", [])))
+    t.eq("window, its high-water mark (the JSON report's peak bytes)",
+         {f: v for f, v in peaks.items() if v}, {f: v[0] for f, v in by_fn(md.get("high", [])).items()})
+    t.eq("high-water mark bytes sum to the peak", tot["peak_heap_bytes"], sum(v[0] for v in by_fn(md.get("high", [])).values()))
+    t.eq("first half, its high-water mark: one temp_loop block", {"temp_loop": (64, 1)}, by_fn(md.get("high_first_half", [])))
+
+    # the filters
+    fl = res["filters"]
+    t.eq("only leaked: sites and bytes", {f: (v, 1) for f, v in leaked.items()}, by_fn(fl["leaked"]))
+    t.eq("only leaked: flame graph root", [2003], fl["leaked_root"])
+    t.eq("alive for at least 1 us: all but temp_loop's instant blocks",
+         {"keep_some": (10000, 10), "leak_a": (1001, 1), "leak_b": (1002, 1)}, by_fn(fl["min_life"]))
+    t.eq("alive at the end", {f: (v, 1) for f, v in leaked.items()}, by_fn(fl["alive_end"]))
+    t.eq("alive at a quarter of the run (between the phases)", {}, by_fn(fl["alive_quarter"]))
+    t.eq("through 'leak_'", ["leak_a", "leak_b"], sorted(by_fn(fl["through"])))
+    t.eq("not through 'leak_'", ["keep_some", "temp_loop"], sorted(by_fn(fl["not_through"])))
+    t.eq("leaks through 'leak_a'", ["definitely lost: 1,001 B in 1 block (1 stack)"], fl["leak_a_titles"])
+    everything = {f: (s["bytes_allocated"], s["allocations"]) for f, s in want.items()}
+    t.eq("the main thread: every site", everything, by_fn(fl["thread"]))
+    t.check("thread 1" in fl["thread_note"], "the filter note does not name the thread: %r" % fl["thread_note"])
+    t.check("html_report" in fl["modules"], "no html_report in the module filter: %r" % fl["modules"])
+    t.eq("module html_report: every site", everything, by_fn(fl["module"]))
+    t.eq("no filter", everything, by_fn(fl["none"]))
+    t.eq("no filter note", "", fl["note_cleared"])
 
     # nothing ran from a name or an argument
     t.eq("window.__pwned", None, res["pwned"])

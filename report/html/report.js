@@ -1013,6 +1013,7 @@
     };
     let dOnly = true;
     dshow('dsummary');
+    document.documentElement.dataset.ready = '1';
     window.heaptrail = { data: D, show: dshow, diffTree: () => dtree };
   }
 
@@ -1131,6 +1132,7 @@
   recompute();
 
   show('summary');
+  document.documentElement.dataset.ready = '1'; /* the script ran to its end */
   /* for the tests and the curious: what the page computed */
   window.heaptrail = { data: D, tree, setWindow, show, values: () => V, included: () => IN };
 })();

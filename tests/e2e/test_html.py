@@ -33,6 +33,11 @@ construction and whose function names and arguments are markup.
                 the changes table holds every row of the JSON diff with
                 both sides' figures, sorts by the change both ways, and
                 shows a row's stack
+  html.firefox  the report's and the diff's pages open from disk in headless
+                Firefox (firefox-esr over WebDriver BiDi, a fresh offline
+                profile): the script runs to its end, every tab opens, no
+                error is logged and nothing is requested; the figures are
+                the JSON report's
   html.cli      -o without --format html, the trace as -o, and -o through
                 a symbolic link are refused; - writes to stdout
 
@@ -42,6 +47,7 @@ Reports run with the ASan+UBSan CLI, so a memory error fails the test.
 import json
 import os
 import re
+import shutil
 
 import harness
 from harness import (PROGS, ROOT, asan_env, heaptrail_run, memo, need_tools, report,
@@ -439,9 +445,45 @@ def t_diff(t):
         t.eq("%s untouched" % victim.name, before, victim.read_bytes())
 
 
+FIREFOX_CLIENT_JS = ROOT / "tests" / "e2e" / "clients" / "html_firefox_check.cjs"
+
+
+def t_firefox(t):
+    ff = shutil.which("firefox") or shutil.which("firefox-esr")
+    t.need(ff, "firefox not found (scripts/setup.sh installs firefox-esr)")
+    trace, rep = traced(t)
+    pages = [(write_html(t, trace, "r.html"), "report")]
+    a, b = diffprog_trace(t, "1"), diffprog_trace(t, "2")
+    dh = t.tmp / "d.html"
+    cli(t, ["diff", "--format", "html", "-o", dh, a, b])
+    pages.append((dh, "diff"))
+    d = harness.clients_dir(t)
+    env = dict(os.environ, NODE_PATH=os.path.join(d, "node_modules"), HOME=str(t.tmp), FIREFOX=ff)
+    for html, kind in pages:
+        p = run(["node", FIREFOX_CLIENT_JS, html], 150, env=env)
+        t.need(not p.timed_out, "firefox timed out: %s" % p.describe())
+        try:
+            res = json.loads(text(p.out))
+        except ValueError:
+            t.fatal("%s: firefox script printed no JSON: %s %s" % (kind, tail(p.out), tail(p.err, 1500)))
+        t.check(p.rc == 0, "%s failed: %s" % (p.describe(), tail(p.err, 1500)))
+        t.eq("%s: firefox errors" % kind, [], res["errors"])
+        t.eq("%s: firefox requests" % kind, [], res["requests"])
+        t.eq("%s: the script ran to its end" % kind, "1", res.get("ready"))
+        t.eq("%s: window.__pwned" % kind, None, res.get("pwned"))
+        t.check(res.get("frames", 0) > 3, "%s: no flame graph drawn in firefox" % kind)
+        if kind == "report":
+            t.eq("firefox: allocations", str(rep["totals"]["allocations"]), res.get("allocations"))
+            t.eq("firefox: bytes", str(rep["totals"]["bytes_allocated"]), res.get("bytes"))
+            t.check("Caller/callee" in res.get("tabs", []), "tabs: %r" % res.get("tabs"))
+        else:
+            t.check(res.get("diff_bytes") not in (None, "null"), "firefox: no diff totals")
+
+
 TESTS = [
     ("html.report", t_report),
     ("html.modes", t_modes),
     ("html.diff", t_diff),
+    ("html.firefox", t_firefox),
     ("html.cli", t_cli),
 ]

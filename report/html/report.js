@@ -1041,7 +1041,9 @@
   function filtersChanged() {
     recompute();
     if (win) setWindow(win); else redrawAll();
-    if (current === 'time') draw.time();
+    /* the chart's stacked sites follow the filters too */
+    drawn.time = current === 'time';
+    if (drawn.time) draw.time();
   }
   (function filterBar() {
     const bar = $('filters');

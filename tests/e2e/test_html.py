@@ -19,7 +19,7 @@ construction and whose function names and arguments are markup.
                 window over the whole run counts the sites' allocations,
                 the leaks (live at its end) or the JSON report's peak bytes
                 (its high-water mark); the filters (only leaked, alive for
-                at least 1 us, alive at the end and between the phases,
+                at least 20 ms, alive at the end and between the phases,
                 through or not through a function, thread, module) leave
                 the sites the program makes them
   html.modes    summary-mode and sampled traces open with no error, say
@@ -249,13 +249,13 @@ def t_report(t):
     # caller/callee: main's callers and callees with what went through each
     peaks = {f: s["peak_bytes"] for f, s in want.items()}
     leaked = {f: s["leaked_bytes"] for f, s in want.items() if s["leaked_bytes"]}
-    cm = res["cc_main"]
+    cm = res["cc_main"] or {"total": None, "self": None, "callers": [], "callees": []}
     t.eq("caller/callee: main's total bytes", tot["bytes_allocated"], cm["total"])
     t.eq("caller/callee: main's own bytes", 0, cm["self"])
     t.eq("caller/callee: main's callees", sorted([["keep_some", 10000], ["temp_loop", 6400], [IMG_FN, 1001],
                                                   [SCRIPT_FN, 1002]]), sorted([r[0], r[2]] for r in cm["callees"]))
     t.eq("caller/callee: main's callers", [tot["bytes_allocated"]], [r[2] for r in cm["callers"]])
-    cl = res["cc_leak_a"]
+    cl = res["cc_leak_a"] or {"name": None, "total": None, "self": None, "callers": [], "callees": []}
     t.eq("caller/callee: leak_a", ("leak_a", 1001, 1001, [[IMG_FN, 1001]], []),
          (cl["name"], cl["total"], cl["self"], [[r[0], r[2]] for r in cl["callers"]], cl["callees"]))
 
@@ -280,7 +280,8 @@ def t_report(t):
     fl = res["filters"]
     t.eq("only leaked: sites and bytes", {f: (v, 1) for f, v in leaked.items()}, by_fn(fl["leaked"]))
     t.eq("only leaked: flame graph root", [2003], fl["leaked_root"])
-    t.eq("alive for at least 1 us: all but temp_loop's instant blocks",
+    t.eq("only leaked: the sites stacked in the chart", [1002, 1001], fl["leaked_stacked"])
+    t.eq("alive for at least 20 ms: phase 2's blocks, not temp_loop's",
          {"keep_some": (10000, 10), "leak_a": (1001, 1), "leak_b": (1002, 1)}, by_fn(fl["min_life"]))
     t.eq("alive at the end", {f: (v, 1) for f, v in leaked.items()}, by_fn(fl["alive_end"]))
     t.eq("alive at a quarter of the run (between the phases)", {}, by_fn(fl["alive_quarter"]))

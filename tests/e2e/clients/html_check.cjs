@@ -137,6 +137,7 @@ async function main() {
     const ccPick = async (name) => {
       await page.fill('#cc-search', name);
       const r = page.locator('#cc-functions-table tbody tr.row').filter({ has: page.locator('td.name', { hasText: new RegExp('^\\s*' + name + '$') }) });
+      if (await r.count() === 0) return null; /* a sampled trace may lack it */
       await r.first().click();
       return {
         name: await page.$eval('#cc-name', (e) => e.textContent).catch(() => null),
@@ -187,13 +188,16 @@ async function main() {
     out.filters = {};
     const siteRows = async () => { await page.click('#tabs button[data-view=sites]'); return rows('sites-table'); };
     if (await page.$('#flt-leaked')) { /* not in a summary trace's page */
+    await page.click('#tabs button[data-view=sites]'); /* the chart drawn before, filtered while hidden */
     await page.check('#flt-leaked');
     out.filters.leaked = await siteRows();
     await page.click('#tabs button[data-view=flame]');
     await page.selectOption('#fg-cost', '0');
     out.filters.leaked_root = (await frames()).filter((f) => f.depth === 0).map((f) => f.value);
+    await page.click('#tabs button[data-view=time]');
+    out.filters.leaked_stacked = await page.$$eval('#chart path.stacked', (ps) => ps.map((p) => +p.dataset.max));
     await page.uncheck('#flt-leaked');
-    await page.fill('#flt-min-life', '0.001');
+    await page.fill('#flt-min-life', '20');
     await page.dispatchEvent('#flt-min-life', 'change');
     out.filters.min_life = await siteRows();
     await page.fill('#flt-min-life', '');

@@ -38,6 +38,10 @@ construction and whose function names and arguments are markup.
                 profile): the script runs to its end, every tab opens, no
                 error is logged and nothing is requested; the figures are
                 the JSON report's
+  html.threads  named_threads (tests/programs/named_threads.c): the thread
+                filter leaves worker-1's and worker-2's 100 allocations of
+                10 B each at their shared site, and every thread together
+                gives the JSON report's figures
   html.cli      -o without --format html, the trace as -o, and -o through
                 a symbolic link are refused; - writes to stdout
 
@@ -446,6 +450,45 @@ def t_diff(t):
         t.eq("%s untouched" % victim.name, before, victim.read_bytes())
 
 
+def t_threads(t):
+    need_tools(t)
+    p = PROGS / "named_threads"
+    t.need(p.exists(), "%s not built (make programs)" % p)
+    tr = heaptrail_run([p], [], timeout=TIMEOUT)
+    t.need(tr.out_path.exists(), "heaptrail run failed: %s" % tail(tr.proc.err))
+    rep = report(tr.out_path)
+    t.need(rep.data, "JSON report failed")
+    html = write_html(t, tr.out_path, "t.html")
+    d = harness.clients_dir(t)
+    env = dict(os.environ, NODE_PATH=os.path.join(d, "node_modules"), HOME=str(t.tmp), HT_THREADS_ONLY="1")
+    p = run(["node", CLIENT_JS, html, "", "work", "work"], 180, env=env)
+    t.need(not p.timed_out, "the browser script timed out: %s" % p.describe())
+    res = json.loads(text(p.out) or "{}")
+    t.check(p.rc == 0, "%s failed: %s" % (p.describe(), tail(p.err, 1500)))
+    t.eq("browser console errors", [], res.get("errors"))
+    th = res.get("threads", {})
+    # columns: function, location, bytes allocated, allocations, ...
+    total = {}
+    for s in rep.data["sites"]:
+        fn = s["stack"][0]["function"] if s["stack"] else "?"
+        a = total.setdefault(fn, [0, 0])
+        a[0] += s["bytes_allocated"]
+        a[1] += s["allocations"]
+    def summed(rows):
+        out = {}
+        for r in rows:
+            a = out.setdefault(r[0], [0, 0])
+            a[0] += r[2]
+            a[1] += r[3]
+        return out
+    t.eq("all threads", total, summed(th.get("all threads", [])))
+    for name in ("worker-1", "worker-2"):
+        label = [k for k in th if "(" + name + ")" in k]
+        t.eq("a thread labelled %s" % name, 1, len(label))
+        if label:
+            t.eq("%s's sites" % name, {"work": [1000, 100]}, summed(th[label[0]]))
+
+
 FIREFOX_CLIENT_JS = ROOT / "tests" / "e2e" / "clients" / "html_firefox_check.cjs"
 
 
@@ -485,6 +528,7 @@ TESTS = [
     ("html.report", t_report),
     ("html.modes", t_modes),
     ("html.diff", t_diff),
+    ("html.threads", t_threads),
     ("html.firefox", t_firefox),
     ("html.cli", t_cli),
 ]

@@ -45,6 +45,17 @@ async function main() {
     out.load_ms = Date.now() - t0;
     out.title = await page.title();
 
+    if (process.env.HT_THREADS_ONLY) { /* the sites table under each thread of the filter */
+      out.threads = {};
+      const opts = await page.$$eval('#flt-thread option', (os) => os.map((o) => [o.value, o.textContent]));
+      await page.click('#tabs button[data-view=sites]');
+      for (const [v, label] of opts) {
+        await page.selectOption('#flt-thread', v);
+        out.threads[label] = await page.$$eval('#sites-table tbody tr.row', (trs) => trs.map((tr) =>
+          [...tr.children].map((td) => (td.dataset.value !== undefined ? +td.dataset.value : td.textContent))));
+      }
+      return;
+    }
     /* summary: every figure with its exact value */
     out.summary = await page.$$eval('td[id^=sum-]', (tds) => Object.fromEntries(tds.map((td) =>
       [td.id.slice(4), { text: td.textContent, value: td.dataset.value === undefined ? null : td.dataset.value }])));

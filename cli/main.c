@@ -161,7 +161,9 @@ static const char help_diff[] =
 	"  Compare two traces: the totals side by side with their change, then the sites\n"
 	"  whose figures changed most (bytes allocated, allocations, bytes at the peak,\n"
 	"  leaked bytes), matched across the traces by their symbolized stacks.\n"
-	"    -f, --format text|json  output format (default text)\n"
+	"    -f, --format text|json|html  output format (default text); html: one\n"
+	"                            self-contained interactive page (needs -o)\n"
+	"    -o, --output FILE       with --format html: the file to write (- for stdout)\n"
 	"    -n, --top N             sites per table (text, default 10; 0 means all);\n"
 	"                            json lists every site\n"
 	"    --match function|line   match stacks by their functions (default: survives\n"
@@ -777,7 +779,7 @@ static int cmd_report(int argc, char **argv)
 	report_views_t rv = { functions, by_tag || to.name };
 	analyses_t an = { false, false, NULL, NULL };
 	ht_symbolizer_t *sym = NULL;
-	if (load_analyses(path, html ? 0 : ht_report_timeline_buckets(json), co.by_address,
+	if (load_analyses(path, html ? HT_HTML_TL_BUCKETS : ht_report_timeline_buckets(json), co.by_address,
 			  report_wants, &rv, &t, &m, &sym, &an))
 		return 1;
 	FILE *hout = stdout;
@@ -1134,7 +1136,9 @@ static int cmd_diff(int argc, char **argv)
 {
 	const char *paths[2] = { NULL, NULL };
 	size_t npaths = 0, top = 0;
-	bool json = false, only_args = false, by_address = false;
+	bool json = false, html = false, only_args = false, by_address = false;
+	const char *out_path = NULL;
+	bool out_given = false;
 	ht_diff_match_t match = HT_DIFF_BY_FUNCTION;
 	ht_gate_t gates[MAX_GATES];
 	size_t ngates = 0;
@@ -1158,9 +1162,15 @@ static int cmd_diff(int argc, char **argv)
 		} else if ((v = opt_value2(argc, argv, &i, "--format", "-f", &missing)) || missing) {
 			if (missing)
 				return usage_error("diff: %s needs a value", "--format");
-			if (strcmp(v, "json") && strcmp(v, "text"))
-				return usage_error("diff: unknown format '%s' (text or json)", v);
+			if (strcmp(v, "json") && strcmp(v, "text") && strcmp(v, "html"))
+				return usage_error("diff: unknown format '%s' (text, json or html)", v);
 			json = !strcmp(v, "json");
+			html = !strcmp(v, "html");
+		} else if ((v = opt_value2(argc, argv, &i, "--output", "-o", &missing)) || missing) {
+			if (missing)
+				return usage_error("diff: %s needs a value", "--output");
+			out_path = !strcmp(v, "-") || !strcmp(v, "/dev/stdout") ? NULL : v;
+			out_given = true;
 		} else if ((v = opt_value2(argc, argv, &i, "--top", "-n", &missing)) || missing) {
 			unsigned long long n;
 			if (missing)
@@ -1193,6 +1203,10 @@ static int cmd_diff(int argc, char **argv)
 		free_gates(gates, ngates);
 		return usage_error("diff: --junit goes with --fail-if%s", "");
 	}
+	if (out_given && !html) {
+		free_gates(gates, ngates);
+		return usage_error("diff: %s goes with --format html", "--output");
+	}
 
 	ht_diff_t d;
 	memset(&d, 0, sizeof(d));
@@ -1208,11 +1222,42 @@ static int cmd_diff(int argc, char **argv)
 		sd->m = m[k];
 		sd->temporary_known = !m[k]->sample_rate && !t[k]->have_summary;
 	}
+	FILE *hout = stdout;
+	if (!ret && out_path) {
+		/* neither trace is ever overwritten (checked on the open file too) */
+		struct stat in_st[2], o_st;
+		int oerr = 0;
+		for (int k = 0; k < 2 && !oerr; k++)
+			if (stat(paths[k], &in_st[k]))
+				oerr = -errno;
+		/* NEW checked by name first, BASE on the opened file */
+		if (!oerr && lstat(out_path, &o_st) == 0 && o_st.st_dev == in_st[1].st_dev &&
+		    o_st.st_ino == in_st[1].st_ino)
+			oerr = -HT_ESAME;
+		if (!oerr)
+			hout = ht_open_output(out_path, true, 0666, &in_st[0], &oerr);
+		else
+			hout = NULL;
+		if (!hout) {
+			fprintf(stderr, "heaptrail: diff: cannot write %s: %s\n", HT_TEXT(out_path),
+				ht_strerror(oerr));
+			ret = 1;
+		}
+	}
 	if (!ret && !(r = ht_diff_build(&d))) {
-		r = json ? ht_report_diff_json(stdout, &d) : ht_report_diff_text(stdout, &d, top);
+		if (html) {
+			r = ht_report_diff_html(hout, &d);
+			if (hout != stdout && fclose(hout) && !r)
+				r = -errno;
+			hout = stdout;
+		} else {
+			r = json ? ht_report_diff_json(stdout, &d) : ht_report_diff_text(stdout, &d, top);
+		}
 		if (fflush(stdout) && !r)
 			r = -errno;
 	}
+	if (hout && hout != stdout)
+		fclose(hout);
 	if (r) {
 		fprintf(stderr, "heaptrail: writing the diff: %s\n", ht_strerror(r));
 		ret = 1;

@@ -1227,6 +1227,8 @@ long ht_model_frames(const ht_model_t *m, ht_symbolizer_t *sym, const ht_site_t 
 typedef struct heap_replay {
 	ht_replay_fn fn;
 	void *ctx;
+	int (*on_end)(void *ctx);   /* ht_model_replay_attach's */
+	void (*fini)(void *ctx);
 	double rate;
 	double heap_w;	 /* exact in an unsampled trace: sums of 1 */
 	double heap_est; /* sampled: rounded once, as heap_now() */
@@ -1272,9 +1274,37 @@ static int heap_replay_event(void *ctx, const ht_event_t *ev, const ht_heap_step
 	return h->fn(h->ctx, ev, &st);
 }
 
+static int heap_replay_end(void *ctx)
+{
+	heap_replay_t *h = ctx;
+	return h->on_end ? h->on_end(h->ctx) : 0;
+}
+
+static void heap_replay_fini(void *ctx)
+{
+	heap_replay_t *h = ctx;
+	if (h->fini)
+		h->fini(h->ctx);
+	free(h);
+}
+
+int ht_model_replay_attach(ht_pass_t *p, const ht_trace_t *t, ht_replay_fn fn,
+			   int (*on_end)(void *ctx), void (*fini)(void *ctx), void *ctx)
+{
+	heap_replay_t *h = malloc(sizeof(*h));
+	if (!h) {
+		if (fini)
+			fini(ctx);
+		return -ENOMEM;
+	}
+	*h = (heap_replay_t){ fn, ctx, on_end, fini, (double)t->sample_rate, 0, 0, 0 };
+	ht_pass_consumer_t c = { 0, true, true, heap_replay_event, heap_replay_end, heap_replay_fini, h };
+	return ht_pass_add(p, &c);
+}
+
 int ht_model_replay(const ht_model_t *m, ht_replay_fn fn, void *ctx)
 {
-	heap_replay_t h = { fn, ctx, m->sample_rate, 0, 0, 0 };
+	heap_replay_t h = { fn, ctx, NULL, NULL, m->sample_rate, 0, 0, 0 };
 	ht_pass_consumer_t c = { 0, true, true, heap_replay_event, NULL, NULL, &h };
 	ht_pass_t *p;
 	int e = ht_pass_new(m->trace, &p);

@@ -239,6 +239,12 @@ typedef int (*ht_replay_fn)(void *ctx, const ht_event_t *ev, const ht_replay_ste
  * value is totals.peak_heap_bytes, first reached at totals.peak_time_ns.
  * Returns 0, -ENOMEM, or fn's non-zero value. */
 int ht_model_replay(const ht_model_t *m, ht_replay_fn fn, void *ctx);
+/* The same replay as a consumer of pass p, beside the model and others:
+ * fn for every heap event, then on_end (may be NULL) after the last;
+ * fini(ctx) (may be NULL) when the pass is freed, or now if this fails.
+ * Returns 0 or -ENOMEM. */
+int ht_model_replay_attach(struct ht_pass *p, const ht_trace_t *t, ht_replay_fn fn,
+			   int (*on_end)(void *ctx), void (*fini)(void *ctx), void *ctx);
 
 /* One slice of time: [start_ns, end_ns), the last one closed at its end. */
 typedef struct ht_tl_bucket {

@@ -60,6 +60,12 @@
  *     `+`; the first block of its size and trace has none, and heaptrack
  *     counts it temporary (one more than ours: only a trace that lost a
  *     free does this).
+ *
+ * Invariants 2 and 3 need to know at an allocation what later events
+ * decide (its free, the peak): the command's first pass makes that plan
+ * (analysis/heaptrack_plan.h) beside the model, and this writer is the one
+ * consumer of a second pass, on whose table of live blocks it keeps each
+ * block's info index.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -163,7 +169,6 @@ struct ht_heaptrack_writer {
 	uint64_t last_ms, pending_ms;
 	uint64_t page;
 	uint64_t max_rss_pages, pending_rss;
-	uint64_t peak_ord, rescue_ord; /* from the pre-pass, or UINT64_MAX */
 	uint32_t rescue_key;
 	bool rescue_live;
 	uint64_t heap;	   /* heap as heaptrack sees it after the lines so far */

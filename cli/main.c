@@ -1274,11 +1274,10 @@ static int convert_write(FILE *out, const char *path, const ht_trace_t *t,
 		trace_warnings(path, t);
 	if (!r && (fmt->collect & HT_COLLECT_HEAPTRACK)) {
 		/* the second pass writes the file */
-		if (!(r = ht_pass_new(t, &p)) && !(r = ht_heaptrack_attach(p, out, m, sym, plan, &hw)))
-			r = ht_pass_run(p);
-		ht_pass_free(p);
-		if (!r)
+		if (!(r = ht_pass_new(t, &p)) && !(r = ht_heaptrack_attach(p, out, m, sym, plan, &hw)) &&
+		    !(r = ht_pass_run(p)))
 			r = ht_heaptrack_finish(hw);
+		ht_pass_free(p);
 	} else if (!r) {
 		ht_export_data_t d = { tl ? &m->timelines[0] : NULL, act, spans,
 				       ew ? &elog : NULL, plan };

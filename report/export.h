@@ -98,7 +98,9 @@ void ht_events_writer_free(ht_events_writer_t *w);
 typedef struct ht_heaptrack_writer ht_heaptrack_writer_t;
 int ht_heaptrack_attach(ht_pass_t *p, FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 			const ht_hk_plan_t *plan, ht_heaptrack_writer_t **w);
-/* The end of the file, after the second pass. Returns 0, -ENOMEM or -EIO. */
+/* The end of the file, after the second pass has run and before it is
+ * freed (its table still holds the blocks live at the end). Returns 0,
+ * -ENOMEM or -EIO. */
 int ht_heaptrack_finish(ht_heaptrack_writer_t *w);
 void ht_heaptrack_writer_free(ht_heaptrack_writer_t *w);
 

@@ -218,53 +218,31 @@ int ht_report_checks_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym)
 	return ferror(out) ? -EIO : 0;
 }
 
-int ht_report_growth_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, size_t top)
-{
-	ht_growth_t *g;
-	long n = ht_growth_rank(m, &g);
-	if (n < 0)
-		return (int)n;
-	if (!top)
-		top = DEFAULT_TOP;
-	char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN], d[HT_FMT_LEN], e2[HT_FMT_LEN];
-	size_t ns = 0;
-	for (long i = 0; i < n; i++)
-		ns += g[i].suspect;
-	char title[128];
-	snprintf(title, sizeof(title), "GROWTH SUSPECTS (%zu of %ld rising sites)", ns, n);
-	ht_report_rule(out, title);
-	fprintf(out, "  live bytes of each site at %d points over %s; trend = least-squares slope,\n"
-		     "  fit = R^2, highs = share of points setting a new high; suspects fit >= 0.80"
-		     " with highs >= 0.50\n",
-		HT_GROWTH_POINTS, ht_fmt_duration(a, m->growth_span_ns));
-	if (!n)
-		fputs("  no site's live bytes rise over the run\n", out);
-	int e = 0;
-	for (long i = 0; i < n && (size_t)i < top && !e; i++) {
-		const ht_growth_t *r = &g[i];
-		fprintf(out, "\n#%-3ld%s %s/s, fit %.2f, highs %.2f; %s live in %s blocks at the end,"
-			" ages median %s, oldest %s\n",
-			i + 1, r->suspect ? "SUSPECT" : "rising ", ht_fmt_size(a, (uint64_t)r->slope),
-			r->r2, r->new_highs, ht_fmt_size(b, r->live_bytes),
-			ht_fmt_count(c, r->live_blocks), ht_fmt_duration(d, r->age_median_ns),
-			ht_fmt_duration(e2, r->age_oldest_ns));
-		e = ht_report_stack_text(out, m, sym, &m->sites[r->site], false);
-	}
-	free(g);
-	return e ? e : ferror(out) ? -EIO : 0;
-}
-
 /* ---- JSON ------------------------------------------------------------------------ */
+
+void ht_section_leak_totals(ht_emitter_t *e, const ht_leaks_t *l)
+{
+	char key[48];
+	for (unsigned k = HT_LEAK_DEFINITE; k <= HT_LEAK_REACHABLE; k++) {
+		snprintf(key, sizeof(key), "%s_bytes", ht_leak_kind_name(k));
+		ht_emit_u64(e, key, l->bytes[k]);
+		snprintf(key, sizeof(key), "%s_blocks", ht_leak_kind_name(k));
+		ht_emit_u64(e, key, l->blocks[k]);
+	}
+	ht_emit_nl(e, 12);
+	ht_emit_u64(e, "unclassified_bytes", l->bytes[0]);
+	ht_emit_u64(e, "unclassified_blocks", l->blocks[0]);
+	ht_emit_u64(e, "suppressed_bytes", l->supp_bytes);
+	ht_emit_u64(e, "suppressed_blocks", l->supp_blocks);
+}
 
 void ht_report_leak_totals_json(FILE *out, const ht_leaks_t *l)
 {
-	for (unsigned k = HT_LEAK_DEFINITE; k <= HT_LEAK_REACHABLE; k++)
-		fprintf(out, ", \"%s_bytes\": %" PRIu64 ", \"%s_blocks\": %" PRIu64,
-			ht_leak_kind_name(k), l->bytes[k], ht_leak_kind_name(k), l->blocks[k]);
-	fprintf(out, ",\n            \"unclassified_bytes\": %" PRIu64
-		     ", \"unclassified_blocks\": %" PRIu64 ", \"suppressed_bytes\": %" PRIu64
-		     ", \"suppressed_blocks\": %" PRIu64,
-		l->bytes[0], l->blocks[0], l->supp_bytes, l->supp_blocks);
+	ht_emitter_t e;
+	ht_emit_init(&e, out, HT_EMIT_JSON);
+	e.depth = 1; /* inside "totals", after a member */
+	e.item[1] = true;
+	ht_section_leak_totals(&e, l);
 }
 
 int ht_report_leaks_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const ht_leaks_t *l)
@@ -356,39 +334,75 @@ int ht_report_checks_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym)
 	return err ? err : ferror(out) ? -EIO : 0;
 }
 
-int ht_report_growth_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym)
+int ht_section_growth(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym,
+		      const ht_growth_t *g, size_t n, size_t top)
 {
-	ht_growth_t *g;
-	long n = ht_growth_rank(m, &g);
-	if (n < 0)
-		return (int)n;
+	bool json = ht_emit_json(e);
+	FILE *out = e->out;
+	if (!top)
+		top = DEFAULT_TOP;
+	char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN], d[HT_FMT_LEN], e2[HT_FMT_LEN];
+	size_t ns = 0;
+	for (size_t i = 0; i < n; i++)
+		ns += g[i].suspect;
+	char title[128];
+	snprintf(title, sizeof(title), "GROWTH SUSPECTS (%zu of %zu rising sites)", ns, n);
+	ht_emit_rule(e, title);
+	ht_emit_printf(e, "  live bytes of each site at %d points over %s; trend = least-squares "
+			  "slope,\n  fit = R^2, highs = share of points setting a new high; suspects "
+			  "fit >= 0.80 with highs >= 0.50\n",
+		       HT_GROWTH_POINTS, ht_fmt_duration(a, m->growth_span_ns));
+	if (!n)
+		ht_emit_printf(e, "  no site's live bytes rise over the run\n");
+	ht_emit_obj_begin(e, "growth");
+	ht_emit_u64(e, "points", HT_GROWTH_POINTS);
+	ht_emit_dbl(e, "span_seconds", 9, (double)m->growth_span_ns / 1e9);
+	ht_emit_arr_begin(e, "sites");
 	ht_frame_t *frames = NULL;
 	size_t cap = 0;
 	int err = 0;
-	fprintf(out, "{\"points\": %d, \"span_seconds\": %.9f, \"sites\": [", HT_GROWTH_POINTS,
-		(double)m->growth_span_ns / 1e9);
-	for (long i = 0; i < n && !err; i++) {
+	/* the text shows the top ones, the JSON all */
+	for (size_t i = 0; i < n && (json || i < top) && !err; i++) {
 		const ht_growth_t *r = &g[i];
 		const ht_site_t *s = &m->sites[r->site];
+		if (!json) {
+			fprintf(out, "\n#%-3zu%s %s/s, fit %.2f, highs %.2f; %s live in %s blocks at "
+				     "the end, ages median %s, oldest %s\n",
+				i + 1, r->suspect ? "SUSPECT" : "rising ",
+				ht_fmt_size(a, (uint64_t)r->slope), r->r2, r->new_highs,
+				ht_fmt_size(b, r->live_bytes), ht_fmt_count(c, r->live_blocks),
+				ht_fmt_duration(d, r->age_median_ns),
+				ht_fmt_duration(e2, r->age_oldest_ns));
+			err = ht_report_stack_text(out, m, sym, s, false);
+			continue;
+		}
 		long nf = ht_model_frames(m, sym, s, &frames, &cap);
 		if (nf < 0) {
 			err = (int)nf;
 			break;
 		}
-		fprintf(out, "%s\n  {\"suspect\": %s, \"slope_bytes_per_second\": %.1f, \"r2\": %.4f"
-			", \"new_highs\": %.4f, \"live_bytes\": %" PRIu64 ", \"live_blocks\": %" PRIu64
-			", \"age_median_seconds\": %.9f, \"age_oldest_seconds\": %.9f,\n   \"series\": [",
-			i ? "," : "", r->suspect ? "true" : "false", r->slope, r->r2, r->new_highs,
-			r->live_bytes, r->live_blocks, (double)r->age_median_ns / 1e9,
-			(double)r->age_oldest_ns / 1e9);
+		ht_emit_nl(e, 2);
+		ht_emit_obj_begin(e, NULL);
+		ht_emit_bool(e, "suspect", r->suspect);
+		ht_emit_dbl(e, "slope_bytes_per_second", 1, r->slope);
+		ht_emit_dbl(e, "r2", 4, r->r2);
+		ht_emit_dbl(e, "new_highs", 4, r->new_highs);
+		ht_emit_u64(e, "live_bytes", r->live_bytes);
+		ht_emit_u64(e, "live_blocks", r->live_blocks);
+		ht_emit_dbl(e, "age_median_seconds", 9, (double)r->age_median_ns / 1e9);
+		ht_emit_dbl(e, "age_oldest_seconds", 9, (double)r->age_oldest_ns / 1e9);
+		ht_emit_nl(e, 3);
+		ht_emit_arr_begin(e, "series");
 		for (size_t k = 0; k < HT_GROWTH_POINTS; k++)
-			fprintf(out, "%s%" PRIu64, k ? ", " : "", m->growth[k * m->nsites + r->site]);
-		fprintf(out, "], \"stack_id\": %" PRIu64 ",\n   \"stack\": ", s->stack_id);
-		ht_json_frames(out, frames, nf);
-		fputc('}', out);
+			ht_emit_u64(e, NULL, m->growth[k * m->nsites + r->site]);
+		ht_emit_arr_end(e);
+		ht_emit_u64(e, "stack_id", s->stack_id);
+		ht_emit_nl(e, 3);
+		ht_emit_frames(e, "stack", frames, nf);
+		ht_emit_obj_end(e);
 	}
-	fputs("]}", out);
+	ht_emit_arr_end(e);
+	ht_emit_obj_end(e);
 	free(frames);
-	free(g);
 	return err ? err : ferror(out) ? -EIO : 0;
 }

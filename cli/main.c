@@ -879,14 +879,14 @@ static int cmd_leaks(int argc, char **argv)
 		ht_section_leak_totals(&e, &lk);
 		ht_emit_obj_end(&e);
 		ht_emit_nl(&e, 1);
-		r = ht_report_leaks_json(ht_emit_raw(&e, "leaks"), m, sym, &lk);
-		if (!r && supps.n) {
+		r = ht_section_leaks(&e, m, sym, &lk, top, show_reachable, NULL, NULL);
+		if (!r) {
 			ht_emit_nl(&e, 1);
-			r = ht_report_suppressions_json(ht_emit_raw(&e, "suppressions"), &lk);
+			r = ht_section_suppressions(&e, m, &lk);
 		}
-		if (!r && m->nchecks) {
+		if (!r) {
 			ht_emit_nl(&e, 1);
-			r = ht_report_checks_json(ht_emit_raw(&e, "leak_checks"), m, sym);
+			r = ht_section_checks(&e, m, sym);
 		}
 		if (!r) { /* descriptors and handles still open: fd_leaks, handle_leaks */
 			ht_emit_nl(&e, 1);
@@ -897,13 +897,12 @@ static int cmd_leaks(int argc, char **argv)
 	} else if (!r) {
 		printf("heaptrail leaks: %s\n", HT_TEXT(path));
 		r = ht_report_leaks_text(stdout, m, sym, &lk, top, show_reachable);
+		ht_emitter_t e;
+		ht_emit_init(&e, stdout, HT_EMIT_TEXT);
 		if (!r)
-			r = ht_report_checks_text(stdout, m, sym);
-		if (!r) { /* descriptors and handles: when the trace has any */
-			ht_emitter_t e;
-			ht_emit_init(&e, stdout, HT_EMIT_TEXT);
+			r = ht_section_checks(&e, m, sym);
+		if (!r) /* descriptors and handles: when the trace has any */
 			r = ht_section_resources(&e, m, sym);
-		}
 		fputc('\n', stdout);
 	}
 	if (fflush(stdout) && !r)

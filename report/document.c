@@ -722,14 +722,11 @@ int ht_report_write(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym,
 	 * and stack, largest first (the suppressed ones are counted in
 	 * "suppressions") */
 	ht_emit_nl(e, 1);
-	if (json) {
-		FILE *f = ht_emit_raw(e, "leaks");
-		if (!c.err)
-			c.err = ht_report_leaks_json(f, m, sym, lk);
-	} else if (!c.err) {
-		c.err = ht_report_leaks_text_labeled(out, m, sym, lk, top, p->show_reachable,
-						     c.label, &c.next_label);
-	}
+	if (!c.err)
+		c.err = ht_section_leaks(e, m, sym, lk, top, p->show_reachable, c.label,
+					 &c.next_label);
+	if (!c.err && !json) /* in the JSON a member of its own, below */
+		c.err = ht_section_suppressions(e, m, lk);
 	if (!json)
 		print_list(&c, "TEMPORARY ALLOCATIONS", HT_BY_TEMPORARY, head_temp, top, idx,
 			   m->sample_rate ? "not known in a sampled trace" : "no temporary allocations");
@@ -764,15 +761,13 @@ int ht_report_write(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym,
 		ht_emit_obj_end(e);
 	}
 	/* suppressions and on-demand leak checks */
-	if (!err && json && lk->supps && lk->supps->n) {
+	if (!err && json) {
 		ht_emit_nl(e, 1);
-		err = ht_report_suppressions_json(ht_emit_raw(e, "suppressions"), lk);
+		err = ht_section_suppressions(e, m, lk);
 	}
-	if (!err && json && m->nchecks) {
+	if (!err) {
 		ht_emit_nl(e, 1);
-		err = ht_report_checks_json(ht_emit_raw(e, "leak_checks"), m, sym);
-	} else if (!err && !json) {
-		err = ht_report_checks_text(out, m, sym);
+		err = ht_section_checks(e, m, sym);
 	}
 	/* descriptors and handles still open: in the JSON always, in the text
 	 * when the trace has any */

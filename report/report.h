@@ -56,19 +56,25 @@ int ht_report_top_sites_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sy
 int ht_section_pools(ht_emitter_t *e, const ht_model_t *m);
 int ht_section_snapshots(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym);
 
-/* The leak section and its companions (report/leaks_section.c). The text
- * leak section lists at most top stacks per class (0: 10); the checks
- * section prints nothing without on-demand checks. The JSON writers write
- * members' values, ht_report_leak_totals_json the members it adds to
- * "totals" (each preceded by ", "). */
+/* The leak section and its companions (report/leaks_section.c), both
+ * back ends. Leaks: the text lists at most top stacks per class (0: 10),
+ * labels[site] is a site's [site N] (0: not shown yet) and *next the last N
+ * given, both updated; the JSON member "leaks" lists every group.
+ * Suppressions: the text's "suppressed:" lines (when any block was), the
+ * JSON member "suppressions" (when there are patterns). Checks: the LEAK
+ * CHECKS table and the JSON member "leak_checks", when the trace has
+ * on-demand checks. */
+int ht_section_leaks(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym,
+		     const struct ht_leaks *l, size_t top, bool show_reachable, uint32_t *labels,
+		     uint32_t *next);
+int ht_section_suppressions(ht_emitter_t *e, const ht_model_t *m, const struct ht_leaks *l);
+int ht_section_checks(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym);
+/* The text leak section with its suppressions, to out (its own labels). */
 int ht_report_leaks_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 			 const struct ht_leaks *l, size_t top, bool show_reachable);
-/* The same inside a report that labels sites already: labels[site] is its
- * [site N] (0: not shown yet), *next the last N given; both are updated. */
-int ht_report_leaks_text_labeled(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
-				 const struct ht_leaks *l, size_t top, bool show_reachable,
-				 uint32_t *labels, uint32_t *next);
-int ht_report_checks_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym);
+/* The "leak_checks" member, key included, after a separator the caller
+ * wrote (the HTML report's data). */
+int ht_report_checks_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym);
 /* JSON only: the members the leaks add to "totals". */
 void ht_section_leak_totals(ht_emitter_t *e, const struct ht_leaks *l);
 /* The same to out, after a member of an object (the HTML report's data). */

@@ -79,10 +79,6 @@ int ht_report_checks_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym);
 void ht_section_leak_totals(ht_emitter_t *e, const struct ht_leaks *l);
 /* The same to out, after a member of an object (the HTML report's data). */
 void ht_report_leak_totals_json(FILE *out, const struct ht_leaks *l);
-int ht_report_leaks_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
-			 const struct ht_leaks *l);
-int ht_report_suppressions_json(FILE *out, const struct ht_leaks *l);
-int ht_report_checks_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym);
 /* Growth suspects (analysis/leaks.h: ht_growth_rank gives g[n]): the
  * GROWTH SUSPECTS section of the text, top sites (0: 10); the "growth"
  * member of the JSON, every site. */

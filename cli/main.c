@@ -624,49 +624,6 @@ static int load_model(const char *path, bool by_address, ht_trace_t **tp, ht_mod
 	return load_analyses(path, 0, by_address, NULL, NULL, tp, mp, symp, NULL);
 }
 
-/* The JSON report with more members: the report's object is written to
- * memory, its closing brace replaced by "functions" (fp not NULL), "tags"
- * (the trace tags blocks) and "phases" (it has phases). Existing fields
- * stay exactly as they are. */
-static int report_json_extra(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
-			     const ht_report_opts_t *ro, const ht_leaks_t *lk,
-			     const ht_fn_profile_t *fp, const ht_marks_t *mk)
-{
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *mem = open_memstream(&buf, &len);
-	if (!mem)
-		return -errno;
-	int r = ht_report_json_leaks(mem, m, sym, ro, lk);
-	if (fclose(mem) && !r)
-		r = -ENOMEM;
-	if (!r) {
-		/* the object ends with '}' and a newline */
-		while (len && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
-			len--;
-		if (!len || buf[len - 1] != '}')
-			r = -EINVAL; /* cannot happen: ht_report_json writes one object */
-	}
-	if (!r) {
-		fwrite(buf, 1, len - 1, out);
-		if (fp) {
-			fputs(",\n \"functions\": ", out);
-			r = ht_report_functions_json(out, fp, sym);
-		}
-		if (!r && mk && mk->tag_events) {
-			fputs(",\n \"tags\": ", out);
-			r = ht_report_tags_json(out, mk);
-		}
-		if (!r && mk && mk->nphases) {
-			fputs(",\n \"phases\": ", out);
-			r = ht_report_phases_json(out, mk);
-		}
-		fputs("}\n", out);
-	}
-	free(buf);
-	return r;
-}
-
 /* The views `report` was asked for. */
 typedef struct report_views {
 	bool functions, tags; /* --functions; --by-tag or --tag */
@@ -811,7 +768,7 @@ static int cmd_report(int argc, char **argv)
 		ht_trace_free(t);
 		return 1;
 	}
-	int r;
+	int r = 0;
 	if ((by_tag || to.name || functions) && t->have_summary) {
 		fprintf(stderr, "heaptrail: %s is a summary trace (heaptrail run --summary): it keeps "
 				"totals per site, not the events that %s needs\n",
@@ -855,16 +812,13 @@ static int cmd_report(int argc, char **argv)
 			r = 0;
 			no_tag = true;
 		}
-	} else if (json && (fp || (mk && (mk->tag_events || mk->nphases)))) {
-		r = report_json_extra(stdout, m, sym, &ro, lkp, fp, mk);
-	} else if (functions) {
+	} else if (functions && !json) {
 		r = ht_report_functions_text(stdout, fp, sym, &fo);
-	} else if (json) {
-		r = ht_report_json_leaks(stdout, m, sym, &ro, lkp);
-	} else {
-		r = ht_report_text_leaks(stdout, m, sym, &ro, lkp, show_reachable);
-		if (!r && mk)
-			r = ht_report_phases_text(stdout, mk);
+	} else if (lkp) {
+		ht_emitter_t e;
+		ht_report_parts_t parts = { lkp, show_reachable, fp, mk };
+		ht_emit_init(&e, stdout, json ? HT_EMIT_JSON : HT_EMIT_TEXT);
+		r = ht_report_write(&e, m, sym, &ro, &parts);
 	}
 	if (fflush(stdout) && !r)
 		r = -errno;
@@ -940,41 +894,60 @@ static int cmd_leaks(int argc, char **argv)
 	}
 	ht_leaks_t lk;
 	int r = ht_leaks_build(m, sym, &supps, &lk);
-	if (!r && growth && json) {
-		fputs("{\"heaptrail_leaks\": 1,\n \"growth\": ", stdout);
-		r = ht_report_growth_json(stdout, m, sym);
-		fputs("}\n", stdout);
-	} else if (!r && growth) {
-		printf("heaptrail growth suspects: %s\n", HT_TEXT(path));
-		r = ht_report_growth_text(stdout, m, sym, top);
-		fputc('\n', stdout);
-	} else if (!r && json) {
-		fprintf(stdout, "{\"heaptrail_leaks\": 1,\n \"totals\": {\"leaked_blocks\": %" PRIu64
-			", \"leaked_bytes\": %" PRIu64 ", \"leaks_classified\": %s",
-			m->totals.leaked_blocks, m->totals.leaked_bytes, lk.classified ? "true" : "false");
-		ht_report_leak_totals_json(stdout, &lk);
-		fputs("},\n \"leaks\": ", stdout);
-		r = ht_report_leaks_json(stdout, m, sym, &lk);
-		if (!r && supps.n) {
-			fputs(",\n \"suppressions\": ", stdout);
-			r = ht_report_suppressions_json(stdout, &lk);
+	if (!r && growth) {
+		ht_growth_t *g = NULL;
+		long ng = ht_growth_rank(m, &g);
+		ht_emitter_t e;
+		ht_emit_init(&e, stdout, json ? HT_EMIT_JSON : HT_EMIT_TEXT);
+		if (ng < 0) {
+			r = (int)ng;
+		} else {
+			ht_emit_printf(&e, "heaptrail growth suspects: %s\n", HT_TEXT(path));
+			ht_emit_obj_begin(&e, NULL);
+			ht_emit_u64(&e, "heaptrail_leaks", 1);
+			ht_emit_nl(&e, 1);
+			r = ht_section_growth(&e, m, sym, g, (size_t)ng, top);
+			ht_emit_obj_end(&e);
+			fputc('\n', stdout);
 		}
-		if (!r && m->nchecks) {
-			fputs(",\n \"leak_checks\": ", stdout);
-			r = ht_report_checks_json(stdout, m, sym);
+		free(g);
+	} else if (!r && json) {
+		ht_emitter_t e;
+		ht_emit_init(&e, stdout, HT_EMIT_JSON);
+		ht_emit_obj_begin(&e, NULL);
+		ht_emit_u64(&e, "heaptrail_leaks", 1);
+		ht_emit_nl(&e, 1);
+		ht_emit_obj_begin(&e, "totals");
+		ht_emit_u64(&e, "leaked_blocks", m->totals.leaked_blocks);
+		ht_emit_u64(&e, "leaked_bytes", m->totals.leaked_bytes);
+		ht_emit_bool(&e, "leaks_classified", lk.classified);
+		ht_section_leak_totals(&e, &lk);
+		ht_emit_obj_end(&e);
+		ht_emit_nl(&e, 1);
+		r = ht_section_leaks(&e, m, sym, &lk, top, show_reachable, NULL, NULL);
+		if (!r) {
+			ht_emit_nl(&e, 1);
+			r = ht_section_suppressions(&e, m, &lk);
+		}
+		if (!r) {
+			ht_emit_nl(&e, 1);
+			r = ht_section_checks(&e, m, sym);
 		}
 		if (!r) { /* descriptors and handles still open: fd_leaks, handle_leaks */
-			fputs(",\n ", stdout);
-			r = ht_report_resources_json(stdout, m, sym);
+			ht_emit_nl(&e, 1);
+			r = ht_section_resources(&e, m, sym);
 		}
-		fputs("}\n", stdout);
+		ht_emit_obj_end(&e);
+		fputc('\n', stdout);
 	} else if (!r) {
 		printf("heaptrail leaks: %s\n", HT_TEXT(path));
 		r = ht_report_leaks_text(stdout, m, sym, &lk, top, show_reachable);
+		ht_emitter_t e;
+		ht_emit_init(&e, stdout, HT_EMIT_TEXT);
 		if (!r)
-			r = ht_report_checks_text(stdout, m, sym);
+			r = ht_section_checks(&e, m, sym);
 		if (!r) /* descriptors and handles: when the trace has any */
-			r = ht_report_resources_text(stdout, m, sym);
+			r = ht_section_resources(&e, m, sym);
 		fputc('\n', stdout);
 	}
 	if (fflush(stdout) && !r)

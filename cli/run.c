@@ -422,9 +422,9 @@ static void summary_sites(const ht_model_t *m, ht_symbolizer_t *sym, const char 
 	/* the leaks as `heaptrail report --format json` gives them: with the
 	 * suppressions (built-in and the user's) applied */
 	ht_leaks_t lk;
-	bool have_lk = f && ht_leaks_build(m, sym, supps, &lk) == 0;
-	int r = !f ? -err : have_lk ? ht_report_json_leaks(f, m, sym, NULL, &lk)
-				    : ht_report_json(f, m, sym, NULL);
+	int lr = f ? ht_leaks_build(m, sym, supps, &lk) : 0;
+	bool have_lk = f && lr == 0;
+	int r = !f ? -err : have_lk ? ht_report_json(f, m, sym, NULL, &lk) : lr;
 	if (have_lk)
 		ht_leaks_free(&lk);
 	if (f && fclose(f) && !r)

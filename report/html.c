@@ -643,7 +643,7 @@ static int write_data(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 	fputs("]}", out);
 	err = 0;
 	if (m->nchecks) {
-		fputs(",\n\"leak_checks\": ", out);
+		fputs(",\n", out);
 		err = ht_report_checks_json(out, m, sym);
 	}
 	if (!err) {

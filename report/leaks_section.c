@@ -44,52 +44,140 @@ static char *ci(char *buf, const ht_model_t *m, double var, bool bytes)
 	return buf;
 }
 
-/* One class's groups, g[from, to), at most top of them. */
-static int print_class(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const ht_leaks_t *l,
-		       size_t from, size_t to, size_t top, uint32_t *labels, uint32_t *next)
+/* The text's headline of a class: its bytes, blocks and stacks. */
+static void class_headline(FILE *out, const ht_model_t *m, const ht_leaks_t *l, unsigned kind,
+			   size_t stacks)
 {
-	unsigned kind = l->g[from].kind;
-	char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN], d[HT_FMT_LEN], num[48];
-	char cb[2 * HT_FMT_LEN], cn[2 * HT_FMT_LEN];
+	char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN];
 	const char *ap = approx(m);
 	fprintf(out, "\n%s: %s%s (%s B) in %s%s block%s, %zu stack%s\n", class_title[kind], ap,
 		ht_fmt_size(a, l->bytes[kind]), ht_fmt_count(b, l->bytes[kind]), ap,
-		ht_fmt_count(c, l->blocks[kind]), l->blocks[kind] == 1 ? "" : "s", to - from,
-		to - from == 1 ? "" : "s");
-	size_t shown = to - from < top ? to - from : top;
-	int e = 0;
-	for (size_t i = 0; i < shown && !e; i++) {
-		const ht_leak_group_t *g = &l->g[from + i];
-		const ht_site_t *s = &m->sites[g->site];
-		bool repeat = labels[g->site] != 0;
-		if (!repeat)
-			labels[g->site] = ++*next;
-		/* summary mode knows no single block (ex_seq 0) */
-		char eg[64] = "";
-		if (g->ex_seq)
-			snprintf(eg, sizeof eg, ", e.g. block %s", ht_alloc_number(num, g->ex_thread, g->ex_seq));
-		char size[2 * HT_FMT_LEN];
-		snprintf(size, sizeof(size), "%s%s", ap, ht_fmt_size(a, g->bytes));
-		fprintf(out, "%s#%-3zu%10s  %s B%s in %s%s block%s%s (of %s%s allocated here)%s"
-			"  [site %u]\n",
-			i ? "\n" : "", i + 1, size,
-			ht_fmt_count(b, g->bytes), ci(cb, m, g->var_bytes, true), ap,
-			ht_fmt_count(c, g->blocks), g->blocks == 1 ? "" : "s",
-			ci(cn, m, g->var_blocks, false), ap, ht_fmt_count(d, s->allocations), eg,
-			labels[g->site]);
-		e = ht_report_stack_text(out, m, sym, s, repeat);
+		ht_fmt_count(c, l->blocks[kind]), l->blocks[kind] == 1 ? "" : "s", stacks,
+		stacks == 1 ? "" : "s");
+}
+
+/* One group in the text: #N, its figures and its stack. */
+static int text_group(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
+		      const ht_leak_group_t *g, size_t i, uint32_t *labels, uint32_t *next)
+{
+	char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN], d[HT_FMT_LEN], num[48];
+	char cb[2 * HT_FMT_LEN], cn[2 * HT_FMT_LEN];
+	const char *ap = approx(m);
+	const ht_site_t *s = &m->sites[g->site];
+	bool repeat = labels[g->site] != 0;
+	if (!repeat)
+		labels[g->site] = ++*next;
+	/* summary mode knows no single block (ex_seq 0) */
+	char eg[64] = "";
+	if (g->ex_seq)
+		snprintf(eg, sizeof eg, ", e.g. block %s", ht_alloc_number(num, g->ex_thread, g->ex_seq));
+	char size[2 * HT_FMT_LEN];
+	snprintf(size, sizeof(size), "%s%s", ap, ht_fmt_size(a, g->bytes));
+	fprintf(out, "%s#%-3zu%10s  %s B%s in %s%s block%s%s (of %s%s allocated here)%s"
+		"  [site %u]\n",
+		i ? "\n" : "", i + 1, size,
+		ht_fmt_count(b, g->bytes), ci(cb, m, g->var_bytes, true), ap,
+		ht_fmt_count(c, g->blocks), g->blocks == 1 ? "" : "s",
+		ci(cn, m, g->var_blocks, false), ap, ht_fmt_count(d, s->allocations), eg,
+		labels[g->site]);
+	return ht_report_stack_text(out, m, sym, s, repeat);
+}
+
+/* One group in the JSON: its figures, an example block, its stack. */
+static int json_group(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym,
+		      const ht_leak_group_t *g, ht_frame_t **frames, size_t *cap)
+{
+	char num[48];
+	const ht_site_t *s = &m->sites[g->site];
+	long nf = ht_model_frames(m, sym, s, frames, cap);
+	if (nf < 0)
+		return (int)nf;
+	ht_emit_nl(e, 2);
+	ht_emit_obj_begin(e, NULL);
+	ht_emit_u64(e, "blocks", g->blocks);
+	ht_emit_u64(e, "bytes", g->bytes);
+	if (m->sample_rate) {
+		ht_emit_dbl(e, "blocks_ci95", 0, ht_ci95(g->var_blocks));
+		ht_emit_dbl(e, "bytes_ci95", 0, ht_ci95(g->var_bytes));
 	}
-	if (!e && to - from > shown) {
-		uint64_t bytes = 0, blocks = 0;
-		for (size_t i = from + shown; i < to; i++) {
-			bytes += l->g[i].bytes;
-			blocks += l->g[i].blocks;
+	ht_emit_str(e, "kind", ht_leak_kind_name(g->kind));
+	if (g->ex_seq) { /* summary mode knows no single block */
+		ht_emit_str(e, "block", ht_alloc_number(num, g->ex_thread, g->ex_seq));
+		ht_emit_hex(e, "block_address", g->ex_addr);
+	} else {
+		ht_emit_null(e, "block");
+		ht_emit_null(e, "block_address");
+	}
+	ht_emit_u64(e, "stack_id", s->overflow ? (uint64_t)0 : s->stack_id);
+	ht_emit_nl(e, 3);
+	ht_emit_frames(e, "stack", *frames, nf);
+	ht_emit_obj_end(e);
+	return 0;
+}
+
+int ht_section_leaks(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym,
+		     const ht_leaks_t *l, size_t top, bool show_reachable, uint32_t *labels,
+		     uint32_t *next)
+{
+	const ht_trace_t *t = m->trace;
+	bool json = ht_emit_json(e);
+	FILE *out = e->out;
+	char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN];
+	ht_frame_t *frames = NULL;
+	size_t cap = 0;
+	if (!top)
+		top = DEFAULT_TOP;
+	uint64_t lost = 0;
+	for (unsigned k = 0; k < HT_LEAK_KINDS; k++)
+		if (k != HT_LEAK_REACHABLE)
+			lost += l->blocks[k];
+	ht_emit_rule(e, l->classified ? "LEAKS BY CLASS, LARGEST FIRST" : "LEAKS, LARGEST FIRST");
+	if (!l->nshown)
+		ht_emit_printf(e, "  %s\n", t->ending == HT_ENDING_EXEC ? "nothing was live at exec"
+					: l->supp_blocks ? "no leaks but the suppressed ones"
+							 : "no leaks");
+	else if (!lost)
+		ht_emit_printf(e, "  no leaks: every block live at the end is still reachable\n");
+	/* the JSON lists every group; the text the top ones of each class,
+	 * the still-reachable ones as one line unless asked */
+	ht_emit_arr_begin(e, "leaks");
+	int err = 0;
+	for (size_t i = 0; i < l->nshown && !err;) {
+		size_t j = i;
+		while (j < l->nshown && l->g[j].kind == l->g[i].kind)
+			j++;
+		bool listed = l->g[i].kind != HT_LEAK_REACHABLE || show_reachable;
+		if (!json && !listed)
+			fprintf(out, "\nstill reachable: %s%s (%s B) in %s%s block%s, %zu stack%s"
+				" (--show-reachable lists them)\n", approx(m),
+				ht_fmt_size(a, l->bytes[HT_LEAK_REACHABLE]),
+				ht_fmt_count(b, l->bytes[HT_LEAK_REACHABLE]), approx(m),
+				ht_fmt_count(c, l->blocks[HT_LEAK_REACHABLE]),
+				l->blocks[HT_LEAK_REACHABLE] == 1 ? "" : "s", j - i, j - i == 1 ? "" : "s");
+		else if (!json)
+			class_headline(out, m, l, l->g[i].kind, j - i);
+		size_t shown = j - i < top ? j - i : top;
+		for (size_t k = i; k < j && !err; k++) {
+			if (json)
+				err = json_group(e, m, sym, &l->g[k], &frames, &cap);
+			else if (listed && k - i < shown)
+				err = text_group(out, m, sym, &l->g[k], k - i, labels, next);
 		}
-		fprintf(out, "\n... and %zu more stacks: %s%s in %s%s %s (--top 0 shows all)\n",
-			to - from - shown, ap, ht_fmt_size(a, bytes), ap, ht_fmt_count(b, blocks),
-			ht_blocks_word(blocks));
+		if (!json && listed && !err && j - i > shown) {
+			uint64_t bytes = 0, blocks = 0;
+			for (size_t k = i + shown; k < j; k++) {
+				bytes += l->g[k].bytes;
+				blocks += l->g[k].blocks;
+			}
+			fprintf(out, "\n... and %zu more stacks: %s%s in %s%s %s (--top 0 shows all)\n",
+				j - i - shown, approx(m), ht_fmt_size(a, bytes), approx(m),
+				ht_fmt_count(b, blocks), ht_blocks_word(blocks));
+		}
+		i = j;
 	}
-	return e;
+	ht_emit_arr_end(e);
+	free(frames);
+	return err;
 }
 
 int ht_report_leaks_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const ht_leaks_t *l,
@@ -99,79 +187,60 @@ int ht_report_leaks_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, c
 	if (!labels)
 		return -ENOMEM;
 	uint32_t next = 0;
-	int e = ht_report_leaks_text_labeled(out, m, sym, l, top, show_reachable, labels, &next);
+	ht_emitter_t e;
+	ht_emit_init(&e, out, HT_EMIT_TEXT);
+	int err = ht_section_leaks(&e, m, sym, l, top, show_reachable, labels, &next);
+	if (!err)
+		err = ht_section_suppressions(&e, m, l);
 	free(labels);
-	return e;
+	return err;
 }
 
-int ht_report_leaks_text_labeled(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
-				 const ht_leaks_t *l, size_t top, bool show_reachable,
-				 uint32_t *labels, uint32_t *next)
+int ht_section_suppressions(ht_emitter_t *e, const ht_model_t *m, const ht_leaks_t *l)
 {
-	const ht_trace_t *t = m->trace;
 	char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN];
-	if (!top)
-		top = DEFAULT_TOP;
-	uint64_t lost = 0;
-	for (unsigned k = 0; k < HT_LEAK_KINDS; k++)
-		if (k != HT_LEAK_REACHABLE)
-			lost += l->blocks[k];
-	ht_report_rule(out, l->classified ? "LEAKS BY CLASS, LARGEST FIRST" : "LEAKS, LARGEST FIRST");
-	if (!l->nshown)
-		fprintf(out, "  %s\n", t->ending == HT_ENDING_EXEC ? "nothing was live at exec"
-					: l->supp_blocks ? "no leaks but the suppressed ones"
-							 : "no leaks");
-	else if (!lost)
-		fputs("  no leaks: every block live at the end is still reachable\n", out);
-	int e = 0;
-	for (size_t i = 0; i < l->nshown && !e;) {
-		size_t j = i;
-		while (j < l->nshown && l->g[j].kind == l->g[i].kind)
-			j++;
-		if (l->g[i].kind == HT_LEAK_REACHABLE && !show_reachable)
-			fprintf(out, "\nstill reachable: %s%s (%s B) in %s%s block%s, %zu stack%s"
-				" (--show-reachable lists them)\n", approx(m),
-				ht_fmt_size(a, l->bytes[HT_LEAK_REACHABLE]),
-				ht_fmt_count(b, l->bytes[HT_LEAK_REACHABLE]), approx(m),
-				ht_fmt_count(c, l->blocks[HT_LEAK_REACHABLE]),
-				l->blocks[HT_LEAK_REACHABLE] == 1 ? "" : "s", j - i, j - i == 1 ? "" : "s");
-		else
-			e = print_class(out, m, sym, l, i, j, top, labels, next);
-		i = j;
+	bool json = ht_emit_json(e);
+	if (json ? !(l->supps && l->supps->n) : !l->supp_blocks)
+		return 0;
+	size_t np = 0;
+	for (size_t i = 0; l->supps && i < l->supps->n; i++)
+		np += l->supps->s[i].blocks > 0;
+	ht_emit_printf(e, "\nsuppressed: %s%s (%s B) in %s%s %s, by %zu pattern%s:\n", approx(m),
+		       ht_fmt_size(a, l->supp_bytes), ht_fmt_count(b, l->supp_bytes), approx(m),
+		       ht_fmt_count(c, l->supp_blocks), ht_blocks_word(l->supp_blocks), np,
+		       np == 1 ? "" : "s");
+	/* the text names the patterns that took blocks, the JSON every one */
+	ht_emit_arr_begin(e, "suppressions");
+	for (size_t i = 0; l->supps && i < l->supps->n; i++) {
+		const ht_supp_t *s = &l->supps->s[i];
+		if (!json && !s->blocks)
+			continue;
+		ht_emit_printf(e, "  %10s B in %6s %-6s  leak:", ht_fmt_count(a, s->bytes),
+			       ht_fmt_count(b, s->blocks), ht_blocks_word(s->blocks));
+		ht_emit_put(e, s->pattern);
+		ht_emit_printf(e, "  (");
+		ht_emit_put(e, s->origin);
+		ht_emit_printf(e, ")\n");
+		ht_emit_nl(e, 2);
+		ht_emit_obj_begin(e, NULL);
+		ht_emit_str(e, "pattern", s->pattern);
+		ht_emit_str(e, "origin", s->origin);
+		ht_emit_u64(e, "blocks", s->blocks);
+		ht_emit_u64(e, "bytes", s->bytes);
+		ht_emit_u64(e, "stacks", s->groups);
+		ht_emit_obj_end(e);
 	}
-	if (!e && l->supp_blocks) {
-		size_t np = 0;
-		for (size_t i = 0; l->supps && i < l->supps->n; i++)
-			np += l->supps->s[i].blocks > 0;
-		fprintf(out, "\nsuppressed: %s%s (%s B) in %s%s %s, by %zu pattern%s:\n",
-			approx(m), ht_fmt_size(a, l->supp_bytes), ht_fmt_count(b, l->supp_bytes),
-			approx(m), ht_fmt_count(c, l->supp_blocks), ht_blocks_word(l->supp_blocks), np,
-			np == 1 ? "" : "s");
-		for (size_t i = 0; l->supps && i < l->supps->n; i++) {
-			const ht_supp_t *s = &l->supps->s[i];
-			if (!s->blocks)
-				continue;
-			fprintf(out, "  %10s B in %6s %-6s  leak:", ht_fmt_count(a, s->bytes),
-				ht_fmt_count(b, s->blocks), ht_blocks_word(s->blocks));
-			ht_text_put(out, s->pattern);
-			fputs("  (", out);
-			ht_text_put(out, s->origin);
-			fputs(")\n", out);
-		}
-	}
-	return e;
+	ht_emit_arr_end(e);
+	return ferror(e->out) ? -EIO : 0;
 }
 
 /* The leaf frame of a site, as `function  file:line`. */
-static void site_leaf(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, uint32_t site,
-		      ht_frame_t **frames, size_t *cap)
+static void site_leaf(FILE *out, const ht_frame_t *f, long n)
 {
-	long n = ht_model_frames(m, sym, &m->sites[site], frames, cap);
 	if (n <= 0) {
 		fputs("(stack unknown)", out);
 		return;
 	}
-	const ht_frame_t *f = &(*frames)[0];
 	if (f->function)
 		ht_text_put(out, f->function);
 	else
@@ -186,20 +255,38 @@ static void site_leaf(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, uint
 	}
 }
 
-int ht_report_checks_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym)
+int ht_section_checks(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym)
 {
 	if (!m->nchecks)
 		return 0;
-	char a[HT_FMT_LEN], b[HT_FMT_LEN];
+	bool json = ht_emit_json(e);
+	FILE *out = e->out;
+	char a[HT_FMT_LEN], b[HT_FMT_LEN], key[48];
 	ht_frame_t *frames = NULL;
 	size_t cap = 0;
-	ht_report_rule(out, "LEAK CHECKS DURING THE RUN");
-	for (size_t i = 0; i < m->nchecks; i++) {
+	int err = 0;
+	ht_emit_rule(e, "LEAK CHECKS DURING THE RUN");
+	ht_emit_arr_begin(e, "leak_checks");
+	for (size_t i = 0; i < m->nchecks && !err; i++) {
 		const ht_check_stat_t *c = &m->checks[i];
-		fprintf(out, "%scheck %" PRIu64 " at %s%s\n", i ? "\n" : "", c->check_id,
-			ht_fmt_duration(a, c->time),
-			c->classified ? "" : " (its classes are missing from the trace)");
-		for (unsigned k = 1; k <= HT_LEAK_KINDS; k++) {
+		ht_emit_printf(e, "%scheck %" PRIu64 " at %s%s\n", i ? "\n" : "", c->check_id,
+			       ht_fmt_duration(a, c->time),
+			       c->classified ? "" : " (its classes are missing from the trace)");
+		ht_emit_nl(e, 2);
+		ht_emit_obj_begin(e, NULL);
+		ht_emit_u64(e, "check", c->check_id);
+		ht_emit_dbl(e, "time_seconds", 9, (double)c->time / 1e9);
+		ht_emit_bool(e, "classified", c->classified);
+		/* the JSON has every class, unclassified first; the text the
+		 * classes that hold blocks, unclassified last */
+		for (unsigned k = 0; json && k < HT_LEAK_KINDS; k++) {
+			const char *name = k ? ht_leak_kind_name(k) : "unclassified";
+			snprintf(key, sizeof(key), "%s_bytes", name);
+			ht_emit_u64(e, key, c->bytes[k]);
+			snprintf(key, sizeof(key), "%s_blocks", name);
+			ht_emit_u64(e, key, c->blocks[k]);
+		}
+		for (unsigned k = 1; !json && k <= HT_LEAK_KINDS; k++) {
 			unsigned kk = k % HT_LEAK_KINDS; /* 1..4, then unclassified */
 			if (!c->blocks[kk])
 				continue;
@@ -207,188 +294,142 @@ int ht_report_checks_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym)
 				kk ? class_title[kk] : "unclassified", ht_fmt_count(a, c->bytes[kk]),
 				ht_fmt_count(b, c->blocks[kk]), ht_blocks_word(c->blocks[kk]));
 		}
-		for (size_t k = 0; k < c->ntop; k++) {
-			fprintf(out, "    %12s B  %-10s  ", ht_fmt_count(a, c->top[k].bytes),
-				c->top[k].kind ? ht_leak_kind_name(c->top[k].kind) : "unclassified");
-			site_leaf(out, m, sym, c->top[k].site, &frames, &cap);
-			fputc('\n', out);
-		}
-	}
-	free(frames);
-	return ferror(out) ? -EIO : 0;
-}
-
-int ht_report_growth_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, size_t top)
-{
-	ht_growth_t *g;
-	long n = ht_growth_rank(m, &g);
-	if (n < 0)
-		return (int)n;
-	if (!top)
-		top = DEFAULT_TOP;
-	char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN], d[HT_FMT_LEN], e2[HT_FMT_LEN];
-	size_t ns = 0;
-	for (long i = 0; i < n; i++)
-		ns += g[i].suspect;
-	char title[128];
-	snprintf(title, sizeof(title), "GROWTH SUSPECTS (%zu of %ld rising sites)", ns, n);
-	ht_report_rule(out, title);
-	fprintf(out, "  live bytes of each site at %d points over %s; trend = least-squares slope,\n"
-		     "  fit = R^2, highs = share of points setting a new high; suspects fit >= 0.80"
-		     " with highs >= 0.50\n",
-		HT_GROWTH_POINTS, ht_fmt_duration(a, m->growth_span_ns));
-	if (!n)
-		fputs("  no site's live bytes rise over the run\n", out);
-	int e = 0;
-	for (long i = 0; i < n && (size_t)i < top && !e; i++) {
-		const ht_growth_t *r = &g[i];
-		fprintf(out, "\n#%-3ld%s %s/s, fit %.2f, highs %.2f; %s live in %s blocks at the end,"
-			" ages median %s, oldest %s\n",
-			i + 1, r->suspect ? "SUSPECT" : "rising ", ht_fmt_size(a, (uint64_t)r->slope),
-			r->r2, r->new_highs, ht_fmt_size(b, r->live_bytes),
-			ht_fmt_count(c, r->live_blocks), ht_fmt_duration(d, r->age_median_ns),
-			ht_fmt_duration(e2, r->age_oldest_ns));
-		e = ht_report_stack_text(out, m, sym, &m->sites[r->site], false);
-	}
-	free(g);
-	return e ? e : ferror(out) ? -EIO : 0;
-}
-
-/* ---- JSON ------------------------------------------------------------------------ */
-
-void ht_report_leak_totals_json(FILE *out, const ht_leaks_t *l)
-{
-	for (unsigned k = HT_LEAK_DEFINITE; k <= HT_LEAK_REACHABLE; k++)
-		fprintf(out, ", \"%s_bytes\": %" PRIu64 ", \"%s_blocks\": %" PRIu64,
-			ht_leak_kind_name(k), l->bytes[k], ht_leak_kind_name(k), l->blocks[k]);
-	fprintf(out, ",\n            \"unclassified_bytes\": %" PRIu64
-		     ", \"unclassified_blocks\": %" PRIu64 ", \"suppressed_bytes\": %" PRIu64
-		     ", \"suppressed_blocks\": %" PRIu64,
-		l->bytes[0], l->blocks[0], l->supp_bytes, l->supp_blocks);
-}
-
-int ht_report_leaks_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const ht_leaks_t *l)
-{
-	ht_frame_t *frames = NULL;
-	size_t cap = 0;
-	char num[48];
-	int err = 0;
-	fputc('[', out);
-	for (size_t i = 0; i < l->nshown && !err; i++) {
-		const ht_leak_group_t *g = &l->g[i];
-		const ht_site_t *s = &m->sites[g->site];
-		long nf = ht_model_frames(m, sym, s, &frames, &cap);
-		if (nf < 0) {
-			err = (int)nf;
-			break;
-		}
-		fprintf(out, "%s\n  {\"blocks\": %" PRIu64 ", \"bytes\": %" PRIu64, i ? "," : "",
-			g->blocks, g->bytes);
-		if (m->sample_rate)
-			fprintf(out, ", \"blocks_ci95\": %.0f, \"bytes_ci95\": %.0f",
-				ht_ci95(g->var_blocks), ht_ci95(g->var_bytes));
-		fputs(", \"kind\": ", out);
-		ht_json_str(out, ht_leak_kind_name(g->kind));
-		if (g->ex_seq) /* summary mode knows no single block */
-			fprintf(out, ", \"block\": \"%s\", \"block_address\": \"0x%" PRIx64 "\"",
-				ht_alloc_number(num, g->ex_thread, g->ex_seq), g->ex_addr);
-		else
-			fputs(", \"block\": null, \"block_address\": null", out);
-		fprintf(out, ", \"stack_id\": %" PRIu64 ",\n   \"stack\": ", s->overflow ? (uint64_t)0 : s->stack_id);
-		ht_json_frames(out, frames, nf);
-		fputc('}', out);
-	}
-	fputc(']', out);
-	free(frames);
-	return err;
-}
-
-int ht_report_suppressions_json(FILE *out, const ht_leaks_t *l)
-{
-	fputc('[', out);
-	for (size_t i = 0; l->supps && i < l->supps->n; i++) {
-		const ht_supp_t *s = &l->supps->s[i];
-		fprintf(out, "%s\n  {\"pattern\": ", i ? "," : "");
-		ht_json_str(out, s->pattern);
-		fputs(", \"origin\": ", out);
-		ht_json_str(out, s->origin);
-		fprintf(out, ", \"blocks\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"stacks\": %" PRIu64 "}",
-			s->blocks, s->bytes, s->groups);
-	}
-	fputc(']', out);
-	return ferror(out) ? -EIO : 0;
-}
-
-int ht_report_checks_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym)
-{
-	ht_frame_t *frames = NULL;
-	size_t cap = 0;
-	int err = 0;
-	fputc('[', out);
-	for (size_t i = 0; i < m->nchecks && !err; i++) {
-		const ht_check_stat_t *c = &m->checks[i];
-		fprintf(out, "%s\n  {\"check\": %" PRIu64 ", \"time_seconds\": %.9f, \"classified\": %s",
-			i ? "," : "", c->check_id, (double)c->time / 1e9,
-			c->classified ? "true" : "false");
-		for (unsigned k = 0; k < HT_LEAK_KINDS; k++) {
-			const char *name = k ? ht_leak_kind_name(k) : "unclassified";
-			fprintf(out, ", \"%s_bytes\": %" PRIu64 ", \"%s_blocks\": %" PRIu64, name,
-				c->bytes[k], name, c->blocks[k]);
-		}
-		fputs(",\n   \"top\": [", out);
+		ht_emit_nl(e, 3);
+		ht_emit_arr_begin(e, "top");
 		for (size_t k = 0; k < c->ntop; k++) {
 			long nf = ht_model_frames(m, sym, &m->sites[c->top[k].site], &frames, &cap);
+			if (!json) {
+				fprintf(out, "    %12s B  %-10s  ", ht_fmt_count(a, c->top[k].bytes),
+					c->top[k].kind ? ht_leak_kind_name(c->top[k].kind)
+						       : "unclassified");
+				site_leaf(out, frames, nf);
+				fputc('\n', out);
+				continue;
+			}
 			if (nf < 0) {
 				err = (int)nf;
 				break;
 			}
-			fprintf(out, "%s{\"kind\": ", k ? ", " : "");
-			ht_json_str(out, ht_leak_kind_name(c->top[k].kind));
-			fprintf(out, ", \"blocks\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"stack\": ",
-				c->top[k].blocks, c->top[k].bytes);
-			ht_json_frames(out, frames, nf);
-			fputc('}', out);
+			ht_emit_obj_begin(e, NULL);
+			ht_emit_str(e, "kind", ht_leak_kind_name(c->top[k].kind));
+			ht_emit_u64(e, "blocks", c->top[k].blocks);
+			ht_emit_u64(e, "bytes", c->top[k].bytes);
+			ht_emit_frames(e, "stack", frames, nf);
+			ht_emit_obj_end(e);
 		}
-		fputs("]}", out);
+		ht_emit_arr_end(e);
+		ht_emit_obj_end(e);
 	}
-	fputc(']', out);
+	ht_emit_arr_end(e);
 	free(frames);
 	return err ? err : ferror(out) ? -EIO : 0;
 }
 
-int ht_report_growth_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym)
+int ht_report_checks_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym)
 {
-	ht_growth_t *g;
-	long n = ht_growth_rank(m, &g);
-	if (n < 0)
-		return (int)n;
+	ht_emitter_t e;
+	ht_emit_init(&e, out, HT_EMIT_JSON);
+	e.depth = 1; /* the value of the caller's "leak_checks", key included here */
+	e.item[1] = false;
+	return ht_section_checks(&e, m, sym);
+}
+
+/* ---- JSON ------------------------------------------------------------------------ */
+
+void ht_section_leak_totals(ht_emitter_t *e, const ht_leaks_t *l)
+{
+	char key[48];
+	for (unsigned k = HT_LEAK_DEFINITE; k <= HT_LEAK_REACHABLE; k++) {
+		snprintf(key, sizeof(key), "%s_bytes", ht_leak_kind_name(k));
+		ht_emit_u64(e, key, l->bytes[k]);
+		snprintf(key, sizeof(key), "%s_blocks", ht_leak_kind_name(k));
+		ht_emit_u64(e, key, l->blocks[k]);
+	}
+	ht_emit_nl(e, 12);
+	ht_emit_u64(e, "unclassified_bytes", l->bytes[0]);
+	ht_emit_u64(e, "unclassified_blocks", l->blocks[0]);
+	ht_emit_u64(e, "suppressed_bytes", l->supp_bytes);
+	ht_emit_u64(e, "suppressed_blocks", l->supp_blocks);
+}
+
+void ht_report_leak_totals_json(FILE *out, const ht_leaks_t *l)
+{
+	ht_emitter_t e;
+	ht_emit_init(&e, out, HT_EMIT_JSON);
+	e.depth = 1; /* inside "totals", after a member */
+	e.item[1] = true;
+	ht_section_leak_totals(&e, l);
+}
+
+int ht_section_growth(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym,
+		      const ht_growth_t *g, size_t n, size_t top)
+{
+	bool json = ht_emit_json(e);
+	FILE *out = e->out;
+	if (!top)
+		top = DEFAULT_TOP;
+	char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN], d[HT_FMT_LEN], e2[HT_FMT_LEN];
+	size_t ns = 0;
+	for (size_t i = 0; i < n; i++)
+		ns += g[i].suspect;
+	char title[128];
+	snprintf(title, sizeof(title), "GROWTH SUSPECTS (%zu of %zu rising sites)", ns, n);
+	ht_emit_rule(e, title);
+	ht_emit_printf(e, "  live bytes of each site at %d points over %s; trend = least-squares "
+			  "slope,\n  fit = R^2, highs = share of points setting a new high; suspects "
+			  "fit >= 0.80 with highs >= 0.50\n",
+		       HT_GROWTH_POINTS, ht_fmt_duration(a, m->growth_span_ns));
+	if (!n)
+		ht_emit_printf(e, "  no site's live bytes rise over the run\n");
+	ht_emit_obj_begin(e, "growth");
+	ht_emit_u64(e, "points", HT_GROWTH_POINTS);
+	ht_emit_dbl(e, "span_seconds", 9, (double)m->growth_span_ns / 1e9);
+	ht_emit_arr_begin(e, "sites");
 	ht_frame_t *frames = NULL;
 	size_t cap = 0;
 	int err = 0;
-	fprintf(out, "{\"points\": %d, \"span_seconds\": %.9f, \"sites\": [", HT_GROWTH_POINTS,
-		(double)m->growth_span_ns / 1e9);
-	for (long i = 0; i < n && !err; i++) {
+	/* the text shows the top ones, the JSON all */
+	for (size_t i = 0; i < n && (json || i < top) && !err; i++) {
 		const ht_growth_t *r = &g[i];
 		const ht_site_t *s = &m->sites[r->site];
+		if (!json) {
+			fprintf(out, "\n#%-3zu%s %s/s, fit %.2f, highs %.2f; %s live in %s blocks at "
+				     "the end, ages median %s, oldest %s\n",
+				i + 1, r->suspect ? "SUSPECT" : "rising ",
+				ht_fmt_size(a, (uint64_t)r->slope), r->r2, r->new_highs,
+				ht_fmt_size(b, r->live_bytes), ht_fmt_count(c, r->live_blocks),
+				ht_fmt_duration(d, r->age_median_ns),
+				ht_fmt_duration(e2, r->age_oldest_ns));
+			err = ht_report_stack_text(out, m, sym, s, false);
+			continue;
+		}
 		long nf = ht_model_frames(m, sym, s, &frames, &cap);
 		if (nf < 0) {
 			err = (int)nf;
 			break;
 		}
-		fprintf(out, "%s\n  {\"suspect\": %s, \"slope_bytes_per_second\": %.1f, \"r2\": %.4f"
-			", \"new_highs\": %.4f, \"live_bytes\": %" PRIu64 ", \"live_blocks\": %" PRIu64
-			", \"age_median_seconds\": %.9f, \"age_oldest_seconds\": %.9f,\n   \"series\": [",
-			i ? "," : "", r->suspect ? "true" : "false", r->slope, r->r2, r->new_highs,
-			r->live_bytes, r->live_blocks, (double)r->age_median_ns / 1e9,
-			(double)r->age_oldest_ns / 1e9);
+		ht_emit_nl(e, 2);
+		ht_emit_obj_begin(e, NULL);
+		ht_emit_bool(e, "suspect", r->suspect);
+		ht_emit_dbl(e, "slope_bytes_per_second", 1, r->slope);
+		ht_emit_dbl(e, "r2", 4, r->r2);
+		ht_emit_dbl(e, "new_highs", 4, r->new_highs);
+		ht_emit_u64(e, "live_bytes", r->live_bytes);
+		ht_emit_u64(e, "live_blocks", r->live_blocks);
+		ht_emit_dbl(e, "age_median_seconds", 9, (double)r->age_median_ns / 1e9);
+		ht_emit_dbl(e, "age_oldest_seconds", 9, (double)r->age_oldest_ns / 1e9);
+		ht_emit_nl(e, 3);
+		ht_emit_arr_begin(e, "series");
 		for (size_t k = 0; k < HT_GROWTH_POINTS; k++)
-			fprintf(out, "%s%" PRIu64, k ? ", " : "", m->growth[k * m->nsites + r->site]);
-		fprintf(out, "], \"stack_id\": %" PRIu64 ",\n   \"stack\": ", s->stack_id);
-		ht_json_frames(out, frames, nf);
-		fputc('}', out);
+			ht_emit_u64(e, NULL, m->growth[k * m->nsites + r->site]);
+		ht_emit_arr_end(e);
+		ht_emit_u64(e, "stack_id", s->stack_id);
+		ht_emit_nl(e, 3);
+		ht_emit_frames(e, "stack", frames, nf);
+		ht_emit_obj_end(e);
 	}
-	fputs("]}", out);
+	ht_emit_arr_end(e);
+	ht_emit_obj_end(e);
 	free(frames);
-	free(g);
 	return err ? err : ferror(out) ? -EIO : 0;
 }

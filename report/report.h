@@ -15,6 +15,7 @@
 #include "analysis/model.h"
 #include "analysis/safe.h"
 #include "analysis/symbolize.h"
+#include "report/emitter.h"
 
 struct ht_leaks;
 struct ht_diff;
@@ -24,50 +25,66 @@ typedef struct ht_report_opts {
 	size_t top;		/* entries per list; 0 = writer default (text 10, json all) */
 } ht_report_opts_t;
 
+/* What a report shows beside the model, all built by the command: the
+ * leaks grouped by class (analysis/leaks.h: ht_leaks_build, required);
+ * in the text, show_reachable lists the still-reachable blocks too; the
+ * function profile and the tags and phases (NULL: none) add the JSON
+ * members "functions", "tags" and "phases", and the text PHASES table. */
+typedef struct ht_report_parts {
+	const struct ht_leaks *leaks;
+	bool show_reachable;
+	const struct ht_fn_profile *functions;
+	const struct ht_marks *marks;
+} ht_report_parts_t;
+
+/* The whole report (report/document.c) through the emitter e, text or JSON. */
+int ht_report_write(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym,
+		    const ht_report_opts_t *o, const ht_report_parts_t *p);
+/* The same with the leaks alone, to out. */
 int ht_report_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
-		   const ht_report_opts_t *o);
+		   const ht_report_opts_t *o, const struct ht_leaks *lk);
 int ht_report_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
-		   const ht_report_opts_t *o);
+		   const ht_report_opts_t *o, const struct ht_leaks *lk);
 /* Only the text report's TOP SITES BY BYTES ALLOCATED section (what
  * `heaptrail run --summary` prints at the end). */
 int ht_report_top_sites_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, size_t top);
-/* The same with the leaks grouped by the caller (analysis/leaks.h: suppressions
- * applied); the plain writers group them without suppressions. Text:
- * show_reachable lists the still-reachable blocks too. */
-int ht_report_text_leaks(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
-			 const ht_report_opts_t *o, const struct ht_leaks *l, bool show_reachable);
-int ht_report_json_leaks(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
-			 const ht_report_opts_t *o, const struct ht_leaks *l);
 
-/* Pools and snapshots (figures in analysis/model.h). The text
- * sections print nothing when the trace has no pools or snapshots; the
- * JSON writers write the members' values (arrays; the caller writes the
- * keys). sym may be NULL. Return 0, -ENOMEM or -EIO. */
-int ht_report_pools_text(FILE *out, const ht_model_t *m);
-int ht_report_snapshots_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym);
-int ht_report_pools_json(FILE *out, const ht_model_t *m);
-int ht_report_snapshots_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym);
+/* Pools and snapshots (figures in analysis/model.h), both back ends: the
+ * POOLS and SNAPSHOTS tables of the text, the "pools" and "snapshots"
+ * members of the JSON; nothing when the trace has none. sym may be NULL.
+ * Return 0, -ENOMEM or -EIO. */
+int ht_section_pools(ht_emitter_t *e, const ht_model_t *m);
+int ht_section_snapshots(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym);
 
-/* The leak section and its companions (report/leaks_section.c). The text
- * leak section lists at most top stacks per class (0: 10); the checks
- * section prints nothing without on-demand checks. The JSON writers write
- * members' values, ht_report_leak_totals_json the members it adds to
- * "totals" (each preceded by ", "). */
+/* The leak section and its companions (report/leaks_section.c), both
+ * back ends. Leaks: the text lists at most top stacks per class (0: 10),
+ * labels[site] is a site's [site N] (0: not shown yet) and *next the last N
+ * given, both updated; the JSON member "leaks" lists every group.
+ * Suppressions: the text's "suppressed:" lines (when any block was), the
+ * JSON member "suppressions" (when there are patterns). Checks: the LEAK
+ * CHECKS table and the JSON member "leak_checks", when the trace has
+ * on-demand checks. */
+int ht_section_leaks(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym,
+		     const struct ht_leaks *l, size_t top, bool show_reachable, uint32_t *labels,
+		     uint32_t *next);
+int ht_section_suppressions(ht_emitter_t *e, const ht_model_t *m, const struct ht_leaks *l);
+int ht_section_checks(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym);
+/* The text leak section with its suppressions, to out (its own labels). */
 int ht_report_leaks_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 			 const struct ht_leaks *l, size_t top, bool show_reachable);
-/* The same inside a report that labels sites already: labels[site] is its
- * [site N] (0: not shown yet), *next the last N given; both are updated. */
-int ht_report_leaks_text_labeled(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
-				 const struct ht_leaks *l, size_t top, bool show_reachable,
-				 uint32_t *labels, uint32_t *next);
-int ht_report_checks_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym);
-int ht_report_growth_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, size_t top);
-void ht_report_leak_totals_json(FILE *out, const struct ht_leaks *l);
-int ht_report_leaks_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
-			 const struct ht_leaks *l);
-int ht_report_suppressions_json(FILE *out, const struct ht_leaks *l);
+/* The "leak_checks" member, key included, after a separator the caller
+ * wrote (the HTML report's data). */
 int ht_report_checks_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym);
-int ht_report_growth_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym);
+/* JSON only: the members the leaks add to "totals". */
+void ht_section_leak_totals(ht_emitter_t *e, const struct ht_leaks *l);
+/* The same to out, after a member of an object (the HTML report's data). */
+void ht_report_leak_totals_json(FILE *out, const struct ht_leaks *l);
+/* Growth suspects (analysis/leaks.h: ht_growth_rank gives g[n]): the
+ * GROWTH SUSPECTS section of the text, top sites (0: 10); the "growth"
+ * member of the JSON, every site. */
+struct ht_growth;
+int ht_section_growth(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym,
+		      const struct ht_growth *g, size_t n, size_t top);
 
 /* A section title of the text reports: "\nTITLE ---...---" to 100 columns. */
 void ht_report_rule(FILE *out, const char *title);
@@ -83,8 +100,10 @@ int ht_report_stack_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
  * command line (quoted for a shell), and how it ended. */
 void ht_report_command_text(FILE *out, const ht_trace_t *t);
 void ht_report_ending_text(FILE *out, const ht_trace_t *t);
-/* The JSON report's "program" object (its value). */
+/* The JSON report's "program" object (its value); through the emitter,
+ * the member key (NULL: a value). */
 void ht_report_program_json(FILE *out, const ht_trace_t *t);
+void ht_emit_program(ht_emitter_t *e, const char *key, const ht_trace_t *t);
 
 /* `heaptrail diff` (analysis/diff.h; report/diff_report.c): totals side by side and the
  * largest changes of the matched sites, top rows per table (0: 10); the
@@ -100,15 +119,16 @@ size_t ht_report_warnings(const ht_model_t *m, char buf[][HT_WARN_LEN], size_t m
 
 /* Writes frames as the JSON array of FRAME objects (docs/JSON.md). */
 void ht_json_frames(FILE *out, const ht_frame_t *f, long n);
+void ht_emit_frames(ht_emitter_t *e, const char *key, const ht_frame_t *f, long n);
 
 /* Resource leaks (figures in analysis/resources.h): descriptors still
  * open at exit and handles still held. The text section is printed when
  * the trace recorded any descriptor or handle event (nothing for older
- * traces); `heaptrail report` prints it after the heap leaks, and any
- * other command may call it alone. The JSON writer writes the members
- * "fd_leaks" and "handle_leaks" (keys included, no separator around).
- * sym may be NULL. Return 0, -ENOMEM or -EIO. */
-int ht_report_resources_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym);
+ * traces); the JSON members "fd_leaks" and "handle_leaks" are always
+ * written. sym may be NULL. Return 0, -ENOMEM or -EIO. The FILE form
+ * writes the two members after a separator the caller wrote (the HTML
+ * report's data). */
+int ht_section_resources(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym);
 int ht_report_resources_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym);
 
 #endif /* HEAPTRAIL_REPORT_H */

@@ -1,6 +1,6 @@
 /* resources_section.c - the RESOURCE LEAKS section of the text report and
- * the "fd_leaks" and "handle_leaks" members of the JSON report
- * (the figures come from analysis/resources.c, defined in analysis/resources.h).
+ * the "fd_leaks" and "handle_leaks" members of the JSON report, one writer
+ * through the emitter (the figures come from analysis/resources.c, defined in analysis/resources.h).
  *
  * Descriptors still open are grouped by the stack that opened them, with
  * the call and their numbers; handles still held per kind, with counts and
@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "report/emitter.h"
 #include "report/report.h"
 #include "analysis/resources.h"
 #include "analysis/util.h"
@@ -38,8 +39,6 @@ static long stack_frames(const ht_model_t *m, ht_symbolizer_t *sym, uint64_t sta
 	*first = j;
 	return n;
 }
-
-/* ---- text ------------------------------------------------------------------------ */
 
 /* when: the first use of the stack, for its frames' modules (a library
  * unloaded later may have had another's address). */
@@ -100,10 +99,12 @@ static void print_fds(FILE *out, const ht_fd_leak_t *g)
 	fputc('\n', out);
 }
 
-int ht_report_resources_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym)
+int ht_section_resources(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym)
 {
 	const ht_trace_t *t = m->trace;
-	if (!t->next_events)
+	bool json = ht_emit_json(e);
+	FILE *out = e->out;
+	if (!json && !t->next_events)
 		return 0;
 	ht_resources_t *r = m->resources; /* made by the report's pass */
 	int err = r ? 0 : ht_resources_build(t, &r);
@@ -113,11 +114,12 @@ int ht_report_resources_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sy
 	size_t cap = 0;
 	long first;
 	const char *when = t->ending == HT_ENDING_EXEC ? "exec" : "exit";
-	ht_report_rule(out, "RESOURCE LEAKS");
-	fprintf(out,
-		"  file descriptors still open at %s: %" PRIu64 " (%" PRIu64 " opened, %" PRIu64
-		" closed; 0-2 and inherited ones are not counted)\n",
-		when, r->fds_leaked, r->fds_opened, r->fds_closed);
+	ht_emit_rule(e, "RESOURCE LEAKS");
+	ht_emit_printf(e,
+		       "  file descriptors still open at %s: %" PRIu64 " (%" PRIu64 " opened, %" PRIu64
+		       " closed; 0-2 and inherited ones are not counted)\n",
+		       when, r->fds_leaked, r->fds_opened, r->fds_closed);
+	ht_emit_arr_begin(e, "fd_leaks");
 	for (size_t i = 0; i < r->nfd_leaks && !err; i++) {
 		const ht_fd_leak_t *g = &r->fd_leaks[i];
 		long n = stack_frames(m, sym, g->stack_id, g->stack, g->first_time, &frames, &cap,
@@ -126,11 +128,28 @@ int ht_report_resources_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sy
 			err = (int)n;
 			break;
 		}
-		fputc('\n', out);
-		print_fds(out, g);
-		print_stack(out, t, g->first_time, frames ? frames + first : NULL, n - first);
+		const ht_frame_t *f = frames ? frames + first : NULL;
+		if (!json) {
+			fputc('\n', out);
+			print_fds(out, g);
+			print_stack(out, t, g->first_time, f, n - first);
+			continue;
+		}
+		ht_emit_nl(e, 2);
+		ht_emit_obj_begin(e, NULL);
+		ht_emit_str(e, "call", ht_fdcall_name(g->call));
+		ht_emit_u64(e, "count", g->count);
+		ht_emit_arr_begin(e, "fds");
+		for (size_t k = 0; k < g->count; k++)
+			ht_emit_u64(e, NULL, g->fds[k]);
+		ht_emit_arr_end(e);
+		ht_emit_u64(e, "stack_id", g->stack_id);
+		ht_emit_nl(e, 3);
+		ht_emit_frames(e, "stack", f, n - first);
+		ht_emit_obj_end(e);
 	}
-	if (r->nkinds) { /* only kinds with handles held */
+	ht_emit_arr_end(e);
+	if (!json && r->nkinds) { /* only kinds with handles held */
 		fprintf(out, "\n  handles still held at %s: %" PRIu64, when, r->handles_held);
 		for (size_t k = 0; k < r->nkinds; k++) {
 			fputs(k ? ", " : " (", out);
@@ -139,8 +158,17 @@ int ht_report_resources_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sy
 		}
 		fputs(")\n", out);
 	}
+	ht_emit_nl(e, 1);
+	ht_emit_arr_begin(e, "handle_leaks");
 	for (size_t k = 0; k < r->nkinds && !err; k++) {
 		const ht_handle_kind_t *hk = &r->kinds[k];
+		ht_emit_nl(e, 2);
+		ht_emit_obj_begin(e, NULL);
+		ht_emit_str(e, "kind", hk->name);
+		ht_emit_u64(e, "held", hk->held);
+		ht_emit_u64(e, "acquired", hk->acquired);
+		ht_emit_u64(e, "released", hk->released);
+		ht_emit_arr_begin(e, "stacks");
 		for (size_t i = 0; i < hk->nsites; i++) {
 			const ht_handle_site_t *s = &hk->sites[i];
 			long n = stack_frames(m, sym, s->stack_id, s->stack, s->first_time, &frames, &cap,
@@ -149,14 +177,25 @@ int ht_report_resources_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sy
 				err = (int)n;
 				break;
 			}
-			fprintf(out, "\n  %" PRIu64 " handle%s of kind ", s->count,
-				s->count == 1 ? "" : "s");
-			ht_text_put(out, hk->name ? hk->name : "?");
-			fprintf(out, " still held (of %" PRIu64 " acquired, %" PRIu64 " released)\n",
-				hk->acquired, hk->released);
-			print_stack(out, t, s->first_time, frames ? frames + first : NULL, n - first);
+			const ht_frame_t *f = frames ? frames + first : NULL;
+			ht_emit_printf(e, "\n  %" PRIu64 " handle%s of kind ", s->count,
+				       s->count == 1 ? "" : "s");
+			ht_emit_put(e, hk->name ? hk->name : "?");
+			ht_emit_printf(e, " still held (of %" PRIu64 " acquired, %" PRIu64 " released)\n",
+				       hk->acquired, hk->released);
+			if (!json)
+				print_stack(out, t, s->first_time, f, n - first);
+			ht_emit_nl(e, 3);
+			ht_emit_obj_begin(e, NULL);
+			ht_emit_u64(e, "count", s->count);
+			ht_emit_u64(e, "stack_id", s->stack_id);
+			ht_emit_frames(e, "stack", f, n - first);
+			ht_emit_obj_end(e);
 		}
+		ht_emit_arr_end(e);
+		ht_emit_obj_end(e);
 	}
+	ht_emit_arr_end(e);
 	free(frames);
 	if (r != m->resources)
 		ht_resources_free(r);
@@ -165,64 +204,11 @@ int ht_report_resources_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sy
 	return ferror(out) ? -EIO : 0;
 }
 
-/* ---- JSON ------------------------------------------------------------------------- */
-
 int ht_report_resources_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym)
 {
-	ht_resources_t *r = m->resources; /* made by the report's pass */
-	int err = r ? 0 : ht_resources_build(m->trace, &r);
-	if (err)
-		return err;
-	ht_frame_t *frames = NULL;
-	size_t cap = 0;
-	long first;
-	fputs("\"fd_leaks\": [", out);
-	for (size_t i = 0; i < r->nfd_leaks && !err; i++) {
-		const ht_fd_leak_t *g = &r->fd_leaks[i];
-		long n = stack_frames(m, sym, g->stack_id, g->stack, g->first_time, &frames, &cap,
-				      &first);
-		if (n < 0) {
-			err = (int)n;
-			break;
-		}
-		fprintf(out, "%s\n  {\"call\": \"%s\", \"count\": %zu, \"fds\": [", i ? "," : "",
-			ht_fdcall_name(g->call), g->count);
-		for (size_t k = 0; k < g->count; k++)
-			fprintf(out, "%s%" PRIu64, k ? ", " : "", g->fds[k]);
-		fprintf(out, "], \"stack_id\": %" PRIu64 ",\n   \"stack\": ", g->stack_id);
-		ht_json_frames(out, frames ? frames + first : NULL, n - first);
-		fputc('}', out);
-	}
-	fputs("],\n \"handle_leaks\": [", out);
-	for (size_t k = 0; k < r->nkinds && !err; k++) {
-		const ht_handle_kind_t *hk = &r->kinds[k];
-		fprintf(out, "%s\n  {\"kind\": ", k ? "," : "");
-		ht_json_str(out, hk->name);
-		fprintf(out,
-			", \"held\": %" PRIu64 ", \"acquired\": %" PRIu64 ", \"released\": %" PRIu64
-			", \"stacks\": [",
-			hk->held, hk->acquired, hk->released);
-		for (size_t i = 0; i < hk->nsites; i++) {
-			const ht_handle_site_t *s = &hk->sites[i];
-			long n = stack_frames(m, sym, s->stack_id, s->stack, s->first_time, &frames, &cap,
-					      &first);
-			if (n < 0) {
-				err = (int)n;
-				break;
-			}
-			fprintf(out, "%s\n   {\"count\": %" PRIu64 ", \"stack_id\": %" PRIu64
-				", \"stack\": ",
-				i ? "," : "", s->count, s->stack_id);
-			ht_json_frames(out, frames ? frames + first : NULL, n - first);
-			fputc('}', out);
-		}
-		fputs("]}", out);
-	}
-	fputc(']', out);
-	free(frames);
-	if (r != m->resources)
-		ht_resources_free(r);
-	if (err)
-		return err;
-	return ferror(out) ? -EIO : 0;
+	ht_emitter_t e;
+	ht_emit_init(&e, out, HT_EMIT_JSON);
+	e.depth = 1; /* members of the caller's object, which wrote the separator */
+	e.item[1] = false;
+	return ht_section_resources(&e, m, sym);
 }

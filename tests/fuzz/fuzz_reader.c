@@ -15,6 +15,7 @@
 #include "analysis/model.h"
 #include "analysis/pass.h"
 #include "analysis/reader.h"
+#include "analysis/leaks.h"
 #include "report/report.h"
 #include "report/functions_section.h"
 #include "analysis/marks.h"
@@ -33,8 +34,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		ht_model_t *m = NULL;
 		if (ht_model_build(t, &m) == 0 && null_out) {
 			ht_report_opts_t ro = { "fuzz", 3 };
-			ht_report_text(null_out, m, NULL, &ro);
-			ht_report_json(null_out, m, NULL, NULL);
+			ht_leaks_t lk;
+			if (ht_leaks_build(m, NULL, NULL, &lk) == 0) {
+				ht_report_text(null_out, m, NULL, &ro, &lk);
+				ht_report_json(null_out, m, NULL, NULL, &lk);
+				ht_leaks_free(&lk);
+			}
 			/* tags and phases, with every view */
 			ht_marks_t *mk = NULL;
 			if (ht_marks_build(t, &mk) == 0) {

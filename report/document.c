@@ -1,6 +1,7 @@
-/* text.c - the human-readable report, laid out for a ~100-column terminal.
+/* document.c - `heaptrail report`: the whole report, written once against
+ * the emitter (report/emitter.h) for both the text and the JSON back end.
  *
- * Sizes are shown human-readable with the exact byte count beside them;
+ * The text is laid out for a ~100-column terminal. Sizes are shown human-readable with the exact byte count beside them;
  * stacks are printed leaf first as `function  file:line`, with the location
  * in one column per stack so a terminal or editor can jump there.
  */
@@ -11,6 +12,9 @@
 #include <string.h>
 
 #include "analysis/leaks.h"
+#include "report/emitter.h"
+#include "report/functions_section.h"
+#include "report/marks_section.h"
 #include "report/report.h"
 #include "report/timeline.h"
 #include "trace_format.h"
@@ -513,25 +517,12 @@ int ht_report_top_sites_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sy
 	return ferror(out) ? -EIO : 0;
 }
 
-int ht_report_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const ht_report_opts_t *o)
-{
-	return ht_report_text_leaks(out, m, sym, o, NULL, false);
-}
+/* ---- the report -------------------------------------------------------------------- */
 
-int ht_report_text_leaks(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
-			 const ht_report_opts_t *o, const ht_leaks_t *leaks, bool show_reachable)
+/* The text header: trace, program, process, how it ended, sampling, warnings. */
+static void text_header(FILE *out, const ht_model_t *m, const ht_report_opts_t *o)
 {
 	const ht_trace_t *t = m->trace;
-	size_t top = o && o->top ? o->top : DEFAULT_TOP;
-	textctx_t c = { out, m, sym, NULL, 0, NULL, 0, 0 };
-	size_t *idx = malloc((m->nsites ? m->nsites : 1) * sizeof(*idx));
-	c.label = calloc(m->nsites ? m->nsites : 1, sizeof(*c.label));
-	if (!idx || !c.label) {
-		free(idx);
-		free(c.label);
-		return -ENOMEM;
-	}
-
 	fprintf(out, "heaptrail report%s", o && o->trace_path ? ": " : "");
 	ht_text_put(out, o ? o->trace_path : NULL);
 	fputc('\n', out);
@@ -556,7 +547,6 @@ int ht_report_text_leaks(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 			     "estimates, (+-x) their 95%% interval\n",
 			ht_fmt_size(r, t->sample_rate));
 	}
-
 	char w[8][HT_WARN_LEN];
 	size_t nw = ht_report_warnings(m, w, 8);
 	if (nw)
@@ -566,43 +556,248 @@ int ht_report_text_leaks(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 		ht_text_put(out, w[i]);
 		fputc('\n', out);
 	}
+}
 
-	print_summary(out, m);
-	if (t->have_summary)
-		fputs("\nSUMMARY MODE: the agent kept per-site totals, no events: no chart over time, "
-		      "no temporary allocations, no tables of heaptrail.h's tags, phases, pools and "
-		      "snapshots (their blocks are in the sites), no descriptors or handles.\n", out);
-	else
-		c.err = ht_report_timeline_text(out, m); /* memory over time, peak marked */
-	print_list(&c, "TOP SITES BY BYTES ALLOCATED", HT_BY_BYTES, head_bytes, top, idx,
-		   "no allocations");
-	print_list(&c, "TOP SITES BY NUMBER OF ALLOCATIONS", HT_BY_COUNT, head_count, top, idx,
-		   "no allocations");
-	print_list(&c, "TOP SITES BY CONTRIBUTION TO THE PEAK", HT_BY_PEAK, head_peak, top, idx,
-		   "nothing was live at the peak");
-	/* leaks by class, grouped here when the caller did not */
-	ht_leaks_t own;
-	const ht_leaks_t *lk = leaks;
-	if (!lk && !c.err && !(c.err = ht_leaks_build(m, sym, NULL, &own)))
-		lk = &own;
-	if (lk && !c.err)
-		c.err = ht_report_leaks_text_labeled(out, m, sym, lk, top, show_reachable, c.label,
-						     &c.next_label);
-	if (lk == &own)
-		ht_leaks_free(&own);
-	print_list(&c, "TEMPORARY ALLOCATIONS", HT_BY_TEMPORARY, head_temp, top, idx,
-		   m->sample_rate ? "not known in a sampled trace" : "no temporary allocations");
-	/* heaptrail.h's pools and snapshots: only when the trace has them */
-	int e = ht_report_pools_text(out, m);
-	if (!e)
-		e = ht_report_snapshots_text(out, m, sym);
-	if (!e)
-		e = ht_report_checks_text(out, m, sym);
-	if (!e) /* descriptors and handles: when the trace has any */
-		e = ht_report_resources_text(out, m, sym);
-	if (e && !c.err)
-		c.err = e;
+/* JSON "totals": the run's figures, a sampled trace's with their *_ci95
+ * companions (the half width of their 95% interval). */
+static void json_totals(ht_emitter_t *e, const ht_model_t *m, const ht_leaks_t *lk)
+{
+	const ht_trace_t *t = m->trace;
+	const ht_totals_t *tt = &m->totals;
+	bool sampled = m->sample_rate != 0;
+	bool no_events = t->have_summary; /* what only events tell is unknown */
+	ht_emit_obj_begin(e, "totals");
+	ht_emit_u64(e, "allocations", tt->allocations);
+	ht_emit_u64(e, "frees", tt->frees);
+	ht_emit_u64(e, "bytes_allocated", tt->bytes_allocated);
+	ht_emit_nl(e, 12);
+	ht_emit_u64(e, "peak_heap_bytes", tt->peak_heap_bytes);
+	ht_emit_dbl(e, "peak_time_seconds", 9, (double)tt->peak_time_ns / 1e9);
+	ht_emit_u64_or_null(e, "peak_rss_bytes", tt->peak_rss_bytes != 0, tt->peak_rss_bytes);
+	ht_emit_nl(e, 12);
+	ht_emit_u64(e, "leaked_blocks", tt->leaked_blocks);
+	ht_emit_u64(e, "leaked_bytes", tt->leaked_bytes);
+	ht_emit_u64_or_null(e, "temporary_allocations", !sampled && !no_events, tt->temporary);
+	ht_emit_nl(e, 12);
+	ht_emit_dbl(e, "duration_seconds", 9, (double)tt->duration_ns / 1e9);
+	ht_emit_dbl(e, "allocations_per_second", 1, tt->allocs_per_second);
+	ht_emit_u64(e, "sites", m->nsites);
+	ht_emit_nl(e, 12);
+	ht_emit_u64_or_null(e, "reallocs", !no_events, tt->reallocs);
+	ht_emit_u64_or_null(e, "ignored_frees", !no_events, tt->ignored_frees);
+	ht_emit_u64_or_null(e, "reused_addresses", !no_events, tt->reused_addresses);
+	ht_emit_nl(e, 12);
+	ht_emit_bool(e, "leaks_classified", lk->classified);
+	ht_section_leak_totals(e, lk);
+	if (sampled) {
+		const ht_est_t *s = &tt->est;
+		ht_emit_nl(e, 12);
+		ht_emit_dbl(e, "allocations_ci95", 0, ht_ci95(s->var_allocations));
+		ht_emit_dbl(e, "bytes_allocated_ci95", 0, ht_ci95(s->var_bytes_allocated));
+		ht_emit_dbl(e, "peak_heap_bytes_ci95", 0, ht_ci95(s->var_peak_bytes));
+		ht_emit_nl(e, 12);
+		ht_emit_dbl(e, "leaked_blocks_ci95", 0, ht_ci95(s->var_leaked_blocks));
+		ht_emit_dbl(e, "leaked_bytes_ci95", 0, ht_ci95(s->var_leaked_bytes));
+	}
+	ht_emit_obj_end(e);
+}
+
+/* JSON "sites": every stack unless --top, by bytes allocated. */
+static int json_sites(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym,
+		      const ht_report_opts_t *o, size_t *idx)
+{
+	const ht_trace_t *t = m->trace;
+	bool sampled = m->sample_rate != 0;
+	ht_frame_t *frames = NULL;
+	size_t cap = 0;
+	int err = 0;
+	size_t n = ht_model_sort(m, HT_BY_BYTES, idx);
+	/* sites with only zero-byte allocations still count as stacks */
+	for (size_t i = 0; i < m->nsites; i++)
+		if (!m->sites[i].bytes_allocated && m->sites[i].allocations)
+			idx[n++] = i;
+	if (o && o->top && o->top < n)
+		n = o->top;
+	ht_emit_arr_begin(e, "sites");
+	for (size_t i = 0; i < n; i++) {
+		const ht_site_t *s = &m->sites[idx[i]];
+		long nf = ht_model_frames(m, sym, s, &frames, &cap);
+		if (nf < 0) {
+			err = (int)nf;
+			break;
+		}
+		ht_emit_nl(e, 2);
+		ht_emit_obj_begin(e, NULL);
+		ht_emit_u64(e, "allocations", s->allocations);
+		ht_emit_u64(e, "bytes_allocated", s->bytes_allocated);
+		ht_emit_u64(e, "peak_bytes", s->peak_bytes);
+		ht_emit_u64(e, "leaked_blocks", s->leaked_blocks);
+		ht_emit_u64(e, "leaked_bytes", s->leaked_bytes);
+		ht_emit_u64_or_null(e, "temporary_allocations", !sampled && !t->have_summary,
+				    s->temporary);
+		ht_emit_u64(e, "frees", s->frees);
+		ht_emit_u64(e, "largest", s->largest);
+		ht_emit_u64(e, "stack_id", s->overflow ? (uint64_t)0 : s->stack_id);
+		if (sampled) {
+			ht_emit_nl(e, 3);
+			ht_emit_dbl(e, "allocations_ci95", 0, ht_ci95(s->est.var_allocations));
+			ht_emit_dbl(e, "bytes_allocated_ci95", 0, ht_ci95(s->est.var_bytes_allocated));
+			ht_emit_dbl(e, "peak_bytes_ci95", 0, ht_ci95(s->est.var_peak_bytes));
+			ht_emit_dbl(e, "leaked_blocks_ci95", 0, ht_ci95(s->est.var_leaked_blocks));
+			ht_emit_dbl(e, "leaked_bytes_ci95", 0, ht_ci95(s->est.var_leaked_bytes));
+		}
+		ht_emit_nl(e, 3);
+		ht_emit_frames(e, "stack", frames, nf);
+		if (s->overflow)
+			ht_emit_bool(e, "overflow", true);
+		ht_emit_obj_end(e);
+	}
+	ht_emit_arr_end(e);
+	free(frames);
+	return err;
+}
+
+int ht_report_write(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym,
+		    const ht_report_opts_t *o, const ht_report_parts_t *p)
+{
+	const ht_trace_t *t = m->trace;
+	const ht_leaks_t *lk = p->leaks;
+	FILE *out = e->out;
+	bool json = ht_emit_json(e);
+	size_t top = o && o->top ? o->top : DEFAULT_TOP;
+	textctx_t c = { out, m, sym, NULL, 0, NULL, 0, 0 };
+	size_t *idx = malloc((m->nsites ? m->nsites : 1) * sizeof(*idx));
+	c.label = calloc(m->nsites ? m->nsites : 1, sizeof(*c.label));
+	if (!idx || !c.label) {
+		free(idx);
+		free(c.label);
+		return -ENOMEM;
+	}
+
+	if (!json)
+		text_header(out, m, o);
+	ht_emit_obj_begin(e, NULL);
+	ht_emit_u64(e, "heaptrail_report", 1);
+	ht_emit_nl(e, 1);
+	ht_emit_program(e, "program", t);
+	/* a sampled trace: figures are estimates; temporary allocations unknown */
+	if (m->sample_rate) {
+		ht_emit_nl(e, 1);
+		ht_emit_obj_begin(e, "sampled");
+		ht_emit_u64(e, "rate", t->sample_rate);
+		ht_emit_bool(e, "exact_totals", t->have_end_counts);
+		ht_emit_obj_end(e);
+	}
+	ht_emit_nl(e, 1);
+	if (json) {
+		json_totals(e, m, lk);
+		/* trace health */
+		char w[8][HT_WARN_LEN];
+		size_t nw = ht_report_warnings(m, w, 8);
+		ht_emit_nl(e, 1);
+		ht_emit_bool(e, "truncated", t->error);
+		ht_emit_str(e, "error", t->error ? t->message : NULL);
+		if (t->error)
+			ht_emit_u64(e, "error_offset", t->error_offset);
+		ht_emit_arr_begin(e, "warnings");
+		for (size_t i = 0; i < nw; i++)
+			ht_emit_str(e, NULL, w[i]);
+		ht_emit_arr_end(e);
+		ht_emit_nl(e, 1);
+		c.err = json_sites(e, m, sym, o, idx);
+	} else {
+		print_summary(out, m);
+		if (t->have_summary)
+			fputs("\nSUMMARY MODE: the agent kept per-site totals, no events: no chart over "
+			      "time, no temporary allocations, no tables of heaptrail.h's tags, phases, "
+			      "pools and snapshots (their blocks are in the sites), no descriptors or "
+			      "handles.\n", out);
+		else
+			c.err = ht_report_timeline_text(out, m); /* memory over time, peak marked */
+		print_list(&c, "TOP SITES BY BYTES ALLOCATED", HT_BY_BYTES, head_bytes, top, idx,
+			   "no allocations");
+		print_list(&c, "TOP SITES BY NUMBER OF ALLOCATIONS", HT_BY_COUNT, head_count, top,
+			   idx, "no allocations");
+		print_list(&c, "TOP SITES BY CONTRIBUTION TO THE PEAK", HT_BY_PEAK, head_peak, top,
+			   idx, "nothing was live at the peak");
+	}
+	/* leaks: every unsuppressed group of blocks live at the end, by class
+	 * and stack, largest first (the suppressed ones are counted in
+	 * "suppressions") */
+	ht_emit_nl(e, 1);
+	if (!c.err)
+		c.err = ht_section_leaks(e, m, sym, lk, top, p->show_reachable, c.label,
+					 &c.next_label);
+	if (!c.err && !json) /* in the JSON a member of its own, below */
+		c.err = ht_section_suppressions(e, m, lk);
+	if (!json)
+		print_list(&c, "TEMPORARY ALLOCATIONS", HT_BY_TEMPORARY, head_temp, top, idx,
+			   m->sample_rate ? "not known in a sampled trace" : "no temporary allocations");
+	/* memory over time: a bounded series, the exact peak marked */
+	if (json) {
+		ht_emit_nl(e, 1);
+		FILE *f = ht_emit_raw(e, NULL);
+		if (!c.err)
+			c.err = ht_report_timeline_json(f, m);
+	}
+	/* heaptrail.h's pools and snapshots: only when the trace has them (in
+	 * the JSON new members come last, so existing readers see the same
+	 * object) */
+	int err = c.err;
+	if (!err && m->npools) {
+		ht_emit_nl(e, 1);
+		err = ht_section_pools(e, m);
+	}
+	if (!err && m->nsnapshots) {
+		ht_emit_nl(e, 1);
+		err = ht_section_snapshots(e, m, sym);
+	}
+	if (!err && json && t->have_summary) {
+		bool full = false;
+		for (size_t i = 0; i < m->nsites; i++)
+			full |= m->sites[i].overflow;
+		ht_emit_nl(e, 1);
+		ht_emit_obj_begin(e, "summary_mode");
+		ht_emit_bool(e, "site_table_full", full);
+		ht_emit_bool(e, "peak_in_arrival_order",
+			     t->agent_flags & HT_AGENT_SUMMARY_PEAK_ORDER);
+		ht_emit_obj_end(e);
+	}
+	/* suppressions and on-demand leak checks */
+	if (!err && json) {
+		ht_emit_nl(e, 1);
+		err = ht_section_suppressions(e, m, lk);
+	}
+	if (!err) {
+		ht_emit_nl(e, 1);
+		err = ht_section_checks(e, m, sym);
+	}
+	/* descriptors and handles still open: in the JSON always, in the text
+	 * when the trace has any */
+	if (!err) {
+		ht_emit_nl(e, 1);
+		err = ht_section_resources(e, m, sym);
+	}
+	/* the views asked for beside the report, JSON only: the function
+	 * profile, tags and phases */
+	if (!err && json && p->functions) {
+		ht_emit_nl(e, 1);
+		err = ht_report_functions_json(ht_emit_raw(e, "functions"), p->functions, sym);
+	}
+	if (!err && json && p->marks && p->marks->tag_events) {
+		ht_emit_nl(e, 1);
+		err = ht_report_tags_json(ht_emit_raw(e, "tags"), p->marks);
+	}
+	if (!err && json && p->marks && p->marks->nphases) {
+		ht_emit_nl(e, 1);
+		err = ht_report_phases_json(ht_emit_raw(e, "phases"), p->marks);
+	}
+	ht_emit_obj_end(e);
 	fputc('\n', out);
+	if (!err && !json && p->marks)
+		err = ht_report_phases_text(out, p->marks);
+	if (err && !c.err)
+		c.err = err;
 
 	free(idx);
 	free(c.label);
@@ -610,4 +805,25 @@ int ht_report_text_leaks(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 	if (c.err)
 		return c.err;
 	return ferror(out) ? -EIO : 0;
+}
+
+static int report_to(FILE *out, ht_emit_kind_t kind, const ht_model_t *m, ht_symbolizer_t *sym,
+		     const ht_report_opts_t *o, const ht_leaks_t *lk)
+{
+	ht_emitter_t e;
+	ht_report_parts_t p = { lk, false, NULL, NULL };
+	ht_emit_init(&e, out, kind);
+	return ht_report_write(&e, m, sym, o, &p);
+}
+
+int ht_report_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const ht_report_opts_t *o,
+		   const ht_leaks_t *lk)
+{
+	return report_to(out, HT_EMIT_TEXT, m, sym, o, lk);
+}
+
+int ht_report_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const ht_report_opts_t *o,
+		   const ht_leaks_t *lk)
+{
+	return report_to(out, HT_EMIT_JSON, m, sym, o, lk);
 }

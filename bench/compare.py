@@ -618,6 +618,7 @@ def main():
             rep_rss = 0
             json_time = 0.0
             json_rss = 0
+            rep_cpu = None
             allocs = frees = None
             allocs_from_run = res.pop("_allocs_from_run", None)
             for tf in tfiles:
@@ -631,6 +632,7 @@ def main():
                     rep_time = None
                     break
                 rep_time += rr.wall
+                rep_cpu = (rep_cpu or 0.0) + (rr.cpu or 0.0)
                 rep_rss = max(rep_rss, rr.maxrss_kib)
                 if not args.no_json_report:
                     rj = run([HEAPTRAIL, "report", "--format", "json", tf], base_env, None, args.timeout, wdir)
@@ -653,6 +655,7 @@ def main():
             if allocs_from_run is not None:
                 allocs, frees = allocs_from_run
             res["report_s"] = rep_time
+            res["report_cpu_s"] = rep_cpu if rep_time is not None else None
             res["report_rss_kib"] = rep_rss if rep_time is not None else None
             if not args.no_json_report:
                 res["report_json_s"] = json_time
@@ -667,6 +670,7 @@ def main():
                                                         "" if rr.ok() else "  " + describe_status(rr)),
                       file=sys.stderr, flush=True)
                 res["heaptrack_print_s"] = rr.wall if rr.ok() else None
+                res["heaptrack_print_cpu_s"] = rr.cpu if rr.ok() else None
                 res["heaptrack_print_rss_kib"] = rr.maxrss_kib if rr.ok() else None
         if not args.keep:
             shutil.rmtree(wdir, ignore_errors=True)
@@ -707,6 +711,7 @@ def main():
     if args.heaptrack_print:
         columns.append(("print", "print s", "heaptrack_print s"))
         columns.append(("rp", "rep/print", "report ×print (target ≤ 0.5)"))
+        columns.append(("rp_cpu", "CPU rep/print", "report CPU ×print CPU"))
         if not args.no_json_report:
             columns.append(("jp", "JSON/print", "JSON report ×print"))
     columns += [("rss_plain", "RSS plain", "RSS MiB plain"),
@@ -814,6 +819,7 @@ def main():
              "print": fmt_s(res.get("heaptrack_print_s")),
              "report_json": fmt_s(res.get("report_json_s")) if tr else "-",
              "rp": quotient(res.get("report_s"), res.get("heaptrack_print_s")) if tr else "-",
+             "rp_cpu": quotient(res.get("report_cpu_s"), res.get("heaptrack_print_cpu_s")) if tr else "-",
              "jp": quotient(res.get("report_json_s"), res.get("heaptrack_print_s")) if tr else "-",
              "rss_print": fmt_mib(res.get("heaptrack_print_rss_kib")),
              "rss_rp": quotient(max(res.get("report_rss_kib") or 0, res.get("report_json_rss_kib") or 0) or None,

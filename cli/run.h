@@ -18,6 +18,7 @@ typedef struct ht_run_opts {
 	const char *break_alloc; /* agent option break=LIST (numbers joined by '+'), or NULL */
 	int leak_exitcode;	 /* exit status when definite/indirect leaks remain; -1: off */
 	bool no_leak_report;	 /* with leak_exitcode: no leak section on stderr */
+	bool no_leak_check;	 /* agent option leak_check=0: no live table, no scan */
 	ht_supp_list_t *supps;	 /* suppressions for the leak exit code; may be NULL */
 	unsigned long long sample_rate; /* agent option sample_rate; 0 = exact */
 	bool sample_seed_set;

@@ -42,7 +42,7 @@ void ht_progress_enable(void)
 void ht_progress(const char *phase, uint64_t done, uint64_t total, int bytes)
 {
 	/* the clock at most every 64th call: records can be a few bytes */
-	if (!on || (++calls & 63) || !pthread_equal(owner, pthread_self()))
+	if (!on || !pthread_equal(owner, pthread_self()) || (++calls & 63))
 		return;
 	uint64_t t = now_ns();
 	if (t < next_ns)

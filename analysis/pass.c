@@ -9,10 +9,12 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "trace_format.h"
+#include "analysis/progress.h"
 #include "analysis/util.h"
 
 unsigned long ht_pass_merges;
@@ -290,6 +292,129 @@ static unsigned flag_of(uint8_t type)
 	}
 }
 
+/* ---- the merge ahead of the consumers --------------------------------------------
+ * With a second core, the merge runs on a worker thread of its own and
+ * hands its events over in batches through a ring of FEED_RING buffers;
+ * the consumers take them on the calling thread in the same order, so the
+ * output is the same with one thread or more. The merge (decoding the
+ * blocks, replays, the heap of cursors) and the consumers (the live-block
+ * table, sites, timeline) each take about half of a pass. */
+#define FEED_BATCH 2048
+#define FEED_RING 8
+
+typedef struct feed {
+	ht_merge_t *mg;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	ht_event_t *buf[FEED_RING];
+	size_t n[FEED_RING];
+	size_t head, tail; /* batches made and taken */
+	bool done, stop;
+} feed_t;
+
+static void *feed_main(void *arg)
+{
+	feed_t *f = arg;
+	for (;;) {
+		pthread_mutex_lock(&f->mu);
+		while (f->head - f->tail == FEED_RING && !f->stop)
+			pthread_cond_wait(&f->cv, &f->mu);
+		bool stop = f->stop;
+		size_t slot = f->head % FEED_RING;
+		pthread_mutex_unlock(&f->mu);
+		size_t n = 0;
+		while (!stop && n < FEED_BATCH && ht_merge_next(f->mg, &f->buf[slot][n]))
+			n++;
+		pthread_mutex_lock(&f->mu);
+		if (n) {
+			f->n[slot] = n;
+			f->head++;
+		}
+		if (stop || n < FEED_BATCH)
+			f->done = true;
+		pthread_cond_broadcast(&f->cv);
+		bool end = f->done;
+		pthread_mutex_unlock(&f->mu);
+		if (end)
+			return NULL;
+	}
+}
+
+/* The consumers' share of one event. */
+static int pass_event(ht_pass_t *p, ht_event_t *ev, ht_live_t *gone)
+{
+	int e = 0;
+	ht_heap_step_t st = { NULL, NULL, false, 0 };
+	if (is_heap(ev->type)) {
+		if (p->live && (e = heap_step(p, ev, &st, gone)))
+			return e;
+		for (size_t k = 0; k < p->nhc && !e; k++) {
+			const ht_pass_consumer_t *c = &p->c[p->hc[k]];
+			e = c->on_event(c->ctx, ev, c->live ? &st : NULL);
+		}
+		return e;
+	}
+	unsigned f = flag_of(ev->type);
+	for (size_t i = 0; i < p->nc && !e; i++) {
+		const ht_pass_consumer_t *c = &p->c[i];
+		if (c->flags & f)
+			e = c->on_event(c->ctx, ev, NULL);
+	}
+	return e;
+}
+
+/* The merge on a worker, the consumers here. 1 when the worker could not
+ * be had (the caller then runs it all itself), else 0 or an error. */
+static int pass_fed(ht_pass_t *p, ht_merge_t *mg)
+{
+	feed_t f = { .mg = mg };
+	int e = 0;
+	for (size_t i = 0; i < FEED_RING; i++)
+		if (!(f.buf[i] = malloc(FEED_BATCH * sizeof(ht_event_t))))
+			e = -ENOMEM;
+	pthread_t th;
+	if (e || pthread_mutex_init(&f.mu, NULL)) {
+		for (size_t i = 0; i < FEED_RING; i++)
+			free(f.buf[i]);
+		return 1;
+	}
+	pthread_cond_init(&f.cv, NULL);
+	if (pthread_create(&th, NULL, feed_main, &f)) {
+		e = 1;
+		goto out;
+	}
+	ht_live_t gone;
+	for (;;) {
+		pthread_mutex_lock(&f.mu);
+		while (f.tail == f.head && !f.done)
+			pthread_cond_wait(&f.cv, &f.mu);
+		bool have = f.tail != f.head;
+		size_t slot = f.tail % FEED_RING, n = have ? f.n[slot] : 0;
+		pthread_mutex_unlock(&f.mu);
+		if (!have)
+			break;
+		for (size_t i = 0; i < n && !e; i++)
+			e = pass_event(p, &f.buf[slot][i], &gone);
+		if (n)
+			ht_merge_progress(f.mg, f.buf[slot][n - 1].time);
+		pthread_mutex_lock(&f.mu);
+		f.tail++;
+		if (e)
+			f.stop = true;
+		pthread_cond_broadcast(&f.cv);
+		pthread_mutex_unlock(&f.mu);
+		if (e)
+			break;
+	}
+	pthread_join(th, NULL);
+out:
+	pthread_cond_destroy(&f.cv);
+	pthread_mutex_destroy(&f.mu);
+	for (size_t i = 0; i < FEED_RING; i++)
+		free(f.buf[i]);
+	return e;
+}
+
 int ht_pass_run(ht_pass_t *p)
 {
 	const ht_trace_t *t = p->t;
@@ -314,28 +439,16 @@ int ht_pass_run(ht_pass_t *p)
 		if ((e = ht_merge_new_ex(t, p->flags, UINT32_MAX, &mg)))
 			return e;
 		ht_pass_merges++;
-		ht_event_t ev;
-		ht_live_t gone;
-		while (!e && ht_merge_next(mg, &ev)) {
-			ht_heap_step_t st = { NULL, NULL, false, 0 };
-			if (is_heap(ev.type)) {
-				if (p->live && (e = heap_step(p, &ev, &st, &gone)))
-					break;
-				for (size_t k = 0; k < p->nhc && !e; k++) {
-					const ht_pass_consumer_t *c = &p->c[p->hc[k]];
-					e = c->on_event(c->ctx, &ev, c->live ? &st : NULL);
-				}
-				continue;
-			}
-			unsigned f = flag_of(ev.type);
-			for (size_t i = 0; i < p->nc && !e; i++) {
-				const ht_pass_consumer_t *c = &p->c[i];
-				if (c->flags & f)
-					e = c->on_event(c->ctx, &ev, NULL);
-			}
+		if (ht_threads() < 2 || (e = pass_fed(p, mg)) == 1) {
+			e = 0;
+			ht_event_t ev;
+			ht_live_t gone;
+			while (!e && ht_merge_next(mg, &ev))
+				e = pass_event(p, &ev, &gone);
 		}
 		ht_merge_free(mg);
 	}
+	ht_progress_clear();
 	for (size_t i = 0; i < p->nc && !e; i++)
 		if (p->c[i].on_end)
 			e = p->c[i].on_end(p->c[i].ctx);

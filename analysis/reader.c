@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +36,7 @@
 #include <zstd_errors.h>
 
 #include "trace_format.h"
+#include "analysis/progress.h"
 #include "analysis/util.h"
 
 /* One segment of the module address index. */
@@ -97,6 +99,11 @@ typedef struct trace_priv {
 	size_t nchunks, cap_chunks, chunk_fill, chunk_size;
 	bool in_joined;	      /* parsing joined events: errors name the record */
 	size_t packed_record; /* the body offset of that record */
+	/* verify_checksums on a worker thread while the body is read */
+	bool verifying;
+	pthread_t verifier;
+	const uint8_t *v_data;
+	size_t v_len, v_limit;
 } trace_priv_t;
 
 /* Outcome of decoding a field or event. */
@@ -1379,9 +1386,15 @@ static int parse_body(ht_trace_t *t)
 	size_t dead = 0;
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
 
+	const trace_priv_t *tp = t->priv;
 	while (pos < len) {
 		size_t rec = pos;
 		size_t nblocks = t->nblocks;
+		if (tp->zfill)
+			ht_progress("reading", HT_FILE_HEADER_LEN + tp->zfill_in.pos,
+				    HT_FILE_HEADER_LEN + tp->zfill_in.size, 1);
+		else
+			ht_progress("reading", pos, len, 1);
 		body_fill(t, pos + 1 + HT_VARINT_MAX); /* the record's header */
 		uint8_t tag = b[pos++];
 		uint64_t plen;
@@ -1803,6 +1816,39 @@ static void verify_checksums(ht_trace_t *t, const uint8_t *data, size_t len, siz
 	ZSTD_freeDStream(zd);
 }
 
+static void *verify_main(void *arg)
+{
+	ht_trace_t *t = arg;
+	trace_priv_t *p = t->priv;
+	verify_checksums(t, p->v_data, p->v_len, p->v_limit);
+	return NULL;
+}
+
+/* verify_checksums, on a thread of its own when there is a second core:
+ * it is a decompression of the whole body that nothing else waits for
+ * (its findings are read once the trace is loaded, after verify_join). */
+static void verify_start(ht_trace_t *t, const uint8_t *data, size_t len, size_t limit)
+{
+	trace_priv_t *p = t->priv;
+	p->v_data = data;
+	p->v_len = len;
+	p->v_limit = limit;
+	if (ht_threads() > 1 && !pthread_create(&p->verifier, NULL, verify_main, t)) {
+		p->verifying = true;
+		return;
+	}
+	verify_checksums(t, data, len, limit);
+}
+
+static void verify_join(ht_trace_t *t)
+{
+	trace_priv_t *p = t->priv;
+	if (p->verifying) {
+		pthread_join(p->verifier, NULL);
+		p->verifying = false;
+	}
+}
+
 /* Gives t a body of t->body_len bytes that body_fill fills by decompressing
  * src[0..len): an anonymous range whose pages are only made when written,
  * so the parse can give back those of the records it is done with (a
@@ -1841,7 +1887,7 @@ static int decompress(ht_trace_t *t, const uint8_t *data, size_t len, size_t max
 	bool hostile_cap = !max_body || bound < max_body;
 	if (hostile_cap)
 		max_body = bound;
-	verify_checksums(t, data, len, max_body);
+	verify_start(t, data, len, max_body);
 	ZSTD_DStream *zd = ZSTD_createDStream();
 	size_t chunk = ZSTD_DStreamOutSize();
 	uint8_t *scratch = malloc(chunk);
@@ -1880,6 +1926,7 @@ static int decompress(ht_trace_t *t, const uint8_t *data, size_t len, size_t max
 		size_t before = in.pos;
 		zr = ZSTD_decompressStream(zd, &out, &in);
 		input_drop(p, &in, &dropped);
+		ht_progress("decompressing", HT_FILE_HEADER_LEN + in.pos, HT_FILE_HEADER_LEN + len, 1);
 		if (ZSTD_isError(zr)) {
 			t->error = -HT_EZSTD;
 			t->error_offset = total + out.pos;
@@ -2088,7 +2135,10 @@ static int load(uint8_t *data, size_t mapped, size_t len, const ht_reader_opts_t
 		memcpy(t->body, body, blen);
 		t->body_len = blen;
 	}
-	if ((r = parse_body(t)))
+	r = parse_body(t);
+	verify_join(t);
+	ht_progress_clear();
+	if (r)
 		return r;
 	if (getenv("HEAPTRAIL_READER_STATS")) { /* for the tests: the replays' share */
 		const trace_priv_t *p = t->priv;
@@ -2190,6 +2240,7 @@ void ht_trace_free(ht_trace_t *t)
 	trace_priv_t *p = t->priv;
 	bool body_mapped = p && p->body_mapped;
 	if (p) {
+		verify_join(t); /* it reads the file's bytes */
 		ht_map_free(&p->stack_by_id);
 		ht_map_free(&p->name_by_id);
 		ht_map_free(&p->thread_by_tid);
@@ -2291,6 +2342,8 @@ struct ht_merge {
 	uint8_t **rbuf;
 	uint32_t thread;     /* the one thread merged, or UINT32_MAX */
 	bool replay_lost;    /* a replay failed: the blocks left are missing */
+	uint64_t span0, span1; /* the events' times, for the progress line */
+	unsigned nprog;
 	uint64_t scratch[HT_MAX_DEPTH];
 };
 
@@ -2481,8 +2534,22 @@ int ht_merge_new_ex(const ht_trace_t *t, unsigned flags, uint32_t thread, ht_mer
 	}
 	for (size_t i = m->nheap / 2; i-- > 0;)
 		sift_down(m, i);
+	m->span0 = UINT64_MAX;
+	m->span1 = t->end_time;
+	for (size_t i = 0; i < t->nblocks; i++) {
+		if (t->blocks[i].first_time < m->span0)
+			m->span0 = t->blocks[i].first_time;
+		if (t->blocks[i].first_time > m->span1)
+			m->span1 = t->blocks[i].first_time;
+	}
 	*out = m;
 	return 0;
+}
+
+void ht_merge_progress(const ht_merge_t *m, uint64_t time)
+{
+	uint64_t t0 = m->span0, t1 = m->span1;
+	ht_progress("analysing", time > t0 ? time - t0 : 0, t1 > t0 ? t1 - t0 : 0, 0);
 }
 
 /* ---- pools: PALLOC membership and the frees of RESET/DESTROY ---------------- */
@@ -2601,6 +2668,8 @@ bool ht_merge_next(ht_merge_t *m, ht_event_t *ev)
 		}
 		if (!merge_pop(m, ev))
 			return false;
+		if (!(++m->nprog & 255))
+			ht_merge_progress(m, ev->time);
 		pool_track(m, ev);
 		if (ev->type == HT_EV_POOL && !(m->flags & HT_MERGE_POOLS))
 			continue; /* its frees, if any, come next */

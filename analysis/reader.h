@@ -302,6 +302,9 @@ int ht_merge_new(const ht_trace_t *t, ht_merge_t **out);
 int ht_merge_new_ex(const ht_trace_t *t, unsigned flags, uint32_t thread, ht_merge_t **out);
 /* Next event, or false at the end. */
 bool ht_merge_next(ht_merge_t *m, ht_event_t *ev);
+/* The progress line (analysis/progress.h) at an event of time `time` of
+ * m's (ht_merge_next says it for the thread that enabled the line). */
+void ht_merge_progress(const ht_merge_t *m, uint64_t time);
 void ht_merge_free(ht_merge_t *m);
 
 #endif /* HEAPTRAIL_READER_H */

@@ -54,6 +54,21 @@ FILE *ht_open_output(const char *path, bool replace, unsigned mode, const struct
 	return f;
 }
 
+unsigned ht_threads(void)
+{
+	const char *e = getenv("HEAPTRAIL_THREADS");
+	char *end;
+	long n = 0;
+	if (e && *e) {
+		n = strtol(e, &end, 10);
+		if (*end)
+			n = 0;
+	}
+	if (n <= 0)
+		n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n < 1 ? 1 : n > 64 ? 64 : (unsigned)n;
+}
+
 int ht_util_grow(void **ptr, size_t *cap, size_t need, size_t elsize)
 {
 	if (need <= *cap)

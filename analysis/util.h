@@ -48,6 +48,10 @@ struct stat;
 FILE *ht_open_output(const char *path, bool replace, unsigned mode, const struct stat *keep,
 		     int *err);
 
+/* Worker threads the analysis may use: HEAPTRAIL_THREADS when set (1: all
+ * on the calling thread), else the processors online; 1 to 64. */
+unsigned ht_threads(void);
+
 /* Make room for need elements of elsize bytes in *ptr (capacity *cap),
  * growing geometrically. Returns 0 or -ENOMEM; *ptr is untouched on error. */
 int ht_util_grow(void **ptr, size_t *cap, size_t need, size_t elsize);

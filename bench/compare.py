@@ -65,6 +65,11 @@ class Workload:
         self.quick_args = quick_args or []
 
 
+def quotient(a, b):
+    """a/b to two places, or "-" when either is missing."""
+    return "%.2f" % (a / b) if a is not None and b else "-"
+
+
 def workloads():
     b = BBUILD
     return [
@@ -408,11 +413,13 @@ def main():
     ap.add_argument("--no-heaptrack", action="store_true", help="skip heaptrack")
     ap.add_argument("--heaptrail-options", default="",
                     help="extra HEAPTRAIL_OPTIONS, e.g. unwind=fp (preload mode: appended to output=)")
-    ap.add_argument("--heaptrack-print", action="store_true",
-                    help="also time heaptrack_print on heaptrack's last trace (slow)")
+    ap.add_argument("--no-heaptrack-print", dest="heaptrack_print", action="store_false",
+                    help="do not time heaptrack_print on heaptrack's last trace (timed by default, against "
+                         "`heaptrail report` on heaptrail's last trace of the same workload)")
+    ap.add_argument("--heaptrack-print", action="store_true", default=True, help=argparse.SUPPRESS)
     ap.add_argument("--no-json-report", action="store_true",
-                    help="never run the untimed `heaptrail report --format json` that gets the allocation "
-                         "count when `heaptrail run` did not print it (preload mode)")
+                    help="do not time `heaptrail report --format json` (it also gets the allocation "
+                         "count when `heaptrail run` did not print it, in preload mode)")
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds per run before it is killed (default 120)")
     ap.add_argument("--heaptrack-as-limit", type=float, default=4.0,
                     help="address-space limit in GiB for heaptrack runs (default 4; 0: none). heaptrack 1.4's "
@@ -611,6 +618,9 @@ def main():
             _, tfiles = dir_bytes(last_trail_dir)
             rep_time = 0.0
             rep_rss = 0
+            json_time = 0.0
+            json_rss = 0
+            rep_cpu = None
             allocs = frees = None
             allocs_from_run = res.pop("_allocs_from_run", None)
             for tf in tfiles:
@@ -624,9 +634,18 @@ def main():
                     rep_time = None
                     break
                 rep_time += rr.wall
+                rep_cpu = (rep_cpu or 0.0) + (rr.cpu or 0.0)
                 rep_rss = max(rep_rss, rr.maxrss_kib)
-                if allocs_from_run is None and not args.no_json_report:
+                if not args.no_json_report:
                     rj = run([HEAPTRAIL, "report", "--format", "json", tf], base_env, None, args.timeout, wdir)
+                    print("  %-12s report    %s s (JSON)%s" % (w.name, fmt_s(rj.wall),
+                                                             "" if rj.ok() else "  " + describe_status(rj)),
+                          file=sys.stderr, flush=True)
+                    if json_time is not None and rj.ok():
+                        json_time += rj.wall
+                        json_rss = max(json_rss, rj.maxrss_kib)
+                    else:
+                        json_time = None
                     try:
                         doc = json.loads(rj.stdout)
                         t = doc["totals"]
@@ -638,14 +657,22 @@ def main():
             if allocs_from_run is not None:
                 allocs, frees = allocs_from_run
             res["report_s"] = rep_time
+            res["report_cpu_s"] = rep_cpu if rep_time is not None else None
             res["report_rss_kib"] = rep_rss if rep_time is not None else None
+            if not args.no_json_report:
+                res["report_json_s"] = json_time
+                res["report_json_rss_kib"] = json_rss if json_time is not None else None
             res["heaptrail_allocations"] = allocs
             res["heaptrail_frees"] = frees
         if args.heaptrack_print and "heaptrack" in modes and "heaptrack" not in res["failed"] and last_track_dir:
             _, tfiles = dir_bytes(last_track_dir)
             if tfiles:
                 rr = run(["heaptrack_print", tfiles[0]], base_env, None, args.timeout * 5, wdir)
+                print("  %-12s heaptrack_print %s s%s" % (w.name, fmt_s(rr.wall),
+                                                        "" if rr.ok() else "  " + describe_status(rr)),
+                      file=sys.stderr, flush=True)
                 res["heaptrack_print_s"] = rr.wall if rr.ok() else None
+                res["heaptrack_print_cpu_s"] = rr.cpu if rr.ok() else None
                 res["heaptrack_print_rss_kib"] = rr.maxrss_kib if rr.ok() else None
         if not args.keep:
             shutil.rmtree(wdir, ignore_errors=True)
@@ -681,8 +708,14 @@ def main():
                 ("tt", "trail/track", "trace heaptrail/heaptrack"),
                 ("trail_bpa", "trail B/al", "heaptrail B/alloc"), ("track_bpa", "track B/al", "heaptrack B/alloc"),
                 ("report", "report s", "heaptrail report s")]
+    if not args.no_json_report:
+        columns.append(("report_json", "JSON s", "heaptrail report JSON s"))
     if args.heaptrack_print:
         columns.append(("print", "print s", "heaptrack_print s"))
+        columns.append(("rp", "rep/print", "report ×print (target ≤ 0.5)"))
+        columns.append(("rp_cpu", "CPU rep/print", "report CPU ×print CPU"))
+        if not args.no_json_report:
+            columns.append(("jp", "JSON/print", "JSON report ×print"))
     columns += [("rss_plain", "RSS plain", "RSS MiB plain"),
                 ("rss_trail", "RSS trail", "RSS MiB heaptrail" +
                  (" run" if variant("heaptrail", args) == "run" else " (program)"))]
@@ -690,7 +723,11 @@ def main():
         columns.append(("rss_agent", "RSS agent", "RSS MiB heaptrail preload (program)"))
     columns += [("rss_track", "RSS track", "RSS MiB heaptrack (tree)"),
                 ("rss_interp", "RSS interp", "RSS MiB heaptrack_interpret"),
-                ("rss_report", "RSS report", "RSS MiB heaptrail report"), ("target", "target", "target")]
+                ("rss_report", "RSS report", "RSS MiB heaptrail report")]
+    if args.heaptrack_print:
+        columns += [("rss_print", "RSS print", "RSS MiB heaptrack_print"),
+                    ("rss_rp", "RSS rep/print", "report RSS ×print (target ≤ 1)")]
+    columns.append(("target", "target", "target"))
     headers = [c[2] for c in columns]
     rows = []
     summary = {}
@@ -758,6 +795,13 @@ def main():
                 misses.append("> 3× plain")
             if tr["trace_bytes"] > tk["trace_bytes"]:
                 misses.append("trace > heaptrack")
+            hp, hr = res.get("heaptrack_print_s"), res.get("report_s")
+            if hp and hr and hr > hp / 2:
+                misses.append("report > ½ heaptrack_print")
+            hm, rm = res.get("heaptrack_print_rss_kib"), max(res.get("report_rss_kib") or 0,
+                                                             res.get("report_json_rss_kib") or 0)
+            if hm and rm > hm:
+                misses.append("report RSS > heaptrack_print")
             target = "met" if not misses else "MISSED: " + ", ".join(misses)
         elif "heaptrail" in f:
             target = "MISSED: heaptrail failed"
@@ -775,6 +819,13 @@ def main():
              "tt": ratio_tt, "trail_bpa": bpa_trail, "track_bpa": bpa_track,
              "report": ("FAIL" if "report" in f else fmt_s(res.get("report_s"))) if tr else "-",
              "print": fmt_s(res.get("heaptrack_print_s")),
+             "report_json": fmt_s(res.get("report_json_s")) if tr else "-",
+             "rp": quotient(res.get("report_s"), res.get("heaptrack_print_s")) if tr else "-",
+             "rp_cpu": quotient(res.get("report_cpu_s"), res.get("heaptrack_print_cpu_s")) if tr else "-",
+             "jp": quotient(res.get("report_json_s"), res.get("heaptrack_print_s")) if tr else "-",
+             "rss_print": fmt_mib(res.get("heaptrack_print_rss_kib")),
+             "rss_rp": quotient(max(res.get("report_rss_kib") or 0, res.get("report_json_rss_kib") or 0) or None,
+                                res.get("heaptrack_print_rss_kib")) if tr else "-",
              "rss_plain": fmt_mib(s["plain_rss_kib"]),
              "rss_trail": cell("heaptrail", "rss_kib", fmt_mib),
              "rss_agent": cell("heaptrail-preload", "rss_kib", fmt_mib),

@@ -38,6 +38,7 @@
 #include "cli/opts.h"
 #include "cli/compress.h"
 #include "analysis/pass.h"
+#include "analysis/progress.h"
 #include "analysis/resources.h"
 
 static const char usage_text[] =
@@ -1672,6 +1673,9 @@ int main(int argc, char **argv)
 		printf("heaptrail %s (trace format %d.%d)\n", HT_VERSION, HT_FORMAT_MAJOR, HT_FORMAT_MINOR);
 		return 0;
 	}
+	/* the commands that read whole traces: a progress line on a terminal */
+	if (strcmp(cmd, "run"))
+		ht_progress_enable();
 	if (!strcmp(cmd, "report"))
 		return cmd_report(argc - 1, argv + 1);
 	if (!strcmp(cmd, "run"))

@@ -1,0 +1,132 @@
+"""Both cores and the progress line: a report reads the same with one
+worker thread or several (HEAPTRAIL_THREADS), and shows its progress on
+stderr only when stderr is a terminal."""
+
+import os
+import pty
+import select
+import subprocess
+import time
+
+from harness import PROGS, heaptrail_run, need_tools, report_cli, run, tail, text
+
+# (name, program argv, run options, report options): a single thread, threads,
+# a producer/consumer pair, the function profile of threads, sampling, tags
+CASES = (
+    ("churn", ["churn", "300000"], [], []),
+    ("threads", ["threads"], [], []),
+    ("prodcons", ["prodcons"], [], []),
+    ("fn_threads", ["fn_threads"], ["--functions"], ["--functions"]),
+    ("sampled", ["churn", "300000"], ["--sample-rate", "1024"], []),
+    ("tags", ["tags_phases"], [], []),
+)
+
+
+def trace(t, name, argv, opts):
+    tr = heaptrail_run([str(PROGS / argv[0])] + argv[1:], opts, out_name=name + ".ht")
+    t.need(tr.out_path.exists(), "%s: no trace: %s" % (name, tail(tr.proc.err)))
+    return tr.out_path
+
+
+def t_threads_same(t):
+    """The JSON and text reports and `leaks --format json` of traces with one
+    thread and with several are the same bytes with HEAPTRAIL_THREADS=1, 2
+    and 4, with every block kept and with a 1 MB budget (replays in the
+    merge that runs ahead on its own thread), and so are the messages."""
+    need_tools(t)
+    for name, argv, opts, extra in CASES:
+        path = trace(t, name, argv, opts)
+        cmds = [["report", "--format", "json"] + extra]
+        if name in ("churn", "threads"):
+            cmds += [["report"] + extra, ["leaks", "--format", "json"]]
+        for cmd in cmds:
+            for mb in ("4096", "1"):
+                out = {}
+                for n in ("1", "2", "4"):
+                    env = dict(os.environ, HEAPTRAIL_THREADS=n, HEAPTRAIL_READER_RESIDENT_MB=mb)
+                    p = run([report_cli()] + cmd + [str(path)], 300, env=env)
+                    t.check(not p.timed_out, "%s %s: timed out" % (name, " ".join(cmd)))
+                    out[n] = (p.rc, p.out, text(p.err))
+                what = "%s: %s, budget %s MB" % (name, " ".join(cmd), mb)
+                t.check(out["1"][0] == 0 and out["1"][1], "%s: failed: %s" % (what, tail(out["1"][2])))
+                t.eq(what + ": 1 thread against 2", out["1"], out["2"])
+                t.eq(what + ": 1 thread against 4", out["1"], out["4"])
+
+
+def on_pty(cmd, env, timeout):
+    """cmd with stderr on a pseudo-terminal and stdout on a pipe: (rc,
+    stdout, what the terminal got). A run past timeout is killed (rc None)."""
+    master, slave = pty.openpty()
+    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave,
+                         env=env, start_new_session=True)
+    os.close(slave)
+    got = b""
+    out = b""
+    end = time.monotonic() + timeout
+    os.set_blocking(p.stdout.fileno(), False)
+    while time.monotonic() < end:
+        r, _, _ = select.select([master, p.stdout], [], [], 0.2)
+        if master in r:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the child closed its side
+                chunk = b""
+            got += chunk
+        if p.stdout in r:
+            out += p.stdout.read() or b""
+        if p.poll() is not None and not r:
+            break
+    if p.poll() is None:
+        os.killpg(p.pid, 9)
+        p.wait()
+        rc = None
+    else:
+        rc = p.returncode
+    out += p.stdout.read() or b""
+    os.close(master)
+    return rc, out, got
+
+
+def t_progress(t):
+    """With stderr a terminal, a report that runs longer than the delay
+    (HEAPTRAIL_PROGRESS_AFTER_MS, a second unless set) shows a progress line
+    (the phase, bytes of the trace read of its size) and erases it; with
+    stderr a pipe or a file, or a run shorter than the delay, nothing. The
+    report itself is the same."""
+    need_tools(t)
+    path = trace(t, "churn", ["churn", "1000000"], [])
+    size = path.stat().st_size
+    cmd = [report_cli(), "report", str(path)]
+    env = dict(os.environ, HEAPTRAIL_PROGRESS_AFTER_MS="0")
+    plain = run(cmd, 300, env=env)
+    t.eq("report with stderr a pipe: exit status", 0, plain.rc)
+    t.eq("report with stderr a pipe: nothing on stderr", "", text(plain.err))
+    rc, out, got = on_pty(cmd, env, 300)
+    t.eq("report on a terminal: exit status", 0, rc)
+    t.eq("report on a terminal: the same report", plain.out, out)
+    g = text(got)
+    t.check("heaptrail: reading: " in g or "heaptrail: decompressing: " in g,
+            "no progress of the reading on the terminal: %r" % g[:300])
+    t.check(" of %.1f MB (" % (size / 1e6) in g, "progress does not name the trace's %d bytes: %r"
+            % (size, g[:300]))
+    t.check("heaptrail: analysing: " in g, "no progress of the analysis: %r" % g[:300])
+    t.check(g.endswith("\r\x1b[K"), "the progress line is not erased at the end: %r" % g[-80:])
+    # stderr a file
+    errf = t.tmp / "progress.err"
+    with open(errf, "wb") as f:
+        p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=f, env=env, timeout=300)
+    t.eq("report with stderr a file: exit status", 0, p.returncode)
+    t.eq("report with stderr a file: nothing in it", b"", errf.read_bytes())
+    # a short run under the default delay of a second
+    small = trace(t, "small", ["churn", "1000"], [])
+    env1 = dict(os.environ)
+    env1.pop("HEAPTRAIL_PROGRESS_AFTER_MS", None)
+    rc, out, got = on_pty([report_cli(), "report", str(small)], env1, 120)
+    t.eq("short report on a terminal: exit status", 0, rc)
+    t.eq("short report on a terminal: no progress", "", text(got))
+
+
+TESTS = [
+    ("cores.threads_same_output", t_threads_same),
+    ("cores.progress_on_terminal", t_progress),
+]

@@ -745,6 +745,9 @@ void ht_after_failed_exec(bool flushed);
 void ht_note_exit_sp(uintptr_t sp);
 /* Our handler for fatal signals; hooks.c hides it from the program. */
 void ht_fatal_signal_handler(int sig);
+/* In SIGABRT's handler: a BAD_FREE event when the abort came from inside a
+ * recorded free (hooks.c). */
+void ht_bad_free_at_abort(void);
 bool ht_is_fatal_signal(int sig);
 /* In a fatal-signal handler: if the leak scan faulted reading memory that
  * vanished, resumes the scan (does not return); else returns false. */

@@ -7,6 +7,7 @@
  * (site_touch), so no pass stops at the peak to look.
  */
 #include "analysis/model.h"
+#include "analysis/badfree.h"
 
 #include <errno.h>
 #include <math.h>
@@ -1032,6 +1033,8 @@ int ht_model_attach(ht_pass_t *p, const ht_trace_t *t, const size_t *tl_sizes, s
 		return e;
 	}
 	*out = m;
+	if ((e = ht_badfree_attach(p, t, &m->bad)))
+		return e; /* *out set: the caller frees the model */
 	return 0;
 fail:
 	model_fini(r);
@@ -1053,7 +1056,7 @@ int ht_model_build_timed(const ht_trace_t *t, const size_t *tl_sizes, size_t n_t
 	int e = ht_pass_new(t, &p);
 	if (e)
 		return e;
-	if (!(e = ht_model_attach(p, t, tl_sizes, n_tl, &m)) && (e = ht_pass_run(p))) {
+	if ((e = ht_model_attach(p, t, tl_sizes, n_tl, &m)) || (e = ht_pass_run(p))) {
 		ht_model_free(m);
 		m = NULL;
 	}
@@ -1066,6 +1069,7 @@ void ht_model_free(ht_model_t *m)
 {
 	if (!m)
 		return;
+	ht_badfrees_free(m->bad);
 	free(m->sites);
 	free(m->pools);
 	free(m->snapshots);

@@ -467,6 +467,10 @@ static int decode_event(const uint8_t *p, size_t end, size_t *pos, evstate_t *st
 		case HT_EXT_HANDLE_RELEASE: /* kind, handle */
 			r = get_u(p, pend, &q, &ev->name_id) || get_u(p, pend, &q, &ev->addr);
 			break;
+		case HT_EXT_BAD_FREE: /* addr, stack, free function */
+			r = get_u(p, pend, &q, &ev->addr) || get_u(p, pend, &q, &ev->stack_id) ||
+			    get_u(p, pend, &q, &ev->size);
+			break;
 		case HT_EXT_LEAK_CHECK: /* check id */
 			r = get_u(p, pend, &q, &ev->name_id);
 			break;

@@ -27,6 +27,7 @@
 #include "analysis/reader.h"
 #include "report/export.h"
 #include "report/report.h"
+#include "report/badfree_section.h"
 #include "report/functions_section.h" /* by path: analysis/functions.h has the same name */
 #include "analysis/marks.h"
 #include "report/marks_section.h" /* likewise */
@@ -45,6 +46,7 @@ static const char usage_text[] =
 	"                     [--functions] [--start-off] [--summary [--summary-sites N]]\n"
 	"                     [--sample-rate BYTES [--sample-seed N]]\n"
 	"                     [--break-alloc LIST] [--leak-exitcode N [--no-leak-report]]\n"
+	"                     [--error-exitcode N]\n"
 	"                     [SUPPRESSIONS] [--] PROGRAM [ARGS...]\n"
 	"       heaptrail report [-f text|json] [-n N] [--show-reachable] [SUPPRESSIONS]\n"
 	"                        [--functions [--memory] [--time-unit ns|us|ms|s]] FILE\n"
@@ -96,6 +98,9 @@ static const char help_run[] =
 	"                            any process that exited (a trace without classes: any\n"
 	"                            leak), printing them on stderr\n"
 	"    --no-leak-report        with --leak-exitcode: the exit status only, no leak list\n"
+	"    --error-exitcode N      exit with N when any traced process made a double, invalid\n"
+	"                            or mismatched free (listed on stderr), even when glibc\n"
+	"                            aborted the program for it\n"
 	"    --sample-rate BYTES     record one allocation per BYTES allocated on average\n"
 	"                            (Poisson sampling; 512K, 1M); reports show estimates\n"
 	"                            with their 95% interval. 0: every allocation (default)\n"
@@ -918,6 +923,10 @@ static int cmd_leaks(int argc, char **argv)
 			fputs(",\n \"leak_checks\": ", stdout);
 			r = ht_report_checks_json(stdout, m, sym);
 		}
+		if (!r) {
+			fputs(",\n \"invalid_frees\": ", stdout);
+			r = ht_report_badfrees_json(stdout, m, sym);
+		}
 		if (!r) { /* descriptors and handles still open: fd_leaks, handle_leaks */
 			fputs(",\n ", stdout);
 			r = ht_report_resources_json(stdout, m, sym);
@@ -925,7 +934,9 @@ static int cmd_leaks(int argc, char **argv)
 		fputs("}\n", stdout);
 	} else if (!r) {
 		printf("heaptrail leaks: %s\n", HT_TEXT(path));
-		r = ht_report_leaks_text(stdout, m, sym, &lk, top, show_reachable);
+		r = ht_report_badfrees_text(stdout, m, sym);
+		if (!r)
+			r = ht_report_leaks_text(stdout, m, sym, &lk, top, show_reachable);
 		if (!r)
 			r = ht_report_checks_text(stdout, m, sym);
 		if (!r) /* descriptors and handles: when the trace has any */
@@ -1355,6 +1366,7 @@ static int cmd_run(int argc, char **argv)
 	ht_run_opts_t o;
 	memset(&o, 0, sizeof(o));
 	o.leak_exitcode = -1;
+	o.error_exitcode = -1;
 	supp_opts_t so = { { NULL }, 0, false };
 	bool no_report = false;
 	int i = 1;
@@ -1442,6 +1454,13 @@ static int cmd_run(int argc, char **argv)
 			if (!parse_uint(v, 255, &n))
 				return usage_error("run: --leak-exitcode needs a number 0..255, not '%s'", v);
 			o.leak_exitcode = (int)n;
+		} else if ((v = opt_value(argc, argv, &i, "--error-exitcode", &missing)) || missing) {
+			unsigned long long n;
+			if (missing)
+				return usage_error("run: %s needs a value", "--error-exitcode");
+			if (!parse_uint(v, 255, &n))
+				return usage_error("run: --error-exitcode needs a number 0..255, not '%s'", v);
+			o.error_exitcode = (int)n;
 		} else if (!strcmp(a, "--no-leak-report")) {
 			no_report = true;
 		} else if ((v = opt_value(argc, argv, &i, "--sample-rate", &missing)) || missing) {
@@ -1464,6 +1483,9 @@ static int cmd_run(int argc, char **argv)
 	if (o.summary && o.sample_rate)
 		return usage_error("run: --summary counts every allocation; it does not go with "
 				   "--sample-rate%s", "");
+	if (o.error_exitcode >= 0 && (o.summary || o.sample_rate))
+		return usage_error("run: --error-exitcode needs every free recorded: it does not go "
+				   "with %s", o.summary ? "--summary" : "--sample-rate");
 	if (no_report && o.leak_exitcode < 0)
 		return usage_error("run: --no-leak-report goes with --leak-exitcode%s", "");
 	if (i >= argc)

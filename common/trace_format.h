@@ -38,7 +38,7 @@
 #define HT_FILE_MAGIC_LEN 8
 #define HT_FILE_HEADER_LEN 16
 #define HT_FORMAT_MAJOR 1
-#define HT_FORMAT_MINOR 11
+#define HT_FORMAT_MINOR 12
 #define HT_FILE_ZSTD 0x1u /* body is one or more zstd frames */
 
 /* ---- top-level records ---------------------------------------------------- */
@@ -241,7 +241,8 @@ enum ht_end_how {
 
 /* ---- events inside a thread block -----------------------------------------
  * Each event starts with one byte: low nibble = event (HT_EV_*), high nibble
- * = allocation function (HT_FN_*, for ALLOC/REALLOC; 0 otherwise).
+ * = allocation function (HT_FN_*, for ALLOC/REALLOC), deallocating function
+ * (HT_FREE_*, for FREE, format 1.12; 0 before), 0 otherwise.
  *
  * ALLOC   varint dtime, svarint daddr, varint size, varint stack_id
  * FREE    varint dtime, svarint daddr
@@ -299,6 +300,11 @@ enum ht_end_how {
  *         HANDLE_RELEASE varint kind_name_id, varint handle
  *         LEAK_CHECK     varint check_id: an on-demand leak check ran here;
  *                        its classes are in the LEAKS records of that id.
+ *         BAD_FREE       varint addr, varint stack_id, varint free_fn
+ *                        (HT_FREE_*; format 1.12): the allocator aborted
+ *                        the program inside the free of addr (recorded as
+ *                        a FREE just before): a double or invalid free;
+ *                        stack_id is the free's call stack.
  * Stack id 0 means "unknown stack" (never defined).
  *
  * Allocation numbers (leak reports, the agent's break option): the n-th
@@ -333,6 +339,15 @@ enum ht_ext_kind {
 	HT_EXT_HANDLE_ACQUIRE = 2,
 	HT_EXT_HANDLE_RELEASE = 3,
 	HT_EXT_LEAK_CHECK = 4,
+	HT_EXT_BAD_FREE = 5,
+};
+
+/* Which function freed a block (high nibble of FREE, format 1.12). The
+ * free half of a REALLOC is realloc's. */
+enum ht_free_fn {
+	HT_FREE_FREE = 0,	  /* free, cfree, __libc_free, heaptrail_free */
+	HT_FREE_DELETE = 1,	  /* operator delete, every form */
+	HT_FREE_DELETE_ARRAY = 2, /* operator delete[], every form */
 };
 
 /* FD_OPEN.call: which function created the descriptor. */

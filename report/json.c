@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "analysis/leaks.h"
+#include "report/badfree_section.h"
 #include "report/report.h"
 #include "report/timeline.h"
 #include "trace_format.h"
@@ -255,6 +256,10 @@ int ht_report_json_leaks(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 	}
 	if (lk == &own)
 		ht_leaks_free(&own);
+	if (!err) { /* double, invalid and mismatched frees */
+		fputs(",\n \"invalid_frees\": ", out);
+		err = ht_report_badfrees_json(out, m, sym);
+	}
 	if (!err) { /* descriptors and handles still open: always there */
 		fputs(",\n ", out);
 		err = ht_report_resources_json(out, m, sym);

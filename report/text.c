@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "analysis/leaks.h"
+#include "report/badfree_section.h"
 #include "report/report.h"
 #include "report/timeline.h"
 #include "trace_format.h"
@@ -565,6 +566,8 @@ int ht_report_text_leaks(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 	}
 
 	print_summary(out, m);
+	if (!c.err) /* errors first, as memcheck: double, invalid, mismatched frees */
+		c.err = ht_report_badfrees_text(out, m, sym);
 	if (t->have_summary)
 		fputs("\nSUMMARY MODE: the agent kept per-site totals, no events: no chart over time, "
 		      "no temporary allocations, no tables of heaptrail.h's tags, phases, pools and "

@@ -61,6 +61,7 @@ extern bool ht_opt_stacks_shadow; /* allocation stacks from the shadow stack */
 extern bool ht_opt_start_off;	/* recording starts switched off */
 extern int ht_opt_snapshot_signal; /* a signal that writes a snapshot, or 0 */
 extern bool ht_opt_leak_check;	/* keep the live-block table, classify leaks */
+extern bool ht_opt_free_stacks;	/* every free records its stack (FREE_STACK) */
 extern int ht_opt_leak_signal;	/* a signal that runs a leak check, or 0 */
 extern bool ht_opt_summary;	/* per-site totals instead of events (live.c) */
 extern unsigned ht_opt_summary_sites; /* rows of the summary's site table */

@@ -466,6 +466,9 @@ static void record_free(void *p)
 	ht_thread_t *t = ht_thread_get();
 	if (HT_UNLIKELY(!t) || HT_UNLIKELY(!ht_event_begin(t)))
 		return;
+	/* free_stacks=1: the free's stack, in an EXT after it (memcheck's
+	 * "freed at" of a double free, the stack of a mismatched delete) */
+	uint64_t sid = HT_UNLIKELY(ht_opt_free_stacks) ? ht_capture(t) : 0;
 	ht_thread_reserve(t, HT_EVENT_MAX);
 	uint64_t now = ht_event_time(t);
 	uint8_t *b = t->buf + t->len;
@@ -477,6 +480,8 @@ static void record_free(void *p)
 	t->last_addr = (uintptr_t)p;
 	t->len += (uint32_t)k;
 	t->n_frees++;
+	if (HT_UNLIKELY(ht_opt_free_stacks))
+		ht_put_ext(t, HT_EXT_FREE_STACK, &sid, 1);
 	ship_if_old(t, now);
 	atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
 }

@@ -2,6 +2,7 @@
 #include "analysis/badfree.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +22,9 @@ typedef struct find {
 	uint64_t last_gone_stack, last_free_time;
 	uint32_t last_free_thread;
 	bool have_last;
+	/* per thread: the entry of its latest free when that was bad, for the
+	 * FREE_STACK after it (free_stacks=1); SIZE_MAX otherwise */
+	size_t *last_bad;
 } find_t;
 
 const char *ht_bad_free_fn_name(unsigned f)
@@ -111,9 +115,14 @@ static int find_event(void *ctx, const ht_event_t *ev, const ht_heap_step_t *st)
 	find_t *f = ctx;
 	if (ev->type == HT_EV_FREE && !ev->from_pool_op) {
 		unsigned fn = free_fn_of(ev);
+		if (ev->thread < f->t->nthreads)
+			f->last_bad[ev->thread] = SIZE_MAX;
 		if (!st->gone) {
-			if (add(f, 0, ev, fn)) /* past the kept ones: counted, not told apart */
+			if (add(f, 0, ev, fn)) { /* past the kept ones: counted, not told apart */
 				f->unresolved = true;
+				if (ev->thread < f->t->nthreads)
+					f->last_bad[ev->thread] = f->b->n - 1;
+			}
 			f->have_last = false;
 			return 0;
 		}
@@ -124,9 +133,20 @@ static int find_event(void *ctx, const ht_event_t *ev, const ht_heap_step_t *st)
 		f->have_last = true;
 		if (f->kinds && !matches(st->gone->fn, fn)) {
 			ht_bad_free_t *x = add(f, HT_BAD_MISMATCH, ev, fn);
-			if (x)
+			if (x) {
 				set_block(x, f->p, st->gone);
+				if (ev->thread < f->t->nthreads)
+					f->last_bad[ev->thread] = f->b->n - 1;
+			}
 		}
+		return 0;
+	}
+	if (ev->type == HT_EV_EXT && ev->fn == HT_EXT_FREE_STACK) {
+		size_t i = ev->thread < f->t->nthreads ? f->last_bad[ev->thread] : SIZE_MAX;
+		if (i != SIZE_MAX && !f->b->item[i].stack_id)
+			f->b->item[i].stack_id = ev->stack_id;
+		if (i != SIZE_MAX)
+			f->last_bad[ev->thread] = SIZE_MAX;
 		return 0;
 	}
 	if (ev->type != HT_EV_EXT || ev->fn != HT_EXT_BAD_FREE)
@@ -166,6 +186,7 @@ typedef struct hist {
 	uint64_t free_time;
 	uint32_t free_thread;
 	unsigned free_fn;
+	uint64_t free_stack; /* free_stacks=1 */
 } hist_t;
 
 typedef struct replay {
@@ -174,6 +195,7 @@ typedef struct replay {
 	ht_map_t at; /* address -> index into h */
 	hist_t *h;
 	size_t next; /* the next unresolved entry */
+	uint32_t *last_first; /* per thread: the hist whose first free it made last, or HT_MAP_NONE */
 } replay_t;
 
 static void skip_resolved(replay_t *r)
@@ -185,9 +207,17 @@ static void skip_resolved(replay_t *r)
 static int replay_event(void *ctx, const ht_event_t *ev, const ht_heap_step_t *st)
 {
 	replay_t *r = ctx;
-	if (ev->type == HT_EV_EXT)
+	bool own = ev->thread < r->f->t->nthreads;
+	if (ev->type == HT_EV_EXT) {
+		if (ev->fn == HT_EXT_FREE_STACK && own && r->last_first[ev->thread] != HT_MAP_NONE) {
+			r->h[r->last_first[ev->thread]].free_stack = ev->stack_id;
+			r->last_first[ev->thread] = HT_MAP_NONE;
+		}
 		return 0;
+	}
 	uint32_t i;
+	if (ev->type == HT_EV_FREE && own)
+		r->last_first[ev->thread] = HT_MAP_NONE;
 	if (ev->type == HT_EV_FREE && !ev->from_pool_op) {
 		if (!st->gone && r->next < r->f->b->n) {
 			ht_bad_free_t *x = &r->f->b->item[r->next];
@@ -202,6 +232,7 @@ static int replay_event(void *ctx, const ht_event_t *ev, const ht_heap_step_t *s
 					x->first_free_time = h->free_time;
 					x->first_free_thread = h->free_thread;
 					x->first_free_fn = h->free_fn;
+					x->first_free_stack = h->free_stack;
 				} else {
 					x->kind = HT_BAD_INVALID;
 					/* a pointer into a live block (memcheck: "16 bytes
@@ -224,6 +255,9 @@ static int replay_event(void *ctx, const ht_event_t *ev, const ht_heap_step_t *s
 			r->h[i].free_time = ev->time;
 			r->h[i].free_thread = ev->thread;
 			r->h[i].free_fn = free_fn_of(ev);
+			r->h[i].free_stack = 0;
+			if (own)
+				r->last_first[ev->thread] = i;
 		}
 		return 0;
 	}
@@ -240,10 +274,13 @@ static int replay_event(void *ctx, const ht_event_t *ev, const ht_heap_step_t *s
 
 static int history(find_t *f)
 {
-	replay_t r = { f, NULL, { 0 }, NULL, 0 };
+	replay_t r = { f, NULL, { 0 }, NULL, 0, NULL };
 	int e = -ENOMEM;
-	if (!(r.h = calloc(f->b->n, sizeof(*r.h))))
-		return e;
+	if (!(r.h = calloc(f->b->n, sizeof(*r.h))) ||
+	    !(r.last_first = malloc((f->t->nthreads + 1) * sizeof(*r.last_first))))
+		goto out;
+	for (size_t k = 0; k <= f->t->nthreads; k++)
+		r.last_first[k] = HT_MAP_NONE;
 	for (size_t k = 0, n = 0; k < f->b->n; k++)
 		if (!f->b->item[k].kind && ht_map_get(&r.at, f->b->item[k].addr) == HT_MAP_NONE &&
 		    ht_map_put(&r.at, f->b->item[k].addr, (uint32_t)n++))
@@ -258,6 +295,7 @@ out:
 	ht_pass_free(r.p);
 	ht_map_free(&r.at);
 	free(r.h);
+	free(r.last_first);
 	return e;
 }
 
@@ -298,6 +336,7 @@ static void find_fini(void *ctx)
 {
 	find_t *f = ctx;
 	ht_badfrees_free(f->b);
+	free(f->last_bad);
 	free(f);
 }
 
@@ -319,6 +358,13 @@ int ht_badfree_attach(ht_pass_t *p, const ht_trace_t *t, ht_badfrees_t **out)
 		free(f);
 		return -ENOMEM;
 	}
+	if (!(f->last_bad = malloc((t->nthreads + 1) * sizeof(*f->last_bad)))) {
+		ht_badfrees_free(f->b);
+		free(f);
+		return -ENOMEM;
+	}
+	for (size_t k = 0; k <= t->nthreads; k++)
+		f->last_bad[k] = SIZE_MAX;
 	f->t = t;
 	f->p = p;
 	f->out = out;

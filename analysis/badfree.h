@@ -48,6 +48,7 @@ typedef struct ht_bad_free {
 	uint64_t first_free_time;
 	uint32_t first_free_thread;
 	unsigned first_free_fn;
+	uint64_t first_free_stack; /* free_stacks=1; else 0 */
 } ht_bad_free_t;
 
 typedef struct ht_badfrees {

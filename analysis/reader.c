@@ -471,6 +471,9 @@ static int decode_event(const uint8_t *p, size_t end, size_t *pos, evstate_t *st
 			r = get_u(p, pend, &q, &ev->addr) || get_u(p, pend, &q, &ev->stack_id) ||
 			    get_u(p, pend, &q, &ev->size);
 			break;
+		case HT_EXT_FREE_STACK: /* the stack of the thread's FREE before */
+			r = get_u(p, pend, &q, &ev->stack_id);
+			break;
 		case HT_EXT_LEAK_CHECK: /* check id */
 			r = get_u(p, pend, &q, &ev->name_id);
 			break;

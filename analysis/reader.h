@@ -296,7 +296,8 @@ int ht_merge_new(const ht_trace_t *t, ht_merge_t **out);
  * stack_id, size the call (HT_FDCALL_*); FD_CLOSE: addr the fd;
  * HANDLE_ACQUIRE: name_id the kind's name, addr the handle, stack_id;
  * HANDLE_RELEASE: name_id, addr; LEAK_CHECK: name_id the check id;
- * BAD_FREE: addr, stack_id, size the free function (HT_FREE_*). Opens
+ * BAD_FREE: addr, stack_id, size the free function (HT_FREE_*);
+ * FREE_STACK: stack_id. Opens
  * and acquires sort like allocations on equal stamps, a LEAK_CHECK after
  * allocations (like a snapshot), the rest like frees. */
 #define HT_MERGE_EXT 0x10u

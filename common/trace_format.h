@@ -305,6 +305,8 @@ enum ht_end_how {
  *                        the program inside the free of addr (recorded as
  *                        a FREE just before): a double or invalid free;
  *                        stack_id is the free's call stack.
+ *         FREE_STACK     varint stack_id (format 1.12, option free_stacks=1):
+ *                        the call stack of the thread's FREE just before.
  * Stack id 0 means "unknown stack" (never defined).
  *
  * Allocation numbers (leak reports, the agent's break option): the n-th
@@ -340,6 +342,7 @@ enum ht_ext_kind {
 	HT_EXT_HANDLE_RELEASE = 3,
 	HT_EXT_LEAK_CHECK = 4,
 	HT_EXT_BAD_FREE = 5,
+	HT_EXT_FREE_STACK = 6,
 };
 
 /* Which function freed a block (high nibble of FREE, format 1.12). The

@@ -61,8 +61,7 @@ int ht_report_badfrees_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym
 		if (x->stack_id) {
 			e = stack_text(out, m, sym, x->stack_id, x->time);
 		} else {
-			fputs("     (the free's stack is not recorded: the agent records it when the "
-			      "allocator aborts in the free)\n",
+			fputs("     (stack not recorded: heaptrail run --free-stacks records every free's)\n",
 			      out);
 		}
 		if (e || !x->have_block) {
@@ -80,10 +79,14 @@ int ht_report_badfrees_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym
 			ht_fmt_count(a, x->size), fn_call(f2, sizeof f2, ht_bad_alloc_fn_name(x->alloc_fn)),
 			ht_fmt_duration(d, x->alloc_time), tid_of(t, x->alloc_thread));
 		e = stack_text(out, m, sym, x->alloc_stack, x->alloc_time);
-		if (!e && x->have_first_free)
-			fprintf(out, "    first freed by %s at %s on thread %" PRIu64 "\n",
+		if (!e && x->have_first_free) {
+			fprintf(out, "    first freed by %s at %s on thread %" PRIu64 "%s\n",
 				fn_call(f1, sizeof f1, ht_bad_free_fn_name(x->first_free_fn)),
-				ht_fmt_duration(d, x->first_free_time), tid_of(t, x->first_free_thread));
+				ht_fmt_duration(d, x->first_free_time), tid_of(t, x->first_free_thread),
+				x->first_free_stack ? ":" : " (its stack: heaptrail run --free-stacks)");
+			if (x->first_free_stack)
+				e = stack_text(out, m, sym, x->first_free_stack, x->first_free_time);
+		}
 	}
 	if (!e && b->total > b->n)
 		fprintf(out, "\n  ... %" PRIu64 " more, not listed\n", b->total - b->n);
@@ -157,12 +160,15 @@ int ht_report_badfrees_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym
 				x->block_addr, x->size, ht_bad_alloc_fn_name(x->alloc_fn), x->alloc_time,
 				tid_of(t, x->alloc_thread));
 			e = stack_json(out, m, sym, x->alloc_stack, x->alloc_time);
-			if (!e && x->have_first_free)
+			if (!e && x->have_first_free) {
 				fprintf(out,
 					", \"first_free\": {\"function\": \"%s\", \"time_ns\": %" PRIu64
-					", \"tid\": %" PRIu64 "}",
+					", \"tid\": %" PRIu64 ", \"stack\": ",
 					ht_bad_free_fn_name(x->first_free_fn), x->first_free_time,
 					tid_of(t, x->first_free_thread));
+				e = stack_json(out, m, sym, x->first_free_stack, x->first_free_time);
+				fputc('}', out);
+			}
 			fputc('}', out);
 		}
 		fputc('}', out);

@@ -62,6 +62,7 @@ extern bool ht_opt_start_off;	/* recording starts switched off */
 extern int ht_opt_snapshot_signal; /* a signal that writes a snapshot, or 0 */
 extern bool ht_opt_leak_check;	/* keep the live-block table, classify leaks */
 extern bool ht_opt_free_stacks;	/* every free records its stack (FREE_STACK) */
+extern bool ht_opt_mmap;	/* record mmap, munmap, mremap, madvise (agent/maps.c) */
 extern int ht_opt_leak_signal;	/* a signal that runs a leak check, or 0 */
 extern bool ht_opt_summary;	/* per-site totals instead of events (live.c) */
 extern unsigned ht_opt_summary_sites; /* rows of the summary's site table */
@@ -444,11 +445,11 @@ static inline void ht_put_marker(ht_thread_t *t, uint8_t op, const uint64_t *fie
 }
 /* Appends an EXT event (format 1.4): op HT_EV_EXT | kind << 4, the time
  * delta, the payload's length, then the payload: n varint fields (at most
- * 4). The caller holds the guard and has captured any stack first (a STACK
+ * 6). The caller holds the guard and has captured any stack first (a STACK
  * definition may ship the buffer, rule 6 of hooks.c). */
 static inline void ht_put_ext(ht_thread_t *t, unsigned kind, const uint64_t *fields, unsigned n)
 {
-	uint8_t pay[4 * HT_VARINT_MAX];
+	uint8_t pay[6 * HT_VARINT_MAX];
 	size_t len = 0;
 	for (unsigned i = 0; i < n; i++)
 		len += ht_varint_put(pay + len, fields[i]);

@@ -8,6 +8,7 @@
  */
 #include "analysis/model.h"
 #include "analysis/badfree.h"
+#include "analysis/mapped.h"
 
 #include <errno.h>
 #include <math.h>
@@ -1033,7 +1034,7 @@ int ht_model_attach(ht_pass_t *p, const ht_trace_t *t, const size_t *tl_sizes, s
 		return e;
 	}
 	*out = m;
-	if ((e = ht_badfree_attach(p, t, &m->bad)))
+	if ((e = ht_badfree_attach(p, t, &m->bad)) || (e = ht_mapped_attach(p, t, &m->mapped)))
 		return e; /* *out set: the caller frees the model */
 	return 0;
 fail:
@@ -1070,6 +1071,7 @@ void ht_model_free(ht_model_t *m)
 	if (!m)
 		return;
 	ht_badfrees_free(m->bad);
+	ht_mapped_free(m->mapped);
 	free(m->sites);
 	free(m->pools);
 	free(m->snapshots);

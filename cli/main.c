@@ -46,7 +46,7 @@ static const char usage_text[] =
 	"                     [--functions] [--start-off] [--summary [--summary-sites N]]\n"
 	"                     [--sample-rate BYTES [--sample-seed N]]\n"
 	"                     [--break-alloc LIST] [--leak-exitcode N [--no-leak-report]]\n"
-	"                     [--error-exitcode N] [--free-stacks]\n"
+	"                     [--error-exitcode N] [--free-stacks] [--no-mmap]\n"
 	"                     [SUPPRESSIONS] [--] PROGRAM [ARGS...]\n"
 	"       heaptrail report [-f text|json] [-n N] [--show-reachable] [SUPPRESSIONS]\n"
 	"                        [--functions [--memory] [--time-unit ns|us|ms|s]] FILE\n"
@@ -104,6 +104,8 @@ static const char help_run[] =
 	"    --free-stacks           record every free's stack too: the report then names where a\n"
 	"                            mismatched delete was called and where a block freed twice\n"
 	"                            was first freed (costs a stack capture per free)\n"
+	"    --no-mmap               do not record the program's own mmap, munmap, mremap and\n"
+	"                            madvise calls (the report's MAPPED MEMORY section)\n"
 	"    --sample-rate BYTES     record one allocation per BYTES allocated on average\n"
 	"                            (Poisson sampling; 512K, 1M); reports show estimates\n"
 	"                            with their 95% interval. 0: every allocation (default)\n"
@@ -1468,6 +1470,8 @@ static int cmd_run(int argc, char **argv)
 			no_report = true;
 		} else if (!strcmp(a, "--free-stacks")) {
 			o.free_stacks = true;
+		} else if (!strcmp(a, "--no-mmap")) {
+			o.no_mmap = true;
 		} else if ((v = opt_value(argc, argv, &i, "--sample-rate", &missing)) || missing) {
 			if (missing)
 				return usage_error("run: %s needs a value", "--sample-rate");

@@ -175,6 +175,8 @@ static int setup_env(const ht_run_opts_t *o, const char *agent, const char *mani
 		n += snprintf(opts + n, olen - (size_t)n, ",functions=1");
 	if (o->start_off)
 		n += snprintf(opts + n, olen - (size_t)n, ",start=off");
+	if (o->no_mmap)
+		n += snprintf(opts + n, olen - (size_t)n, ",mmap=0");
 	if (o->free_stacks)
 		n += snprintf(opts + n, olen - (size_t)n, ",free_stacks=1");
 	if (o->summary)

@@ -18,6 +18,7 @@ typedef struct ht_run_opts {
 	const char *break_alloc; /* agent option break=LIST (numbers joined by '+'), or NULL */
 	int leak_exitcode;	 /* exit status when definite/indirect leaks remain; -1: off */
 	bool no_leak_report;	 /* with leak_exitcode: no leak section on stderr */
+	bool no_mmap;		 /* agent option mmap=0: the program's maps not recorded */
 	bool free_stacks;	 /* agent option free_stacks=1: every free's stack */
 	int error_exitcode;	 /* exit status when a traced process made a double,
 				  * invalid or mismatched free; -1: off */

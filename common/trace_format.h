@@ -307,6 +307,17 @@ enum ht_end_how {
  *                        stack_id is the free's call stack.
  *         FREE_STACK     varint stack_id (format 1.12, option free_stacks=1):
  *                        the call stack of the thread's FREE just before.
+ *         MMAP           varint addr, varint len, varint stack_id, varint
+ *                        kind (HT_MAP_*; format 1.12): the program mapped
+ *                        [addr, addr+len) (after the call succeeded). Maps
+ *                        made inside libc (malloc's arenas and big blocks,
+ *                        thread stacks, ld.so's) do not pass through the
+ *                        hook and are not recorded.
+ *         MUNMAP         varint addr, varint len: unmapped (before the call)
+ *         MREMAP         varint old_addr, varint old_len, varint new_addr,
+ *                        varint new_len, varint stack_id: moved or resized
+ *         MADVISE_FREE   varint addr, varint len: madvise DONTNEED or FREE
+ *                        gave the pages back (the mapping stays)
  * Stack id 0 means "unknown stack" (never defined).
  *
  * Allocation numbers (leak reports, the agent's break option): the n-th
@@ -343,6 +354,17 @@ enum ht_ext_kind {
 	HT_EXT_LEAK_CHECK = 4,
 	HT_EXT_BAD_FREE = 5,
 	HT_EXT_FREE_STACK = 6,
+	HT_EXT_MMAP = 7,
+	HT_EXT_MUNMAP = 8,
+	HT_EXT_MREMAP = 9,
+	HT_EXT_MADVISE_FREE = 10,
+};
+
+/* MMAP.kind */
+enum ht_map_kind {
+	HT_MAP_ANON = 0,   /* private anonymous memory */
+	HT_MAP_SHARED = 1, /* shared anonymous memory */
+	HT_MAP_FILE = 2,   /* a file */
 };
 
 /* Which function freed a block (high nibble of FREE, format 1.12). The

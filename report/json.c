@@ -11,6 +11,7 @@
 
 #include "analysis/leaks.h"
 #include "report/badfree_section.h"
+#include "report/mapped_section.h"
 #include "report/report.h"
 #include "report/timeline.h"
 #include "trace_format.h"
@@ -259,6 +260,10 @@ int ht_report_json_leaks(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 	if (!err) { /* double, invalid and mismatched frees */
 		fputs(",\n \"invalid_frees\": ", out);
 		err = ht_report_badfrees_json(out, m, sym);
+	}
+	if (!err) { /* the program's own memory maps */
+		fputs(",\n \"mapped\": ", out);
+		err = ht_report_mapped_json(out, m, sym);
 	}
 	if (!err) { /* descriptors and handles still open: always there */
 		fputs(",\n ", out);

@@ -12,6 +12,7 @@
 
 #include "analysis/leaks.h"
 #include "report/badfree_section.h"
+#include "report/mapped_section.h"
 #include "report/report.h"
 #include "report/timeline.h"
 #include "trace_format.h"
@@ -600,6 +601,8 @@ int ht_report_text_leaks(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 		e = ht_report_checks_text(out, m, sym);
 	if (!e) /* descriptors and handles: when the trace has any */
 		e = ht_report_resources_text(out, m, sym);
+	if (!e) /* the program's own maps: when the trace has any */
+		e = ht_report_mapped_text(out, m, sym, top);
 	if (e && !c.err)
 		c.err = e;
 	fputc('\n', out);

@@ -1,0 +1,73 @@
+"""test_mapped.py - the program's own memory maps (tests/programs/mapped.c,
+an rt_map-style allocator).
+
+  mapped.sites     each site's bytes mapped at exit and at the peak of
+                   mapped memory, its calls and kind, exactly as the
+                   program constructs them (partial munmap, mremap growth
+                   attributed to the mremap's caller, a file map); the
+                   totals (1,507,328 at exit, 1,904,640 at the peak); the
+                   madvise(DONTNEED) bytes; the text section
+  mapped.off       --no-mmap: no map recorded ("mapped" is null)
+"""
+
+from harness import PROGS, heaptrail_run, need_report, need_tools, text
+
+PROG = PROGS / "mapped"
+KIB = 1024
+
+# leaf function of the program's own frames -> (live at exit, at the peak,
+# bytes mapped, calls, kind)
+WANT = {
+    "rt_map_small": (3 * 64 * KIB, 5 * 64 * KIB, 5 * 64 * KIB, 5, "anonymous"),
+    "rt_map_big": (768 * KIB, 1024 * KIB, 1024 * KIB, 1, "anonymous"),
+    "rt_map_grow": (0, 0, 128 * KIB, 1, "anonymous"),
+    "rt_grow": (512 * KIB, 512 * KIB, 512 * KIB, 1, "anonymous"),
+    "rt_map_file": (0, 4 * KIB, 4 * KIB, 1, "file"),
+}
+
+
+def site_name(s):
+    for f in s.get("stack") or []:
+        fn = f.get("function")
+        if fn and fn.startswith("rt_") and fn != "rt_map":
+            return fn
+    return None
+
+
+def t_sites(t):
+    need_tools(t)
+    tr = heaptrail_run([PROG], timeout=60)
+    t.eq("status", 0, tr.proc.rc)
+    rep = need_report(t, tr.out_path).data
+    mp = rep.get("mapped")
+    if not mp:
+        t.fatal("no \"mapped\" member: %r" % (mp,))
+    t.eq("mapped at exit", 1507328, mp.get("live_bytes"))
+    t.eq("peak mapped", 1904640, mp.get("peak_bytes"))
+    t.eq("mmap calls", 8, mp.get("mmap_calls"))
+    t.eq("mremap calls", 1, mp.get("mremap_calls"))
+    t.eq("munmap calls", 4, mp.get("munmap_calls"))
+    t.eq("madvise DONTNEED bytes", 64 * KIB, mp.get("madvise_free_bytes"))
+    got = {}
+    for s in mp.get("sites") or []:
+        got[site_name(s)] = (s.get("live_bytes"), s.get("peak_bytes"), s.get("bytes_mapped"),
+                             s.get("calls"), s.get("kind"))
+    t.eq("sites", WANT, got)
+    txt = need_report(t, tr.out_path, fmt="text").proc.out.decode(errors="replace")
+    t.check("MAPPED MEMORY" in txt and "1,507,328 B" in txt and "1,904,640 B" in txt,
+            "the text report's MAPPED MEMORY section with the totals: %s" % txt[-1500:])
+
+
+def t_off(t):
+    need_tools(t)
+    tr = heaptrail_run([PROG], ["--no-mmap"], timeout=60)
+    t.eq("status", 0, tr.proc.rc)
+    rep = need_report(t, tr.out_path).data
+    t.eq("mapped with --no-mmap", None, rep.get("mapped"))
+    t.check("ok" in text(tr.proc.out), "the program ran to its end")
+
+
+TESTS = [
+    ("mapped.sites", t_sites),
+    ("mapped.off", t_off),
+]

@@ -63,6 +63,8 @@ extern int ht_opt_snapshot_signal; /* a signal that writes a snapshot, or 0 */
 extern bool ht_opt_leak_check;	/* keep the live-block table, classify leaks */
 extern bool ht_opt_free_stacks;	/* every free records its stack (FREE_STACK) */
 extern bool ht_opt_mmap;	/* record mmap, munmap, mremap, madvise (agent/maps.c) */
+/* Bytes the program has mapped itself (recorded maps less unmaps, whole pages). */
+uint64_t ht_maps_mapped(void);
 extern int ht_opt_leak_signal;	/* a signal that runs a leak check, or 0 */
 extern bool ht_opt_summary;	/* per-site totals instead of events (live.c) */
 extern unsigned ht_opt_summary_sites; /* rows of the summary's site table */

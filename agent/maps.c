@@ -20,6 +20,22 @@
 #include "agent.h"
 #include "unwind.h"
 
+/* The program's mapped bytes (heaptrail_stats): recorded maps less
+ * recorded unmaps; an unmap of memory mapped unrecorded may take it below
+ * zero, read as 0. */
+static _Atomic int64_t mapped_now;
+
+static inline uint64_t whole_pages(uint64_t len)
+{
+	return (len + 4095) & ~(uint64_t)4095;
+}
+
+uint64_t ht_maps_mapped(void)
+{
+	int64_t v = atomic_load_explicit(&mapped_now, memory_order_relaxed);
+	return v > 0 ? (uint64_t)v : 0;
+}
+
 static inline long raw_ret(long r)
 {
 	if (r < 0 && r > -4096) {
@@ -75,6 +91,7 @@ static void *map_body(void *ret, void *addr, size_t len, int prot, int flags, in
 {
 	void *p = (void *)raw_ret(syscall(SYS_mmap, addr, len, prot, flags, fd, off));
 	if (p != MAP_FAILED && maps_record(ret)) {
+		atomic_fetch_add_explicit(&mapped_now, (int64_t)whole_pages(len), memory_order_relaxed);
 		uint64_t f[4] = {(uintptr_t)p, len, 0, map_kind(flags, fd)};
 		record_map(HT_EXT_MMAP, f, 4, 2);
 	}
@@ -95,6 +112,7 @@ HT_EXPORT int munmap(void *addr, size_t len)
 {
 	/* before the call, like a free: another thread may map there next */
 	if (maps_record(__builtin_return_address(0))) {
+		atomic_fetch_sub_explicit(&mapped_now, (int64_t)whole_pages(len), memory_order_relaxed);
 		uint64_t f[2] = {(uintptr_t)addr, len};
 		record_map(HT_EXT_MUNMAP, f, 2, -1);
 	}
@@ -112,6 +130,9 @@ HT_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...
 	}
 	void *p = (void *)raw_ret(syscall(SYS_mremap, old, old_len, new_len, flags, want));
 	if (p != MAP_FAILED && maps_record(__builtin_return_address(0))) {
+		atomic_fetch_add_explicit(&mapped_now,
+					  (int64_t)whole_pages(new_len) - (int64_t)whole_pages(old_len),
+					  memory_order_relaxed);
 		uint64_t f[5] = {(uintptr_t)old, old_len, (uintptr_t)p, new_len, 0};
 		record_map(HT_EXT_MREMAP, f, 5, 4);
 	}

@@ -7,8 +7,12 @@ an rt_map-style allocator).
                    attributed to the mremap's caller, a file map); the
                    totals (1,507,328 at exit, 1,904,640 at the peak); the
                    madvise(DONTNEED) bytes; the text section
+                   heaptrail_stats() in the program: mapped_bytes 1,507,328
+                   and a resident set > 0
   mapped.off       --no-mmap: no map recorded ("mapped" is null)
 """
+
+import re
 
 from harness import PROGS, heaptrail_run, need_report, need_tools, text
 
@@ -38,6 +42,11 @@ def t_sites(t):
     need_tools(t)
     tr = heaptrail_run([PROG], timeout=60)
     t.eq("status", 0, tr.proc.rc)
+    m = re.search(r"mapped (\d+) resident (\d+)", text(tr.proc.out))
+    if not m:
+        t.fatal("no heaptrail_stats line: %s" % text(tr.proc.out))
+    t.eq("heaptrail_stats mapped_bytes", 1507328, int(m.group(1)))
+    t.check(int(m.group(2)) > 0, "heaptrail_stats resident_bytes > 0: %s" % m.group(2))
     rep = need_report(t, tr.out_path).data
     mp = rep.get("mapped")
     if not mp:

@@ -10,12 +10,15 @@
  *   mapped at the peak (after the file map): 327,680 + 1,048,576 +
  *   524,288 + 4,096 = 1,904,640 bytes; at exit 1,507,328 bytes.
  *   One madvise(MADV_DONTNEED) of 64 KiB (the mapping stays).
- * Prints "ok" at the end.
+ * At the end, prints heaptrail_stats()'s mapped and resident bytes
+ * (mapped 1,507,328 under the agent; both 0 without it), then "ok".
  */
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+#include "heaptrail.h"
 
 #define KIB 1024ul
 
@@ -77,6 +80,10 @@ int main(int argc, char **argv)
 	munmap(small[1], 64 * KIB);
 	munmap(big + 768 * KIB, 256 * KIB);
 	munmap(f, 4 * KIB);
+	struct heaptrail_stats s = {.size = sizeof s};
+	heaptrail_stats(&s);
+	printf("mapped %llu resident %llu\n", (unsigned long long)s.mapped_bytes,
+	       (unsigned long long)s.resident_bytes);
 	puts("ok");
 	return 0;
 }

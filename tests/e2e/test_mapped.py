@@ -9,6 +9,9 @@ an rt_map-style allocator).
                    madvise(DONTNEED) bytes; the text section
                    heaptrail_stats() in the program: mapped_bytes 1,507,328
                    and a resident set > 0
+  mapped.pprof     convert --format pprof: sample types mapped_space and
+                   mapped_peak_space sum to the bytes at exit and at the
+                   peak (go tool pprof -raw); the heap's types unchanged
   mapped.off       --no-mmap: no map recorded ("mapped" is null)
 """
 
@@ -67,6 +70,20 @@ def t_sites(t):
             "the text report's MAPPED MEMORY section with the totals: %s" % txt[-1500:])
 
 
+def t_pprof(t):
+    import test_export_pprof as tp
+    tp.need_go(t)
+    tr = heaptrail_run([PROG], timeout=60)
+    t.eq("status", 0, tr.proc.rc)
+    pb = tp.convert(t, tr.out_path, "pprof", t.tmp / "mapped.pb.gz")
+    types, rows = tp.parse_raw(tp.pprof(t, ["-raw"], pb))
+    t.eq("pprof sample types", [n for n, _ in tp.PPROF_TOTALS] + ["mapped_space", "mapped_peak_space"],
+         types)
+    if len(types) == len(tp.PPROF_TOTALS) + 2:
+        t.eq("mapped_space summed", 1507328, sum(r[-2] for r in rows))
+        t.eq("mapped_peak_space summed", 1904640, sum(r[-1] for r in rows))
+
+
 def t_off(t):
     need_tools(t)
     tr = heaptrail_run([PROG], ["--no-mmap"], timeout=60)
@@ -78,5 +95,6 @@ def t_off(t):
 
 TESTS = [
     ("mapped.sites", t_sites),
+    ("mapped.pprof", t_pprof),
     ("mapped.off", t_off),
 ]

@@ -225,7 +225,7 @@ programs: $(PROGS) $(B)/tests/libdlplugin.so $(B)/tests/libdlswap1.so $(B)/tests
 FLOORS := $(patsubst bench/floor/%.c,$(B)/bench/floor/%.so,$(wildcard bench/floor/*.c))
 bench: all $(BENCHES) $(B)/bench/api_arena_bare $(FLOORS)
 
-check: all $(B)/asan/heaptrail programs $(B)/examples/leaky $(B)/bench/threads $(UNITS) $(B)/fuzz/replay_reader
+check: all $(B)/asan/heaptrail programs $(B)/examples/leaky $(B)/bench/threads $(B)/bench/many_live $(UNITS) $(B)/fuzz/replay_reader
 	@sh tests/run.sh
 
 # The API is a header only (weak symbols resolved against the agent), so

@@ -210,6 +210,14 @@ uint64_t ht_flusher_idle_ns(void);
 /* The main thread ended with pthread_exit: the writer looks for the
  * process's last thread from now on (agent/flusher.c). */
 void ht_flusher_main_exited(void);
+/* Starts the writer thread if it is not running (flusher.c): it ships the
+ * buffers of threads that record nothing for a while. From a hook or
+ * main's start, never from a fork handler. */
+void ht_flusher_start(void);
+/* Ships the buffers of threads whose events have waited age_ns or more
+ * and that are not in the middle of an event (thread.c; the writer
+ * thread, holding no lock); the number shipped, the file flushed if any. */
+unsigned ht_thread_take_idle(uint64_t age_ns);
 uint64_t ht_flusher_self_writes(void);
 void ht_flusher_fork_prepare(void);
 void ht_flusher_fork_parent(void);
@@ -250,6 +258,11 @@ typedef struct ht_thread {
 	uint64_t last_addr;   /* address of the last event in buf */
 	uint64_t block_base;  /* base_time of the block in buf */
 	_Atomic int in_event; /* set while this thread encodes an event */
+	/* HT_TAKING: the agent's writer thread ships this idle thread's
+	 * buffer (ht_thread_take_idle), and the thread starts no event until
+	 * it is done; HT_TAKING_START: the thread's next event starts the
+	 * writer (a fork child). Read with in_event's handshake. */
+	_Atomic int taking;
 	/* memcheck-convention counts, summed into END and the manifest, so
 	 * that `heaptrail run` can summarize a huge trace without reading it */
 	uint64_t n_allocs, n_frees, n_bytes;
@@ -322,21 +335,26 @@ static inline ht_deferred_t *ht_deferred_slot(ht_thread_t *t, uint32_t i)
 	return more ? &more[k - HT_DEFER_INLINE] : NULL;
 }
 
+#define HT_TAKING 1
+#define HT_TAKING_START 2
 bool ht_event_begin_slow(ht_thread_t *t);
 /* Waits while another thread flushes the trace before an exec (every
  * thread's buffer is taken then: tens of microseconds); the state after. */
 int ht_exec_flush_wait(void);
 
 /* Marks t as in the middle of an event (its buffer is not to be shipped
- * by another thread: ht_thread_flush_all, which has the other half of
- * this handshake). False, the mark undone, when the trace is being closed
- * meanwhile; an exec's flush (HT_STATE_EXEC) is waited out. */
+ * by another thread: ht_thread_flush_all and ht_thread_take_idle, which
+ * have the other half of this handshake, a membarrier). False, the mark
+ * undone, when the trace is being closed meanwhile; an exec's flush
+ * (HT_STATE_EXEC), and the writer taking this thread's buffer, are waited
+ * out. The second check costs a load of the line in_event is on. */
 static inline bool ht_event_begin(ht_thread_t *t)
 {
 	atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
 	atomic_signal_fence(memory_order_seq_cst);
 	if (HT_LIKELY(atomic_load_explicit(&ht_state, memory_order_relaxed) ==
-		      HT_STATE_RECORDING))
+		      HT_STATE_RECORDING) &&
+	    HT_LIKELY(!atomic_load_explicit(&t->taking, memory_order_relaxed)))
 		return true;
 	return ht_event_begin_slow(t);
 }

@@ -10,8 +10,11 @@
  * doing both was the bottleneck, the process ends ~20% sooner. Without a
  * table to keep (leak_check=0), or in summary mode (where the table is all
  * that is kept and the writer digests), blocks go straight to the writer.
- * Each helper is started on the first full block, so short programs never
- * get one.
+ * The digester is started on the first full block, so short programs
+ * never get one; the writer is started at main's start (ht_flusher_start):
+ * it also ships the buffers of threads that have gone quiet
+ * (ht_thread_take_idle, which takes the registry's lock before
+ * ht_writer_lock), and a program killed later needs those on disk.
  *
  * Locks: ht_writer_lock, then ht_live_lock, then queue_lock (never the
  * other way round). The writer pops and writes under ht_writer_lock, and
@@ -39,7 +42,13 @@
 
 #define HT_MAX_QUEUED 32
 #define HT_LINGER_NS 200000000L /* 200 ms: how long an idle writer keeps a batch */
-#define HT_HOLD_NS 500000000L	/* 500 ms: how long a busy one does */
+#define HT_HOLD_NS 200000000L	/* 200 ms: how long a busy one does */
+/* Every HT_TAKE_TICK_NS the writer ships the buffers of threads whose
+ * events have waited HT_TAKE_AGE_NS (ht_thread_take_idle) and flushes the
+ * file: an event is on disk within about 0.3 s of being recorded, 0.5 s
+ * at most (a block shipped full waits HT_HOLD_NS in a busy writer). */
+#define HT_TAKE_TICK_NS 100000000L
+#define HT_TAKE_AGE_NS 200000000ull
 
 static ht_lock_t queue_lock;
 static ht_block_t *queue_head, *queue_tail; /* the write queue */
@@ -382,7 +391,13 @@ static void *writer_main(void *arg)
 	ht_guard = 1; /* whatever this thread allocates is ours, not the program's */
 	own_stack(&ht_writer_stack_lo, &ht_writer_stack_hi);
 	uint64_t held_since = 0; /* when unwritten data was first seen held */
+	uint64_t last_take = 0, last_look = 0;
 	for (;;) {
+		uint64_t tick = ht_clock_ns();
+		if (tick - last_take >= (uint64_t)HT_TAKE_TICK_NS) {
+			last_take = tick;
+			ht_thread_take_idle(HT_TAKE_AGE_NS);
+		}
 		if (atomic_load(&queued) == 0) {
 			/* Idle. Blocks waiting in the batch (or bytes in the
 			 * compressor) wait HT_LINGER_NS for more, then go to the
@@ -394,7 +409,7 @@ static void *writer_main(void *arg)
 			ht_lock(&ht_writer_lock);
 			bool dirty = ht_writer_dirty();
 			ht_unlock(&ht_writer_lock);
-			const struct timespec linger = {0, HT_LINGER_NS}, idle = {1, 0},
+			const struct timespec linger = {0, HT_LINGER_NS}, idle = {0, HT_TAKE_TICK_NS},
 					      /* main has called pthread_exit: look
 					       * for the last thread more often */
 					      orphaned = {0, 100000000};
@@ -409,9 +424,14 @@ static void *writer_main(void *arg)
 					ht_writer_flush(false);
 				held_since = 0;
 				ht_unlock(&ht_writer_lock);
+				/* every second, or every tick once main is gone */
+				uint64_t now = ht_clock_ns();
 				if (!dirty && atomic_load(&ht_state) == HT_STATE_RECORDING &&
-				    only_thread_left())
-					exit_as_last_thread();
+				    (main_gone || now - last_look >= 1000000000u)) {
+					last_look = now;
+					if (only_thread_left())
+						exit_as_last_thread();
+				}
 			}
 			continue;
 		}
@@ -460,6 +480,17 @@ static void start_helper(_Atomic bool *started, void *(*main)(void *))
 		atomic_store(started, false);
 	pthread_attr_destroy(&attr);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+void ht_flusher_start(void)
+{
+	if (atomic_load_explicit(&writer_started, memory_order_relaxed) ||
+	    getpid() != ht_pid || atomic_load(&ht_state) != HT_STATE_RECORDING)
+		return;
+	int saved_guard = ht_guard;
+	ht_guard = 1; /* pthread_create's allocations are ours */
+	start_helper(&writer_started, writer_main);
+	ht_guard = saved_guard;
 }
 
 /* Queues b for the digester; when it is behind (or absent), digests the

@@ -2121,6 +2121,7 @@ static main_fn real_main;
 
 static int main_wrapper(int argc, char **argv, char **envp)
 {
+	ht_flusher_start(); /* ships what quiet threads hold (flusher.c) */
 	int r = real_main(argc, argv, envp);
 	/* main's frames are dead now: the leak scan starts above them */
 	ht_note_exit_sp((uintptr_t)__builtin_frame_address(0));

@@ -141,6 +141,8 @@ static void defer_forget(ht_thread_t *t)
 }
 
 static void flush_state(ht_thread_t *t, bool wake);
+static void own_begin(ht_thread_t *t);
+static void own_end(ht_thread_t *t);
 
 /* A stack overflow must still reach the agent's fatal handler, which
  * finishes the trace, and a handler needs a stack: lifecycle.c gives the
@@ -189,7 +191,9 @@ static void thread_exit(void *arg)
 	int saved_guard = ht_guard;
 	ht_guard = 1;
 	if (atomic_load(&ht_state) == HT_STATE_RECORDING) {
+		own_begin(t);
 		flush_state(t, false);
+		own_end(t);
 		char name[17] = {0};
 		if (prctl(PR_GET_NAME, name) == 0 && name[0] && ht_strcmp(name, process_name)) {
 			ht_lock(&ht_writer_lock);
@@ -302,8 +306,11 @@ void ht_thread_release_transient(ht_thread_t *t)
 {
 	int saved_guard = ht_guard;
 	ht_guard = 1;
-	if (atomic_load(&ht_state) == HT_STATE_RECORDING)
+	if (atomic_load(&ht_state) == HT_STATE_RECORDING) {
+		own_begin(t);
 		flush_state(t, false);
+		own_end(t);
+	}
 	ht_tls_thread = NULL;
 	ht_lock(&registry_lock);
 	t->exited = true;
@@ -357,10 +364,27 @@ void ht_thread_park(void)
 	}
 }
 
+/* Waits while the writer ships t's buffer (ht_thread_take_idle: a copy
+ * into its batch, microseconds); starts the writer when asked. */
+static void taking_wait(ht_thread_t *t)
+{
+	int k;
+	while ((k = atomic_load_explicit(&t->taking, memory_order_acquire)) != 0) {
+		if (k == HT_TAKING_START) {
+			int expected = HT_TAKING_START;
+			if (atomic_compare_exchange_strong(&t->taking, &expected, 0))
+				ht_flusher_start();
+			continue;
+		}
+		sched_yield();
+	}
+}
+
 bool ht_event_begin_slow(ht_thread_t *t)
 {
 	for (;;) {
 		atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
+		taking_wait(t);
 		int s = ht_exec_flush_wait();
 		if (s == HT_STATE_FINISHED)
 			ht_thread_park();
@@ -368,9 +392,29 @@ bool ht_event_begin_slow(ht_thread_t *t)
 			return false;
 		atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
 		atomic_signal_fence(memory_order_seq_cst);
-		if (atomic_load(&ht_state) == HT_STATE_RECORDING)
+		if (atomic_load(&ht_state) == HT_STATE_RECORDING &&
+		    !atomic_load_explicit(&t->taking, memory_order_relaxed))
 			return true;
 	}
+}
+
+/* Holds t's buffer against the writer's taking it (ht_thread_take_idle),
+ * for the thread's own ship outside an event (its end). */
+static void own_begin(ht_thread_t *t)
+{
+	for (;;) {
+		atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
+		atomic_signal_fence(memory_order_seq_cst);
+		if (!atomic_load_explicit(&t->taking, memory_order_relaxed))
+			return;
+		atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
+		taking_wait(t);
+	}
+}
+
+static void own_end(ht_thread_t *t)
+{
+	atomic_store_explicit(&t->in_event, 0, memory_order_release);
 }
 
 ht_thread_t *ht_thread_peek(void)
@@ -490,6 +534,69 @@ bool ht_thread_quiesce(int timeout_ms)
 	}
 }
 
+/* The writer thread ships the buffers of threads that have recorded
+ * nothing for a while: a thread ships its own only when it records again,
+ * and a program killed (SIGKILL, the OOM killer) after a quiet spell lost
+ * everything since. The owner is kept out by the handshake of
+ * ht_event_begin: this side sets taking, then a membarrier makes every
+ * thread pass a full barrier, then it reads in_event: either the owner
+ * sees taking (and waits in ht_event_begin_slow), or this side sees its
+ * in_event (and leaves the buffer alone this time). The owner's fast path
+ * pays one load, no lock and no atomic read-modify-write. Locks: the
+ * registry's (a state reused meanwhile is reset under it), then the
+ * writer's (the finish and an exec's flush ship buffers under it). */
+#define HT_TAKE_MAX 64 /* states taken per round; the rest next round */
+unsigned ht_thread_take_idle(uint64_t age_ns)
+{
+	if (!membarrier_ok || atomic_load(&ht_state) != HT_STATE_RECORDING)
+		return 0;
+	ht_thread_t *cand[HT_TAKE_MAX];
+	unsigned n = 0, taken = 0;
+	uint64_t now = ht_now();
+	ht_lock(&registry_lock);
+	for (ht_thread_t *t = registry; t && n < HT_TAKE_MAX; t = t->next) {
+		/* racy reads of the owner's fields: only whether to try */
+		uint32_t len = *(volatile uint32_t *)&t->len;
+		uint64_t base = *(volatile uint64_t *)&t->block_base;
+		if (!t->in_use || !t->blk || len == 0 || now < base || now - base < age_ns ||
+		    atomic_load_explicit(&t->in_event, memory_order_relaxed) ||
+		    atomic_load_explicit(&t->taking, memory_order_relaxed))
+			continue;
+		atomic_store(&t->taking, HT_TAKING);
+		cand[n++] = t;
+	}
+	if (n == 0) {
+		ht_unlock(&registry_lock);
+		return 0;
+	}
+	bool fenced = syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0;
+	ht_lock(&ht_writer_lock);
+	bool recording = atomic_load(&ht_state) == HT_STATE_RECORDING;
+	/* Those seen out of an event now stay out until released: they
+	 * queue nothing more, so the blocks they queued before, written
+	 * first, are all their older events. */
+	unsigned kept = 0;
+	for (unsigned i = 0; i < n; i++) {
+		ht_thread_t *t = cand[i];
+		if (fenced && recording && !atomic_load(&t->in_event) && t->in_use && t->len)
+			cand[kept++] = t;
+		else
+			atomic_store_explicit(&t->taking, 0, memory_order_release);
+	}
+	if (kept)
+		ht_blocks_drain_locked();
+	for (unsigned i = 0; i < kept; i++) {
+		ship_locked(cand[i]);
+		taken++;
+		atomic_store_explicit(&cand[i]->taking, 0, memory_order_release);
+	}
+	if (taken && ht_writer_dirty())
+		ht_writer_flush(false);
+	ht_unlock(&ht_writer_lock);
+	ht_unlock(&registry_lock);
+	return taken;
+}
+
 void ht_thread_flush_all(void)
 {
 	ht_thread_quiesce(1000);
@@ -561,12 +668,18 @@ void ht_thread_fork_child(void)
 	for (ht_thread_t *t = registry; t; t = t->next) {
 		t->n_allocs = t->n_frees = t->n_bytes = 0; /* the child counts its own */
 		defer_forget(t);
+		atomic_store(&t->taking, 0);
 		if (t != self) {
 			t->in_use = false;
 			t->len = 0;
 			atomic_store(&t->in_event, 0);
 		}
 	}
+	/* the helpers did not survive the fork: this thread's next event
+	 * starts the writer, which ships its buffer if it goes quiet (not
+	 * here: no thread is made in a fork handler, lifecycle.c) */
+	if (self && ht_opt_follow_fork)
+		atomic_store(&self->taking, HT_TAKING_START);
 	if (self) {
 		ht_scache_forget(self); /* cached stack ids belong to the parent's trace */
 		ht_functions_fork_child(self);

@@ -74,6 +74,8 @@ def workloads():
                  build="build/bench/deep", quick_args=["40000"]),
         Workload("threads", [f"{b}/threads"], "4 threads churning malloc/free",
                  build="build/bench/threads", quick_args=["250000"]),
+        Workload("many_live", [f"{b}/many_live"], "5M blocks of 16-64 B held at once (memory per live block)",
+                 build="build/bench/many_live", quick_args=["1000000"]),
         Workload("realloc", [f"{b}/realloc"], "realloc growth of 2048 buffers",
                  build="build/bench/realloc", quick_args=["300000"]),
         Workload("containers", [f"{b}/containers"], "C++ vector/map/unordered_map/string",

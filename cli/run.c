@@ -27,6 +27,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "analysis/badfree.h"
@@ -44,6 +45,55 @@
 static const int forwarded[] = { SIGTERM, SIGHUP, SIGUSR1, SIGUSR2 };
 #define NFORWARDED (sizeof(forwarded) / sizeof(forwarded[0]))
 static volatile pid_t forward_to;
+
+/* "oom_kill N" in file, or -1. */
+static int64_t oom_count_in(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -1;
+	char line[256];
+	int64_t n = -1;
+	while (fgets(line, sizeof line, f))
+		if (!strncmp(line, "oom_kill ", 9)) {
+			n = strtoll(line + 9, NULL, 10);
+			break;
+		}
+	fclose(f);
+	return n;
+}
+
+/* How many processes the OOM killer has killed in our memory cgroup
+ * (cgroup v2's memory.events, v1's memory.oom_control: the program runs
+ * in ours), else on the whole machine (/proc/vmstat, Linux 4.13), or -1.
+ * A program that dies of SIGKILL while it rises was the OOM killer's: its
+ * own status cannot say (a zombie's cgroup reads as the root, dmesg may
+ * be closed to us). The machine's count also counts other processes
+ * killed meanwhile, which would be taken for it. */
+static int64_t oom_kills(void)
+{
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	char line[4096], path[4200];
+	int64_t n = -1;
+	while (f && n < 0 && fgets(line, sizeof line, f)) {
+		line[strcspn(line, "\n")] = 0;
+		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		if (!c2)
+			continue;
+		*c2 = 0;
+		const char *ctrl = c1 + 1, *cg = c2 + 1;
+		if (!strcmp(ctrl, "memory"))
+			snprintf(path, sizeof path, "/sys/fs/cgroup/memory%s/memory.oom_control", cg);
+		else if (!*ctrl && !strcmp(line, "0"))
+			snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.events", cg);
+		else
+			continue;
+		n = oom_count_in(path);
+	}
+	if (f)
+		fclose(f);
+	return n >= 0 ? n : oom_count_in("/proc/vmstat");
+}
 
 static void forward_signal(int sig)
 {
@@ -187,6 +237,8 @@ static int setup_env(const ht_run_opts_t *o, const char *agent, const char *mani
 		n += snprintf(opts + n, olen - (size_t)n, ",sample_rate=%llu", o->sample_rate);
 	if (o->sample_seed_set)
 		n += snprintf(opts + n, olen - (size_t)n, ",sample_seed=%llu", o->sample_seed);
+	if (o->no_leak_check)
+		n += snprintf(opts + n, olen - (size_t)n, ",leak_check=0");
 	if (o->break_alloc)
 		snprintf(opts + n, olen - (size_t)n, ",break=%s", o->break_alloc);
 	int r = 0;
@@ -484,13 +536,17 @@ static void print_summary(const entry_t *ent, const char *shown, ht_supp_list_t 
 	print_totals(&m->totals, m->sample_rate ? t->sample_rate : 0, t->have_summary);
 	if (t->error)
 		fprintf(stderr, "heaptrail: warning: %s\n", HT_TEXT(t->message));
-	if (t->ending == HT_ENDING_CUT_SHORT && !ent->lost)
-		fputs("heaptrail: warning: the agent did not see the program end (a raw "
-		      "exit_group system call, as Go programs make, or a signal the agent "
-		      "could not catch, such as SIGKILL); the events still in its buffers "
-		      "(up to the last half second) are missing, so the figures above are "
-		      "partial\n",
-		      stderr);
+	if (t->ending == HT_ENDING_CUT_SHORT && !ent->lost) {
+		char e[32];
+		fprintf(stderr,
+			"heaptrail: warning: the run was cut short: the agent did not see the "
+			"program end (a raw exit_group system call, as Go programs make, or a "
+			"signal the agent could not catch, such as SIGKILL or the OOM killer's); "
+			"the trace's last event is at %s, and events of about the last half "
+			"second before the end may be missing, so the figures above are "
+			"partial\n",
+			ht_fmt_duration(e, t->last_time));
+	}
 	if (t->have_summary)
 		summary_sites(m, path, shown, supps);
 	ht_model_free(m);
@@ -819,6 +875,9 @@ int ht_run(const ht_run_opts_t *o)
 		sigaction(forwarded[i], &fwd, &old_fwd[i]);
 	fflush(NULL);
 
+	int64_t oom_before = oom_kills();
+	struct timespec started;
+	clock_gettime(CLOCK_MONOTONIC, &started);
 	pid_t pid = fork();
 	if (pid == 0) {
 		sigaction(SIGINT, &old_int, NULL);
@@ -889,8 +948,20 @@ int ht_run(const ht_run_opts_t *o)
 	} else if (WIFSIGNALED(status)) {
 		int sig = WTERMSIG(status);
 		const char *abbr = sigabbrev_np(sig);
-		fprintf(stderr, "heaptrail: %s was killed by signal %d%s%s%s\n", HT_TEXT(o->argv[0]), sig,
-			abbr ? " (SIG" : "", abbr ? abbr : "", abbr ? ")" : "");
+		int64_t oom_after = sig == SIGKILL ? oom_kills() : -1;
+		struct timespec now;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		char when[32];
+		ht_fmt_duration(when, (uint64_t)(now.tv_sec - started.tv_sec) * 1000000000u +
+					      (uint64_t)now.tv_nsec - (uint64_t)started.tv_nsec);
+		if (oom_before >= 0 && oom_after > oom_before)
+			fprintf(stderr, "heaptrail: %s was killed by the OOM killer after %s (signal 9, "
+					"SIGKILL; the kernel's count of OOM kills rose during the run)\n",
+				HT_TEXT(o->argv[0]), when);
+		else
+			fprintf(stderr, "heaptrail: %s was killed by signal %d%s%s%s after %s\n",
+				HT_TEXT(o->argv[0]), sig, abbr ? " (SIG" : "", abbr ? abbr : "",
+				abbr ? ")" : "", when);
 		ret = 128 + sig;
 		signaled = true;
 	} else {

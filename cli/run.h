@@ -22,6 +22,7 @@ typedef struct ht_run_opts {
 	bool free_stacks;	 /* agent option free_stacks=1: every free's stack */
 	int error_exitcode;	 /* exit status when a traced process made a double,
 				  * invalid or mismatched free; -1: off */
+	bool no_leak_check;	 /* agent option leak_check=0: no live table, no scan */
 	ht_supp_list_t *supps;	 /* suppressions for the leak exit code; may be NULL */
 	unsigned long long sample_rate; /* agent option sample_rate; 0 = exact */
 	bool sample_seed_set;

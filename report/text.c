@@ -45,10 +45,13 @@ size_t ht_report_warnings(const ht_model_t *m, char buf[][HT_WARN_LEN], size_t m
 		WARN("%s; the report covers the records complete before it (a record cut short, "
 		     "about the last second of events, is lost)",
 		     t->message);
-	else if (t->ending == HT_ENDING_CUT_SHORT)
-		WARN("the trace has no END record: the program was killed (e.g. SIGKILL), left by "
-		     "a raw exit_group system call (Go programs), or the trace was cut short; the "
-		     "report covers what was recorded");
+	if (t->ending == HT_ENDING_CUT_SHORT)
+		WARN("the run was cut short: the trace has no END record (the program was killed, "
+		     "by SIGKILL or the OOM killer, left by a raw exit_group system call (Go "
+		     "programs), or the trace was cut short); its last event is at %.3f s, and "
+		     "events of about the last half second before the end may be missing; the "
+		     "report covers what was recorded",
+		     (double)t->last_time / 1e9);
 	if (t->agent_flags & HT_AGENT_MALLOC_ELSEWHERE)
 		WARN("the program's malloc is not the agent's: an object found before "
 		     "libheaptrail.so in the lookup order defines malloc (a library preloaded "

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/model.h"
 #include "analysis/pass.h"
 #include "trace_format.h"
 
@@ -567,4 +568,44 @@ const ht_tag_stat_t *ht_marks_find_tag(const ht_marks_t *mk, const char *name)
 		if (!strcmp(mk->tags[i].name, name))
 			return &mk->tags[i];
 	return !strcmp(name, "untagged") ? &mk->tags[HT_MARKS_UNTAGGED] : NULL;
+}
+
+void ht_marks_fold_sites(ht_marks_t *mk, const ht_model_t *m)
+{
+	for (size_t i = 0; i < mk->ntags; i++) {
+		ht_tag_stat_t *g = &mk->tags[i];
+		size_t n = 0;
+		/* the map is rebuilt in place: an entry only ever moves down */
+		ht_map_free(&g->stack_idx);
+		for (size_t k = 0; k < g->nstacks; k++) {
+			ht_tag_stack_t s = g->stacks[k];
+			uint32_t si = ht_model_site_of(m, s.stack_id);
+			if (si != HT_MAP_NONE && m->sites[si].stack_id)
+				s.stack_id = m->sites[si].stack_id;
+			uint32_t j = ht_map_get(&g->stack_idx, s.stack_id);
+			if (j == HT_MAP_NONE) {
+				/* out of memory: a later entry of the site stays
+				 * apart, nothing is lost */
+				(void)ht_map_put(&g->stack_idx, s.stack_id, (uint32_t)n);
+				g->stacks[n++] = s;
+				continue;
+			}
+			ht_tag_stack_t *d = &g->stacks[j];
+			d->allocations += s.allocations;
+			d->bytes_allocated += s.bytes_allocated;
+			d->live_blocks += s.live_blocks;
+			d->live_bytes += s.live_bytes;
+			for (int q = 0; q < 4; q++)
+				d->est[q] += s.est[q];
+			if (s.first_time < d->first_time)
+				d->first_time = s.first_time;
+			if (mk->trace->sample_rate) {
+				d->allocations = rounded(d->est[0]);
+				d->bytes_allocated = rounded(d->est[1]);
+				d->live_blocks = rounded(d->est[2]);
+				d->live_bytes = rounded(d->est[3]);
+			}
+		}
+		g->nstacks = n;
+	}
 }

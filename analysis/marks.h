@@ -110,6 +110,11 @@ struct ht_pass;
 int ht_marks_attach(struct ht_pass *p, const ht_trace_t *t, ht_marks_t **out);
 void ht_marks_free(ht_marks_t *mk);
 
+/* Fold each tag's stacks into the model's sites (ht_model_site_of): one
+ * entry per site, under its stack_id, as the report's sites. */
+struct ht_model;
+void ht_marks_fold_sites(ht_marks_t *mk, const struct ht_model *m);
+
 /* Fill idx (room for mk->ntags) with the tags that have allocations, by
  * bytes allocated (ties: allocations, then name), "untagged" last. Returns
  * how many. */

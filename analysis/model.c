@@ -184,6 +184,14 @@ typedef struct replay {
 	const uint64_t *thread_seq; /* the pass's allocation numbers per thread */
 	ht_map_t site_by_stack;
 	size_t cap_sites;
+	uint32_t *msite; /* the pass's site (one per stack id) -> m->sites */
+	size_t cap_msite;
+	/* folding sites by frames (ht_model_attach's sym): frames' hash ->
+	 * site, colliding hashes probed at hash + 1, + 2, ... */
+	ht_symbolizer_t *sym;
+	ht_map_t site_by_key;
+	ht_frame_t *fa, *fb; /* scratch frames of the new stack and a candidate */
+	size_t cap_fa, cap_fb;
 	site_peak_t *sp; /* beside m->sites */
 	size_t cap_sp;
 	uint64_t peak_ver; /* new peaks so far */
@@ -203,6 +211,82 @@ typedef struct replay {
 	uint32_t *remap; /* merge_same_stacks: old site index -> new one */
 } replay_t;
 
+static bool str_same(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
+/* Where a frame whose function is unknown lies: its offset in its module
+ * (stable when a library is loaded again at another address), else the
+ * address itself. */
+static uint64_t frame_offset(const ht_trace_t *t, const ht_frame_t *f, uint64_t when)
+{
+	long mi = ht_trace_module_for(t, f->address, when);
+	return mi >= 0 ? f->address - t->modules[mi].bias : f->address;
+}
+
+/* The frames as people read them: function, file, line, module and the
+ * inline chain, and for an unknown function its offset in its module. */
+static uint64_t frames_hash(const ht_trace_t *t, const ht_frame_t *f, long n, uint64_t when)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint64_t)n;
+	for (long i = 0; i < n; i++) {
+		h = ht_util_hash64(h ^ ht_fnv1a(f[i].function ? f[i].function : ""));
+		h = ht_util_hash64(h ^ ht_fnv1a(f[i].file ? f[i].file : "")) + (uint64_t)f[i].line;
+		h = ht_util_hash64(h ^ ht_fnv1a(f[i].module ? f[i].module : "")) + f[i].inlined;
+		if (!f[i].function)
+			h = ht_util_hash64(h ^ frame_offset(t, &f[i], when));
+	}
+	return h;
+}
+
+static bool frames_same(const ht_trace_t *t, const ht_frame_t *a, uint64_t wa, const ht_frame_t *b,
+			uint64_t wb, long n)
+{
+	for (long i = 0; i < n; i++) {
+		if (!str_same(a[i].function, b[i].function) || !str_same(a[i].file, b[i].file) ||
+		    a[i].line != b[i].line || a[i].inlined != b[i].inlined ||
+		    !str_same(a[i].module, b[i].module))
+			return false;
+		if (!a[i].function && frame_offset(t, &a[i], wa) != frame_offset(t, &b[i], wb))
+			return false;
+	}
+	return true;
+}
+
+/* The site whose frames stack_id's (first allocated at time) are, by
+ * r->sym: *out, or HT_MAP_NONE with *key the hash to file a new site
+ * under. */
+static int site_by_frames(replay_t *r, uint64_t stack_id, uint64_t time, uint32_t *out,
+			  uint64_t *key)
+{
+	ht_model_t *m = r->m;
+	const ht_trace_t *t = m->trace;
+	ht_site_t tmp = { 0 };
+	tmp.stack_id = stack_id;
+	tmp.stack = ht_trace_stack(t, stack_id);
+	tmp.first_time = time;
+	long n = ht_model_frames(m, r->sym, &tmp, &r->fa, &r->cap_fa);
+	if (n < 0)
+		return (int)n;
+	uint64_t h = frames_hash(t, r->fa, n, time);
+	uint32_t j;
+	while ((j = ht_map_get(&r->site_by_key, h)) != HT_MAP_NONE) {
+		const ht_site_t *c = &m->sites[j];
+		long k = ht_model_frames(m, r->sym, c, &r->fb, &r->cap_fb);
+		if (k < 0)
+			return (int)k;
+		if (k == n && frames_same(t, r->fa, time, r->fb, c->first_time, n))
+			break;
+		h++;
+	}
+	*out = j;
+	*key = h;
+	return 0;
+}
+
+/* The model's site of stack_id, made on its first allocation (at time):
+ * one per stack id, or with r->sym one per stack as symbolized. */
 static int site_for(replay_t *r, uint64_t stack_id, uint64_t time, uint32_t *out)
 {
 	ht_model_t *m = r->m;
@@ -211,11 +295,25 @@ static int site_for(replay_t *r, uint64_t stack_id, uint64_t time, uint32_t *out
 		*out = i;
 		return 0;
 	}
-	/* the pass numbers sites as this does: the next one is m->nsites */
+	uint64_t key = 0;
+	/* a stack the trace does not define has no frames to fold by */
+	bool fold = r->sym && stack_id && stack_id != UINT64_MAX && ht_trace_stack(m->trace, stack_id);
+	if (fold) {
+		int e = site_by_frames(r, stack_id, time, &i, &key);
+		if (e)
+			return e;
+		if (i != HT_MAP_NONE) {
+			if (time < m->sites[i].first_time) /* summary rows come in any order */
+				m->sites[i].first_time = time;
+			*out = i;
+			return ht_map_put(&r->site_by_stack, stack_id, i);
+		}
+	}
 	if (m->nsites >= UINT32_MAX - 1 ||
 	    ht_util_grow((void **)&m->sites, &r->cap_sites, m->nsites + 1, sizeof(*m->sites)) ||
 	    ht_util_grow((void **)&r->sp, &r->cap_sp, m->nsites + 1, sizeof(*r->sp)) ||
-	    ht_map_put(&r->site_by_stack, stack_id, (uint32_t)m->nsites))
+	    ht_map_put(&r->site_by_stack, stack_id, (uint32_t)m->nsites) ||
+	    (fold && ht_map_put(&r->site_by_key, key, (uint32_t)m->nsites)))
 		return -ENOMEM;
 	memset(&r->sp[m->nsites], 0, sizeof(*r->sp));
 	r->sp[m->nsites].ver = r->peak_ver; /* nothing live at any peak so far */
@@ -267,9 +365,10 @@ static uint64_t heap_now(const replay_t *r)
 static inline __attribute__((always_inline)) void live_leave(replay_t *r, const ht_live_t *b,
 								 uint64_t wsize)
 {
-	site_touch(r, b->site);
-	site_est_live(r, b->site, b->size, -1);
-	ht_site_t *s = &r->m->sites[b->site];
+	uint32_t si = r->msite[b->site];
+	site_touch(r, si);
+	site_est_live(r, si, b->size, -1);
+	ht_site_t *s = &r->m->sites[si];
 	s->live_bytes -= wsize;
 	s->live_blocks--;
 	s->live_w -= b->w;
@@ -293,7 +392,7 @@ static uint64_t do_free(replay_t *r, const ht_live_t *b, double *w, double *wbyt
 	*w = b->w;
 	*wbytes = (double)b->size * b->w;
 	live_leave(r, b, size);
-	ht_site_t *s = &r->m->sites[b->site];
+	ht_site_t *s = &r->m->sites[r->msite[b->site]];
 	{
 		tot->frees++;
 		s->frees++;
@@ -324,14 +423,17 @@ static int do_alloc(replay_t *r, const ht_event_t *ev, const ht_heap_step_t *st)
 		tot->reused_addresses++;
 	}
 	const ht_live_t *v = st->block;
-	uint32_t si = v->site;
-	if (st->new_site) {
-		uint32_t k;
-		int e = site_for(r, ev->stack_id, ev->time, &k);
+	uint32_t si;
+	if (st->new_site) { /* the pass numbers its sites 0, 1, 2, ... */
+		if (ht_util_grow((void **)&r->msite, &r->cap_msite, (size_t)v->site + 1,
+				 sizeof(*r->msite)))
+			return -ENOMEM;
+		int e = site_for(r, ev->stack_id, ev->time, &si);
 		if (e)
 			return e;
-		if (k != si)
-			return -EINVAL; /* cannot happen: both number stacks alike */
+		r->msite[v->site] = si;
+	} else {
+		si = r->msite[v->site];
 	}
 	ht_site_t *s = &r->m->sites[si];
 	double w = v->w, var = st->var;
@@ -503,8 +605,9 @@ static int take_check(replay_t *r, const ht_event_t *ev)
 		c->blocks[k]++;
 		c->bytes[k] += b->size;
 		if (k != HT_LEAK_REACHABLE) {
-			acc[(b->site * 4 + k) * 2] += b->size;
-			acc[(b->site * 4 + k) * 2 + 1]++;
+			size_t si = r->msite[b->site];
+			acc[(si * 4 + k) * 2] += b->size;
+			acc[(si * 4 + k) * 2 + 1]++;
 		}
 	}
 	for (size_t j = 0; j < m->nsites * 4; j++) {
@@ -578,7 +681,7 @@ static int collect_live_end(replay_t *r)
 		if (b->site == HT_LIVE_EMPTY)
 			continue;
 		m->live_end[m->nlive_end++] = (ht_live_block_t){
-			b->addr, b->size, b->time, b->seq, r->thread_num[b->thread], b->site,
+			b->addr, b->size, b->time, b->seq, r->thread_num[b->thread], r->msite[b->site],
 			ht_leak_kind_of(lc, b->addr), b->w
 		};
 	}
@@ -782,6 +885,13 @@ static int merge_same_stacks(ht_model_t *m, uint32_t **remap_out)
 		d->leaked_blocks += s->leaked_blocks;
 		d->leaked_bytes += s->leaked_bytes;
 		d->temporary += s->temporary;
+		d->live_bytes += s->live_bytes;
+		d->live_blocks += s->live_blocks;
+		d->live_w += s->live_w;
+		for (int c = 0; c < HT_LEAK_KINDS; c++) {
+			d->sum_kind_blocks[c] += s->sum_kind_blocks[c];
+			d->sum_kind_bytes[c] += s->sum_kind_bytes[c];
+		}
 		est_add(&d->est, &s->est);
 		if (s->largest > d->largest)
 			d->largest = s->largest;
@@ -868,7 +978,7 @@ static void leak_estimates(replay_t *r)
 		weigh(r->rate, b->size, &w, &var);
 		ht_est_t add = { .leaked_blocks = w, .leaked_bytes = sz * w,
 				 .var_leaked_blocks = var, .var_leaked_bytes = sz * sz * var };
-		est_add(&r->m->sites[b->site].est, &add);
+		est_add(&r->m->sites[r->msite[b->site]].est, &add);
 		est_add(&tot->est, &add);
 	}
 }
@@ -959,6 +1069,12 @@ static int model_end(void *ctx)
 		return e;
 	if ((e = merge_same_stacks(m, &r->remap)) || (e = remap_leaks_growth(r, r->remap)))
 		return e;
+	/* every stack id seen, to its site (ht_model_site_of) */
+	for (size_t i = 0; i < r->site_by_stack.cap; i++)
+		if (r->site_by_stack.vals[i] != HT_MAP_NONE)
+			r->site_by_stack.vals[i] = r->remap[r->site_by_stack.vals[i]];
+	m->site_of = r->site_by_stack;
+	memset(&r->site_by_stack, 0, sizeof(r->site_by_stack));
 
 	/* the END record's peak RSS is the kernel's high-water mark: prefer it */
 	if (t->ending <= HT_ENDING_DETACH && t->end_peak_rss > tot->peak_rss_bytes)
@@ -979,15 +1095,19 @@ static void model_fini(void *ctx)
 	free(r->sp);
 	free(r->thread_num);
 	free(r->remap);
+	free(r->msite);
+	free(r->fa);
+	free(r->fb);
 	for (size_t k = 0; k < r->ngrow; k++)
 		free(r->grow_row[k]);
 	ht_map_free(&r->site_by_stack);
+	ht_map_free(&r->site_by_key);
 	ht_map_free(&r->pool_row);
 	free(r);
 }
 
 int ht_model_attach(ht_pass_t *p, const ht_trace_t *t, const size_t *tl_sizes, size_t n_tl,
-		    ht_model_t **out)
+		    ht_symbolizer_t *sym, ht_model_t **out)
 {
 	*out = NULL;
 	ht_model_t *m = calloc(1, sizeof(*m));
@@ -1002,6 +1122,7 @@ int ht_model_attach(ht_pass_t *p, const ht_trace_t *t, const size_t *tl_sizes, s
 	r->m = m;
 	r->pass = p;
 	r->rate = m->sample_rate;
+	r->sym = sym;
 	int e = -ENOMEM;
 	if (n_tl) {
 		/* the span is the model's duration (totals.duration_ns, below) */
@@ -1045,11 +1166,16 @@ fail:
 
 int ht_model_build(const ht_trace_t *t, ht_model_t **out)
 {
-	return ht_model_build_timed(t, NULL, 0, out);
+	return ht_model_build_timed(t, NULL, 0, NULL, out);
+}
+
+int ht_model_build_sym(const ht_trace_t *t, ht_symbolizer_t *sym, ht_model_t **out)
+{
+	return ht_model_build_timed(t, NULL, 0, sym, out);
 }
 
 int ht_model_build_timed(const ht_trace_t *t, const size_t *tl_sizes, size_t n_tl,
-			 ht_model_t **out)
+			 ht_symbolizer_t *sym, ht_model_t **out)
 {
 	*out = NULL;
 	ht_pass_t *p;
@@ -1057,7 +1183,7 @@ int ht_model_build_timed(const ht_trace_t *t, const size_t *tl_sizes, size_t n_t
 	int e = ht_pass_new(t, &p);
 	if (e)
 		return e;
-	if ((e = ht_model_attach(p, t, tl_sizes, n_tl, &m)) || (e = ht_pass_run(p))) {
+	if ((e = ht_model_attach(p, t, tl_sizes, n_tl, sym, &m)) || (e = ht_pass_run(p))) {
 		ht_model_free(m);
 		m = NULL;
 	}
@@ -1078,6 +1204,7 @@ void ht_model_free(ht_model_t *m)
 	free(m->live_end);
 	free(m->checks);
 	free(m->growth);
+	ht_map_free(&m->site_of);
 	ht_resources_free(m->resources);
 	for (size_t i = 0; i < m->ntimelines; i++)
 		free(m->timelines[i].b);
@@ -1142,9 +1269,18 @@ static const char *module_path(const ht_trace_t *t, const ht_module_t *mod)
 	return t->exe_path && t->exe_path[0] ? t->exe_path : NULL;
 }
 
+uint32_t ht_model_site_of(const ht_model_t *m, uint64_t stack_id)
+{
+	return ht_map_get(&m->site_of, stack_id);
+}
+
 void ht_model_add_modules(const ht_model_t *m, ht_symbolizer_t *sym)
 {
-	const ht_trace_t *t = m->trace;
+	ht_trace_add_modules(m->trace, sym);
+}
+
+void ht_trace_add_modules(const ht_trace_t *t, ht_symbolizer_t *sym)
+{
 	/* keyed by index, not the trace's id: unambiguous even if ids repeat */
 	for (size_t i = 0; i < t->nmodules; i++) {
 		const ht_module_t *mod = &t->modules[i];

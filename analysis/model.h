@@ -1,6 +1,9 @@
 /* model.h - replay a loaded trace into per-site and total statistics.
  *
- * A site is one distinct allocation stack (one stack id). Counting follows
+ * A site is one allocation stack as people read it: the stacks whose frames
+ * symbolize alike (function, file, line and inline chain; module and offset
+ * where the function is unknown) are one site, when the model is given a
+ * symbolizer; without one (--by-address), one per distinct stack. Counting follows
  * valgrind memcheck: a REALLOC event is one free plus one allocation. Frees
  * of addresses the model never saw allocated are ignored (the agent lets
  * some allocations through untracked, e.g. inside signal handlers).
@@ -14,6 +17,7 @@
 
 #include "analysis/reader.h"
 #include "analysis/symbolize.h"
+#include "analysis/util.h"
 
 /* Estimates from a sampled trace (ht_trace_t.sample_rate != 0): each
  * recorded block of s bytes stands for 1/p blocks, p = 1 - exp(-s/R), and
@@ -32,7 +36,7 @@ typedef struct ht_est {
 double ht_ci95(double var);
 
 typedef struct ht_site {
-	uint64_t stack_id;
+	uint64_t stack_id; /* its first stack's: the site's number in every output */
 	const ht_stack_t *stack; /* NULL: id 0 or never defined (frames unknown) */
 	uint64_t allocations;
 	uint64_t bytes_allocated;
@@ -173,15 +177,21 @@ typedef struct ht_model {
 	 * pass that built the model built them too; else NULL. Freed with
 	 * the model. */
 	struct ht_resources *resources;
+	ht_map_t site_of; /* every allocation stack id -> its site (ht_model_site_of) */
 } ht_model_t;
 
-/* Replay t (which must outlive the model). Returns 0 or -ENOMEM. */
+/* Replay t (which must outlive the model), one site per stack id. Returns
+ * 0 or -ENOMEM. */
 int ht_model_build(const ht_trace_t *t, ht_model_t **out);
+/* The same with sites folded by their frames as sym gives them (sym, with
+ * the trace's modules declared, ht_trace_add_modules; NULL: by stack id).
+ * Each distinct stack is symbolized once, at its first allocation. */
+int ht_model_build_sym(const ht_trace_t *t, ht_symbolizer_t *sym, ht_model_t **out);
 /* The same, also folding the events into timelines of tl_sizes[0..n_tl)
  * buckets on the way: ht_model_timeline then hands out copies of them
  * instead of replaying the trace again. */
 int ht_model_build_timed(const ht_trace_t *t, const size_t *tl_sizes, size_t n_tl,
-			 ht_model_t **out);
+			 ht_symbolizer_t *sym, ht_model_t **out);
 void ht_model_free(ht_model_t *m);
 
 /* The same replay as one consumer of pass p (analysis/pass.h): *out is the
@@ -189,7 +199,11 @@ void ht_model_free(ht_model_t *m);
  * case, after the run or instead of it. Returns 0 or -ENOMEM. */
 struct ht_pass;
 int ht_model_attach(struct ht_pass *p, const ht_trace_t *t, const size_t *tl_sizes, size_t n_tl,
-		    ht_model_t **out);
+		    ht_symbolizer_t *sym, ht_model_t **out);
+
+/* The site of an allocation stack id (the events' stack_id), or
+ * HT_MAP_NONE when no allocation had it. */
+uint32_t ht_model_site_of(const ht_model_t *m, uint64_t stack_id);
 
 /* Orders for ht_model_sort. */
 typedef enum ht_site_order {
@@ -221,6 +235,7 @@ static inline const char *ht_site_placeholder(const ht_site_t *s)
 
 /* Declare every module of the trace to the symbolizer. */
 void ht_model_add_modules(const ht_model_t *m, ht_symbolizer_t *sym);
+void ht_trace_add_modules(const ht_trace_t *t, ht_symbolizer_t *sym);
 
 /* ---- time series ------------------------------------------------------------
  * The model keeps no per-event data, so anything over time (the report's

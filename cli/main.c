@@ -48,16 +48,18 @@ static const char usage_text[] =
 	"                     [--break-alloc LIST] [--leak-exitcode N [--no-leak-report]]\n"
 	"                     [--no-leak-check] [--error-exitcode N] [--free-stacks] [--no-mmap]\n"
 	"                     [SUPPRESSIONS] [--] PROGRAM [ARGS...]\n"
-	"       heaptrail report [-f text|json] [-n N] [--show-reachable] [SUPPRESSIONS]\n"
-	"                        [--functions [--memory] [--time-unit ns|us|ms|s]] FILE\n"
+	"       heaptrail report [-f text|json] [-n N] [--show-reachable] [--by-address]\n"
+	"                        [SUPPRESSIONS] [--functions [--memory]\n"
+	"                        [--time-unit ns|us|ms|s]] FILE\n"
 	"       heaptrail leaks [-f text|json] [-n N] [--show-reachable] [--growth]\n"
-	"                       [SUPPRESSIONS] FILE\n"
+	"                       [--by-address] [SUPPRESSIONS] FILE\n"
 	"       SUPPRESSIONS: [--suppressions FILE]... [--no-default-suppressions]\n"
 	"       heaptrail report --by-tag FILE\n"
 	"       heaptrail report --tag NAME [--depth N] [--min-count N] [--top N] FILE\n"
-	"       heaptrail convert -f FORMAT [-o OUT] [--cost COST] [--icicle] FILE\n"
+	"       heaptrail convert -f FORMAT [-o OUT] [--cost COST] [--icicle]\n"
+	"                         [--by-address] FILE\n"
 	"       heaptrail diff [-f text|json] [-n N] [--match function|line]\n"
-	"                      [--fail-if EXPR]... [--junit FILE] BASE NEW\n"
+	"                      [--by-address] [--fail-if EXPR]... [--junit FILE] BASE NEW\n"
 	"       heaptrail check --fail-if EXPR... [--junit FILE] [SUPPRESSIONS] FILE\n"
 	"       heaptrail COMMAND --help | heaptrail --help | --version\n";
 
@@ -139,6 +141,8 @@ static const char help_report[] =
 	"    --depth N               with --tag: cut stacks to N frames, leaf first (default all)\n"
 	"    --min-count N           with --tag: only stacks with at least N allocations\n"
 	"    --show-reachable        list the still-reachable blocks (else one line)\n"
+	"    --by-address            one site per stack of return addresses (default: the\n"
+	"                            stacks that symbolize alike are one site)\n"
 	"\n";
 
 static const char help_leaks[] =
@@ -150,6 +154,7 @@ static const char help_leaks[] =
 	"    --show-reachable        list the still-reachable blocks (else one line)\n"
 	"    --growth                growth suspects instead: sites whose live bytes keep\n"
 	"                            growing over the run, steadiest first\n"
+	"    --by-address            one site per stack of return addresses\n"
 	"\n";
 
 static const char help_supp[] =
@@ -165,11 +170,14 @@ static const char help_diff[] =
 	"  Compare two traces: the totals side by side with their change, then the sites\n"
 	"  whose figures changed most (bytes allocated, allocations, bytes at the peak,\n"
 	"  leaked bytes), matched across the traces by their symbolized stacks.\n"
-	"    -f, --format text|json  output format (default text)\n"
+	"    -f, --format text|json|html  output format (default text); html: one\n"
+	"                            self-contained interactive page (needs -o)\n"
+	"    -o, --output FILE       with --format html: the file to write (- for stdout)\n"
 	"    -n, --top N             sites per table (text, default 10; 0 means all);\n"
 	"                            json lists every site\n"
 	"    --match function|line   match stacks by their functions (default: survives\n"
 	"                            lines moving between builds) or by function and line\n"
+	"    --by-address            one site per stack of return addresses in each trace\n"
 	"    --fail-if EXPR          exit with status 3 when EXPR holds (repeatable; the\n"
 	"                            results on stderr): METRIC>+10% or >+1MiB (the change\n"
 	"                            from BASE), METRIC>64MiB (NEW's figure); see check\n"
@@ -201,6 +209,7 @@ static const char help_convert[] =
 	"    --cost bytes|allocations|peak|leaked|temporary\n"
 	"                            what a stack weighs (folded, flamegraph)\n"
 	"    --icicle                flamegraph with the root at the top\n"
+	"    --by-address            one site per stack of return addresses\n"
 	"\n";
 
 static const char help_env[] =
@@ -460,6 +469,7 @@ static bool valid_break_list(const char *s)
 typedef struct common_opts {
 	const char *path;
 	bool json, show_reachable, only_args;
+	bool by_address; /* a site per stack of return addresses, not per frames */
 	size_t top; /* 0: the writer's default; SIZE_MAX (--top 0): all */
 	supp_opts_t so;
 } common_opts_t;
@@ -490,6 +500,8 @@ static int common_option(int argc, char **argv, int *i, const char *cmd, common_
 		}
 	} else if (!strcmp(a, "--show-reachable")) {
 		c->show_reachable = true;
+	} else if (!strcmp(a, "--by-address")) {
+		c->by_address = true;
 	} else if (!strcmp(a, "--")) {
 		c->only_args = true;
 	} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -532,11 +544,13 @@ typedef struct analyses {
  * (analysis/pass.h), printing why when it cannot. tl_buckets: a timeline the
  * caller will ask for (folded by the model's replay), 0 for none. want:
  * called with the loaded trace to say what to build beside the model (may
- * be NULL). Returns 0 (a damaged trace gives a warning and what was read
+ * be NULL). *symp: the symbolizer for the writers (NULL, said on stderr,
+ * when there is none), which also folds the sites by frames unless
+ * by_address. Returns 0 (a damaged trace gives a warning and what was read
  * before the damage), or 1 after printing why. */
-static int load_analyses(const char *path, size_t tl_buckets,
+static int load_analyses(const char *path, size_t tl_buckets, bool by_address,
 			 void (*want)(const ht_trace_t *t, analyses_t *an, void *ctx), void *ctx,
-			 ht_trace_t **tp, ht_model_t **mp, analyses_t *an)
+			 ht_trace_t **tp, ht_model_t **mp, ht_symbolizer_t **symp, analyses_t *an)
 {
 	ht_trace_t *t = NULL;
 	int r = ht_reader_load_file(path, NULL, &t);
@@ -550,12 +564,18 @@ static int load_analyses(const char *path, size_t tl_buckets,
 	}
 	if (an && want)
 		want(t, an, ctx);
+	ht_symbolizer_t *sym = ht_symbolizer_new();
+	if (sym)
+		ht_trace_add_modules(t, sym);
+	else
+		fprintf(stderr, "heaptrail: warning: no symbolizer, frames show addresses only\n");
 	ht_model_t *m = NULL;
 	ht_marks_t *mk = NULL;
 	ht_fn_profile_t *fp = NULL;
 	ht_pass_t *p = NULL;
 	if (!(r = ht_pass_new(t, &p)) &&
-	    !(r = ht_model_attach(p, t, &tl_buckets, tl_buckets ? 1 : 0, &m)) &&
+	    !(r = ht_model_attach(p, t, &tl_buckets, tl_buckets ? 1 : 0, by_address ? NULL : sym,
+				  &m)) &&
 	    !(r = ht_resources_attach(p, t, &m->resources)) &&
 	    !(an && an->functions && (r = ht_fn_attach(p, t, &fp))) &&
 	    !(an && an->marks && (r = ht_marks_attach(p, t, &mk))))
@@ -566,9 +586,12 @@ static int load_analyses(const char *path, size_t tl_buckets,
 		ht_marks_free(mk);
 		ht_fn_free(fp);
 		ht_model_free(m);
+		ht_symbolizer_free(sym);
 		ht_trace_free(t);
 		return 1;
 	}
+	if (mk && !by_address)
+		ht_marks_fold_sites(mk, m);
 	if (t->checksum_bad)
 		fprintf(stderr, "heaptrail: warning: %s: the zstd frame at file offset %" PRIu64
 				" fails its checksum: a byte changed after the trace was written; "
@@ -579,6 +602,7 @@ static int load_analyses(const char *path, size_t tl_buckets,
 			HT_TEXT(path), HT_TEXT(t->message));
 	*tp = t;
 	*mp = m;
+	*symp = sym;
 	if (an) {
 		an->mk = mk;
 		an->fp = fp;
@@ -586,9 +610,10 @@ static int load_analyses(const char *path, size_t tl_buckets,
 	return 0;
 }
 
-static int load_model(const char *path, size_t tl_buckets, ht_trace_t **tp, ht_model_t **mp)
+static int load_model(const char *path, bool by_address, ht_trace_t **tp, ht_model_t **mp,
+		      ht_symbolizer_t **symp)
 {
-	return load_analyses(path, tl_buckets, NULL, NULL, tp, mp, NULL);
+	return load_analyses(path, 0, by_address, NULL, NULL, tp, mp, symp, NULL);
 }
 
 /* The JSON report with more members: the report's object is written to
@@ -661,7 +686,7 @@ static int cmd_report(int argc, char **argv)
 	bool by_tag = false;
 	ht_tag_report_opts_t to = { NULL, NULL, 0, 1, 0 };
 	bool depth_given = false, min_given = false;
-	common_opts_t co = { NULL, false, false, false, 0, { { NULL }, 0, false } };
+	common_opts_t co = { NULL, false, false, false, false, 0, { { NULL }, 0, false } };
 	bool html = false;
 	const char *out_path = NULL;
 	for (int i = 1; i < argc; i++) {
@@ -762,8 +787,9 @@ static int cmd_report(int argc, char **argv)
 	bool have_in = stat(path, &in_st) == 0;
 	report_views_t rv = { functions, by_tag || to.name };
 	analyses_t an = { false, false, NULL, NULL };
-	if (load_analyses(path, html ? 0 : ht_report_timeline_buckets(json), report_wants, &rv, &t,
-			  &m, &an))
+	ht_symbolizer_t *sym = NULL;
+	if (load_analyses(path, html ? HT_HTML_TL_BUCKETS : ht_report_timeline_buckets(json), co.by_address,
+			  report_wants, &rv, &t, &m, &sym, &an))
 		return 1;
 	FILE *hout = stdout;
 	int oerr = 0;
@@ -772,6 +798,7 @@ static int cmd_report(int argc, char **argv)
 			ht_strerror(oerr));
 		ht_marks_free(an.mk);
 		ht_fn_free(an.fp);
+		ht_symbolizer_free(sym);
 		ht_model_free(m);
 		ht_trace_free(t);
 		return 1;
@@ -783,17 +810,13 @@ static int cmd_report(int argc, char **argv)
 			HT_TEXT(path), functions ? "--functions" : by_tag ? "--by-tag" : "--tag");
 		ht_marks_free(an.mk);
 		ht_fn_free(an.fp);
+		ht_symbolizer_free(sym);
 		ht_model_free(m);
 		ht_trace_free(t);
 		return 1;
 	}
 	ht_fn_profile_t *fp = an.fp;
 	ht_marks_t *mk = an.mk;
-	ht_symbolizer_t *sym = ht_symbolizer_new();
-	if (sym)
-		ht_model_add_modules(m, sym);
-	else
-		fprintf(stderr, "heaptrail: warning: no symbolizer, frames show addresses only\n");
 	/* leaks by class, suppressions applied */
 	ht_supp_list_t supps;
 	ht_leaks_t lk;
@@ -866,7 +889,7 @@ static int cmd_report(int argc, char **argv)
 static int cmd_leaks(int argc, char **argv)
 {
 	bool growth = false;
-	common_opts_t co = { NULL, false, false, false, 0, { { NULL }, 0, false } };
+	common_opts_t co = { NULL, false, false, false, false, 0, { { NULL }, 0, false } };
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		int st, c = common_option(argc, argv, &i, "leaks", &co, &st);
@@ -891,7 +914,8 @@ static int cmd_leaks(int argc, char **argv)
 		return 1;
 	ht_trace_t *t = NULL;
 	ht_model_t *m = NULL;
-	if (load_model(path, 0, &t, &m)) {
+	ht_symbolizer_t *sym = NULL;
+	if (load_model(path, co.by_address, &t, &m, &sym)) {
 		ht_supp_free(&supps);
 		return 1;
 	}
@@ -901,13 +925,11 @@ static int cmd_leaks(int argc, char **argv)
 				"totals per site, not the events that --growth needs\n",
 			HT_TEXT(path));
 		ht_supp_free(&supps);
+		ht_symbolizer_free(sym);
 		ht_model_free(m);
 		ht_trace_free(t);
 		return 1;
 	}
-	ht_symbolizer_t *sym = ht_symbolizer_new();
-	if (sym)
-		ht_model_add_modules(m, sym);
 	ht_leaks_t lk;
 	int r = ht_leaks_build(m, sym, &supps, &lk);
 	if (!r && growth && json) {
@@ -1096,14 +1118,12 @@ static int cmd_check(int argc, char **argv)
 		free_gates(gates, ngates);
 		return 1;
 	}
-	if (load_model(path, 0, &t, &m)) {
+	ht_symbolizer_t *sym = NULL;
+	if (load_model(path, false, &t, &m, &sym)) {
 		ht_supp_free(&supps);
 		free_gates(gates, ngates);
 		return 1;
 	}
-	ht_symbolizer_t *sym = ht_symbolizer_new();
-	if (sym)
-		ht_model_add_modules(m, sym);
 	ht_leaks_t lk;
 	int r = ht_leaks_build(m, sym, &supps, &lk);
 	if (r) {
@@ -1131,7 +1151,9 @@ static int cmd_diff(int argc, char **argv)
 {
 	const char *paths[2] = { NULL, NULL };
 	size_t npaths = 0, top = 0;
-	bool json = false, only_args = false;
+	bool json = false, html = false, only_args = false, by_address = false;
+	const char *out_path = NULL;
+	bool out_given = false;
 	ht_diff_match_t match = HT_DIFF_BY_FUNCTION;
 	ht_gate_t gates[MAX_GATES];
 	size_t ngates = 0;
@@ -1147,15 +1169,23 @@ static int cmd_diff(int argc, char **argv)
 			paths[npaths++] = a;
 		} else if (!strcmp(a, "--")) {
 			only_args = true;
+		} else if (!strcmp(a, "--by-address")) {
+			by_address = true;
 		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			print_help("diff");
 			return 0;
 		} else if ((v = opt_value2(argc, argv, &i, "--format", "-f", &missing)) || missing) {
 			if (missing)
 				return usage_error("diff: %s needs a value", "--format");
-			if (strcmp(v, "json") && strcmp(v, "text"))
-				return usage_error("diff: unknown format '%s' (text or json)", v);
+			if (strcmp(v, "json") && strcmp(v, "text") && strcmp(v, "html"))
+				return usage_error("diff: unknown format '%s' (text, json or html)", v);
 			json = !strcmp(v, "json");
+			html = !strcmp(v, "html");
+		} else if ((v = opt_value2(argc, argv, &i, "--output", "-o", &missing)) || missing) {
+			if (missing)
+				return usage_error("diff: %s needs a value", "--output");
+			out_path = !strcmp(v, "-") || !strcmp(v, "/dev/stdout") ? NULL : v;
+			out_given = true;
 		} else if ((v = opt_value2(argc, argv, &i, "--top", "-n", &missing)) || missing) {
 			unsigned long long n;
 			if (missing)
@@ -1188,6 +1218,10 @@ static int cmd_diff(int argc, char **argv)
 		free_gates(gates, ngates);
 		return usage_error("diff: --junit goes with --fail-if%s", "");
 	}
+	if (out_given && !html) {
+		free_gates(gates, ngates);
+		return usage_error("diff: %s goes with --format html", "--output");
+	}
 
 	ht_diff_t d;
 	memset(&d, 0, sizeof(d));
@@ -1196,22 +1230,49 @@ static int cmd_diff(int argc, char **argv)
 	ht_model_t *m[2] = { NULL, NULL };
 	int ret = 0;
 	for (int k = 0; k < 2 && !ret; k++)
-		ret = load_model(paths[k], 0, &t[k], &m[k]);
+		ret = load_model(paths[k], by_address, &t[k], &m[k], &d.side[k].sym);
 	for (int k = 0; k < 2 && !ret; k++) {
 		ht_diff_side_t *sd = &d.side[k];
 		sd->path = paths[k];
 		sd->m = m[k];
 		sd->temporary_known = !m[k]->sample_rate && !t[k]->have_summary;
-		if ((sd->sym = ht_symbolizer_new()))
-			ht_model_add_modules(m[k], sd->sym);
+	}
+	FILE *hout = stdout;
+	if (!ret && out_path) {
+		/* neither trace is ever overwritten (checked on the open file too) */
+		struct stat in_st[2], o_st;
+		int oerr = 0;
+		for (int k = 0; k < 2 && !oerr; k++)
+			if (stat(paths[k], &in_st[k]))
+				oerr = -errno;
+		/* NEW checked by name first, BASE on the opened file */
+		if (!oerr && lstat(out_path, &o_st) == 0 && o_st.st_dev == in_st[1].st_dev &&
+		    o_st.st_ino == in_st[1].st_ino)
+			oerr = -HT_ESAME;
+		if (!oerr)
+			hout = ht_open_output(out_path, true, 0666, &in_st[0], &oerr);
 		else
-			fprintf(stderr, "heaptrail: warning: no symbolizer, frames show addresses only\n");
+			hout = NULL;
+		if (!hout) {
+			fprintf(stderr, "heaptrail: diff: cannot write %s: %s\n", HT_TEXT(out_path),
+				ht_strerror(oerr));
+			ret = 1;
+		}
 	}
 	if (!ret && !(r = ht_diff_build(&d))) {
-		r = json ? ht_report_diff_json(stdout, &d) : ht_report_diff_text(stdout, &d, top);
+		if (html) {
+			r = ht_report_diff_html(hout, &d);
+			if (hout != stdout && fclose(hout) && !r)
+				r = -errno;
+			hout = stdout;
+		} else {
+			r = json ? ht_report_diff_json(stdout, &d) : ht_report_diff_text(stdout, &d, top);
+		}
 		if (fflush(stdout) && !r)
 			r = -errno;
 	}
+	if (hout && hout != stdout)
+		fclose(hout);
 	if (r) {
 		fprintf(stderr, "heaptrail: writing the diff: %s\n", ht_strerror(r));
 		ret = 1;
@@ -1240,7 +1301,7 @@ static int cmd_convert(int argc, char **argv)
 	const ht_exporter_t *fmt = NULL;
 	ht_export_opts_t eo = { NULL, HT_COST_BYTES, false };
 	const char *path = NULL, *out_path = NULL;
-	bool only_args = false, cost_given = false;
+	bool only_args = false, cost_given = false, by_address = false;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -1281,6 +1342,8 @@ static int cmd_convert(int argc, char **argv)
 			cost_given = true;
 		} else if (!strcmp(a, "--icicle")) {
 			eo.icicle = true;
+		} else if (!strcmp(a, "--by-address")) {
+			by_address = true;
 		} else {
 			return unknown_option("convert", a);
 		}
@@ -1307,13 +1370,15 @@ static int cmd_convert(int argc, char **argv)
 		return 1;
 	}
 	ht_model_t *m = NULL;
-	if (load_model(path, 0, &t, &m))
+	ht_symbolizer_t *sym = NULL;
+	if (load_model(path, by_address, &t, &m, &sym))
 		return 1;
 	if (fmt->needs_events && t->have_summary) {
 		fprintf(stderr,
 			"heaptrail: %s is a summary trace (heaptrail run --summary): it holds totals per "
 			"site, not the events that %s shows; convert it to pprof, folded or flamegraph\n",
 			HT_TEXT(path), fmt->name);
+		ht_symbolizer_free(sym);
 		ht_model_free(m);
 		ht_trace_free(t);
 		return 1;
@@ -1325,6 +1390,7 @@ static int cmd_convert(int argc, char **argv)
 			"--cost temporary needs\n",
 			HT_TEXT(path), t->have_summary ? "summary trace (heaptrail run --summary)"
 					      : "sampled trace (heaptrail run --sample-rate)");
+		ht_symbolizer_free(sym);
 		ht_model_free(m);
 		ht_trace_free(t);
 		return 1;
@@ -1337,6 +1403,7 @@ static int cmd_convert(int argc, char **argv)
 	if (out_path && !(out = ht_open_output(out_path, true, 0666, have_in ? &in_st : NULL, &oerr))) {
 		fprintf(stderr, "heaptrail: convert: cannot write %s: %s\n", HT_TEXT(out_path),
 			ht_strerror(oerr));
+		ht_symbolizer_free(sym);
 		ht_model_free(m);
 		ht_trace_free(t);
 		return 1;
@@ -1349,13 +1416,11 @@ static int cmd_convert(int argc, char **argv)
 	if (comp && !(out = ht_comp_open(out, comp, &oerr))) {
 		fprintf(stderr, "heaptrail: convert: cannot compress %s: %s\n", HT_TEXT(out_path),
 			ht_strerror(oerr));
+		ht_symbolizer_free(sym);
 		ht_model_free(m);
 		ht_trace_free(t);
 		return 1;
 	}
-	ht_symbolizer_t *sym = ht_symbolizer_new();
-	if (sym)
-		ht_model_add_modules(m, sym);
 	int r = fmt->write(out, m, sym, &eo);
 	if (fflush(out) && !r)
 		r = -errno;

@@ -404,12 +404,9 @@ static const char *display_path(const char *p, const char *cwd)
 
 /* Summary mode: the top sites by bytes on stderr, symbolized, and the
  * JSON report next to the trace (PATH.json). */
-static void summary_sites(const ht_model_t *m, const char *path, const char *shown,
-			  ht_supp_list_t *supps)
+static void summary_sites(const ht_model_t *m, ht_symbolizer_t *sym, const char *path,
+			  const char *shown, ht_supp_list_t *supps)
 {
-	ht_symbolizer_t *sym = ht_symbolizer_new();
-	if (sym)
-		ht_model_add_modules(m, sym);
 	ht_report_top_sites_text(stderr, m, sym, 10);
 	/* PATH.json, or PATH.json.N when that exists (never over a file, never
 	 * through a symlink: the trace's own rule) */
@@ -445,7 +442,6 @@ static void summary_sites(const ht_model_t *m, const char *path, const char *sho
 		fprintf(stderr, "\nheaptrail: JSON summary written to %s%s\n", HT_TEXT(jpath),
 			strcmp(jpath + strlen(jpath) - 5, ".json") ? " (the .json name was taken)" : "");
 	free(jpath);
-	ht_symbolizer_free(sym);
 }
 
 /* "s" unless n is 1. */
@@ -528,8 +524,13 @@ static void print_summary(const entry_t *ent, const char *shown, ht_supp_list_t 
 		return;
 	}
 	ht_model_t *m = NULL;
-	if (ht_model_build(t, &m)) {
+	/* a summary trace's sites are listed: folded by their frames */
+	ht_symbolizer_t *sym = t->have_summary ? ht_symbolizer_new() : NULL;
+	if (sym)
+		ht_trace_add_modules(t, sym);
+	if (ht_model_build_sym(t, sym, &m)) {
 		fprintf(stderr, "heaptrail: out of memory summarizing %s\n", shown);
+		ht_symbolizer_free(sym);
 		ht_trace_free(t);
 		return;
 	}
@@ -548,7 +549,8 @@ static void print_summary(const entry_t *ent, const char *shown, ht_supp_list_t 
 			ht_fmt_duration(e, t->last_time));
 	}
 	if (t->have_summary)
-		summary_sites(m, path, shown, supps);
+		summary_sites(m, sym, path, shown, supps);
+	ht_symbolizer_free(sym);
 	ht_model_free(m);
 	ht_trace_free(t);
 }
@@ -562,14 +564,16 @@ static bool leaks_fail(const ht_run_opts_t *o, const char *path, const char *sho
 	ht_model_t *m = NULL;
 	ht_leaks_t l;
 	bool fail = false;
-	if (ht_reader_load_file(path, NULL, &t) < 0 || ht_model_build(t, &m)) {
+	ht_symbolizer_t *sym = NULL;
+	bool loaded = ht_reader_load_file(path, NULL, &t) >= 0;
+	if (loaded && (sym = ht_symbolizer_new()))
+		ht_trace_add_modules(t, sym);
+	if (!loaded || ht_model_build_sym(t, sym, &m)) {
 		fprintf(stderr, "heaptrail: cannot check %s for leaks\n", shown);
+		ht_symbolizer_free(sym);
 		ht_trace_free(t);
 		return false;
 	}
-	ht_symbolizer_t *sym = ht_symbolizer_new();
-	if (sym)
-		ht_model_add_modules(m, sym);
 	if (ht_leaks_build(m, sym, o->supps, &l) == 0) {
 		fail = ht_leaks_fail(&l);
 		if (fail && !o->no_leak_report) {

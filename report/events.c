@@ -313,8 +313,16 @@ int ht_export_events(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const
 			w.n_free++;
 			break;
 		case HT_EV_ALLOC:
-		case HT_EV_REALLOC:
-			if ((e = define_stack(&w, ev.stack_id, ev.time, &known)))
+		case HT_EV_REALLOC: {
+			/* the stack of its site: the site's number in the other
+			 * outputs (stacks of a site symbolize alike) */
+			uint64_t sid = ev.stack_id, when = ev.time;
+			uint32_t si = ht_model_site_of(m, sid);
+			if (si != HT_MAP_NONE && m->sites[si].stack) {
+				sid = m->sites[si].stack_id;
+				when = m->sites[si].first_time;
+			}
+			if ((e = define_stack(&w, sid, when, &known)))
 				goto out;
 			p = put_lit(p, ev.type == HT_EV_ALLOC ? "{\"kind\": \"alloc\", \"id\": "
 							      : "{\"kind\": \"realloc\", \"id\": ");
@@ -351,13 +359,14 @@ int ht_export_events(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const
 			}
 			p = put_lit(p, ", \"stack\": ");
 			if (known)
-				p = put_u64(p, ev.stack_id);
+				p = put_u64(p, sid);
 			else
 				p = put_lit(p, "null");
 			p = put_lit(p, "}\n");
 			if ((e = live_put(&live, ev.addr, ev.size)))
 				goto out;
 			break;
+		}
 		default: /* RSS samples: not allocation events */
 			continue;
 		}

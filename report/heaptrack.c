@@ -286,7 +286,6 @@ typedef struct hk {
 	ht_map_t nodes;	     /* (parent << 32 | ip) -> trace index */
 	uint32_t ntraces;
 	ht_map_t stack_trace; /* stack id -> trace index */
-	ht_map_t site_of;     /* stack id -> model site index */
 	infokey_t *keys;      /* distinct (size, trace) */
 	size_t nkeys, cap_keys;
 	ht_map_t key_map;     /* hash(size, trace) probed -> keys index */
@@ -361,7 +360,7 @@ static uint32_t trace_for(hk_t *h, uint64_t stack_id, uint64_t when)
 	/* frames as the JSON report shows them: the model's site when there is
 	 * one (its first allocation picks the modules), else this stack */
 	ht_site_t tmp = { 0 };
-	uint32_t si = ht_map_get(&h->site_of, stack_id);
+	uint32_t si = ht_model_site_of(m, stack_id);
 	if (si != HT_MAP_NONE) {
 		tmp = m->sites[si];
 	} else {
@@ -757,9 +756,6 @@ int ht_export_heaptrack(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 		free(pull);
 		return -ENOMEM;
 	}
-	for (size_t i = 0; i < m->nsites && !h.err; i++)
-		if (ht_map_put(&h.site_of, m->sites[i].stack_id, (uint32_t)i))
-			h.err = -ENOMEM;
 
 	write_header(&h);
 	if (!h.err)
@@ -796,7 +792,6 @@ int ht_export_heaptrack(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 	strtab_free(&h.iplines);
 	ht_map_free(&h.nodes);
 	ht_map_free(&h.stack_trace);
-	ht_map_free(&h.site_of);
 	ht_map_free(&h.key_map);
 	if (e)
 		return e;

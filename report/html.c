@@ -25,44 +25,234 @@
 #include <string.h>
 
 #include "report/html.h"
+#include "analysis/diff.h"
 #include "analysis/leaks.h"
+#include "analysis/pass.h"
 #include "report/report.h"
 #include "trace_format.h"
 #include "analysis/util.h"
 
-#define TL_BUCKETS 200 /* the memory-over-time chart and the window's steps */
+#define TL_BUCKETS HT_HTML_TL_BUCKETS /* the memory-over-time chart and the window's steps */
 #define TOP_SITES 1000 /* sites whose allocations are kept per bucket */
 #define SIZE_CLASSES 65 /* size 0, then [2^k, 2^(k+1)) for k = 0..63 */
+#define DIFF_ROWS 20000 /* diff rows kept (by the change in bytes); the rest summed */
 
-/* ---- per-event figures, from the timeline's replay ---------------------- */
+/* ---- per-block figures, from a pass of our own ------------------------------
+ * For the TOP_SITES sites with the most bytes, per bucket of the timeline:
+ * what they allocated, what they held at its end, and what they held when
+ * the heap first reached its highest value inside it; per site the
+ * lifetimes of their blocks (log2 buckets of ns, a block never freed
+ * living until the end) and their figures by allocating thread. The
+ * value a site held at a bucket's high-water mark is kept lazily: each new
+ * high bumps `mark`, and a site saves its value the first time it changes
+ * after a mark, so an event costs O(1) whatever the number of sites. */
+
+#define LIFE_CLASSES 65 /* lifetime 0, then [2^k, 2^(k+1)) ns */
+
+typedef struct slot_now {
+	double bytes, blocks;	    /* live now */
+	double mark_bytes, mark_blocks; /* at the latest mark, if seen == mark */
+	uint64_t seen;
+} slot_now_t;
+
+typedef struct thread_figs {
+	double allocations, bytes, leaked_blocks, leaked_bytes;
+} thread_figs_t;
 
 typedef struct per_event {
 	const ht_model_t *m;
-	ht_map_t site_of;	/* stack id -> site index */
+	ht_pass_t *pass;
 	int32_t *slot;		/* site -> row of the per-bucket tables, or -1 */
+	int32_t *pslot;		/* pass site -> slot + 1 (0: none, -1: not looked up) */
+	size_t npslot, pcap;
 	size_t nslots;
-	double *cnt, *bytes;	/* [slot][TL_BUCKETS] */
+	double *cnt, *bytes;	/* [slot][TL_BUCKETS]: allocated in the bucket */
+	double *end_b, *end_n;	/* held at its end: bytes, blocks */
+	double *max_b, *max_n;	/* held at its high-water mark */
+	slot_now_t *now;
+	double *life_n, *life_b; /* [slot][LIFE_CLASSES] */
+	ht_map_t tf_of;		/* slot << 32 | thread -> index into tf */
+	thread_figs_t *tf;
+	uint32_t *tf_key_slot, *tf_key_thread;
+	size_t ntf, tfcap, tfkcap, tfkcap2;
 	uint64_t span;		/* as the timeline's: max(duration, 1) */
+	double heap, bucket_high;
+	uint64_t mark;
+	size_t bucket;		/* the bucket being filled */
 	double size_cnt[SIZE_CLASSES], size_bytes[SIZE_CLASSES];
+	int err;
 } per_event_t;
 
-static int on_event(void *ctx, const ht_event_t *ev, const ht_replay_step_t *st)
+static size_t bucket_of(const per_event_t *p, uint64_t t)
+{
+	unsigned __int128 b = (unsigned __int128)t * TL_BUCKETS / p->span;
+	return b >= TL_BUCKETS ? TL_BUCKETS - 1 : (size_t)b;
+}
+
+/* Close buckets up to (not including) b. */
+static void close_buckets(per_event_t *p, size_t b)
+{
+	for (; p->bucket < b; p->bucket++) {
+		for (size_t s = 0; s < p->nslots; s++) {
+			slot_now_t *n = &p->now[s];
+			size_t i = s * TL_BUCKETS + p->bucket;
+			p->end_b[i] = n->bytes;
+			p->end_n[i] = n->blocks;
+			bool at = n->seen == p->mark;
+			p->max_b[i] = at ? n->mark_bytes : n->bytes;
+			p->max_n[i] = at ? n->mark_blocks : n->blocks;
+		}
+		p->mark++; /* the next bucket starts with no high yet */
+		p->bucket_high = -1;
+	}
+}
+
+/* The slot of a pass site, or -1. */
+static int32_t pass_slot(per_event_t *p, uint32_t site)
+{
+	if (site >= p->npslot) {
+		size_t n = (size_t)site + 1;
+		if (ht_util_grow((void **)&p->pslot, &p->pcap, n, sizeof(*p->pslot))) {
+			p->err = -ENOMEM;
+			return -1;
+		}
+		for (size_t i = p->npslot; i < n; i++)
+			p->pslot[i] = -1;
+		p->npslot = n;
+	}
+	if (p->pslot[site] < 0) {
+		/* the model's site: stacks that symbolize alike are one */
+		uint32_t si = ht_model_site_of(p->m, ht_pass_site_stack(p->pass, site));
+		p->pslot[site] = si == HT_MAP_NONE ? 0 : p->slot[si] + 1;
+	}
+	return p->pslot[site] - 1;
+}
+
+static thread_figs_t *thread_figs(per_event_t *p, int32_t slot, uint32_t thread)
+{
+	uint64_t key = (uint64_t)slot << 32 | thread;
+	uint32_t i = ht_map_get(&p->tf_of, key);
+	if (i != HT_MAP_NONE)
+		return &p->tf[i];
+	if (ht_util_grow((void **)&p->tf, &p->tfcap, p->ntf + 1, sizeof(*p->tf)) ||
+	    ht_util_grow((void **)&p->tf_key_slot, &p->tfkcap, p->ntf + 1, sizeof(uint32_t)) ||
+	    ht_util_grow((void **)&p->tf_key_thread, &p->tfkcap2, p->ntf + 1, sizeof(uint32_t)) ||
+	    ht_map_put(&p->tf_of, key, (uint32_t)p->ntf)) {
+		p->err = -ENOMEM;
+		return NULL;
+	}
+	memset(&p->tf[p->ntf], 0, sizeof(*p->tf));
+	p->tf_key_slot[p->ntf] = (uint32_t)slot;
+	p->tf_key_thread[p->ntf] = thread;
+	return &p->tf[p->ntf++];
+}
+
+/* Slot s's live figures change by (db, dn). */
+static void slot_add(per_event_t *p, int32_t s, double db, double dn)
+{
+	slot_now_t *n = &p->now[s];
+	if (n->seen != p->mark) {
+		n->mark_bytes = n->bytes;
+		n->mark_blocks = n->blocks;
+		n->seen = p->mark;
+	}
+	n->bytes += db;
+	n->blocks += dn;
+}
+
+static void life_add(per_event_t *p, int32_t s, const ht_live_t *b, uint64_t until)
+{
+	uint64_t life = until > b->time ? until - b->time : 0;
+	int k = life ? 64 - __builtin_clzll(life) : 0;
+	p->life_n[(size_t)s * LIFE_CLASSES + k] += b->w;
+	p->life_b[(size_t)s * LIFE_CLASSES + k] += (double)b->size * b->w;
+}
+
+/* A block leaves the heap (freed, or dropped under a new one). */
+static void block_gone(per_event_t *p, const ht_live_t *b, uint64_t now)
+{
+	double wb = (double)b->size * b->w;
+	p->heap -= wb;
+	int32_t s = pass_slot(p, b->site);
+	if (s < 0)
+		return;
+	slot_add(p, s, -wb, -b->w);
+	life_add(p, s, b, now);
+	thread_figs_t *f = thread_figs(p, s, b->thread);
+	if (f) {
+		f->leaked_blocks -= b->w;
+		f->leaked_bytes -= wb;
+	}
+}
+
+static int on_block_event(void *ctx, const ht_event_t *ev, const ht_heap_step_t *hs)
 {
 	per_event_t *p = ctx;
-	if (ev->type != HT_EV_ALLOC && ev->type != HT_EV_REALLOC)
+	if (ev->type != HT_EV_ALLOC && ev->type != HT_EV_REALLOC && ev->type != HT_EV_FREE)
 		return 0;
-	int k = ev->size ? 64 - __builtin_clzll(ev->size) : 0;
-	p->size_cnt[k] += st->weight;
-	p->size_bytes[k] += st->weight_bytes;
-	uint32_t si = ht_map_get(&p->site_of, ev->stack_id);
-	if (si == HT_MAP_NONE || p->slot[si] < 0)
-		return 0;
-	/* the bucket the timeline puts the event in */
-	unsigned __int128 b = (unsigned __int128)ev->time * TL_BUCKETS / p->span;
-	size_t i = (size_t)p->slot[si] * TL_BUCKETS + (b >= TL_BUCKETS ? TL_BUCKETS - 1 : (size_t)b);
-	p->cnt[i] += st->weight;
-	p->bytes[i] += st->weight_bytes;
-	return 0;
+	size_t bk = bucket_of(p, ev->time);
+	if (bk > p->bucket)
+		close_buckets(p, bk);
+	if (hs->gone)
+		block_gone(p, hs->gone, ev->time);
+	if (ev->type != HT_EV_FREE && hs->block) {
+		const ht_live_t *b = hs->block;
+		double wb = (double)b->size * b->w;
+		int k = b->size ? 64 - __builtin_clzll(b->size) : 0;
+		p->size_cnt[k] += b->w;
+		p->size_bytes[k] += wb;
+		p->heap += wb;
+		int32_t s = pass_slot(p, b->site);
+		if (s >= 0) {
+			size_t i = (size_t)s * TL_BUCKETS + bk;
+			p->cnt[i] += b->w;
+			p->bytes[i] += wb;
+			slot_add(p, s, wb, b->w);
+			thread_figs_t *f = thread_figs(p, s, b->thread);
+			if (f) {
+				f->allocations += b->w;
+				f->bytes += wb;
+				f->leaked_blocks += b->w;
+				f->leaked_bytes += wb;
+			}
+		}
+	}
+	if (p->heap > p->bucket_high) { /* a new high in this bucket */
+		p->bucket_high = p->heap;
+		p->mark++;
+	}
+	return p->err;
+}
+
+/* The blocks live at the end live until the end. */
+static int on_block_end(void *ctx)
+{
+	per_event_t *p = ctx;
+	close_buckets(p, TL_BUCKETS);
+	size_t cap;
+	const ht_live_t *sl = ht_pass_slots(p->pass, &cap);
+	for (size_t i = 0; i < cap; i++) {
+		if (sl[i].site == HT_LIVE_EMPTY)
+			continue;
+		int32_t s = pass_slot(p, sl[i].site);
+		if (s >= 0)
+			life_add(p, s, &sl[i], p->m->totals.duration_ns);
+	}
+	return p->err;
+}
+
+static int per_block_pass(per_event_t *p)
+{
+	ht_pass_consumer_t c = { 0, true, true, on_block_event, on_block_end, NULL, p };
+	int e = ht_pass_new(p->m->trace, &p->pass);
+	if (e)
+		return e;
+	p->bucket_high = -1;
+	if (!(e = ht_pass_add(p->pass, &c)))
+		e = ht_pass_run(p->pass);
+	ht_pass_free(p->pass);
+	p->pass = NULL;
+	return e;
 }
 
 /* ---- frames and the stack tree ------------------------------------------- */
@@ -233,17 +423,18 @@ static int write_data(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 		goto out;
 	size_t nsorted = ht_model_sort(m, HT_BY_BYTES, idx);
 	pe.nslots = nsorted < TOP_SITES ? nsorted : TOP_SITES;
-	if (!(pe.cnt = calloc(pe.nslots * TL_BUCKETS + 1, sizeof(double))) ||
-	    !(pe.bytes = calloc(pe.nslots * TL_BUCKETS + 1, sizeof(double))))
+	size_t nb = pe.nslots * TL_BUCKETS + 1, nl = pe.nslots * LIFE_CLASSES + 1;
+	if (!(pe.cnt = calloc(nb, sizeof(double))) || !(pe.bytes = calloc(nb, sizeof(double))) ||
+	    !(pe.end_b = calloc(nb, sizeof(double))) || !(pe.end_n = calloc(nb, sizeof(double))) ||
+	    !(pe.max_b = calloc(nb, sizeof(double))) || !(pe.max_n = calloc(nb, sizeof(double))) ||
+	    !(pe.life_n = calloc(nl, sizeof(double))) || !(pe.life_b = calloc(nl, sizeof(double))) ||
+	    !(pe.now = calloc(pe.nslots + 1, sizeof(*pe.now))))
 		goto out;
-	for (size_t i = 0; i < m->nsites; i++) {
+	for (size_t i = 0; i < m->nsites; i++)
 		pe.slot[i] = -1;
-		if (!m->sites[i].overflow && ht_map_put(&pe.site_of, m->sites[i].stack_id, (uint32_t)i))
-			goto out;
-	}
 	for (size_t i = 0; i < pe.nslots; i++)
 		pe.slot[idx[i]] = (int32_t)i;
-	if ((err = ht_model_timeline_replay(m, TL_BUCKETS, on_event, &pe, &tl)))
+	if ((err = ht_model_timeline(m, TL_BUCKETS, &tl)) || (err = per_block_pass(&pe)))
 		goto out;
 	for (size_t i = 0; i < m->nsites; i++)
 		if ((site_node_of[i] = site_node(&st, m, sym, &m->sites[i], &frames, &cap)) < 0) {
@@ -341,11 +532,91 @@ static int write_data(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 		}
 		fputc(']', out);
 	}
+	/* live: per kept site, what it held at the end of a bucket, as flat
+	 * triples (bucket, bytes, blocks) where that changed from the bucket
+	 * before; high: the same at the bucket's high-water mark, where that
+	 * differs from its end */
+	fputs("],\n\"live\": [", out);
+	for (size_t i = 0; i < pe.nslots && !t->have_summary; i++) {
+		fputs(i ? ",\n[" : "\n[", out);
+		double pb = 0, pn = 0;
+		bool first = true;
+		for (size_t b = 0; b < TL_BUCKETS; b++) {
+			size_t j = i * TL_BUCKETS + b;
+			if (pe.end_b[j] == pb && pe.end_n[j] == pn)
+				continue;
+			fprintf(out, first ? "%zu," : ",%zu,", b);
+			put_num(out, pe.end_b[j]);
+			fputc(',', out);
+			put_num(out, pe.end_n[j]);
+			pb = pe.end_b[j];
+			pn = pe.end_n[j];
+			first = false;
+		}
+		fputc(']', out);
+	}
+	fputs("],\n\"high\": [", out);
+	for (size_t i = 0; i < pe.nslots && !t->have_summary; i++) {
+		fputs(i ? ",\n[" : "\n[", out);
+		bool first = true;
+		for (size_t b = 0; b < TL_BUCKETS; b++) {
+			size_t j = i * TL_BUCKETS + b;
+			if (pe.max_b[j] == pe.end_b[j] && pe.max_n[j] == pe.end_n[j])
+				continue;
+			fprintf(out, first ? "%zu," : ",%zu,", b);
+			put_num(out, pe.max_b[j]);
+			fputc(',', out);
+			put_num(out, pe.max_n[j]);
+			first = false;
+		}
+		fputc(']', out);
+	}
+	/* lifetimes: per kept site, flat triples (k, blocks, bytes): lived 0 ns
+	 * (k = 0) or [2^(k-1), 2^k) ns; a block never freed lives to the end */
+	fputs("],\n\"lifetimes\": [", out);
+	for (size_t i = 0; i < pe.nslots && !t->have_summary; i++) {
+		fputs(i ? ",\n[" : "\n[", out);
+		bool first = true;
+		for (int k = 0; k < LIFE_CLASSES; k++) {
+			size_t j = i * LIFE_CLASSES + (size_t)k;
+			if (pe.life_n[j] == 0)
+				continue;
+			fprintf(out, first ? "%d," : ",%d,", k);
+			put_num(out, pe.life_n[j]);
+			fputc(',', out);
+			put_num(out, pe.life_b[j]);
+			first = false;
+		}
+		fputc(']', out);
+	}
+	/* threads: per kept site, flat quintuples (thread, allocations, bytes,
+	 * leaked blocks, leaked bytes) by allocating thread */
+	fputs("]},\n\"site_threads\": [", out);
+	for (size_t i = 0; i < pe.ntf; i++) {
+		const thread_figs_t *f = &pe.tf[i];
+		fprintf(out, i ? ",\n[%" PRIu32 ",%" PRIu32 "," : "\n[%" PRIu32 ",%" PRIu32 ",",
+			pe.tf_key_slot[i], pe.tf_key_thread[i]);
+		put_num(out, f->allocations);
+		fputc(',', out);
+		put_num(out, f->bytes);
+		fputc(',', out);
+		put_num(out, f->leaked_blocks);
+		fputc(',', out);
+		put_num(out, f->leaked_bytes);
+		fputc(']', out);
+	}
+	/* threads: [number (1: main), tid, name] */
+	fputs("],\n\"threads\": [", out);
+	for (size_t i = 0; i < t->nthreads; i++) {
+		fprintf(out, "%s[%zu,%" PRIu64 ",", i ? "," : "", i + 1, t->threads[i].tid);
+		ht_json_str(out, t->threads[i].name);
+		fputc(']', out);
+	}
 	/* sizes: [k, allocations, bytes]: size 0 (k = -1), or [2^k, 2^(k+1)) */
 	if (t->have_summary) {
-		fputs("]},\n\"sizes\": null", out);
+		fputs("],\n\"sizes\": null", out);
 	} else {
-		fputs("]},\n\"sizes\": [", out);
+		fputs("],\n\"sizes\": [", out);
 		bool first = true;
 		for (int k = 0; k < SIZE_CLASSES; k++) {
 			if (pe.size_cnt[k] == 0)
@@ -386,9 +657,20 @@ out:
 	free(idx);
 	free(site_node_of);
 	free(pe.slot);
+	free(pe.pslot);
 	free(pe.cnt);
 	free(pe.bytes);
-	ht_map_free(&pe.site_of);
+	free(pe.end_b);
+	free(pe.end_n);
+	free(pe.max_b);
+	free(pe.max_n);
+	free(pe.life_n);
+	free(pe.life_b);
+	free(pe.now);
+	free(pe.tf);
+	free(pe.tf_key_slot);
+	free(pe.tf_key_thread);
+	ht_map_free(&pe.tf_of);
 	free(st.f);
 	free(st.node);
 	ht_map_free(&st.frame_of);
@@ -415,6 +697,34 @@ static void put_script_safe(FILE *out, const char *s, size_t n)
 	}
 }
 
+/* The template with its markers replaced: data goes in as put_script_safe
+ * writes it. */
+static int put_page(FILE *out, const char *data, size_t len)
+{
+	const char *p = ht_html_page;
+	for (;;) {
+		const char *mk = strstr(p, "<!--HT:");
+		if (!mk) {
+			fputs(p, out);
+			break;
+		}
+		fwrite(p, 1, (size_t)(mk - p), out);
+		const char *end = strstr(mk, "-->");
+		if (!end)
+			break;
+		size_t nl = (size_t)(end - mk) - 7;
+		const char *name = mk + 7;
+		if (nl == 3 && !memcmp(name, "CSS", 3))
+			fputs(ht_html_css, out);
+		else if (nl == 2 && !memcmp(name, "JS", 2))
+			fputs(ht_html_js, out);
+		else if (nl == 4 && !memcmp(name, "DATA", 4))
+			put_script_safe(out, data, len);
+		p = end + 3;
+	}
+	return ferror(out) ? -EIO : 0;
+}
+
 int ht_report_html(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 		   const ht_report_opts_t *o, const ht_leaks_t *leaks)
 {
@@ -438,32 +748,184 @@ int ht_report_html(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 	}
 	if (lk == &own)
 		ht_leaks_free(&own);
-	if (err) {
-		free(data);
-		return err;
-	}
-	/* the template with its markers replaced */
-	const char *p = ht_html_page;
-	for (;;) {
-		const char *mk = strstr(p, "<!--HT:");
-		if (!mk) {
-			fputs(p, out);
-			break;
-		}
-		fwrite(p, 1, (size_t)(mk - p), out);
-		const char *end = strstr(mk, "-->");
-		if (!end)
-			break;
-		size_t nl = (size_t)(end - mk) - 7;
-		const char *name = mk + 7;
-		if (nl == 3 && !memcmp(name, "CSS", 3))
-			fputs(ht_html_css, out);
-		else if (nl == 2 && !memcmp(name, "JS", 2))
-			fputs(ht_html_js, out);
-		else if (nl == 4 && !memcmp(name, "DATA", 4))
-			put_script_safe(out, data, len);
-		p = end + 3;
-	}
+	if (!err)
+		err = put_page(out, data, len);
 	free(data);
-	return ferror(out) ? -EIO : 0;
+	return err;
+}
+
+/* ---- the diff page ------------------------------------------------------ */
+
+/* One side's figures of a diff row: allocations, bytes allocated, frees,
+ * peak bytes, leaked blocks, leaked bytes, temporary (null: unknown). */
+static void put_figs(FILE *out, const ht_diff_figs_t *f, bool temp_known)
+{
+	fprintf(out, "%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",",
+		f->allocations, f->bytes_allocated, f->frees, f->peak_bytes, f->leaked_blocks,
+		f->leaked_bytes);
+	if (temp_known)
+		fprintf(out, "%" PRIu64, f->temporary);
+	else
+		fputs("null", out);
+}
+
+static void put_diff_side(FILE *out, const ht_diff_side_t *sd)
+{
+	const ht_model_t *m = sd->m;
+	const ht_trace_t *t = m->trace;
+	const ht_totals_t *tt = &m->totals;
+	fputs("{\"path\": ", out);
+	ht_json_str(out, sd->path);
+	fputs(", \"program\": ", out);
+	ht_report_program_json(out, t);
+	if (m->sample_rate)
+		fprintf(out, ", \"sampled\": {\"rate\": %" PRIu64 ", \"exact_totals\": %s}", t->sample_rate,
+			t->have_end_counts ? "true" : "false");
+	else
+		fputs(", \"sampled\": null", out);
+	fprintf(out, ", \"summary_mode\": %s, \"truncated\": %s, \"warnings\": [",
+		t->have_summary ? "true" : "false", t->error ? "true" : "false");
+	char w[8][HT_WARN_LEN];
+	size_t nw = ht_report_warnings(m, w, 8);
+	for (size_t i = 0; i < nw; i++) {
+		if (i)
+			fputs(", ", out);
+		ht_json_str(out, w[i]);
+	}
+	/* as `heaptrail diff --format json`: null where the trace does not know */
+	fprintf(out,
+		"],\n \"totals\": {\"allocations\": %" PRIu64 ", \"frees\": %" PRIu64
+		", \"bytes_allocated\": %" PRIu64 ", \"peak_heap_bytes\": %" PRIu64 ", \"peak_rss_bytes\": ",
+		tt->allocations, tt->frees, tt->bytes_allocated, tt->peak_heap_bytes);
+	if (tt->peak_rss_bytes)
+		fprintf(out, "%" PRIu64, tt->peak_rss_bytes);
+	else
+		fputs("null", out);
+	fprintf(out, ", \"leaked_bytes\": %" PRIu64 ", \"leaked_blocks\": %" PRIu64
+		     ", \"temporary_allocations\": ",
+		tt->leaked_bytes, tt->leaked_blocks);
+	if (sd->temporary_known)
+		fprintf(out, "%" PRIu64, tt->temporary);
+	else
+		fputs("null", out);
+	fprintf(out, ", \"duration_seconds\": %.9f, \"sites\": %zu}}", (double)tt->duration_ns / 1e9,
+		m->nsites);
+}
+
+static int write_diff_data(FILE *out, const ht_diff_t *d)
+{
+	stacks_t st = { 0 };
+	ht_frame_t *frames = NULL;
+	size_t cap = 0;
+	size_t *idx = malloc((d->nsites + 1) * sizeof(*idx));
+	long *node = malloc((d->nsites + 1) * sizeof(*node));
+	int err = -ENOMEM;
+	if (!idx || !node)
+		goto out;
+	/* every row by the change in bytes allocated, the largest first; past
+	 * DIFF_ROWS the rest are summed into one row */
+	size_t n = ht_diff_sort(d, HT_BY_BYTES, true, idx);
+	size_t shown = n < DIFF_ROWS ? n : DIFF_ROWS;
+	for (size_t i = 0; i < shown; i++) {
+		const ht_diff_site_t *s = &d->sites[idx[i]];
+		int side = ht_diff_shown_side(s);
+		const ht_diff_side_t *sd = &d->side[side];
+		if ((node[i] = site_node(&st, sd->m, sd->sym, &sd->m->sites[s->rep[side]], &frames, &cap)) < 0) {
+			err = (int)node[i];
+			goto out;
+		}
+	}
+	long rest_node = -1;
+	if (n > shown) {
+		ht_frame_t ph = { 0 };
+		ph.function = "[the other rows, summed]";
+		long fi = frame_index(&st, &ph);
+		if ((rest_node = fi < 0 ? fi : node_index(&st, UINT32_MAX, (uint32_t)fi)) < 0) {
+			err = (int)rest_node;
+			goto out;
+		}
+	}
+	bool tk[2] = { d->side[0].temporary_known, d->side[1].temporary_known };
+	fprintf(out, "{\"heaptrail_html_diff\": 1, \"match\": \"%s\",\n\"base\": ",
+		d->match == HT_DIFF_BY_LINE ? "line" : "function");
+	put_diff_side(out, &d->side[HT_DIFF_BASE]);
+	fputs(",\n\"new\": ", out);
+	put_diff_side(out, &d->side[HT_DIFF_NEW]);
+	fputs(",\n\"frames\": [", out);
+	for (size_t i = 0; i < st.nf; i++) {
+		const ht_frame_t *f = &st.f[i];
+		fputs(i ? ",\n[" : "\n[", out);
+		ht_json_str(out, f->function);
+		fputs(", ", out);
+		ht_json_str(out, f->file);
+		fprintf(out, ", %d, ", f->line > 0 ? f->line : 0);
+		ht_json_str(out, f->module);
+		fprintf(out, ", \"0x%" PRIx64 "\"]", f->address);
+	}
+	fputs("],\n\"nodes\": [", out);
+	for (size_t i = 0; i < 2 * st.nn; i++)
+		fprintf(out, i ? (i % 32 ? ",%" PRIu32 : ",\n%" PRIu32) : "%" PRIu32, st.node[i]);
+	/* rows: [node, status, sites in base, sites in new, base figures (7),
+	 * new figures (7)] */
+	fprintf(out, "],\n\"rows_total\": %zu, \"rows\": [", n);
+	for (size_t i = 0; i < shown; i++) {
+		const ht_diff_site_t *s = &d->sites[idx[i]];
+		fprintf(out, "%s[%ld,", i ? ",\n" : "\n", node[i]);
+		ht_json_str(out, ht_diff_status(d, s));
+		fprintf(out, ",%" PRIu32 ",%" PRIu32 ",", s->nsites[0], s->nsites[1]);
+		put_figs(out, &s->fig[0], tk[0]);
+		fputc(',', out);
+		put_figs(out, &s->fig[1], tk[1]);
+		fputc(']', out);
+	}
+	if (n > shown) {
+		ht_diff_figs_t sum[2];
+		uint32_t ns[2] = { 0, 0 };
+		memset(sum, 0, sizeof(sum));
+		for (size_t i = shown; i < n; i++)
+			for (int k = 0; k < 2; k++) {
+				const ht_diff_figs_t *f = &d->sites[idx[i]].fig[k];
+				sum[k].allocations += f->allocations;
+				sum[k].bytes_allocated += f->bytes_allocated;
+				sum[k].frees += f->frees;
+				sum[k].peak_bytes += f->peak_bytes;
+				sum[k].leaked_blocks += f->leaked_blocks;
+				sum[k].leaked_bytes += f->leaked_bytes;
+				sum[k].temporary += f->temporary;
+				ns[k] += d->sites[idx[i]].nsites[k];
+			}
+		fprintf(out, ",\n[%ld,\"changed\",%" PRIu32 ",%" PRIu32 ",", rest_node, ns[0], ns[1]);
+		put_figs(out, &sum[0], tk[0]);
+		fputc(',', out);
+		put_figs(out, &sum[1], tk[1]);
+		fputc(']', out);
+	}
+	fputs("]}\n", out);
+	err = 0;
+out:
+	free(frames);
+	free(idx);
+	free(node);
+	free(st.f);
+	free(st.node);
+	ht_map_free(&st.frame_of);
+	ht_map_free(&st.node_of);
+	return err;
+}
+
+int ht_report_diff_html(FILE *out, const ht_diff_t *d)
+{
+	char *data = NULL;
+	size_t len = 0;
+	int err;
+	FILE *mem = open_memstream(&data, &len);
+	if (!mem)
+		return -ENOMEM;
+	err = write_diff_data(mem, d);
+	if (fclose(mem) && !err)
+		err = -ENOMEM;
+	if (!err)
+		err = put_page(out, data, len);
+	free(data);
+	return err;
 }

@@ -10,12 +10,23 @@
 #include "analysis/leaks.h"
 #include "report/report.h"
 
+/* The buckets of the page's timeline: the caller that builds the model with
+ * a timeline of this size (ht_model_build_timed) spares the writer a
+ * replay. */
+#define HT_HTML_TL_BUCKETS 200
+
 /* `heaptrail report --format html`: the views of the text report and more
  * (docs/heaptrail.1). lk: the leaks as the caller grouped them
  * (suppressions applied), or NULL (grouped here without suppressions).
  * sym may be NULL. Returns 0, -ENOMEM or -EIO. */
 int ht_report_html(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 		   const ht_report_opts_t *o, const ht_leaks_t *lk);
+
+/* `heaptrail diff --format html`: the two traces of d (built by
+ * ht_diff_build) side by side, their rows and a differential flame graph.
+ * Returns 0, -ENOMEM or -EIO. */
+struct ht_diff;
+int ht_report_diff_html(FILE *out, const struct ht_diff *d);
 
 /* The template's parts (build/gen/html_assets.c, from report/html/). */
 extern const char ht_html_page[], ht_html_css[], ht_html_js[];

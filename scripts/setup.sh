@@ -7,13 +7,13 @@ set -eu
 # Build: compiler, libdw, libunwind, zstd, zlib, protobuf-c. Tests: clang
 # (libFuzzer), valgrind and heaptrack (oracles, comparison), and the real
 # clients of the export formats: go tool pprof, protoc, ms_print (valgrind),
-# heaptrack_print, Chromium; npm for the JavaScript clients; jemalloc,
+# heaptrack_print, Chromium and Firefox (the HTML report opens in both); npm for the JavaScript clients; jemalloc,
 # tcmalloc and mimalloc, whose operator new and fork handlers the tests run
 # under (skipped without).
 PKGS="build-essential pkg-config libdw-dev libelf-dev libunwind-dev \
 libzstd-dev zlib1g-dev libprotobuf-c-dev protobuf-c-compiler clang \
 libclang-rt-14-dev python3 valgrind heaptrack gdb file golang-go \
-protobuf-compiler chromium sqlite3 time zstd libjemalloc2 libtcmalloc-minimal4 \
+protobuf-compiler chromium firefox-esr sqlite3 time zstd libjemalloc2 libtcmalloc-minimal4 \
 libmimalloc2.0"
 command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
 

@@ -18,6 +18,8 @@
 (function () {
   const D = JSON.parse(document.getElementById('ht-data').textContent);
   const $ = (id) => document.getElementById(id);
+  const PAGE = 300; /* table rows drawn at a time */
+  const tip = $('tip');
   const S = D.sites, F = D.frames, N = D.nodes, T = D.totals;
   const sampled = !!D.sampled, summary = D.summary_mode;
 
@@ -81,6 +83,8 @@
     return d;
   }
 
+  if (D.heaptrail_html_diff) { diffPage(); return; }
+
   /* ---- costs and the time window ---- */
   const COSTS = [
     { key: 'bytes', label: 'bytes allocated', col: 2, bytes: true },
@@ -91,16 +95,109 @@
   ];
   const tempKnown = T.temporary_allocations !== null;
   let win = null; /* [first bucket, last bucket] */
-  let winVals = null; /* site -> [allocations, bytes] in the window */
-  const keptSites = new Set(D.site_time.sites);
-  function siteVal(i, c) {
-    if (win && c < 2) {
-      const w = winVals.get(i);
-      return w ? w[c === 0 ? 1 : 0] : 0;
+  /* ---- filters shared by every view, and the time window's modes ----
+   * Every view reads a site's costs from V (recompute() fills it): a site
+   * left out by a filter counts 0 and IN[i] is 0. Filters that need
+   * per-block figures (the window, a thread, alive at T, alive for at
+   * least D) count the kept sites of site_time only (the TOP_SITES with
+   * the most bytes). For bytes (cost 0) and allocations (cost 1) the most
+   * specific of these wins: the window, then alive at T, then alive for
+   * at least D, then only leaked, then the thread. */
+  const B0 = D.timeline.buckets, NB = B0.length;
+  const ST = D.site_time, K = ST.sites.length;
+  const slotOf = new Int32Array(S.length).fill(-1);
+  ST.sites.forEach((s, k) => { slotOf[s] = k; });
+  const liveB = new Float64Array(K * NB), liveN = new Float64Array(K * NB);
+  const highB = new Float64Array(K * NB), highN = new Float64Array(K * NB);
+  for (let k = 0; k < K; k++) {
+    const L = (ST.live || [])[k] || [], H = (ST.high || [])[k] || [];
+    let b = 0, n = 0, j = 0;
+    for (let t = 0; t < NB; t++) {
+      while (j < L.length && L[j] === t) { b = L[j + 1]; n = L[j + 2]; j += 3; }
+      liveB[k * NB + t] = highB[k * NB + t] = b;
+      liveN[k * NB + t] = highN[k * NB + t] = n;
     }
-    const v = S[i][COSTS[c].col];
-    return v === null ? 0 : v;
+    for (let q = 0; q < H.length; q += 3) { highB[k * NB + H[q]] = H[q + 1]; highN[k * NB + H[q]] = H[q + 2]; }
   }
+  const TF = new Map(); /* slot * 65536 + thread -> [allocations, bytes, leaked blocks, leaked bytes] */
+  for (const r of D.site_threads || []) TF.set(r[0] * 65536 + r[1], r.slice(2));
+  const FL = { thread: -1, module: '', fn: '', exclude: false, leaked: false, aliveAt: null, minLife: null };
+  let winMode = 'alloc'; /* allocated in the window, live at its end, at its high-water mark */
+  const V = new Float64Array(S.length * 5), IN = new Uint8Array(S.length);
+  let perBlock = false;
+  const bucketOfTime = (s) => Math.max(0, Math.min(NB - 1, Math.floor(s / (D.timeline.span_seconds || 1e-9) * NB)));
+  function passes(i) { /* the module and function filters: frames of its stack */
+    if (!FL.module && !FL.fn) return true;
+    let modOk = !FL.module, fnHit = false;
+    const t = FL.fn.toLowerCase();
+    for (let n = S[i][0]; n >= 0; n = N[2 * n] - 1) {
+      const f = N[2 * n + 1];
+      if (FL.module && F[f][3] !== null && base(F[f][3]) === FL.module) modOk = true;
+      if (t && (fname(f).toLowerCase().includes(t) || floc(f).toLowerCase().includes(t))) fnHit = true;
+    }
+    return modOk && (!t || fnHit !== FL.exclude);
+  }
+  function recompute() {
+    perBlock = !!win || FL.thread >= 0 || FL.aliveAt !== null || FL.minLife !== null;
+    let hb = -1, hbEnd = false;
+    if (win && winMode === 'high') {
+      let best = -1;
+      for (let t = win[0]; t <= win[1]; t++) if (B0[t][3] > best) { best = B0[t][3]; hb = t; }
+      if (win[0] > 0 && B0[win[0] - 1][2] > best) { hb = win[0] - 1; hbEnd = true; }
+    }
+    const aliveB = FL.aliveAt === null ? -1 : bucketOfTime(FL.aliveAt);
+    /* lifetime class k holds [2^(k-1), 2^k) ns: the first class wholly >= D */
+    const dns = FL.minLife === null ? 0 : FL.minLife * 1e9;
+    const minK = dns <= 0 ? 0 : Math.ceil(Math.log2(dns)) + 1;
+    for (let i = 0; i < S.length; i++) {
+      const k = slotOf[i], r = S[i];
+      let ok = !(perBlock && k < 0) && passes(i);
+      let by = r[2], a = r[1], lk = r[5], lb = r[4];
+      if (ok && FL.thread >= 0) {
+        const f = TF.get(k * 65536 + FL.thread);
+        if (!f) ok = false; else { a = f[0]; by = f[1]; lb = f[2]; lk = f[3]; }
+      }
+      if (ok && FL.leaked) { if (!lk) ok = false; else { a = lb; by = lk; } }
+      if (ok && FL.minLife !== null) {
+        const Lt = ST.lifetimes[k] || [];
+        let n = 0, b = 0;
+        for (let j = 0; j < Lt.length; j += 3) if (Lt[j] >= minK) { n += Lt[j + 1]; b += Lt[j + 2]; }
+        if (!n) ok = false; else { a = n; by = b; }
+      }
+      if (ok && aliveB >= 0) {
+        by = liveB[k * NB + aliveB]; a = liveN[k * NB + aliveB];
+        if (!by && !a) ok = false;
+      }
+      if (ok && win) {
+        if (winMode === 'alloc') {
+          const d = ST.data[k] || [];
+          a = by = 0;
+          for (let j = 0; j < d.length; j += 3) if (d[j] >= win[0] && d[j] <= win[1]) { a += d[j + 1]; by += d[j + 2]; }
+        } else if (winMode === 'end') {
+          by = liveB[k * NB + win[1]]; a = liveN[k * NB + win[1]];
+        } else {
+          by = (hbEnd ? liveB : highB)[k * NB + hb]; a = (hbEnd ? liveN : highN)[k * NB + hb];
+        }
+        if (!by && !a) ok = false;
+      }
+      IN[i] = ok ? 1 : 0;
+      V[i * 5] = ok ? by : 0;
+      V[i * 5 + 1] = ok ? a : 0;
+      V[i * 5 + 2] = ok ? r[3] : 0;
+      V[i * 5 + 3] = ok ? lk : 0;
+      V[i * 5 + 4] = ok && r[6] !== null ? r[6] : 0;
+    }
+    const lab = win ? { alloc: ['bytes allocated in the window', 'allocations in the window'], end: ['bytes live at the window end', 'blocks live at the window end'], high: ['bytes live at the high-water mark', 'blocks live at the high-water mark'] }[winMode]
+      : aliveB >= 0 ? ['bytes live at T', 'blocks live at T'] : FL.minLife !== null ? ['bytes in blocks alive \u2265 D', 'blocks alive \u2265 D']
+        : FL.leaked ? ['bytes never freed', 'blocks never freed'] : ['bytes allocated', 'allocations'];
+    COSTS[0].label = lab[0];
+    COSTS[1].label = lab[1];
+    for (const o of document.querySelectorAll('#fg-cost option, #cc-cost option')) if (+o.value < 2) o.textContent = COSTS[+o.value].label;
+    filterNote();
+  }
+  function siteVal(i, c) { return V[i * 5 + c]; }
+  const STACKED = 8; /* sites stacked in the chart */
+  const PALETTE = ['#e6194b', '#3cb44b', '#f58231', '#911eb4', '#42d4f4', '#f032e6', '#bfef45', '#9a6324'];
   function fmtCost(c, v) { return COSTS[c].bytes ? count(v) + ' B' : count(v); }
   function shortCost(c, v) { return COSTS[c].bytes ? size(v) : count(v); }
 
@@ -262,6 +359,37 @@
     let d = 'M' + x(0) + ',' + y(0), prev = 0;
     for (const b of B) { d += 'L' + x(b[0]) + ',' + y(Math.max(prev, b[3])) + 'L' + x(b[1]) + ',' + y(b[2]); prev = b[2]; }
     g.append(sv('path', { d: d + 'L' + x(B[B.length - 1][1]) + ',' + y(0) + 'Z', fill: 'rgba(36,99,199,.12)', stroke: 'none' }));
+    /* the top sites (those the filters leave) stacked: what each held at
+     * a bucket's high-water mark, then at its end, as the heap line */
+    const top = [];
+    for (let k = 0; k < K; k++) {
+      const i = ST.sites[k];
+      if (!IN[i]) continue;
+      let mx = 0;
+      for (let t = 0; t < NB; t++) mx = Math.max(mx, highB[k * NB + t], liveB[k * NB + t]);
+      if (mx > 0) top.push([k, mx]);
+    }
+    top.sort((p, q) => q[1] - p[1]);
+    top.length = Math.min(top.length, STACKED);
+    const cum = new Float64Array(NB), cumH = new Float64Array(NB);
+    const stackLegend = [];
+    top.forEach(([k, mx], n) => {
+      const col = PALETTE[n % PALETTE.length];
+      let up = '', down = [];
+      for (let t = 0; t < NB; t++) {
+        const b = B[t], h0 = cumH[t], e0 = cum[t];
+        cumH[t] += highB[k * NB + t];
+        cum[t] += liveB[k * NB + t];
+        up += (t ? 'L' : 'M') + x(b[0]) + ',' + y(cumH[t]) + 'L' + x(b[1]) + ',' + y(cum[t]);
+        down.push('L' + x(b[1]) + ',' + y(e0) + 'L' + x(b[0]) + ',' + y(h0));
+      }
+      const i = ST.sites[k];
+      const path = sv('path', { d: up + down.reverse().join('') + 'Z', fill: col, 'fill-opacity': 0.55, stroke: 'none', class: 'stacked', 'data-site': String(i), 'data-max': String(mx) });
+      path.addEventListener('mousemove', (ev) => tipShow(ev, leafName(i) + '\n' + leafLoc(i) + '\nhighest: ' + size(mx)));
+      path.addEventListener('mouseleave', tipHide);
+      g.append(path);
+      stackLegend.push(el('span', { class: 'stack-key', 'data-site': String(i) }, el('span', { class: 'sw', style: 'background:' + col + ';height:10px' }), leafName(i) + ' (' + size(mx) + ')'));
+    });
     g.append(sv('path', { d, fill: 'none', stroke: '#2463c7', 'stroke-width': 1.5, id: 'heap-line' }));
     if (rmax) {
       let r = '';
@@ -283,6 +411,7 @@
       el('span', null, el('span', { class: 'sw', style: 'background:#2463c7' }), 'heap in use'),
       rmax ? el('span', null, el('span', { class: 'sw', style: 'background:#d08a00' }), 'RSS (' + count(tl.rss_samples) + ' samples; right axis)') : el('span', { text: 'RSS not sampled' }),
       el('span', null, el('span', { class: 'sw', style: 'background:#e8407a' }), 'peak')));
+    if (stackLegend.length) $('chart-legend').append(el('div', { class: 'legend', id: 'stack-legend' }, 'Top sites stacked (live bytes): ', ...stackLegend));
     const bucketAt = (px2) => {
       const s = (px2 - L) / (W - L - R) * span;
       let i = Math.floor(s / span * B.length);
@@ -333,20 +462,13 @@
   }
   function setWindow(w) {
     win = w;
-    winVals = null;
     if (w) {
-      winVals = new Map();
-      const st = D.site_time;
-      for (let k = 0; k < st.sites.length; k++) {
-        const d = st.data[k];
-        let a = 0, b = 0;
-        for (let j = 0; j < d.length; j += 3) if (d[j] >= w[0] && d[j] <= w[1]) { a += d[j + 1]; b += d[j + 2]; }
-        if (a || b) winVals.set(st.sites[k], [a, b]);
-      }
       const B = D.timeline.buckets;
-      $('window-text').textContent = 'Time window ' + secs(B[w[0]][0]) + ' \u2013 ' + secs(B[w[1]][1]) + ': allocation counts and bytes are those made in it.';
+      $('window-text').textContent = 'Time window ' + secs(B[w[0]][0]) + ' \u2013 ' + secs(B[w[1]][1]) + ': the views count ' +
+        { alloc: 'what was allocated in it', end: 'what was live at its end', high: 'what was live at its high-water mark' }[winMode] + '.';
     }
     $('window-bar').hidden = !w;
+    recompute();
     windowFigures();
     redrawAll();
   }
@@ -374,7 +496,6 @@
     if (n.f >= 0 && F[n.f][3]) lines.push('module: ' + F[n.f][3]);
     return lines.join('\n');
   }
-  const tip = $('tip');
   function tipShow(ev, text) {
     tip.textContent = text;
     tip.hidden = false;
@@ -462,7 +583,6 @@
   /* ---- sortable tables ---- */
   /* cols: {label, get(row) -> value, fmt(value) -> text, num, cls}; rows
    * drawn PAGE at a time; expand(row) -> an element shown under it. */
-  const PAGE = 300;
   function sortTable(box, id, cols, rows, sortCol, expand) {
     let col = sortCol, asc = false, shown = PAGE;
     const render = () => {
@@ -515,7 +635,7 @@
   function leafLoc(i) { const n = S[i][0]; return n >= 0 ? floc(N[2 * n + 1]) : ''; }
   draw.sites = function () {
     const rows = [];
-    for (let i = 0; i < S.length; i++) if (!win || winVals.has(i)) rows.push(i);
+    for (let i = 0; i < S.length; i++) if (IN[i]) rows.push(i);
     const cols = [
       { label: 'function', get: leafName, cls: 'name' },
       { label: 'location', get: leafLoc, cls: 'loc' },
@@ -614,7 +734,7 @@
     const L = D.leaks;
     if (!L.classified) box.append(el('p', { class: 'note', text: 'The trace has no leak classes (no exit leak check): blocks live at the end are unclassified.' }));
     for (const k of [1, 2, 3, 4, 0]) {
-      const groups = L.groups.filter((g) => g[0] === k);
+      const groups = L.groups.filter((g) => g[0] === k && IN[g[1]]);
       if (!groups.length) continue;
       let blocks = 0, bytes = 0;
       for (const g of groups) { blocks += g[2]; bytes += g[3]; }
@@ -679,7 +799,7 @@
     const tbox = $('temps');
     if (!tempKnown) { tbox.textContent = ''; tbox.append(el('p', { class: 'note', text: sampled ? 'Not known from samples.' : 'Not known in summary mode.' })); return; }
     const rows = [];
-    for (let i = 0; i < S.length; i++) if (S[i][6]) rows.push(i);
+    for (let i = 0; i < S.length; i++) if (S[i][6] && IN[i]) rows.push(i);
     sortTable(tbox, 'temps-table', [
       { label: 'temporary', num: true, get: (i) => S[i][6], fmt: count },
       { label: 'of its allocations', num: true, get: (i) => (S[i][1] ? S[i][6] / S[i][1] : 0), fmt: (v) => (100 * v).toFixed(1) + '%' },
@@ -688,7 +808,333 @@
     ], rows, 0, stackDiv);
   };
 
+
+  /* ---- the diff page (heaptrail diff --format html): data
+   *   base, new  {path, program, sampled, summary_mode, warnings, totals}
+   *   frames, nodes  as the report's, for the rows' stacks
+   *   rows    [node, status, sites in base, sites in new, base figures,
+   *           new figures]; figures: allocations, bytes allocated, frees,
+   *           peak bytes, leaked blocks, leaked bytes, temporary (null:
+   *           unknown), by the change in bytes, the largest first ---- */
+  function diffPage() {
+    const R = D.rows, B = D.base, W2 = D.new;
+    const DCOSTS = [
+      { label: 'bytes allocated', k: 1, bytes: true }, { label: 'allocations', k: 0 },
+      { label: 'peak bytes', k: 3, bytes: true }, { label: 'leaked bytes', k: 5, bytes: true },
+      { label: 'temporary allocations', k: 6 }, { label: 'frees', k: 2 },
+    ];
+    const bv = (r, c) => r[4 + DCOSTS[c].k] || 0, nv = (r, c) => r[11 + DCOSTS[c].k] || 0;
+    const fmtv = (c, v) => (DCOSTS[c].bytes ? size(v) : count(v));
+    const signed = (c, d) => (d > 0 ? '+' : d < 0 ? '\u2212' : '') + fmtv(c, Math.abs(d));
+    const rel = (a, b) => (a ? (b >= a ? '+' : '\u2212') + (100 * Math.abs(b - a) / a).toFixed(1) + '%' : (b ? 'new' : ''));
+    document.title = 'heaptrail diff';
+    $('title').textContent = 'diff: ' + base(B.path || '?') + ' \u2192 ' + base(W2.path || '?');
+    const nav = $('tabs');
+    nav.textContent = '';
+    $('filters').hidden = true;
+    const main = document.querySelector('main');
+    main.textContent = '';
+    const views = [['dsummary', 'Summary'], ['dflame', 'Differential flame graph'], ['dchanges', 'Changes']];
+    const ddraw = {};
+    const dshow = (v) => {
+      for (const b of nav.children) b.classList.toggle('on', b.dataset.view === v);
+      for (const sct of main.children) sct.classList.toggle('on', sct.id === 'view-' + v);
+      ddraw[v]();
+    };
+    for (const [v, label] of views) {
+      nav.append(el('button', { 'data-view': v, text: label, onclick: () => dshow(v) }));
+      main.append(el('section', { id: 'view-' + v, class: 'view' }));
+    }
+
+    /* summary: the totals side by side */
+    ddraw.dsummary = function () {
+      const box = $('view-dsummary');
+      box.textContent = '';
+      const prog = el('table', { class: 'kv' });
+      for (const [name, sd] of [['base', B], ['new', W2]]) {
+        const p = sd.program || {};
+        kv(prog, name, (sd.path || '?') + '  \u2014  ' + (p.command ? p.command.join(' ') : ''), 'dprog-' + name);
+        if (sd.sampled) box.append(el('p', { class: 'note', text: name + ': a sampled trace (1 in ' + count(sd.sampled.rate) + ' bytes): its figures are estimates.' }));
+        if (sd.summary_mode) box.append(el('p', { class: 'note', text: name + ': a summary trace: temporary allocations and the timeline are not known.' }));
+        for (const w of sd.warnings || []) box.append(el('p', { class: 'warn', text: name + ': ' + w }));
+      }
+      box.append(prog);
+      box.append(el('h2', { text: 'Totals' }));
+      const TOT = [['allocations', 'allocations', false], ['frees', 'frees', false], ['bytes_allocated', 'bytes allocated', true],
+        ['peak_heap_bytes', 'peak heap', true], ['peak_rss_bytes', 'peak RSS', true], ['leaked_bytes', 'leaked bytes', true],
+        ['leaked_blocks', 'leaked blocks', false], ['temporary_allocations', 'temporary allocations', false], ['duration_seconds', 'run time', 't'], ['sites', 'sites', false]];
+      const t = el('table', { class: 'grid', id: 'dtotals' }, el('thead', null, el('tr', null, el('th', { text: 'total' }),
+        el('th', { class: 'num', text: 'base' }), el('th', { class: 'num', text: 'new' }), el('th', { class: 'num', text: 'change' }), el('th', { class: 'num', text: '%' }))));
+      const tb = el('tbody');
+      for (const [key, label, kind] of TOT) {
+        const a = B.totals[key], b = W2.totals[key];
+        const f = (v) => (v === null || v === undefined ? '?' : kind === 't' ? secs(v) : kind ? size(v) : count(v));
+        const known = a !== null && b !== null && a !== undefined && b !== undefined;
+        const d = known ? b - a : null;
+        const ch = el('td', { class: 'num' + (d > 0 ? ' grow' : d < 0 ? ' shrink' : ''),
+          text: !known ? '?' : d === 0 ? '0' : (d > 0 ? '+' : '\u2212') + f(Math.abs(d)) });
+        const tr = el('tr', { id: 'dsum-' + key, 'data-base': String(a), 'data-new': String(b) },
+          el('td', { text: label }), el('td', { class: 'num', text: f(a) }), el('td', { class: 'num', text: f(b) }), ch,
+          el('td', { class: 'num', text: known ? rel(a, b) : '' }));
+        tb.append(tr);
+      }
+      t.append(tb);
+      box.append(t);
+      const st = { same: 0, changed: 0, new: 0, gone: 0 };
+      for (const r of R) st[r[1]]++;
+      box.append(el('p', { id: 'dstatus', text: count(D.rows_total) + ' sites matched by ' + D.match + ': ' + count(st.changed) + ' changed, ' + count(st.new) + ' new, ' + count(st.gone) + ' gone, ' + count(st.same) + ' the same' + (D.rows_total > R.length ? ' (past the first ' + count(R.length - 1) + ' rows, the rest are summed into one)' : '') + '.' }));
+    };
+
+    /* one cost selector for the flame graph and the table */
+    let dc = 0;
+    const costBox = () => {
+      const sel = el('select', { class: 'dcost' });
+      DCOSTS.forEach((c, i) => {
+        const o = el('option', { value: String(i), text: c.label });
+        if (i === 4 && (B.totals.temporary_allocations === null || W2.totals.temporary_allocations === null)) o.disabled = true;
+        if (i === dc) o.selected = true;
+        sel.append(o);
+      });
+      sel.addEventListener('change', () => { dc = +sel.value; ddraw[current()](); });
+      return el('label', null, 'Cost ', sel);
+    };
+    const current = () => { for (const b of nav.children) if (b.classList.contains('on')) return b.dataset.view; return 'dsummary'; };
+
+    /* differential flame graph: a frame's width is the sum over its rows
+     * of the larger of base and new, its colour the change (red: growth,
+     * blue: shrink) */
+    let dzoom = null, dtreeCost = -1, dtree = null;
+    function buildDiffTree(c) {
+      const root = { name: 'all', f: -1, b: 0, n: 0, w: 0, kids: new Map(), parent: null };
+      for (const r of R) {
+        const b = bv(r, c), n = nv(r, c), w = Math.max(b, n);
+        if (!w) continue;
+        const fr = [];
+        for (let x = r[0]; x >= 0; x = N[2 * x] - 1) fr.push(N[2 * x + 1]);
+        let cur = root;
+        root.b += b; root.n += n; root.w += w;
+        for (let j = fr.length - 1; j >= 0; j--) {
+          const key = fname(fr[j]);
+          let k = cur.kids.get(key);
+          if (!k) { k = { name: key, f: fr[j], b: 0, n: 0, w: 0, kids: new Map(), parent: cur }; cur.kids.set(key, k); }
+          k.b += b; k.n += n; k.w += w;
+          cur = k;
+        }
+      }
+      return root;
+    }
+    function dcolor(n) {
+      const d = n.n - n.b, m = Math.max(n.b, n.n) || 1, x = Math.min(1, Math.abs(d) / m);
+      if (!d) return 'hsl(0,0%,85%)';
+      return d > 0 ? 'hsl(0,' + Math.round(40 + 50 * x) + '%,' + Math.round(82 - 30 * x) + '%)' : 'hsl(215,' + Math.round(40 + 50 * x) + '%,' + Math.round(82 - 30 * x) + '%)';
+    }
+    ddraw.dflame = function () {
+      const sec = $('view-dflame');
+      if (dtreeCost !== dc) { dtree = buildDiffTree(dc); dtreeCost = dc; dzoom = null; }
+      const root = dtree;
+      if (!dzoom) dzoom = root;
+      sec.textContent = '';
+      sec.append(el('div', { class: 'toolbar' }, costBox(), el('button', { text: 'Reset zoom', id: 'dfg-reset', onclick: () => { dzoom = null; ddraw.dflame(); } }),
+        el('span', { class: 'help', text: 'Width: the larger of base and new; red grew, blue shrank.' })));
+      const path = el('div', { id: 'dfg-path' });
+      const box = el('div', { id: 'dfg', class: 'fgbox' });
+      sec.append(path, box);
+      const Wd = box.clientWidth || 1100, c = dc, ROWH = 18;
+      const out = [];
+      const anc = [];
+      for (let a = dzoom.parent; a; a = a.parent) anc.unshift(a);
+      anc.forEach((a, d) => out.push([a, d, 0, Wd, true]));
+      let maxD = anc.length;
+      if (dzoom.w > 0) {
+        const st = [[dzoom, anc.length, 0]];
+        while (st.length) {
+          const [n, d, x0] = st.pop();
+          const w = Wd * n.w / dzoom.w;
+          if (w < 0.5) continue;
+          out.push([n, d, x0, w, false]);
+          maxD = Math.max(maxD, d);
+          let x = x0;
+          for (const k of [...n.kids.values()].sort((a, b2) => b2.w - a.w || (a.name < b2.name ? -1 : 1))) { st.push([k, d + 1, x]); x += Wd * k.w / dzoom.w; }
+        }
+      }
+      box.style.height = (maxD + 1) * ROWH + 'px';
+      const frag = document.createDocumentFragment();
+      for (const [n, d, x0, w, isAnc] of out) {
+        const e = el('div', { class: 'fr' + (isAnc ? ' anc' : '') });
+        e.style.left = x0 + 'px';
+        e.style.width = Math.max(w, 1) + 'px';
+        e.style.top = d * ROWH + 'px';
+        e.style.background = dcolor(n);
+        e.dataset.depth = String(d);
+        e.dataset.base = String(n.b);
+        e.dataset.new = String(n.n);
+        if (w > 24) e.textContent = n === root ? 'all (' + signed(c, n.n - n.b) + ')' : n.name;
+        const tipText = [n.name].concat(n.f >= 0 && floc(n.f) ? [floc(n.f)] : [],
+          [DCOSTS[c].label + ': ' + fmtv(c, n.b) + ' \u2192 ' + fmtv(c, n.n) + ' (' + signed(c, n.n - n.b) + (n.b ? ', ' + rel(n.b, n.n) : '') + ')']).join('\n');
+        e.addEventListener('mousemove', (ev) => tipShow(ev, tipText));
+        e.addEventListener('mouseleave', tipHide);
+        e.addEventListener('click', () => { dzoom = n; tipHide(); ddraw.dflame(); });
+        e._node = n;
+        frag.append(e);
+      }
+      box.append(frag);
+      path.textContent = dzoom === root ? 'Click a frame to zoom into it.' : 'Zoomed into ' + dzoom.name + ': ' + fmtv(c, dzoom.b) + ' \u2192 ' + fmtv(c, dzoom.n);
+      path.dataset.base = String(dzoom.b);
+      path.dataset.new = String(dzoom.n);
+    };
+
+    /* the rows, sortable, with their stacks */
+    const rowFrames = (r) => { const o = []; for (let x = r[0]; x >= 0; x = N[2 * x] - 1) o.push(N[2 * x + 1]); return o; };
+    const leafOf = (r) => (r[0] >= 0 ? N[2 * r[0] + 1] : -1);
+    ddraw.dchanges = function () {
+      const sec = $('view-dchanges');
+      sec.textContent = '';
+      const only = el('input', { type: 'checkbox', id: 'dchanged-only' });
+      only.checked = dOnly;
+      only.addEventListener('change', () => { dOnly = only.checked; ddraw.dchanges(); });
+      sec.append(el('div', { class: 'toolbar' }, costBox(), el('label', null, only, ' only rows whose cost changed')));
+      const box = el('div');
+      sec.append(box);
+      const c = dc;
+      const rows = R.filter((r) => !dOnly || bv(r, c) !== nv(r, c));
+      sortTable(box, 'dchanges-table', [
+        { label: 'status', get: (r) => r[1] },
+        { label: 'function', get: (r) => { const f = leafOf(r); return f >= 0 ? fname(f) : '?'; }, cls: 'name' },
+        { label: 'location', get: (r) => { const f = leafOf(r); return f >= 0 ? floc(f) : ''; }, cls: 'loc' },
+        { label: 'base', num: true, get: (r) => bv(r, c), fmt: (v) => fmtv(c, v) },
+        { label: 'new', num: true, get: (r) => nv(r, c), fmt: (v) => fmtv(c, v) },
+        { label: 'change', num: true, get: (r) => nv(r, c) - bv(r, c), fmt: (v) => el('span', { class: v > 0 ? 'grow' : v < 0 ? 'shrink' : '', text: signed(c, v) }) },
+        { label: 'change %', num: true, get: (r) => (bv(r, c) ? (nv(r, c) - bv(r, c)) / bv(r, c) : nv(r, c) ? Number.MAX_VALUE : 0), fmt: (v) => (v === Number.MAX_VALUE ? 'new' : (100 * v).toFixed(1) + '%') },
+      ], rows, 5, (r) => {
+        const d = el('div', { class: 'stack' });
+        for (const f of rowFrames(r)) d.append(el('div', null, fname(f), ' ', el('span', { class: 'loc', text: floc(f) })));
+        return d;
+      });
+    };
+    let dOnly = true;
+    dshow('dsummary');
+    document.documentElement.dataset.ready = '1';
+    window.heaptrail = { data: D, show: dshow, diffTree: () => dtree };
+  }
+
+  /* ---- the filter bar ---- */
+  function filterNote() {
+    const parts = [];
+    if (FL.thread >= 0) parts.push('thread ' + threadLabel(FL.thread));
+    if (FL.module) parts.push('module ' + FL.module);
+    if (FL.fn) parts.push((FL.exclude ? 'not through ' : 'through ') + '"' + FL.fn + '"');
+    if (FL.leaked) parts.push('only blocks never freed');
+    if (FL.aliveAt !== null) parts.push('alive at ' + secs(FL.aliveAt) + ' (the end of its ' + secs((D.timeline.span_seconds || 0) / NB) + ' step)');
+    if (FL.minLife !== null) parts.push('alive for at least ' + secs(FL.minLife) + ' (rounded up to a power of two of ns; a block never freed lives to the end)');
+    const n = $('filter-note');
+    let shown = 0;
+    for (let i = 0; i < S.length; i++) shown += IN[i];
+    n.textContent = parts.length ? 'Filters: ' + parts.join(', ') + '. ' + count(shown) + ' of ' + count(S.length) + ' sites.' +
+      (perBlock && K < S.length ? ' Per-block filters count the ' + count(K) + ' sites that allocated most bytes.' : '') +
+      (FL.thread >= 0 ? ' Peak bytes and temporaries are not split by thread.' : '') + ' The size histogram is not filtered.' : '';
+    n.dataset.sites = String(shown);
+  }
+  function threadLabel(t) {
+    const th = (D.threads || [])[t];
+    return th ? th[0] + (th[2] !== null ? ' (' + th[2] + ')' : '') + ' tid ' + th[1] : String(t);
+  }
+  function filtersChanged() {
+    recompute();
+    if (win) setWindow(win); else redrawAll();
+    /* the chart's stacked sites follow the filters too */
+    drawn.time = current === 'time';
+    if (drawn.time) draw.time();
+  }
+  (function filterBar() {
+    const bar = $('filters');
+    if (summary) { bar.append(el('span', { class: 'help', text: 'Filters need events: a summary trace has none.' })); return; }
+    const th = el('select', { id: 'flt-thread' }, el('option', { value: '-1', text: 'all threads' }));
+    (D.threads || []).forEach((t, i) => th.append(el('option', { value: String(i), text: threadLabel(i) })));
+    th.addEventListener('change', () => { FL.thread = +th.value; filtersChanged(); });
+    const mods = new Set();
+    for (const f of F) if (f[3] !== null) mods.add(base(f[3]));
+    const md = el('select', { id: 'flt-module' }, el('option', { value: '', text: 'all modules' }));
+    for (const m of [...mods].sort()) md.append(el('option', { value: m, text: m }));
+    md.addEventListener('change', () => { FL.module = md.value; filtersChanged(); });
+    const fn = el('input', { type: 'search', id: 'flt-fn', placeholder: 'through function or file' });
+    fn.addEventListener('change', () => { FL.fn = fn.value; filtersChanged(); });
+    const ex = el('select', { id: 'flt-exclude' }, el('option', { value: '0', text: 'include' }), el('option', { value: '1', text: 'exclude' }));
+    ex.addEventListener('change', () => { FL.exclude = ex.value === '1'; if (FL.fn) filtersChanged(); });
+    const lk = el('input', { type: 'checkbox', id: 'flt-leaked' });
+    lk.addEventListener('change', () => { FL.leaked = lk.checked; filtersChanged(); });
+    const num = (id, key, scale) => {
+      const i = el('input', { type: 'number', id, min: '0', step: 'any' });
+      i.addEventListener('change', () => { FL[key] = i.value === '' ? null : +i.value * scale; filtersChanged(); });
+      return i;
+    };
+    const wm = el('select', { id: 'flt-winmode' }, el('option', { value: 'alloc', text: 'allocated in it' }),
+      el('option', { value: 'end', text: 'live at its end' }), el('option', { value: 'high', text: 'live at its high-water mark' }));
+    wm.addEventListener('change', () => { winMode = wm.value; filtersChanged(); });
+    bar.append(th, md, el('label', null, fn, ' ', ex), el('label', null, lk, ' only leaked'),
+      el('label', null, 'alive at ', num('flt-alive-at', 'aliveAt', 1), ' s'),
+      el('label', null, 'alive \u2265 ', num('flt-min-life', 'minLife', 1e-3), ' ms'),
+      el('label', null, 'window counts ', wm));
+  })();
+
+  /* ---- caller/callee: one function, who calls it and whom it calls ---- */
+  const ccSel = $('cc-cost');
+  COSTS.forEach((c, i) => {
+    const o = el('option', { value: String(i), text: c.label });
+    if (c.key === 'temporary' && !tempKnown) o.disabled = true;
+    ccSel.append(o);
+  });
+  let ccFn = null;
+  function ccCompute() {
+    const fns = new Map(), callers = new Map(), callees = new Map();
+    const get = (m, f) => { const nm = fname(f); let x = m.get(nm); if (!x) { x = { name: nm, f, self: new Float64Array(5), v: new Float64Array(5) }; m.set(nm, x); } return x; };
+    for (let i = 0; i < S.length; i++) {
+      if (!IN[i]) continue;
+      const fr = siteFrames(i), names = fr.map(fname);
+      if (!fr.length) continue;
+      const seen = new Set(), cs = new Map(), ce = new Map();
+      fr.forEach((f, j) => {
+        if (!seen.has(names[j])) { seen.add(names[j]); const x = get(fns, f); for (let c = 0; c < 5; c++) x.v[c] += V[i * 5 + c]; }
+        if (ccFn !== null && names[j] === ccFn) {
+          if (j + 1 < fr.length) cs.set(names[j + 1], fr[j + 1]);
+          if (j > 0) ce.set(names[j - 1], fr[j - 1]);
+        }
+      });
+      const x = get(fns, fr[0]);
+      for (let c = 0; c < 5; c++) x.self[c] += V[i * 5 + c];
+      for (const [m, set] of [[callers, cs], [callees, ce]]) for (const f of set.values()) { const y = get(m, f); for (let c = 0; c < 5; c++) y.v[c] += V[i * 5 + c]; }
+    }
+    return { fns, callers, callees };
+  }
+  draw.callers = function () {
+    const c = +ccSel.value, cc = ccCompute(), term = $('cc-search').value.toLowerCase();
+    const nameCols = [{ label: 'function', get: (r) => r.name, cls: 'name' }, { label: 'location', get: (r) => (r.f >= 0 ? floc(r.f) : ''), cls: 'loc' }];
+    const fmt = (v) => (COSTS[c].bytes ? size(v) : count(v));
+    const pick = (r) => { ccFn = r.name; draw.callers(); return el('span'); };
+    const selBox = $('cc-selected');
+    selBox.textContent = '';
+    const me = ccFn !== null ? cc.fns.get(ccFn) : null;
+    if (me) {
+      selBox.append(el('span', { id: 'cc-name', text: me.name }), ' ', el('span', { class: 'loc', text: floc(me.f) }), ': ' + COSTS[c].label + ' ',
+        el('span', { id: 'cc-total', 'data-value': String(me.v[c]), text: fmtCost(c, me.v[c]) }), ' in all, ',
+        el('span', { id: 'cc-self', 'data-value': String(me.self[c]), text: fmtCost(c, me.self[c]) }), ' itself');
+    } else {
+      selBox.textContent = ccFn !== null ? 'No cost through ' + ccFn + ' with these filters.' : 'No function picked.';
+    }
+    sortTable($('cc-callers'), 'cc-callers-table', nameCols.concat([{ label: 'through it', num: true, get: (r) => r.v[c], fmt }]),
+      [...cc.callers.values()], 2, pick);
+    sortTable($('cc-callees'), 'cc-callees-table', nameCols.concat([{ label: 'through it', num: true, get: (r) => r.v[c], fmt }]),
+      [...cc.callees.values()], 2, pick);
+    const rows = [...cc.fns.values()].filter((r) => r.v[c] > 0 && (!term || r.name.toLowerCase().includes(term)));
+    sortTable($('cc-functions'), 'cc-functions-table', nameCols.concat([
+      { label: 'total', num: true, get: (r) => r.v[c], fmt }, { label: 'self', num: true, get: (r) => r.self[c], fmt }]), rows, 2, pick);
+  };
+  ccSel.addEventListener('change', () => draw.callers());
+  $('cc-search').addEventListener('input', () => draw.callers());
+
+  recompute();
+
   show('summary');
+  document.documentElement.dataset.ready = '1'; /* the script ran to its end */
   /* for the tests and the curious: what the page computed */
-  window.heaptrail = { data: D, tree, setWindow, show };
+  window.heaptrail = { data: D, tree, setWindow, show, values: () => V, included: () => IN };
 })();

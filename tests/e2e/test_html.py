@@ -14,9 +14,34 @@ construction and whose function names and arguments are markup.
                 leaves temp_loop's 100 allocations alone; leaks, sizes and
                 temporaries show the program's figures; the markup names
                 (ESC, <img onerror>, </script>) are shown as text and
-                window.__pwned stays undefined
+                window.__pwned stays undefined; caller/callee of main and
+                leak_a; the sites stacked over time at their highest; a
+                window over the whole run counts the sites' allocations,
+                the leaks (live at its end) or the JSON report's peak bytes
+                (its high-water mark); the filters (only leaked, alive for
+                at least 20 ms, alive at the end and between the phases,
+                through or not through a function, thread, module) leave
+                the sites the program makes them
   html.modes    summary-mode and sampled traces open with no error, say
                 what they lack, and show the JSON report's totals
+  html.diff     `heaptrail diff --format html -o` on diffprog 1 -> 2 (the
+                programs of test_diff.py): self-contained; in the browser
+                the totals side by side equal `diff --format json`'s; the
+                differential flame graph's root holds both sides' totals,
+                grow's frame its 1000 B -> 2000 B, coloured as growth and
+                only_old's as a shrink, and a click zooms it to the width;
+                the changes table holds every row of the JSON diff with
+                both sides' figures, sorts by the change both ways, and
+                shows a row's stack
+  html.firefox  the report's and the diff's pages open from disk in headless
+                Firefox (firefox-esr over WebDriver BiDi, a fresh offline
+                profile): the script runs to its end, every tab opens, no
+                error is logged and nothing is requested; the figures are
+                the JSON report's
+  html.threads  named_threads (tests/programs/named_threads.c): the thread
+                filter leaves worker-1's and worker-2's 100 allocations of
+                10 B each at their shared site, and every thread together
+                gives the JSON report's figures
   html.cli      -o without --format html, the trace as -o, and -o through
                 a symbolic link are refused; - writes to stdout
 
@@ -26,6 +51,7 @@ Reports run with the ASan+UBSan CLI, so a memory error fails the test.
 import json
 import os
 import re
+import shutil
 
 import harness
 from harness import (PROGS, ROOT, asan_env, heaptrail_run, memo, need_tools, report,
@@ -224,6 +250,56 @@ def t_report(t):
          [[r[0], r[col["bytes allocated"]], r[ai]] for r in res["sites_window"]])
     t.eq("sites after clearing the window", len(res["sites_rows"]), len(res["sites_cleared"]))
 
+    # caller/callee: main's callers and callees with what went through each
+    peaks = {f: s["peak_bytes"] for f, s in want.items()}
+    leaked = {f: s["leaked_bytes"] for f, s in want.items() if s["leaked_bytes"]}
+    cm = res["cc_main"] or {"total": None, "self": None, "callers": [], "callees": []}
+    t.eq("caller/callee: main's total bytes", tot["bytes_allocated"], cm["total"])
+    t.eq("caller/callee: main's own bytes", 0, cm["self"])
+    t.eq("caller/callee: main's callees", sorted([["keep_some", 10000], ["temp_loop", 6400], [IMG_FN, 1001],
+                                                  [SCRIPT_FN, 1002]]), sorted([r[0], r[2]] for r in cm["callees"]))
+    t.eq("caller/callee: main's callers", [tot["bytes_allocated"]], [r[2] for r in cm["callers"]])
+    cl = res["cc_leak_a"] or {"name": None, "total": None, "self": None, "callers": [], "callees": []}
+    t.eq("caller/callee: leak_a", ("leak_a", 1001, 1001, [[IMG_FN, 1001]], []),
+         (cl["name"], cl["total"], cl["self"], [[r[0], r[2]] for r in cl["callers"]], cl["callees"]))
+
+    # the top sites stacked over time: each at its highest
+    t.eq("stacked sites (name, highest live bytes)",
+         [["keep_some", 10000], ["leak_b", 1002], ["leak_a", 1001], ["temp_loop", 64]], res["stacked"])
+
+    # the window's modes over the whole run: allocated in it (the sites),
+    # live at its end (the leaks), at its high-water mark (the peak)
+    def by_fn(rows):
+        return {r[0]: (r[2], r[3]) for r in rows}
+    md = res["modes"]
+    t.eq("window, allocated in it", {f: (s["bytes_allocated"], s["allocations"]) for f, s in want.items()},
+         by_fn(md.get("alloc", [])))
+    t.eq("window, live at its end (the leaks)", {f: (v, 1) for f, v in leaked.items()}, by_fn(md.get("end", [])))
+    t.eq("window, its high-water mark (the JSON report's peak bytes)",
+         {f: v for f, v in peaks.items() if v}, {f: v[0] for f, v in by_fn(md.get("high", [])).items()})
+    t.eq("high-water mark bytes sum to the peak", tot["peak_heap_bytes"], sum(v[0] for v in by_fn(md.get("high", [])).values()))
+    t.eq("first half, its high-water mark: one temp_loop block", {"temp_loop": (64, 1)}, by_fn(md.get("high_first_half", [])))
+
+    # the filters
+    fl = res["filters"]
+    t.eq("only leaked: sites and bytes", {f: (v, 1) for f, v in leaked.items()}, by_fn(fl["leaked"]))
+    t.eq("only leaked: flame graph root", [2003], fl["leaked_root"])
+    t.eq("only leaked: the sites stacked in the chart", [1002, 1001], fl["leaked_stacked"])
+    t.eq("alive for at least 20 ms: phase 2's blocks, not temp_loop's",
+         {"keep_some": (10000, 10), "leak_a": (1001, 1), "leak_b": (1002, 1)}, by_fn(fl["min_life"]))
+    t.eq("alive at the end", {f: (v, 1) for f, v in leaked.items()}, by_fn(fl["alive_end"]))
+    t.eq("alive at a quarter of the run (between the phases)", {}, by_fn(fl["alive_quarter"]))
+    t.eq("through 'leak_'", ["leak_a", "leak_b"], sorted(by_fn(fl["through"])))
+    t.eq("not through 'leak_'", ["keep_some", "temp_loop"], sorted(by_fn(fl["not_through"])))
+    t.eq("leaks through 'leak_a'", ["definitely lost: 1,001 B in 1 block (1 stack)"], fl["leak_a_titles"])
+    everything = {f: (s["bytes_allocated"], s["allocations"]) for f, s in want.items()}
+    t.eq("the main thread: every site", everything, by_fn(fl["thread"]))
+    t.check("thread 1" in fl["thread_note"], "the filter note does not name the thread: %r" % fl["thread_note"])
+    t.check("html_report" in fl["modules"], "no html_report in the module filter: %r" % fl["modules"])
+    t.eq("module html_report: every site", everything, by_fn(fl["module"]))
+    t.eq("no filter", everything, by_fn(fl["none"]))
+    t.eq("no filter note", "", fl["note_cleared"])
+
     # nothing ran from a name or an argument
     t.eq("window.__pwned", None, res["pwned"])
     t.eq("img elements", 0, res["imgs"])
@@ -261,8 +337,198 @@ def t_cli(t):
     t.check(text(p.out).startswith("<!DOCTYPE html>"), "-o - does not write the page to stdout")
 
 
+DIFF_CLIENT_JS = ROOT / "tests" / "e2e" / "clients" / "html_diff_check.cjs"
+
+
+def diffprog_trace(t, arg):
+    need_tools(t)
+    p = PROGS / "diffprog"
+    t.need(p.exists(), "%s not built (make programs)" % p)
+
+    def go():
+        tr = heaptrail_run([p, arg], [], timeout=TIMEOUT)
+        if tr.proc.rc != 0 or not tr.out_path.exists():
+            return None, "heaptrail run: %s: %s" % (tr.proc.describe(), tail(tr.proc.err))
+        return tr.out_path, None
+    path, err = memo(("html-diffprog", arg), go)
+    if err:
+        t.fatal(err)
+    return path
+
+
+def reddish(bg):
+    m = re.match(r"rgb\((\d+), (\d+), (\d+)\)", bg or "")
+    return m and int(m.group(1)) > int(m.group(3)) + 40
+
+
+def bluish(bg):
+    m = re.match(r"rgb\((\d+), (\d+), (\d+)\)", bg or "")
+    return m and int(m.group(3)) > int(m.group(1)) + 40
+
+
+def t_diff(t):
+    a, b = diffprog_trace(t, "1"), diffprog_trace(t, "2")
+    p = cli(t, ["diff", "--format", "json", a, b])
+    want = json.loads(text(p.out))
+    html = t.tmp / "d.html"
+    cli(t, ["diff", "--format", "html", "-o", html, a, b])
+    t.need(html.exists(), "no HTML written")
+    self_contained(t, html)
+    d = harness.clients_dir(t)
+    shots = t.tmp / "shots"
+    shots.mkdir(exist_ok=True)
+    env = dict(os.environ, NODE_PATH=os.path.join(d, "node_modules"), HOME=str(t.tmp))
+    p = run(["node", DIFF_CLIENT_JS, html, shots, "grow"], 180, env=env)
+    t.need(not p.timed_out, "the browser script timed out: %s" % p.describe())
+    try:
+        res = json.loads(text(p.out))
+    except ValueError:
+        t.fatal("browser script printed no JSON: %s %s" % (tail(p.out), tail(p.err, 1500)))
+    t.check(p.rc == 0, "%s failed: %s" % (p.describe(), tail(p.err, 1500)))
+    t.eq("browser console errors", [], res["errors"])
+    t.eq("network requests", [], res["requests"])
+
+    # the totals: both sides and the change, as the JSON diff
+    for key, v in want["totals"].items():
+        if key not in res["totals"] or key == "duration_seconds":
+            continue
+        got = res["totals"][key]
+        t.eq("total %s: base" % key, v["base"], None if got["base"] == "null" else int(got["base"]))
+        t.eq("total %s: new" % key, v["new"], None if got["new"] == "null" else int(got["new"]))
+    t.check("grow" in res["totals"]["bytes_allocated"]["cls"], "bytes allocated's growth not coloured")
+    t.check(res["status"].startswith("5 sites") and "2 changed, 1 new, 1 gone, 1 the same" in res["status"],
+            "status line: %r" % res["status"])
+
+    # the differential flame graph
+    fg = {f["name"]: f for f in res["fg"]}
+    tb, tn = want["totals"]["bytes_allocated"]["base"], want["totals"]["bytes_allocated"]["new"]
+    t.eq("flame root: base and new bytes", (tb, tn), (fg["all"]["base"], fg["all"]["new"]) if "all" in fg else None)
+    t.eq("grow's frame: base and new bytes", (1000, 2000), (fg["grow"]["base"], fg["grow"]["new"]) if "grow" in fg else None)
+    t.check("grow" in fg and reddish(fg["grow"]["bg"]), "grow is not coloured as growth: %r" % fg.get("grow"))
+    t.check("only_old" in fg and bluish(fg["only_old"]["bg"]), "only_old is not coloured as a shrink: %r" % fg.get("only_old"))
+    t.check("steady" in fg and not reddish(fg["steady"]["bg"]) and not bluish(fg["steady"]["bg"]),
+            "steady is coloured as a change: %r" % fg.get("steady"))
+    # width: the larger side, summed: only_old (200 B) and only_new (600 B) both drawn
+    if "only_old" in fg and "all" in fg:
+        w = res["fg_width"] * 200 / sum(max(s["base"]["bytes_allocated"], s["new"]["bytes_allocated"])
+                                        for s in want["sites"])
+        t.check(abs(fg["only_old"]["width"] - w) <= 1.5, "only_old is %.1f px, not %.1f" % (fg["only_old"]["width"], w))
+    t.check("diffprog.c:" in res.get("fg_tip", "") and "+1000 B" in res.get("fg_tip", ""),
+            "tooltip without file:line or the change: %r" % res.get("fg_tip"))
+    z = [f for f in res.get("fg_after", []) if f["name"] == "grow"]
+    t.check(len(z) == 1 and abs(z[0]["width"] - res["fg_width"]) <= 1, "grow not zoomed to the width: %r" % z)
+    t.eq("zoomed path", {"base": "1000", "new": "2000"}, {k: res.get("fg_path", {}).get(k) for k in ("base", "new")})
+    fa = {f["name"]: f for f in res["fg_alloc"]}
+    t.eq("flame by allocations: grow", (10, 20), (fa["grow"]["base"], fa["grow"]["new"]) if "grow" in fa else None)
+
+    # the changes table (by allocations: the cost last picked)
+    heads = res["changes_heads"]
+    t.eq("changes columns", ["status", "function", "location", "base", "new", "change", "change %"], heads)
+    got = {r[1]: r for r in res["changes_all"]}
+    wantrows = {s["stack"][0]["function"]: s for s in want["sites"]}
+    t.eq("rows", sorted(wantrows), sorted(got))
+    for fn, s in wantrows.items():
+        r = got.get(fn)
+        if r:
+            t.eq("row %s" % fn, [s["status"], s["base"]["allocations"], s["new"]["allocations"]],
+                 [r[0], r[3], r[4]])
+    t.eq("changed rows only (the default)", sorted(f for f, s in wantrows.items()
+                                                  if s["base"]["allocations"] != s["new"]["allocations"]),
+         sorted(r[1] for r in res["changes"]))
+    ch = [r[5] for r in res["changes_all"]]
+    t.eq("sorted by change, largest first", sorted(ch, reverse=True), ch)
+    ch = [r[5] for r in res["changes_asc"]]
+    t.eq("sorted by change again: smallest first", sorted(ch), ch)
+    t.check("only_old" in res["changes_stack"] and "main" in res["changes_stack"],
+            "the first row's stack: %r" % res["changes_stack"])
+
+    # -o only with html; neither trace is overwritten
+    p = cli(t, ["diff", "-o", t.tmp / "x.html", a, b], rc=2)
+    for victim in (a, b):
+        before = victim.read_bytes()
+        p = cli(t, ["diff", "--format", "html", "-o", victim, a, b], rc=1)
+        t.eq("%s untouched" % victim.name, before, victim.read_bytes())
+
+
+def t_threads(t):
+    need_tools(t)
+    p = PROGS / "named_threads"
+    t.need(p.exists(), "%s not built (make programs)" % p)
+    tr = heaptrail_run([p], [], timeout=TIMEOUT)
+    t.need(tr.out_path.exists(), "heaptrail run failed: %s" % tail(tr.proc.err))
+    rep = report(tr.out_path)
+    t.need(rep.data, "JSON report failed")
+    html = write_html(t, tr.out_path, "t.html")
+    d = harness.clients_dir(t)
+    env = dict(os.environ, NODE_PATH=os.path.join(d, "node_modules"), HOME=str(t.tmp), HT_THREADS_ONLY="1")
+    p = run(["node", CLIENT_JS, html, "", "work", "work"], 180, env=env)
+    t.need(not p.timed_out, "the browser script timed out: %s" % p.describe())
+    res = json.loads(text(p.out) or "{}")
+    t.check(p.rc == 0, "%s failed: %s" % (p.describe(), tail(p.err, 1500)))
+    t.eq("browser console errors", [], res.get("errors"))
+    th = res.get("threads", {})
+    # columns: function, location, bytes allocated, allocations, ...
+    total = {}
+    for s in rep.data["sites"]:
+        fn = s["stack"][0]["function"] if s["stack"] else "?"
+        a = total.setdefault(fn, [0, 0])
+        a[0] += s["bytes_allocated"]
+        a[1] += s["allocations"]
+    def summed(rows):
+        out = {}
+        for r in rows:
+            a = out.setdefault(r[0], [0, 0])
+            a[0] += r[2]
+            a[1] += r[3]
+        return out
+    t.eq("all threads", total, summed(th.get("all threads", [])))
+    for name in ("worker-1", "worker-2"):
+        label = [k for k in th if "(" + name + ")" in k]
+        t.eq("a thread labelled %s" % name, 1, len(label))
+        if label:
+            t.eq("%s's sites" % name, {"work": [1000, 100]}, summed(th[label[0]]))
+
+
+FIREFOX_CLIENT_JS = ROOT / "tests" / "e2e" / "clients" / "html_firefox_check.cjs"
+
+
+def t_firefox(t):
+    ff = shutil.which("firefox") or shutil.which("firefox-esr")
+    t.need(ff, "firefox not found (scripts/setup.sh installs firefox-esr)")
+    trace, rep = traced(t)
+    pages = [(write_html(t, trace, "r.html"), "report")]
+    a, b = diffprog_trace(t, "1"), diffprog_trace(t, "2")
+    dh = t.tmp / "d.html"
+    cli(t, ["diff", "--format", "html", "-o", dh, a, b])
+    pages.append((dh, "diff"))
+    d = harness.clients_dir(t)
+    env = dict(os.environ, NODE_PATH=os.path.join(d, "node_modules"), HOME=str(t.tmp), FIREFOX=ff)
+    for html, kind in pages:
+        p = run(["node", FIREFOX_CLIENT_JS, html], 150, env=env)
+        t.need(not p.timed_out, "firefox timed out: %s" % p.describe())
+        try:
+            res = json.loads(text(p.out))
+        except ValueError:
+            t.fatal("%s: firefox script printed no JSON: %s %s" % (kind, tail(p.out), tail(p.err, 1500)))
+        t.check(p.rc == 0, "%s failed: %s" % (p.describe(), tail(p.err, 1500)))
+        t.eq("%s: firefox errors" % kind, [], res["errors"])
+        t.eq("%s: firefox requests" % kind, [], res["requests"])
+        t.eq("%s: the script ran to its end" % kind, "1", res.get("ready"))
+        t.eq("%s: window.__pwned" % kind, None, res.get("pwned"))
+        t.check(res.get("frames", 0) > 3, "%s: no flame graph drawn in firefox" % kind)
+        if kind == "report":
+            t.eq("firefox: allocations", str(rep["totals"]["allocations"]), res.get("allocations"))
+            t.eq("firefox: bytes", str(rep["totals"]["bytes_allocated"]), res.get("bytes"))
+            t.check("Caller/callee" in res.get("tabs", []), "tabs: %r" % res.get("tabs"))
+        else:
+            t.check(res.get("diff_bytes") not in (None, "null"), "firefox: no diff totals")
+
+
 TESTS = [
     ("html.report", t_report),
     ("html.modes", t_modes),
+    ("html.diff", t_diff),
+    ("html.threads", t_threads),
+    ("html.firefox", t_firefox),
     ("html.cli", t_cli),
 ]

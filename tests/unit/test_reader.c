@@ -482,6 +482,78 @@ static void test_modules(void)
 	free(body.p);
 }
 
+/* Sites fold by frames: a library (its file gone, so frames are module and
+ * offset) loaded at two addresses in turn, one call site reached from both
+ * loads and another from the first: two sites by frames, three by address. */
+static void test_fold_sites(void)
+{
+	buf_t body = { 0 };
+	const char *argv[] = { "prog" };
+	const uint64_t b1 = 0x7f0000000000, b2 = 0x7f1000000000;
+	uint64_t s1[] = { b1 + 0x1100, 0x401100 }, s2[] = { b2 + 0x1100, 0x401100 };
+	uint64_t s3[] = { b1 + 0x1200, 0x401100 };
+	rec_process(&body, 1, argv);
+	rec_module(&body, 1, 0, 0, "/nonexistent/prog", 0x400000, 0x10000);
+	rec_module(&body, 2, 10, b1, "/nonexistent/libplug.so", 0x1000, 0x2000);
+	blk_t k;
+	blk_begin(&k, 100, 100);
+	ev_stack(&k, 1, 2, s1);
+	ev_alloc(&k, 100, 0x10000, 10, 1);
+	ev_stack(&k, 3, 2, s3);
+	ev_alloc(&k, 110, 0x20000, 30, 3);
+	blk_end(&body, &k);
+	buf_t pl = { 0 };
+	put_u(&pl, 2);
+	put_u(&pl, 200);
+	record(&body, HT_REC_MODULE_UNLOAD, &pl);
+	free(pl.p);
+	rec_module(&body, 3, 300, b2, "/nonexistent/libplug.so", 0x1000, 0x2000);
+	blk_begin(&k, 100, 400);
+	ev_stack(&k, 2, 2, s2);
+	ev_alloc(&k, 400, 0x30000, 20, 2);
+	ev_free(&k, 410, 0x10000);
+	blk_end(&body, &k);
+	buf_t file = make_file(&body, false, HT_FORMAT_MAJOR);
+	ht_trace_t *t;
+	int rc = ht_reader_load_mem(file.p, file.len, NULL, &t);
+	CHECK_EQ(rc, 0);
+	if (rc == 0) {
+		ht_model_t *m = NULL;
+		CHECK_EQ(ht_model_build(t, &m), 0);
+		if (m)
+			CHECK_EQ(m->nsites, 3);
+		ht_model_free(m);
+		ht_symbolizer_t *sym = ht_symbolizer_new();
+		ht_trace_add_modules(t, sym);
+		m = NULL;
+		CHECK_EQ(ht_model_build_sym(t, sym, &m), 0);
+		if (m && m->nsites == 2) {
+			const ht_site_t *a = &m->sites[0], *c = &m->sites[1];
+			CHECK_EQ(a->stack_id, 1);
+			CHECK_EQ(a->allocations, 2);
+			CHECK_EQ(a->bytes_allocated, 30);
+			CHECK_EQ(a->frees, 1);
+			CHECK_EQ(a->leaked_bytes, 20);
+			CHECK_EQ(a->largest, 20);
+			CHECK_EQ(a->first_time, 100);
+			CHECK_EQ(c->allocations, 1);
+			CHECK_EQ(ht_model_site_of(m, 1), 0);
+			CHECK_EQ(ht_model_site_of(m, 2), 0);
+			CHECK_EQ(ht_model_site_of(m, 3), 1);
+			CHECK_EQ(m->nlive_end, 2);
+			for (size_t i = 0; i < m->nlive_end; i++)
+				CHECK_EQ(m->live_end[i].site, m->live_end[i].addr == 0x30000 ? 0 : 1);
+		} else {
+			CHECK_EQ(m ? m->nsites : 0, 2);
+		}
+		ht_model_free(m);
+		ht_symbolizer_free(sym);
+	}
+	ht_trace_free(t);
+	free(file.p);
+	free(body.p);
+}
+
 /* ---- test 5: JSON escaping and the contract's fields ------------------------------- */
 
 static void test_json(void)
@@ -2777,6 +2849,7 @@ int main(void)
 	test_realloc_order();
 	test_damage();
 	test_modules();
+	test_fold_sites();
 	test_json();
 	test_function_events();
 	test_function_depth_cap();

@@ -45,6 +45,17 @@ async function main() {
     out.load_ms = Date.now() - t0;
     out.title = await page.title();
 
+    if (process.env.HT_THREADS_ONLY) { /* the sites table under each thread of the filter */
+      out.threads = {};
+      const opts = await page.$$eval('#flt-thread option', (os) => os.map((o) => [o.value, o.textContent]));
+      await page.click('#tabs button[data-view=sites]');
+      for (const [v, label] of opts) {
+        await page.selectOption('#flt-thread', v);
+        out.threads[label] = await page.$$eval('#sites-table tbody tr.row', (trs) => trs.map((tr) =>
+          [...tr.children].map((td) => (td.dataset.value !== undefined ? +td.dataset.value : td.textContent))));
+      }
+      return;
+    }
     /* summary: every figure with its exact value */
     out.summary = await page.$$eval('td[id^=sum-]', (tds) => Object.fromEntries(tds.map((td) =>
       [td.id.slice(4), { text: td.textContent, value: td.dataset.value === undefined ? null : td.dataset.value }])));
@@ -130,6 +141,109 @@ async function main() {
     out.sites_window = await rows('sites-table');
     await page.click('#window-clear');
     out.sites_cleared = await rows('sites-table');
+    }
+
+    /* caller/callee: main, then leak_a found by the search */
+    await page.click('#tabs button[data-view=callers]');
+    const ccPick = async (name) => {
+      await page.fill('#cc-search', name);
+      const r = page.locator('#cc-functions-table tbody tr.row').filter({ has: page.locator('td.name', { hasText: new RegExp('^\\s*' + name + '$') }) });
+      if (await r.count() === 0) return null; /* a sampled trace may lack it */
+      await r.first().click();
+      return {
+        name: await page.$eval('#cc-name', (e) => e.textContent).catch(() => null),
+        total: await page.$eval('#cc-total', (e) => +e.dataset.value).catch(() => null),
+        self: await page.$eval('#cc-self', (e) => +e.dataset.value).catch(() => null),
+        callers: await rows('cc-callers-table'),
+        callees: await rows('cc-callees-table'),
+      };
+    };
+    out.cc_main = await ccPick('main');
+    await shot('callers');
+    out.cc_leak_a = await ccPick('leak_a');
+
+    /* the top sites stacked in the chart */
+    await page.click('#tabs button[data-view=time]');
+    out.stacked = await page.$$eval('#chart path.stacked', (ps) => ps.map((p) => {
+      const i = +p.dataset.site, S = window.heaptrail.data.sites, F = window.heaptrail.data.frames, N = window.heaptrail.data.nodes;
+      const n = S[i][0];
+      return [n >= 0 ? F[N[2 * n + 1]][0] : '?', +p.dataset.max];
+    }));
+    /* the window modes over the whole run, then the first half */
+    const drag = async (from, to) => {
+      const h = await page.$('#chart-hit');
+      const bb = await h.boundingBox();
+      await page.mouse.move(bb.x + bb.width * from + 1, bb.y + bb.height / 2);
+      await page.mouse.down();
+      await page.mouse.move(bb.x + bb.width * (from + to) / 2, bb.y + bb.height / 2, { steps: 4 });
+      await page.mouse.move(bb.x + bb.width * to - 1, bb.y + bb.height / 2, { steps: 4 });
+      await page.mouse.up();
+    };
+    const sitesNow = async () => { await page.click('#tabs button[data-view=sites]'); const r = await rows('sites-table'); await page.click('#tabs button[data-view=time]'); return r; };
+    out.modes = {};
+    if (await page.$('#chart-hit')) {
+      await drag(0, 1);
+      for (const m of ['alloc', 'end', 'high']) {
+        await page.selectOption('#flt-winmode', m);
+        out.modes[m] = await sitesNow();
+      }
+      await shot('time-stacked');
+      await page.click('#tabs button[data-view=time]');
+      await drag(0, 0.5);
+      out.modes.high_first_half = await sitesNow();
+      await page.selectOption('#flt-winmode', 'alloc');
+      await page.click('#window-clear');
+    }
+
+    /* filters, one at a time, on the sites table (and the flame graph, leaks) */
+    out.filters = {};
+    const siteRows = async () => { await page.click('#tabs button[data-view=sites]'); return rows('sites-table'); };
+    if (await page.$('#flt-leaked')) { /* not in a summary trace's page */
+    await page.click('#tabs button[data-view=sites]'); /* the chart drawn before, filtered while hidden */
+    await page.check('#flt-leaked');
+    out.filters.leaked = await siteRows();
+    await page.click('#tabs button[data-view=flame]');
+    await page.selectOption('#fg-cost', '0');
+    out.filters.leaked_root = (await frames()).filter((f) => f.depth === 0).map((f) => f.value);
+    await page.click('#tabs button[data-view=time]');
+    out.filters.leaked_stacked = await page.$$eval('#chart path.stacked', (ps) => ps.map((p) => +p.dataset.max));
+    await page.uncheck('#flt-leaked');
+    await page.fill('#flt-min-life', '20');
+    await page.dispatchEvent('#flt-min-life', 'change');
+    out.filters.min_life = await siteRows();
+    await page.fill('#flt-min-life', '');
+    await page.dispatchEvent('#flt-min-life', 'change');
+    const span = await page.evaluate(() => window.heaptrail.data.timeline.span_seconds);
+    await page.fill('#flt-alive-at', String(span));
+    await page.dispatchEvent('#flt-alive-at', 'change');
+    out.filters.alive_end = await siteRows();
+    await page.fill('#flt-alive-at', String(span / 4));
+    await page.dispatchEvent('#flt-alive-at', 'change');
+    out.filters.alive_quarter = await siteRows();
+    await page.fill('#flt-alive-at', '');
+    await page.dispatchEvent('#flt-alive-at', 'change');
+    await page.fill('#flt-fn', 'leak_');
+    await page.dispatchEvent('#flt-fn', 'change');
+    out.filters.through = await siteRows();
+    await page.selectOption('#flt-exclude', '1');
+    out.filters.not_through = await siteRows();
+    await page.selectOption('#flt-exclude', '0');
+    await page.fill('#flt-fn', 'leak_a');
+    await page.dispatchEvent('#flt-fn', 'change');
+    await page.click('#tabs button[data-view=leaks]');
+    out.filters.leak_a_titles = await page.$$eval('#leaks h2', (hs) => hs.map((h) => h.textContent));
+    await page.fill('#flt-fn', '');
+    await page.dispatchEvent('#flt-fn', 'change');
+    await page.selectOption('#flt-thread', '0');
+    out.filters.thread = await siteRows();
+    out.filters.thread_note = await page.$eval('#filter-note', (e) => e.textContent);
+    await page.selectOption('#flt-thread', '-1');
+    out.filters.modules = await page.$$eval('#flt-module option', (os) => os.map((o) => o.value));
+    await page.selectOption('#flt-module', 'html_report');
+    out.filters.module = await siteRows();
+    await page.selectOption('#flt-module', '');
+    out.filters.none = await siteRows();
+    out.filters.note_cleared = await page.$eval('#filter-note', (e) => e.textContent);
     }
 
     /* what the page holds: no markup from a name */

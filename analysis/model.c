@@ -1074,6 +1074,7 @@ static int model_end(void *ctx)
 		if (r->site_by_stack.vals[i] != HT_MAP_NONE)
 			r->site_by_stack.vals[i] = r->remap[r->site_by_stack.vals[i]];
 	m->site_of = r->site_by_stack;
+	m->site_map = &m->site_of;
 	memset(&r->site_by_stack, 0, sizeof(r->site_by_stack));
 
 	/* the END record's peak RSS is the kernel's high-water mark: prefer it */
@@ -1091,6 +1092,10 @@ static int model_end(void *ctx)
 static void model_fini(void *ctx)
 {
 	replay_t *r = ctx;
+	/* a pass that stopped early: the model (freed after its pass) no longer
+	 * has the running map */
+	if (r->m->site_map == &r->site_by_stack)
+		r->m->site_map = NULL;
 	free(r->tlc);
 	free(r->sp);
 	free(r->thread_num);
@@ -1120,6 +1125,7 @@ int ht_model_attach(ht_pass_t *p, const ht_trace_t *t, const size_t *tl_sizes, s
 	m->trace = t;
 	m->sample_rate = (double)t->sample_rate;
 	r->m = m;
+	m->site_map = &r->site_by_stack;
 	r->pass = p;
 	r->rate = m->sample_rate;
 	r->sym = sym;
@@ -1274,6 +1280,12 @@ uint32_t ht_model_site_of(const ht_model_t *m, uint64_t stack_id)
 	return ht_map_get(&m->site_of, stack_id);
 }
 
+uint64_t ht_model_site_stack(const ht_model_t *m, uint64_t stack_id)
+{
+	uint32_t i = m->site_map ? ht_map_get(m->site_map, stack_id) : HT_MAP_NONE;
+	return i == HT_MAP_NONE || i >= m->nsites ? stack_id : m->sites[i].stack_id;
+}
+
 void ht_model_add_modules(const ht_model_t *m, ht_symbolizer_t *sym)
 {
 	ht_trace_add_modules(m->trace, sym);
@@ -1369,6 +1381,8 @@ long ht_model_frames(const ht_model_t *m, ht_symbolizer_t *sym, const ht_site_t 
 typedef struct heap_replay {
 	ht_replay_fn fn;
 	void *ctx;
+	int (*on_end)(void *ctx);   /* ht_model_replay_attach's */
+	void (*fini)(void *ctx);
 	double rate;
 	double heap_w;	 /* exact in an unsampled trace: sums of 1 */
 	double heap_est; /* sampled: rounded once, as heap_now() */
@@ -1414,9 +1428,37 @@ static int heap_replay_event(void *ctx, const ht_event_t *ev, const ht_heap_step
 	return h->fn(h->ctx, ev, &st);
 }
 
+static int heap_replay_end(void *ctx)
+{
+	heap_replay_t *h = ctx;
+	return h->on_end ? h->on_end(h->ctx) : 0;
+}
+
+static void heap_replay_fini(void *ctx)
+{
+	heap_replay_t *h = ctx;
+	if (h->fini)
+		h->fini(h->ctx);
+	free(h);
+}
+
+int ht_model_replay_attach(ht_pass_t *p, const ht_trace_t *t, ht_replay_fn fn,
+			   int (*on_end)(void *ctx), void (*fini)(void *ctx), void *ctx)
+{
+	heap_replay_t *h = malloc(sizeof(*h));
+	if (!h) {
+		if (fini)
+			fini(ctx);
+		return -ENOMEM;
+	}
+	*h = (heap_replay_t){ fn, ctx, on_end, fini, (double)t->sample_rate, 0, 0, 0 };
+	ht_pass_consumer_t c = { 0, true, true, heap_replay_event, heap_replay_end, heap_replay_fini, h };
+	return ht_pass_add(p, &c);
+}
+
 int ht_model_replay(const ht_model_t *m, ht_replay_fn fn, void *ctx)
 {
-	heap_replay_t h = { fn, ctx, m->sample_rate, 0, 0, 0 };
+	heap_replay_t h = { fn, ctx, NULL, NULL, m->sample_rate, 0, 0, 0 };
 	ht_pass_consumer_t c = { 0, true, true, heap_replay_event, NULL, NULL, &h };
 	ht_pass_t *p;
 	int e = ht_pass_new(m->trace, &p);

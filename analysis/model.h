@@ -178,6 +178,8 @@ typedef struct ht_model {
 	 * the model. */
 	struct ht_resources *resources;
 	ht_map_t site_of; /* every allocation stack id -> its site (ht_model_site_of) */
+	/* site_of, or while the model's pass runs the map it fills */
+	const ht_map_t *site_map;
 } ht_model_t;
 
 /* Replay t (which must outlive the model), one site per stack id. Returns
@@ -204,6 +206,10 @@ int ht_model_attach(struct ht_pass *p, const ht_trace_t *t, const size_t *tl_siz
 /* The site of an allocation stack id (the events' stack_id), or
  * HT_MAP_NONE when no allocation had it. */
 uint32_t ht_model_site_of(const ht_model_t *m, uint64_t stack_id);
+/* The stack id that names stack_id's site (its first stack), or stack_id
+ * when no site has it: valid for an event's stack while the model's pass
+ * runs (once the model has seen the event), for writers that stream. */
+uint64_t ht_model_site_stack(const ht_model_t *m, uint64_t stack_id);
 
 /* Orders for ht_model_sort. */
 typedef enum ht_site_order {
@@ -263,6 +269,12 @@ typedef int (*ht_replay_fn)(void *ctx, const ht_event_t *ev, const ht_replay_ste
  * value is totals.peak_heap_bytes, first reached at totals.peak_time_ns.
  * Returns 0, -ENOMEM, or fn's non-zero value. */
 int ht_model_replay(const ht_model_t *m, ht_replay_fn fn, void *ctx);
+/* The same replay as a consumer of pass p, beside the model and others:
+ * fn for every heap event, then on_end (may be NULL) after the last;
+ * fini(ctx) (may be NULL) when the pass is freed, or now if this fails.
+ * Returns 0 or -ENOMEM. */
+int ht_model_replay_attach(struct ht_pass *p, const ht_trace_t *t, ht_replay_fn fn,
+			   int (*on_end)(void *ctx), void (*fini)(void *ctx), void *ctx);
 
 /* One slice of time: [start_ns, end_ns), the last one closed at its end. */
 typedef struct ht_tl_bucket {

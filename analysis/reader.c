@@ -2461,8 +2461,19 @@ int ht_merge_new(const ht_trace_t *t, ht_merge_t **out)
 	return ht_merge_new_ex(t, 0, UINT32_MAX, out);
 }
 
+/* Merges made in this process, printed at exit when HEAPTRAIL_MERGE_STATS
+ * is set: how many times a command read the events (docs/INTERNALS.md). */
+static unsigned long merges_made;
+
+static void print_merges(void)
+{
+	fprintf(stderr, "heaptrail: merges: %lu\n", merges_made);
+}
+
 int ht_merge_new_ex(const ht_trace_t *t, unsigned flags, uint32_t thread, ht_merge_t **out)
 {
+	if (!merges_made++ && getenv("HEAPTRAIL_MERGE_STATS"))
+		atexit(print_merges);
 	ht_merge_t *m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;

@@ -28,9 +28,9 @@
 #include "report/export.h"
 #include "report/report.h"
 #include "report/badfree_section.h"
-#include "report/functions_section.h" /* by path: analysis/functions.h has the same name */
+#include "report/functions_section.h"
 #include "analysis/marks.h"
-#include "report/marks_section.h" /* likewise */
+#include "report/marks_section.h"
 #include "report/html.h"
 #include "analysis/symbolize.h"
 #include "report/timeline.h"
@@ -540,6 +540,36 @@ typedef struct analyses {
 	ht_fn_profile_t *fp;
 } analyses_t;
 
+/* Loads a trace, printing why when it cannot. Returns 0 or 1. */
+static int load_trace(const char *path, ht_trace_t **tp)
+{
+	ht_trace_t *t = NULL;
+	int r = ht_reader_load_file(path, NULL, &t);
+	if (r < 0) {
+		if (t && t->message[0])
+			fprintf(stderr, "heaptrail: %s: %s\n", HT_TEXT(path), HT_TEXT(t->message));
+		else
+			fprintf(stderr, "heaptrail: %s: %s\n", HT_TEXT(path), ht_strerror(r));
+		ht_trace_free(t);
+		return 1;
+	}
+	*tp = t;
+	return 0;
+}
+
+/* After its pass: what a damaged trace lost. */
+static void trace_warnings(const char *path, const ht_trace_t *t)
+{
+	if (t->checksum_bad)
+		fprintf(stderr, "heaptrail: warning: %s: the zstd frame at file offset %" PRIu64
+				" fails its checksum: a byte changed after the trace was written; "
+				"figures from decompressed offset %" PRIu64 " on may be wrong\n",
+			HT_TEXT(path), t->checksum_file_offset, t->checksum_body_offset);
+	if (t->error)
+		fprintf(stderr, "heaptrail: warning: %s: %s; reporting the records complete before it\n",
+			HT_TEXT(path), HT_TEXT(t->message));
+}
+
 /* Loads a trace and builds its model, and what `an` asks for, in one pass
  * (analysis/pass.h), printing why when it cannot. tl_buckets: a timeline the
  * caller will ask for (folded by the model's replay), 0 for none. want:
@@ -553,15 +583,9 @@ static int load_analyses(const char *path, size_t tl_buckets, bool by_address,
 			 ht_trace_t **tp, ht_model_t **mp, ht_symbolizer_t **symp, analyses_t *an)
 {
 	ht_trace_t *t = NULL;
-	int r = ht_reader_load_file(path, NULL, &t);
-	if (r < 0) {
-		if (t && t->message[0])
-			fprintf(stderr, "heaptrail: %s: %s\n", HT_TEXT(path), HT_TEXT(t->message));
-		else
-			fprintf(stderr, "heaptrail: %s: %s\n", HT_TEXT(path), ht_strerror(r));
-		ht_trace_free(t);
+	int r;
+	if (load_trace(path, &t))
 		return 1;
-	}
 	if (an && want)
 		want(t, an, ctx);
 	ht_symbolizer_t *sym = ht_symbolizer_new();
@@ -592,14 +616,7 @@ static int load_analyses(const char *path, size_t tl_buckets, bool by_address,
 	}
 	if (mk && !by_address)
 		ht_marks_fold_sites(mk, m);
-	if (t->checksum_bad)
-		fprintf(stderr, "heaptrail: warning: %s: the zstd frame at file offset %" PRIu64
-				" fails its checksum: a byte changed after the trace was written; "
-				"figures from decompressed offset %" PRIu64 " on may be wrong\n",
-			HT_TEXT(path), t->checksum_file_offset, t->checksum_body_offset);
-	if (t->error)
-		fprintf(stderr, "heaptrail: warning: %s: %s; reporting the records complete before it\n",
-			HT_TEXT(path), HT_TEXT(t->message));
+	trace_warnings(path, t);
 	*tp = t;
 	*mp = m;
 	*symp = sym;
@@ -1296,6 +1313,73 @@ static void list_formats(FILE *out)
 		fprintf(out, "  %-12s %s\n", e->name, e->what);
 }
 
+/* The export of t to out: one pass builds the model and what the format
+ * collects beside it (its table entry says what); heaptrack's format then
+ * takes its second pass (report/heaptrack.c says why). The events format is
+ * written while the pass runs. Returns 0, a negative error code of the
+ * writing, or 1 after printing why the trace could not be read. */
+static int convert_write(FILE *out, const char *path, const ht_trace_t *t,
+			 const ht_exporter_t *fmt, const ht_export_opts_t *eo, bool by_address)
+{
+	ht_model_t *m = NULL;
+	ht_symbolizer_t *sym = ht_symbolizer_new();
+	if (sym)
+		ht_trace_add_modules(t, sym);
+	else
+		fprintf(stderr, "heaptrail: warning: no symbolizer, frames show addresses only\n");
+	ht_activity_t *act = NULL;
+	ht_fn_spans_t *spans = NULL;
+	ht_events_writer_t *ew = NULL;
+	ht_event_log_t elog;
+	ht_hk_plan_t *plan = NULL;
+	ht_heaptrack_writer_t *hw = NULL;
+	size_t tl = fmt->tl_buckets;
+	ht_pass_t *p = NULL;
+	int r;
+	/* the modules are declared before the pass: the sites fold by frames
+	 * as they come, and the events format symbolizes as it goes */
+	if (!(r = ht_pass_new(t, &p)) &&
+	    !(r = ht_model_attach(p, t, &tl, tl ? 1 : 0, by_address ? NULL : sym, &m))) {
+		if (!(r = ht_resources_attach(p, t, &m->resources)) &&
+		    !((fmt->collect & HT_COLLECT_ACTIVITY) &&
+		      ((r = ht_activity_attach(p, t, HT_ACTIVITY_BUCKETS, &act)) ||
+		       (r = ht_fn_spans_attach(p, t, 0, &spans)))) &&
+		    !((fmt->collect & HT_COLLECT_EVENTS) &&
+		      ((r = ht_events_begin(out, m, sym, &ew)) ||
+		       (r = ht_event_log_attach(p, t, ht_events_record, ew, &elog)))) &&
+		    !((fmt->collect & HT_COLLECT_HEAPTRACK) &&
+		      (r = ht_hk_plan_attach(p, t, &m->totals.peak_heap_bytes, &plan))))
+			r = ht_pass_run(p);
+	}
+	ht_pass_free(p);
+	p = NULL;
+	if (r && !ferror(out)) {
+		fprintf(stderr, "heaptrail: %s: %s\n", HT_TEXT(path), ht_strerror(r));
+		r = 1;
+	}
+	if (!r)
+		trace_warnings(path, t);
+	if (!r && (fmt->collect & HT_COLLECT_HEAPTRACK)) {
+		/* the second pass writes the file */
+		if (!(r = ht_pass_new(t, &p)) && !(r = ht_heaptrack_attach(p, out, m, sym, plan, &hw)) &&
+		    !(r = ht_pass_run(p)))
+			r = ht_heaptrack_finish(hw);
+		ht_pass_free(p);
+	} else if (!r) {
+		ht_export_data_t d = { tl ? &m->timelines[0] : NULL, act, spans,
+				       ew ? &elog : NULL, plan };
+		r = fmt->write(out, m, sym, eo, &d);
+	}
+	ht_heaptrack_writer_free(hw);
+	ht_hk_plan_free(plan);
+	ht_events_writer_free(ew);
+	ht_fn_spans_free(spans);
+	ht_activity_free(act);
+	ht_symbolizer_free(sym);
+	ht_model_free(m);
+	return r;
+}
+
 static int cmd_convert(int argc, char **argv)
 {
 	const ht_exporter_t *fmt = NULL;
@@ -1369,29 +1453,23 @@ static int cmd_convert(int argc, char **argv)
 			HT_TEXT(out_path));
 		return 1;
 	}
-	ht_model_t *m = NULL;
-	ht_symbolizer_t *sym = NULL;
-	if (load_model(path, by_address, &t, &m, &sym))
+	if (load_trace(path, &t))
 		return 1;
 	if (fmt->needs_events && t->have_summary) {
 		fprintf(stderr,
 			"heaptrail: %s is a summary trace (heaptrail run --summary): it holds totals per "
 			"site, not the events that %s shows; convert it to pprof, folded or flamegraph\n",
 			HT_TEXT(path), fmt->name);
-		ht_symbolizer_free(sym);
-		ht_model_free(m);
 		ht_trace_free(t);
 		return 1;
 	}
-	if (eo.cost == HT_COST_TEMPORARY && (m->sample_rate || t->have_summary)) {
+	if (eo.cost == HT_COST_TEMPORARY && (t->sample_rate || t->have_summary)) {
 		/* an empty graph would read as "no temporaries" */
 		fprintf(stderr,
 			"heaptrail: %s is a %s: it does not tell temporary allocations, which "
 			"--cost temporary needs\n",
 			HT_TEXT(path), t->have_summary ? "summary trace (heaptrail run --summary)"
 					      : "sampled trace (heaptrail run --sample-rate)");
-		ht_symbolizer_free(sym);
-		ht_model_free(m);
 		ht_trace_free(t);
 		return 1;
 	}
@@ -1403,8 +1481,6 @@ static int cmd_convert(int argc, char **argv)
 	if (out_path && !(out = ht_open_output(out_path, true, 0666, have_in ? &in_st : NULL, &oerr))) {
 		fprintf(stderr, "heaptrail: convert: cannot write %s: %s\n", HT_TEXT(out_path),
 			ht_strerror(oerr));
-		ht_symbolizer_free(sym);
-		ht_model_free(m);
 		ht_trace_free(t);
 		return 1;
 	}
@@ -1416,19 +1492,17 @@ static int cmd_convert(int argc, char **argv)
 	if (comp && !(out = ht_comp_open(out, comp, &oerr))) {
 		fprintf(stderr, "heaptrail: convert: cannot compress %s: %s\n", HT_TEXT(out_path),
 			ht_strerror(oerr));
-		ht_symbolizer_free(sym);
-		ht_model_free(m);
 		ht_trace_free(t);
 		return 1;
 	}
-	int r = fmt->write(out, m, sym, &eo);
+	int r = convert_write(out, path, t, fmt, &eo, by_address);
 	if (fflush(out) && !r)
 		r = -errno;
 	if (out != stdout && fclose(out) && !r)
 		r = -errno;
-	ht_symbolizer_free(sym);
-	ht_model_free(m);
 	ht_trace_free(t);
+	if (r > 0)
+		return 1; /* said why */
 	if (r) {
 		fprintf(stderr, "heaptrail: writing %s: %s\n", fmt->name, ht_strerror(r));
 		return 1;

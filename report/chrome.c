@@ -13,11 +13,14 @@
  *   - the global peak as an instant of scope "g" on the thread that reached
  *     it, with the sites that held the most at that moment in its args.
  *
+ * The figures over time come from the command's one pass (the counters'
+ * timeline folded by the model, the threads' activity and function spans by
+ * analysis/activity.h); this file only writes them.
+ *
  * Invariants the viewers rely on (checked by the test suite): ts and dur are
  * microseconds (decimals carry the nanoseconds) and never negative; events of
  * one thread are written in time order; slices nest: each thread's activity
- * lives inside its thread slice. Function spans: write them in
- * emit_thread_spans(), inside the thread slice, with ev_begin()/ev_end().
+ * lives inside its thread slice.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -30,8 +33,6 @@
 #include "trace_format.h"
 #include "analysis/util.h"
 
-#define COUNTER_BUCKETS 500 /* heap/RSS counters: at most 1001 points each */
-#define ACTIVITY_BUCKETS 100 /* per-thread activity instants: at most 100 a thread */
 #define PEAK_SITES 5	     /* sites listed in the peak marker's args */
 
 typedef struct cw {
@@ -40,6 +41,8 @@ typedef struct cw {
 	ht_symbolizer_t *sym;
 	uint64_t pid;
 	size_t nevents; /* written so far: the first one gets no comma */
+	const ht_activity_t *act;
+	const ht_fn_spans_t *spans;
 } cw_t;
 
 /* ---- JSON output ---------------------------------------------------------------- */
@@ -82,152 +85,63 @@ static void ev_end(cw_t *w)
 
 /* ---- process and threads --------------------------------------------------------- */
 
-/* Per-thread figures, from one replay: in a sampled trace weighted
- * estimates, as the report's sites have them. */
-typedef struct thread_acc {
-	uint64_t first, last; /* times of its first and last heap events */
-	uint64_t allocations, frees, bytes_allocated, bytes_freed;
-	double w_allocs, w_frees, w_bytes, w_freed; /* unrounded sums of the above */
-	/* the open activity slice */
-	size_t slot;	      /* its bucket, SIZE_MAX when empty */
-	uint64_t s_first, s_last, s_allocs, s_frees, s_bytes, s_freed;
-} thread_acc_t;
-
-typedef struct pass {
-	cw_t *w;
-	thread_acc_t *th;
-	uint64_t span;
-	uint64_t max_so_far;
-	uint32_t peak_thread; /* of the allocation that first reached max_so_far */
-	bool have_peak;
-} pass_t;
-
-/* Add x to the running sum *sum; returns what that adds to its rounded
- * value, so that rounded parts (slices, threads) add up with no error. */
-static uint64_t add_rounded(double *sum, double x)
-{
-	uint64_t before = (uint64_t)(*sum + 0.5);
-	*sum += x;
-	return (uint64_t)(*sum + 0.5) - before;
-}
-
 static uint64_t thread_tid(const ht_trace_t *t, uint32_t i)
 {
 	return t->threads[i].tid;
 }
 
-/* Write a thread's open activity slice as one instant at its first event. */
-static void flush_activity(pass_t *p, uint32_t i)
+/* An activity slice of a thread as one instant at its first event. */
+static void write_slice(cw_t *w, const ht_activity_slice_t *a)
 {
-	thread_acc_t *a = &p->th[i];
-	if (a->slot == SIZE_MAX)
-		return;
-	cw_t *w = p->w;
 	char name[96], s1[HT_FMT_LEN];
 	int l = 0;
-	if (a->s_allocs)
-		l = snprintf(name, sizeof(name), "%" PRIu64 " alloc%s (%s)%s", a->s_allocs,
-			     a->s_allocs == 1 ? "" : "s", ht_fmt_size(s1, a->s_bytes),
-			     a->s_frees ? ", " : "");
+	if (a->allocations)
+		l = snprintf(name, sizeof(name), "%" PRIu64 " alloc%s (%s)%s", a->allocations,
+			     a->allocations == 1 ? "" : "s", ht_fmt_size(s1, a->bytes_allocated),
+			     a->frees ? ", " : "");
 	if (l < 0 || (size_t)l >= sizeof(name))
 		l = 0; /* cannot happen with these figures; never write past name */
-	if (a->s_frees)
-		snprintf(name + l, sizeof(name) - (size_t)l, "%" PRIu64 " free%s", a->s_frees,
-			 a->s_frees == 1 ? "" : "s");
-	ev_begin(w, 'i', name, "heap.activity", thread_tid(w->m->trace, i), &a->s_first);
+	if (a->frees)
+		snprintf(name + l, sizeof(name) - (size_t)l, "%" PRIu64 " free%s", a->frees,
+			 a->frees == 1 ? "" : "s");
+	ev_begin(w, 'i', name, "heap.activity", thread_tid(w->m->trace, a->thread), &a->first);
 	fprintf(w->out,
 		",\"s\":\"t\",\"args\":{\"allocations\":%" PRIu64 ",\"bytes_allocated\":%" PRIu64
 		",\"frees\":%" PRIu64 ",\"bytes_freed\":%" PRIu64 ",\"until_us\":",
-		a->s_allocs, a->s_bytes, a->s_frees, a->s_freed);
-	put_us(w->out, a->s_last);
+		a->allocations, a->bytes_allocated, a->frees, a->bytes_freed);
+	put_us(w->out, a->last);
 	fputc('}', w->out);
 	ev_end(w);
-	a->slot = SIZE_MAX;
-	a->s_allocs = a->s_frees = a->s_bytes = a->s_freed = 0;
-}
-
-static int activity_step(void *ctx, const ht_event_t *ev, const ht_replay_step_t *st)
-{
-	pass_t *p = ctx;
-	if (ev->type == HT_EV_RSS || (ev->type == HT_EV_FREE && st->ignored))
-		return 0;
-	if (ev->thread >= p->w->m->trace->nthreads)
-		return 0; /* the reader validates this; never index past it */
-	thread_acc_t *a = &p->th[ev->thread];
-	unsigned __int128 b = (unsigned __int128)ev->time * ACTIVITY_BUCKETS / p->span;
-	size_t slot = b >= ACTIVITY_BUCKETS ? ACTIVITY_BUCKETS - 1 : (size_t)b;
-	if (a->slot != slot) {
-		flush_activity(p, ev->thread);
-		a->slot = slot;
-		a->s_first = ev->time;
-	}
-	if (!a->w_allocs && !a->w_frees)
-		a->first = ev->time;
-	a->last = a->s_last = ev->time;
-	uint64_t d;
-	if (ev->type == HT_EV_FREE) {
-		d = add_rounded(&a->w_frees, st->weight);
-		a->frees += d;
-		a->s_frees += d;
-		d = add_rounded(&a->w_freed, st->weight_bytes);
-		a->bytes_freed += d;
-		a->s_freed += d;
-		return 0;
-	}
-	d = add_rounded(&a->w_allocs, st->weight);
-	a->allocations += d;
-	a->s_allocs += d;
-	d = add_rounded(&a->w_bytes, st->weight_bytes);
-	a->bytes_allocated += d;
-	a->s_bytes += d;
-	/* the allocation that first reached the replay's highest heap made the
-	 * peak (the model's rule), whatever rounding a sampled trace has */
-	if (st->heap_bytes > p->max_so_far) {
-		p->max_so_far = st->heap_bytes;
-		p->have_peak = true;
-		p->peak_thread = ev->thread;
-	}
-	return 0;
-}
-
-/* The function spans of thread i (functions=1), as B/E pairs over the
- * whole run: a thread with function events gets them instead of its heap
- * activity slice, so a thread that calls but never allocates has a track
- * too. A failed write shows in ferror(out). */
-static void emit_thread_spans(cw_t *w, uint32_t i)
-{
-	(void)ht_functions_chrome_spans(w->out, w->m->trace, w->sym, i, w->pid,
-					thread_tid(w->m->trace, i), 0, UINT64_MAX, 0,
-					&w->nevents, NULL);
 }
 
 /* Threads in order of their first heap event (ties: lower tid). */
 static int by_first(const void *x, const void *y, void *arg)
 {
-	const thread_acc_t *th = ((const pass_t *)arg)->th;
-	const ht_trace_t *t = ((const pass_t *)arg)->w->m->trace;
+	const cw_t *w = arg;
+	const ht_thread_activity_t *th = w->act->th;
+	const ht_trace_t *t = w->m->trace;
 	uint32_t i = *(const uint32_t *)x, j = *(const uint32_t *)y;
 	if (th[i].first != th[j].first)
 		return th[i].first < th[j].first ? -1 : 1;
 	return t->threads[i].tid < t->threads[j].tid ? -1 : t->threads[i].tid > t->threads[j].tid;
 }
 
-static int emit_threads(pass_t *p)
+static int emit_threads(cw_t *w)
 {
-	cw_t *w = p->w;
 	const ht_trace_t *t = w->m->trace;
+	const ht_thread_activity_t *th = w->act->th;
 	uint32_t *order = malloc((t->nthreads ? t->nthreads : 1) * sizeof(*order));
 	if (!order)
 		return -ENOMEM;
 	uint32_t n = 0;
 	for (uint32_t i = 0; i < t->nthreads; i++)
-		if (p->th[i].allocations || p->th[i].frees || t->threads[i].nfn_events)
+		if (th[i].allocations || th[i].frees || t->threads[i].nfn_events)
 			order[n++] = i; /* nothing recorded: no track */
-	qsort_r(order, n, sizeof(*order), by_first, p);
+	qsort_r(order, n, sizeof(*order), by_first, w);
 	unsigned others = 0;
 	for (uint32_t k = 0; k < n; k++) {
 		uint32_t i = order[k];
-		const thread_acc_t *a = &p->th[i];
+		const ht_thread_activity_t *a = &th[i];
 		uint64_t tid = thread_tid(t, i);
 		char name[128];
 		/* the viewers show the tid beside the name: no need to repeat it */
@@ -247,7 +161,12 @@ static int emit_threads(pass_t *p)
 		fprintf(w->out, ",\"args\":{\"sort_index\":%u}", tid == w->pid ? 0 : k + 1);
 		ev_end(w);
 		if (t->threads[i].nfn_events) {
-			emit_thread_spans(w, i);
+			/* its function spans over the whole run instead of its heap
+			 * activity slice, so a thread that calls but never
+			 * allocates has a track too; a failed write shows in
+			 * ferror(out) */
+			(void)ht_functions_chrome_spans(w->out, t, w->sym, w->spans, i, w->pid, tid,
+							&w->nevents);
 			continue;
 		}
 		/* the thread's heap life as one slice: viewers that only draw
@@ -346,11 +265,11 @@ static int emit_peak(cw_t *w, uint64_t tid)
 /* ---- the file -------------------------------------------------------------------------- */
 
 int ht_export_chrome(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
-		     const ht_export_opts_t *o)
+		     const ht_export_opts_t *o, const ht_export_data_t *d)
 {
 	const ht_trace_t *t = m->trace;
 	const ht_totals_t *tt = &m->totals;
-	cw_t w = { out, m, sym, t->pid, 0 };
+	cw_t w = { out, m, sym, t->pid, 0, d->activity, d->spans };
 	(void)o;
 
 	/* totals in otherData: what the viewers show as trace metadata */
@@ -372,28 +291,15 @@ int ht_export_chrome(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 	fputs("}", out);
 	ev_end(&w);
 
-	thread_acc_t *th = calloc(t->nthreads ? t->nthreads : 1, sizeof(*th));
-	if (!th)
-		return -ENOMEM;
-	for (size_t i = 0; i < t->nthreads; i++)
-		th[i].slot = SIZE_MAX;
-	/* one replay: the counters' time series and each thread's activity */
-	pass_t p = { &w, th, tt->duration_ns ? tt->duration_ns : 1, 0, 0, false };
-	ht_timeline_t tl;
-	int e = ht_model_timeline_replay(m, COUNTER_BUCKETS, activity_step, &p, &tl);
-	if (e) {
-		free(th);
-		return e;
-	}
-	for (uint32_t i = 0; i < t->nthreads; i++)
-		flush_activity(&p, i);
-	e = emit_threads(&p);
+	/* each thread's activity, slice by slice, as the pass ended them */
+	for (size_t i = 0; i < w.act->nslices; i++)
+		write_slice(&w, &w.act->slices[i]);
+	int e = emit_threads(&w);
 	if (!e)
-		e = emit_counters(&w, &tl);
-	ht_timeline_free(&tl);
+		e = emit_counters(&w, d->timeline);
+	const ht_activity_t *a = w.act;
 	if (!e && tt->peak_heap_bytes)
-		e = emit_peak(&w, p.have_peak ? thread_tid(t, p.peak_thread) : w.pid);
-	free(th);
+		e = emit_peak(&w, a->have_peak ? thread_tid(t, a->peak_thread) : w.pid);
 	fputs("\n]}\n", out);
 	if (e)
 		return e;

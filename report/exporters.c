@@ -6,18 +6,16 @@
 #include "report/export.h"
 #include "report/timeline.h" /* ht_export_chrome, ht_export_massif */
 
-int ht_export_flamegraph(FILE *, const ht_model_t *, ht_symbolizer_t *, const ht_export_opts_t *);
-int ht_export_heaptrack(FILE *, const ht_model_t *, ht_symbolizer_t *, const ht_export_opts_t *);
-
 const ht_exporter_t ht_exporters[] = {
-	{ "flamegraph", ht_export_flamegraph, "flame graph SVG (inline JS: tooltips, zoom, search; --cost, --icicle)", false, true },
-	{ "heaptrack", ht_export_heaptrack, "heaptrack's format, for heaptrack_print and heaptrack_gui", true, false },
-	{ "pprof", ht_export_pprof, "gzipped pprof profile (go tool pprof, speedscope); all costs as sample types", false, false },
-	{ "folded", ht_export_folded, "folded stacks 'root;...;leaf COST' (flamegraph.pl, speedscope); --cost", false, true },
-	{ "events", ht_export_events, "every allocation, free and realloc as JSON lines, in time order", true, false },
-	{ "chrome", ht_export_chrome, "Chrome Trace Event JSON: heap/RSS counters, a track per thread, the peak (Perfetto, DevTools, speedscope)", true, false },
-	{ "massif", ht_export_massif, "valgrind massif.out: snapshots over time, detailed tree at the peak (ms_print, massif-visualizer)", true, false },
-	{ NULL, NULL, NULL, false, false },
+	{ "flamegraph", ht_export_flamegraph, "flame graph SVG (inline JS: tooltips, zoom, search; --cost, --icicle)", false, true, 0, 0 },
+	/* written by its second pass (export.h: ht_heaptrack_attach) */
+	{ "heaptrack", NULL, "heaptrack's format, for heaptrack_print and heaptrack_gui", true, false, 0, HT_COLLECT_HEAPTRACK },
+	{ "pprof", ht_export_pprof, "gzipped pprof profile (go tool pprof, speedscope); all costs as sample types", false, false, 0, 0 },
+	{ "folded", ht_export_folded, "folded stacks 'root;...;leaf COST' (flamegraph.pl, speedscope); --cost", false, true, 0, 0 },
+	{ "events", ht_export_events, "every allocation, free and realloc as JSON lines, in time order", true, false, 0, HT_COLLECT_EVENTS },
+	{ "chrome", ht_export_chrome, "Chrome Trace Event JSON: heap/RSS counters, a track per thread, the peak (Perfetto, DevTools, speedscope)", true, false, HT_CHROME_BUCKETS, HT_COLLECT_ACTIVITY },
+	{ "massif", ht_export_massif, "valgrind massif.out: snapshots over time, detailed tree at the peak (ms_print, massif-visualizer)", true, false, HT_MASSIF_BUCKETS, 0 },
+	{ NULL, NULL, NULL, false, false, 0, 0 },
 };
 
 uint64_t ht_site_cost(const ht_site_t *s, ht_cost_t c)

@@ -26,8 +26,6 @@
 #include "report/export.h"
 #include "analysis/util.h"
 
-int ht_export_flamegraph(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
-			 const ht_export_opts_t *o);
 
 #define WIDTH 1200.0	 /* image width, px */
 #define PAD 10.0	 /* left/right margin */
@@ -431,8 +429,9 @@ static const char style[] =
 	"]]></style>\n";
 
 int ht_export_flamegraph(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
-			 const ht_export_opts_t *o)
+			 const ht_export_opts_t *o, const ht_export_data_t *data)
 {
+	(void)data;
 	ht_cost_t cost = o ? o->cost : HT_COST_BYTES;
 	bool icicle = o && o->icicle;
 	const ht_trace_t *tr = m->trace;

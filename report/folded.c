@@ -99,8 +99,10 @@ static const char *frame_name(const ht_model_t *m, const ht_site_t *s, const ht_
 	return buf;
 }
 
-int ht_export_folded(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const ht_export_opts_t *o)
+int ht_export_folded(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const ht_export_opts_t *o,
+			    const ht_export_data_t *d)
 {
+	(void)d;
 	ht_cost_t cost = o ? o->cost : HT_COST_BYTES;
 	line_t *lines = NULL;
 	size_t nlines = 0, cap_lines = 0;

@@ -558,139 +558,32 @@ int ht_report_functions_json(FILE *out, const ht_fn_profile_t *p, ht_symbolizer_
 
 /* ---- Chrome trace spans ----------------------------------------------------------------------- */
 
-/* An open call of the spans writer. Names are resolved when the first
- * event of the call is written: calls outside the window cost no lookup. */
-typedef struct span {
-	uint64_t addr, enter;
-	uint32_t name; /* index into names, HT_MAP_NONE until needed */
-	bool open;     /* its B was written and its E not yet */
-} span_t;
-
-typedef struct sw {
-	FILE *out;
-	const ht_trace_t *t;
-	ht_symbolizer_t *sym;
-	uint64_t pid, tid, lo, hi;
-	size_t *nevents;
-	size_t budget;	/* spans that may still be written */
-	uint64_t dropped;
-	names_t names;
-	span_t *stack;	/* HT_FN_MAX_DEPTH frames */
-	uint32_t depth;
-	uint64_t over;	/* open calls above the stack, never written */
-	bool closed;	/* time passed hi: everything open was ended there */
-	bool lo_reached; /* calls open at lo were begun there */
-	int err;
-} sw_t;
-
-/* One B or E event at ns, in chrome.c's layout (a comma before all but
- * the first event of the file: *nevents is shared with the caller). */
-static void span_event(sw_t *w, char ph, span_t *s, uint64_t ns)
-{
-	if (s->name == HT_MAP_NONE) {
-		s->name = name_of(&w->names, w->t, w->sym, s->addr, s->enter);
-		if (s->name == HT_MAP_NONE) {
-			w->err = -ENOMEM;
-			return;
-		}
-	}
-	fprintf(w->out, "%s\n{\"ph\":\"%c\",\"name\":", (*w->nevents)++ ? "," : "", ph);
-	ht_json_str(w->out, w->names.name[s->name]);
-	fprintf(w->out,
-		",\"cat\":\"function\",\"pid\":%" PRIu64 ",\"tid\":%" PRIu64 ",\"ts\":%" PRIu64
-		".%03u}",
-		w->pid, w->tid, ns / 1000, (unsigned)(ns % 1000));
-}
-
-/* B for a call, if the budget allows. */
-static void span_begin(sw_t *w, span_t *s, uint64_t ns)
-{
-	if (!w->budget) {
-		w->dropped++;
-		return;
-	}
-	w->budget--;
-	span_event(w, 'B', s, ns);
-	s->open = true;
-}
-
-/* Time reached now: begin at lo the calls that were open there, and past hi
- * end everything at hi. */
-static void advance(sw_t *w, uint64_t now)
-{
-	if (!w->lo_reached && now >= w->lo) {
-		w->lo_reached = true;
-		for (uint32_t i = 0; i < w->depth && !w->err; i++)
-			span_begin(w, &w->stack[i], w->lo);
-	}
-	if (!w->closed && now > w->hi) {
-		w->closed = true;
-		for (uint32_t i = w->depth; i-- > 0 && !w->err;) {
-			if (w->stack[i].open)
-				span_event(w, 'E', &w->stack[i], w->hi);
-			w->stack[i].open = false;
-		}
-	}
-}
-
 int ht_functions_chrome_spans(FILE *out, const ht_trace_t *t, ht_symbolizer_t *sym,
-			      uint32_t thread, uint64_t pid, uint64_t tid, uint64_t lo,
-			      uint64_t hi, size_t max_spans, size_t *nevents, uint64_t *dropped)
+			      const ht_fn_spans_t *spans, uint32_t thread, uint64_t pid, uint64_t tid,
+			      size_t *nevents)
 {
-	if (dropped)
-		*dropped = 0;
-	if (thread >= t->nthreads || !t->threads[thread].nfn_events || lo > hi)
+	if (!spans || thread >= spans->nthreads)
 		return 0;
-	sw_t w = { .out = out, .t = t, .sym = sym, .pid = pid, .tid = tid, .lo = lo, .hi = hi,
-		   .nevents = nevents, .budget = max_spans ? max_spans : HT_FN_CHROME_MAX_SPANS };
-	w.stack = malloc(HT_FN_MAX_DEPTH * sizeof(*w.stack));
-	ht_merge_t *mg = NULL;
-	if (!w.stack || ht_merge_new_ex(t, HT_MERGE_FUNCTIONS, thread, &mg)) {
-		free(w.stack);
-		return -ENOMEM;
+	const ht_thread_spans_t *ts = &spans->th[thread];
+	names_t names = { 0 };
+	/* each function's name looked up once, in order of first use */
+	uint32_t *name = malloc((ts->nfn ? ts->nfn : 1) * sizeof(*name));
+	int err = name ? 0 : -ENOMEM;
+	for (size_t k = 0; k < ts->nfn && !err; k++)
+		if ((name[k] = name_of(&names, t, sym, ts->fn_addr[k], ts->fn_when[k])) == HT_MAP_NONE)
+			err = -ENOMEM;
+	for (size_t i = 0; i < ts->n && !err; i++) {
+		const ht_span_event_t *e = &ts->ev[i];
+		fprintf(out, "%s\n{\"ph\":\"%c\",\"name\":", (*nevents)++ ? "," : "", e->ph);
+		ht_json_str(out, names.name[name[e->fn]]);
+		fprintf(out,
+			",\"cat\":\"function\",\"pid\":%" PRIu64 ",\"tid\":%" PRIu64 ",\"ts\":%" PRIu64
+			".%03u}",
+			pid, tid, e->ns / 1000, (unsigned)(e->ns % 1000));
 	}
-	ht_event_t ev;
-	uint64_t last = 0;
-	while (!w.err && ht_merge_next(mg, &ev)) {
-		last = ev.time;
-		advance(&w, ev.time);
-		if (ev.type == HT_EV_ENTER) {
-			if (w.over || w.depth >= HT_FN_MAX_DEPTH) {
-				w.over++;
-				w.dropped++;
-				continue;
-			}
-			span_t *s = &w.stack[w.depth++];
-			*s = (span_t){ ev.addr, ev.time, HT_MAP_NONE, false };
-			if (w.lo_reached && !w.closed)
-				span_begin(&w, s, ev.time);
-			/* before lo: begun there by advance(), if still open */
-		} else if (ev.type == HT_EV_EXIT) {
-			if (w.over) {
-				w.over--;
-			} else if (w.depth) {
-				span_t *s = &w.stack[--w.depth];
-				/* not open: ended before lo, or its B was over budget */
-				if (s->open)
-					span_event(&w, 'E', s, ev.time);
-			}
-			/* an EXIT with nothing open: entered while recording was off */
-		}
-	}
-	/* calls still open: ended at the thread's last event (or hi) */
-	if (!w.err && !w.closed) {
-		advance(&w, last);
-		uint64_t end = last < hi ? last : hi;
-		for (uint32_t i = w.depth; i-- > 0 && !w.err;)
-			if (w.stack[i].open)
-				span_event(&w, 'E', &w.stack[i], end);
-	}
-	ht_merge_free(mg);
-	free(w.stack);
-	names_free(&w.names);
-	if (dropped)
-		*dropped = w.dropped;
-	if (w.err)
-		return w.err;
+	free(name);
+	names_free(&names);
+	if (err)
+		return err;
 	return ferror(out) ? -EIO : 0;
 }

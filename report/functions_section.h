@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "analysis/activity.h"
 #include "analysis/functions.h"
 #include "analysis/reader.h"
 #include "analysis/symbolize.h"
@@ -55,23 +56,15 @@ int ht_report_functions_json(FILE *out, const ht_fn_profile_t *p, ht_symbolizer_
 extern const char ht_fn_no_events_msg[];
 
 /* ---- Chrome trace spans ----------------------------------------------------------
- * Write the function calls of one thread (index `thread` into t->threads) as
- * Chrome Trace Event "B"/"E" pairs, {"ph":"B","name":..,"cat":"function",
- * "pid":pid,"tid":tid,"ts":us} ... {"ph":"E",..}, in time order, each event
- * preceded by "," unless *nevents is 0 (the caller's count of events written
- * so far; incremented per event). Times are microseconds with 3 decimals.
- *
- * Spans are clipped to [lo, hi] (ns since the process start; 0 and
- * UINT64_MAX for none) so they nest inside a slice the caller drew there:
- * calls entirely outside are dropped, crossing ones are cut at the edge.
- * Every B written gets its E, also for calls still open at the end (closed
- * at the thread's last event, or hi). At most max_spans spans are written
- * (0 = HT_FN_CHROME_MAX_SPANS) and none deeper than HT_FN_MAX_DEPTH; the
- * number left out goes to *dropped (may be NULL).
+ * Write the function calls of one thread (index `thread` into t->threads),
+ * as the pass collected them (analysis/activity.h), as Chrome Trace Event
+ * "B"/"E" pairs, {"ph":"B","name":..,"cat":"function","pid":pid,"tid":tid,
+ * "ts":us} ... {"ph":"E",..}, in time order, each event preceded by ","
+ * unless *nevents is 0 (the caller's count of events written so far;
+ * incremented per event). Times are microseconds with 3 decimals.
  * Returns 0, -ENOMEM or -EIO. */
-#define HT_FN_CHROME_MAX_SPANS 200000u
 int ht_functions_chrome_spans(FILE *out, const ht_trace_t *t, ht_symbolizer_t *sym,
-			      uint32_t thread, uint64_t pid, uint64_t tid, uint64_t lo,
-			      uint64_t hi, size_t max_spans, size_t *nevents, uint64_t *dropped);
+			      const ht_fn_spans_t *spans, uint32_t thread, uint64_t pid, uint64_t tid,
+			      size_t *nevents);
 
 #endif /* HEAPTRAIL_REPORT_FUNCTIONS_H */

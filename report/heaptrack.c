@@ -60,6 +60,12 @@
  *     `+`; the first block of its size and trace has none, and heaptrack
  *     counts it temporary (one more than ours: only a trace that lost a
  *     free does this).
+ *
+ * Invariants 2 and 3 need to know at an allocation what later events
+ * decide (its free, the peak): the command's first pass makes that plan
+ * (analysis/heaptrack_plan.h) beside the model, and this writer is the one
+ * consumer of a second pass, on whose table of live blocks it keeps each
+ * block's info index.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -69,9 +75,6 @@
 #include "report/export.h"
 #include "trace_format.h"
 #include "analysis/util.h"
-
-int ht_export_heaptrack(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
-			const ht_export_opts_t *o);
 
 #define NONE UINT32_MAX
 
@@ -119,156 +122,12 @@ static void strtab_free(strtab_t *t)
 	ht_map_free(&t->map);
 }
 
-/* ---- live blocks -------------------------------------------------------------- */
+/* ---- blocks ------------------------------------------------------------------------
+ * The live blocks are the second pass's table (analysis/pass.h); a block's
+ * `tag` is its info index, NONE while its `+` is held, PULLED when its `-`
+ * was written with its `+` (info indices stay below both). */
 
-typedef struct blk {
-	uint64_t addr, size;
-	uint64_t ord;	/* pre-pass: ordinal of the allocating event */
-	uint64_t seq;	/* pre-pass: the thread's allocation number */
-	uint32_t thread;
-	uint32_t info;	/* writer: info index, NONE while the `+` is held */
-	uint32_t trace;
-	uint8_t used;
-	uint8_t pulled; /* writer: its `-` was written with its `+` */
-} blk_t;
-
-typedef struct blocks {
-	blk_t *slot;
-	size_t cap, len;
-} blocks_t;
-
-static int blocks_init(blocks_t *b, size_t cap)
-{
-	b->slot = calloc(cap, sizeof(*b->slot));
-	b->cap = cap;
-	b->len = 0;
-	return b->slot ? 0 : -ENOMEM;
-}
-
-static blk_t *blocks_find(blocks_t *b, uint64_t addr)
-{
-	size_t mask = b->cap - 1;
-	for (size_t i = ht_util_hash64(addr) & mask;; i = (i + 1) & mask) {
-		if (!b->slot[i].used)
-			return NULL;
-		if (b->slot[i].addr == addr)
-			return &b->slot[i];
-	}
-}
-
-/* Backward-shift deletion: no tombstones. */
-static void blocks_remove(blocks_t *b, blk_t *e)
-{
-	size_t mask = b->cap - 1, i = (size_t)(e - b->slot);
-	for (size_t j = (i + 1) & mask; b->slot[j].used; j = (j + 1) & mask) {
-		size_t h = ht_util_hash64(b->slot[j].addr) & mask;
-		if (((j - h) & mask) >= ((j - i) & mask)) {
-			b->slot[i] = b->slot[j];
-			i = j;
-		}
-	}
-	b->slot[i].used = 0;
-	b->len--;
-}
-
-/* Insert v (its address must not be present). Returns the entry or NULL. */
-static blk_t *blocks_add(blocks_t *b, const blk_t *v)
-{
-	if ((b->len + 1) * 4 > b->cap * 3) {
-		blocks_t n;
-		if (b->cap > SIZE_MAX / 2 / sizeof(blk_t) || blocks_init(&n, b->cap * 2))
-			return NULL;
-		for (size_t i = 0; i < b->cap; i++) {
-			if (!b->slot[i].used)
-				continue;
-			size_t j = ht_util_hash64(b->slot[i].addr) & (n.cap - 1);
-			while (n.slot[j].used)
-				j = (j + 1) & (n.cap - 1);
-			n.slot[j] = b->slot[i];
-		}
-		n.len = b->len;
-		free(b->slot);
-		*b = n;
-	}
-	size_t mask = b->cap - 1, i = ht_util_hash64(v->addr) & mask;
-	while (b->slot[i].used)
-		i = (i + 1) & mask;
-	b->slot[i] = *v;
-	b->slot[i].used = 1;
-	b->len++;
-	return &b->slot[i];
-}
-
-/* ---- pre-pass: which allocations become a `+ k` `- k` pair ------------------ */
-
-/* Replays the events as analysis/model.c does and sets bit `ordinal` in *pull for
- * each block that is temporary by our definition and whose lifetime does not
- * span the first event that reached the global peak (invariant 3). */
-static int find_pulled(const ht_model_t *m, uint8_t **pull, uint64_t *nevents,
-		       uint64_t *peak_out, uint64_t *rescue_out)
-{
-	const ht_trace_t *t = m->trace;
-	uint64_t peak = m->totals.peak_heap_bytes, cur = 0, peak_ord = UINT64_MAX, ord = 0;
-	uint64_t rescue = UINT64_MAX;
-	/* a REALLOC comes out of the merge as two events */
-	uint64_t max_ord = 2 * t->nevents + 1;
-	uint64_t *seq = calloc(t->nthreads ? t->nthreads : 1, sizeof(*seq));
-	blocks_t live = { 0 };
-	ht_merge_t *mg = NULL;
-	int e = -ENOMEM;
-	*pull = calloc(max_ord / 8 + 1, 1);
-	if (!*pull || !seq || blocks_init(&live, 1024) || (e = ht_merge_new(t, &mg)))
-		goto out;
-	ht_event_t ev;
-	for (; ord < max_ord && ht_merge_next(mg, &ev); ord++) {
-		uint32_t th = ev.thread < t->nthreads ? ev.thread : 0;
-		if (ev.type == HT_EV_FREE) {
-			blk_t *b = blocks_find(&live, ev.addr);
-			if (!b)
-				continue;
-			if (seq[b->thread] == b->seq) {
-				if (peak_ord == UINT64_MAX || peak_ord <= b->ord)
-					(*pull)[b->ord / 8] |= (uint8_t)(1u << (b->ord % 8));
-				else if (rescue == UINT64_MAX)
-					rescue = b->ord; /* spans the peak: see invariant 3 */
-			}
-			cur -= b->size;
-			blocks_remove(&live, b);
-		} else if (ev.type == HT_EV_ALLOC || ev.type == HT_EV_REALLOC) {
-			blk_t *old = blocks_find(&live, ev.addr);
-			if (old) { /* its free went unrecorded: dropped, as the model does */
-				cur -= old->size;
-				blocks_remove(&live, old);
-			}
-			blk_t v = { .addr = ev.addr, .size = ev.size, .ord = ord, .seq = ++seq[th],
-				    .thread = th };
-			if (!blocks_add(&live, &v)) {
-				e = -ENOMEM;
-				goto out;
-			}
-			cur += ev.size;
-			if (peak_ord == UINT64_MAX && peak && cur >= peak)
-				peak_ord = ord;
-		}
-	}
-	*nevents = ord;
-	/* the rescued pair must be the only `+ k` `- k` at the peak: if the
-	 * peak's own block is a pair, that one wins */
-	if (peak_ord != UINT64_MAX && ((*pull)[peak_ord / 8] & (1u << (peak_ord % 8))))
-		rescue = UINT64_MAX;
-	*peak_out = peak_ord;
-	*rescue_out = rescue;
-	e = 0;
-out:
-	ht_merge_free(mg);
-	free(live.slot);
-	free(seq);
-	if (e) {
-		free(*pull);
-		*pull = NULL;
-	}
-	return e;
-}
+#define PULLED (UINT32_MAX - 1)
 
 /* ---- the writer ------------------------------------------------------------------ */
 
@@ -278,7 +137,7 @@ typedef struct infokey {
 	uint32_t primary, secondary; /* info indices of this key, or NONE */
 } infokey_t;
 
-typedef struct hk {
+struct ht_heaptrack_writer {
 	FILE *out;
 	const ht_model_t *m;
 	ht_symbolizer_t *sym;
@@ -295,7 +154,10 @@ typedef struct hk {
 	size_t cap_frames;
 	char *line;	      /* `i` line scratch */
 	size_t cap_line;
-	blocks_t live;
+	ht_pass_t *pass;      /* the second pass: its live blocks */
+	ht_live_t *gone;      /* the block the current event freed or dropped (a copy) */
+	const ht_hk_plan_t *plan;
+	uint64_t ord;	      /* the event's number (heaptrack_plan.h) */
 	/* the held `+` line (invariant 2) */
 	bool held;
 	uint64_t held_addr;
@@ -306,8 +168,6 @@ typedef struct hk {
 	uint64_t last_ms, pending_ms;
 	uint64_t page;
 	uint64_t max_rss_pages, pending_rss;
-	uint64_t peak_ord, rescue_ord; /* from the pre-pass, or UINT64_MAX */
-	uint64_t rescue_addr;
 	uint32_t rescue_key;
 	bool rescue_live;
 	uint64_t heap;	   /* heap as heaptrack sees it after the lines so far */
@@ -320,7 +180,18 @@ typedef struct hk {
 	size_t seg_len;
 	bool seg_on, seg_peak, last_plain_is_b0;
 	int err;
-} hk_t;
+};
+
+typedef struct ht_heaptrack_writer hk_t;
+
+/* The live block at addr: the one the current event took out of the
+ * table, if it was there. */
+static ht_live_t *block_at(hk_t *h, uint64_t addr)
+{
+	if (h->gone && h->gone->addr == addr)
+		return h->gone;
+	return ht_pass_find(h->pass, addr);
+}
 
 /* A string's index, writing its `s` line when new; 0 for NULL or "". */
 static uint32_t str_index(hk_t *h, const char *s)
@@ -556,9 +427,9 @@ static void flush_held(hk_t *h, uint32_t next_info)
 		return;
 	h->held = false;
 	uint32_t idx = write_plus(h, h->held_key, next_info);
-	blk_t *b = blocks_find(&h->live, h->held_addr);
+	ht_live_t *b = block_at(h, h->held_addr);
 	if (b)
-		b->info = idx;
+		b->tag = idx;
 	if (idx == 0 && b) {
 		/* the block of info 0: hold what follows (invariant 2) */
 		h->seg_on = true;
@@ -577,9 +448,9 @@ static void flush_held(hk_t *h, uint32_t next_info)
 }
 
 /* Write the `-` of a block that is not a pulled temporary. */
-static void write_minus(hk_t *h, blk_t *b)
+static void write_minus(hk_t *h, ht_live_t *b)
 {
-	uint32_t next = b->info;
+	uint32_t next = b->tag;
 	if (next == NONE) {
 		/* the held block itself, dropped by the next allocation at its
 		 * address (invariant 4): its `+` avoids the key's first index,
@@ -589,9 +460,9 @@ static void write_minus(hk_t *h, blk_t *b)
 		next = h->keys[h->held_key].primary;
 	}
 	flush_held(h, next);
-	if (b->info == NONE) /* impossible: a held block is resolved above */
-		b->info = 0;
-	uint32_t idx = b->info;
+	if (b->tag == NONE) /* impossible: a held block is resolved above */
+		b->tag = 0;
+	uint32_t idx = b->tag;
 	if (idx == 0 && h->last_plus == NONE) {
 		/* heaptrack would take `- 0` after a free for a temporary: use
 		 * another index of the same size and trace if one exists */
@@ -660,140 +531,142 @@ static void note_rss(hk_t *h, uint64_t bytes)
 	}
 }
 
-static int write_events(hk_t *h, const uint8_t *pull, uint64_t nevents)
+/* One event of the second pass. */
+static int hk_event(void *ctx, const ht_event_t *ev, const ht_heap_step_t *st)
 {
-	ht_merge_t *mg;
-	int e = ht_merge_new(h->m->trace, &mg);
-	if (e)
-		return e;
-	ht_event_t ev;
-	for (uint64_t ord = 0; !h->err && ord < nevents && ht_merge_next(mg, &ev); ord++) {
-		note_time(h, ev.time);
-		if (ev.type == HT_EV_RSS) {
-			note_rss(h, ev.size);
-			continue;
-		}
-		if (ev.type == HT_EV_FREE) {
-			blk_t *b = blocks_find(&h->live, ev.addr);
-			if (!b) /* never seen allocated: ignored, as the model does */
-				continue;
-			if (!b->pulled)
-				write_minus(h, b);
-			blocks_remove(&h->live, b);
-			continue;
-		}
-		if (ev.type != HT_EV_ALLOC && ev.type != HT_EV_REALLOC)
-			continue;
-		blk_t *old = blocks_find(&h->live, ev.addr);
-		if (old) { /* invariant 4 */
-			if (!old->pulled)
-				write_minus(h, old);
-			blocks_remove(&h->live, old);
-		}
-		uint32_t trace = trace_for(h, ev.stack_id, ev.time);
-		uint32_t k = h->err ? NONE : key_for(h, ev.size, trace);
-		if (h->err)
-			break;
-		blk_t v = { .addr = ev.addr, .size = ev.size, .trace = trace, .info = NONE };
-		if (ord == h->rescue_ord) {
-			/* written at the peak (invariant 3); no line now, so a
-			 * held `+` stays held: the next line decides its index */
-			v.pulled = 1;
-			h->rescue_live = true;
-			h->rescue_addr = ev.addr;
-			h->rescue_key = k;
-		} else if (pull[ord / 8] & (1u << (ord % 8))) {
-			flush_held(h, NONE);
-			write_pending(h);
-			v.info = write_plus(h, k, NONE);
-			put_minus(h, v.info);
-			v.pulled = 1;
-			if (ord == h->peak_ord)
-				h->seg_peak = true;
-		} else {
-			flush_held(h, NONE);
-			write_pending(h);
-			h->held = true;
-			h->held_addr = ev.addr;
-			h->held_key = k;
-		}
-		if (!blocks_add(&h->live, &v))
-			h->err = -ENOMEM;
-		if (ord == h->peak_ord && h->rescue_live) {
-			flush_held(h, NONE);
-			uint32_t idx = write_plus(h, h->rescue_key, NONE);
-			put_minus(h, idx);
-			h->seg_peak = true;
-			blk_t *r = blocks_find(&h->live, h->rescue_addr);
-			if (r)
-				r->info = idx;
-			h->rescue_live = false;
-		}
+	hk_t *h = ctx;
+	const ht_hk_plan_t *pl = h->plan;
+	if (h->err || h->ord >= pl->nevents)
+		return h->err;
+	uint64_t ord = h->ord++;
+	note_time(h, ev->time);
+	if (ev->type == HT_EV_RSS) {
+		note_rss(h, ev->size);
+		return 0;
 	}
-	ht_merge_free(mg);
+	ht_live_t gone;
+	if (st->gone) { /* a copy: the pass has taken it out of its table */
+		gone = *st->gone;
+		h->gone = &gone;
+	}
+	if (ev->type == HT_EV_FREE) {
+		/* never seen allocated: ignored, as the model does */
+		if (st->gone && gone.tag != PULLED)
+			write_minus(h, &gone);
+		h->gone = NULL;
+		return h->err;
+	}
+	if (ev->type != HT_EV_ALLOC && ev->type != HT_EV_REALLOC) {
+		h->gone = NULL;
+		return 0;
+	}
+	if (st->gone && gone.tag != PULLED) /* invariant 4 */
+		write_minus(h, &gone);
+	h->gone = NULL;
+	uint32_t trace = h->err ? 0 : trace_for(h, ev->stack_id, ev->time);
+	uint32_t k = h->err ? NONE : key_for(h, ev->size, trace);
+	if (h->err)
+		return h->err;
+	ht_live_t *v = st->block;
+	v->tag = NONE;
+	if (ord == pl->rescue_ord) {
+		/* written at the peak (invariant 3); no line now, so a
+		 * held `+` stays held: the next line decides its index */
+		v->tag = PULLED;
+		h->rescue_live = true;
+		h->rescue_key = k;
+	} else if (pl->pull[ord / 8] & (1u << (ord % 8))) {
+		flush_held(h, NONE);
+		write_pending(h);
+		put_minus(h, write_plus(h, k, NONE));
+		v->tag = PULLED;
+		if (ord == pl->peak_ord)
+			h->seg_peak = true;
+	} else {
+		flush_held(h, NONE);
+		write_pending(h);
+		h->held = true;
+		h->held_addr = ev->addr;
+		h->held_key = k;
+	}
+	if (ord == pl->peak_ord && h->rescue_live) {
+		flush_held(h, NONE);
+		put_minus(h, write_plus(h, h->rescue_key, NONE));
+		h->seg_peak = true;
+		h->rescue_live = false;
+	}
 	return h->err;
 }
 
-int ht_export_heaptrack(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
-			const ht_export_opts_t *o)
+static void hk_free(hk_t *h)
 {
-	(void)o;
+	h->seg_on = false;
+	seg_restart(h); /* on error: release the segment */
+	free(h->frames);
+	free(h->line);
+	free(h->keys);
+	free(h->info_key);
+	strtab_free(&h->strings);
+	strtab_free(&h->iplines);
+	ht_map_free(&h->nodes);
+	ht_map_free(&h->stack_trace);
+	ht_map_free(&h->key_map);
+	free(h);
+}
+
+void ht_heaptrack_writer_free(hk_t *h)
+{
+	if (h)
+		hk_free(h);
+}
+
+int ht_heaptrack_attach(ht_pass_t *p, FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
+			const ht_hk_plan_t *plan, hk_t **hp)
+{
 	const ht_trace_t *t = m->trace;
-	hk_t h;
-	memset(&h, 0, sizeof(h));
-	h.out = h.real = out;
-	h.m = m;
-	h.sym = sym;
-	h.last_plus = NONE;
-	h.page = t->page_size ? t->page_size : 4096;
-
-	uint8_t *pull = NULL;
-	uint64_t nevents = 0;
-	int e = find_pulled(m, &pull, &nevents, &h.peak_ord, &h.rescue_ord);
-	if (e)
-		return e;
-	if (blocks_init(&h.live, 1024)) {
-		free(pull);
+	hk_t *h = *hp = calloc(1, sizeof(*h));
+	if (!h)
 		return -ENOMEM;
-	}
+	h->out = h->real = out;
+	h->m = m;
+	h->sym = sym;
+	h->pass = p;
+	h->plan = plan;
+	h->last_plus = NONE;
+	h->page = t->page_size ? t->page_size : 4096;
+	if (h->err)
+		return h->err;
+	write_header(h);
+	/* the writer is freed by its owner, not by the pass */
+	ht_pass_consumer_t c = { 0, true, true, hk_event, NULL, NULL, h };
+	return ht_pass_add(p, &c);
+}
 
-	write_header(&h);
-	if (!h.err)
-		write_events(&h, pull, nevents);
-	if (!h.err) {
-		flush_held(&h, NONE);
-		h.seg_on = false;
-		seg_restart(&h);
-		if (h.b0_deferred) {
+int ht_heaptrack_finish(hk_t *h)
+{
+	const ht_model_t *m = h->m;
+	FILE *out = h->real;
+	if (!h->err) {
+		flush_held(h, NONE);
+		h->seg_on = false;
+		seg_restart(h);
+		if (h->b0_deferred) {
 			/* no room before the end: `- 0` after a free would be
 			 * temporary, so free it under a new info of its size and
 			 * trace; after the last `+` no histogram entry needs it */
-			uint32_t alias = new_info(&h, h.info_key[0]);
+			uint32_t alias = new_info(h, h->info_key[0]);
 			if (alias != NONE)
-				put_minus(&h, alias);
+				put_minus(h, alias);
 		}
 		/* the run's end and the kernel's high-water mark, as the model has them */
-		note_time(&h, m->totals.duration_ns);
-		note_rss(&h, m->totals.peak_rss_bytes);
-		write_pending(&h);
-		fprintf(out, "# strings: %zu\n# ips: %zu\n", h.strings.n, h.iplines.n);
+		note_time(h, m->totals.duration_ns);
+		note_rss(h, m->totals.peak_rss_bytes);
+		write_pending(h);
+		fprintf(out, "# strings: %zu\n# ips: %zu\n", h->strings.n, h->iplines.n);
 	}
-
-	h.seg_on = false;
-	seg_restart(&h); /* on error: release the segment */
-	e = h.err;
-	free(pull);
-	free(h.live.slot);
-	free(h.frames);
-	free(h.line);
-	free(h.keys);
-	free(h.info_key);
-	strtab_free(&h.strings);
-	strtab_free(&h.iplines);
-	ht_map_free(&h.nodes);
-	ht_map_free(&h.stack_trace);
-	ht_map_free(&h.key_map);
-	if (e)
-		return e;
+	h->seg_on = false;
+	seg_restart(h);
+	if (h->err)
+		return h->err;
 	return ferror(out) ? -EIO : 0;
 }

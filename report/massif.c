@@ -7,7 +7,7 @@
  *   desc/cmd/time_unit header (time_unit: ms, times in milliseconds with
  *   the nanoseconds as decimals, which both readers take);
  *   snapshots: the points of the time series (timeline.h): time 0, the
- *   end of each of MASSIF_BUCKETS equal slices of the run (evenly spread,
+ *   end of each of HT_MASSIF_BUCKETS equal slices of the run (evenly spread,
  *   like massif's) and the highest moment within each, so the exact peak is
  *   one of them; repeated values are dropped;
  *   heap_tree=peak at the peak: the live bytes of every site at that moment
@@ -29,7 +29,6 @@
 #include "report/timeline.h"
 #include "analysis/util.h"
 
-#define MASSIF_BUCKETS 24 /* two points each + time 0: at most 49 snapshots */
 #define MASSIF_THRESHOLD_PCT 1 /* massif's default --threshold=1.0 */
 
 /* ---- the tree --------------------------------------------------------------------- */
@@ -296,14 +295,11 @@ static int write_snapshot(FILE *out, unsigned num, uint64_t time_ns, uint64_t by
 }
 
 int ht_export_massif(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
-		     const ht_export_opts_t *o)
+		     const ht_export_opts_t *o, const ht_export_data_t *d)
 {
 	const ht_trace_t *t = m->trace;
 	(void)o;
-	ht_timeline_t tl;
-	int e = ht_model_timeline(m, MASSIF_BUCKETS, &tl);
-	if (e)
-		return e;
+	int e;
 
 	fputs("desc: heaptrail " HT_VERSION " convert --format massif\ncmd: ", out);
 	if (t->argc) {
@@ -322,10 +318,8 @@ int ht_export_massif(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 	 * a value until the next snapshot, so nothing is lost) */
 	ht_tl_point_t *p;
 	size_t n;
-	if ((e = ht_timeline_points(&tl, &p, &n))) {
-		ht_timeline_free(&tl);
+	if ((e = ht_timeline_points(d->timeline, &p, &n)))
 		return e;
-	}
 	for (size_t i = 0; i < n && !e; i++) {
 		snap_kind_t kind = SNAP_EMPTY;
 		if (p[i].peak)
@@ -335,7 +329,6 @@ int ht_export_massif(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 		e = write_snapshot(out, (unsigned)i, p[i].time_ns, p[i].heap_bytes, kind, m, sym);
 	}
 	free(p);
-	ht_timeline_free(&tl);
 	if (e)
 		return e;
 	return ferror(out) ? -EIO : 0;

@@ -496,8 +496,10 @@ static int write_gzip(FILE *out, const uint8_t *data, size_t len)
 	return e;
 }
 
-int ht_export_pprof(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const ht_export_opts_t *o)
+int ht_export_pprof(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const ht_export_opts_t *o,
+		    const ht_export_data_t *d)
 {
+	(void)d;
 	(void)o; /* every cost is a sample type: --cost does not apply */
 	const ht_trace_t *t = m->trace;
 	builder_t b;

@@ -47,10 +47,15 @@ size_t ht_report_timeline_buckets(bool json);
  * "rss_bytes" (null before the first sample), "peak": true on the peak}. */
 int ht_report_timeline_json(FILE *out, const ht_model_t *m);
 
-/* heaptrail convert --format chrome / massif. */
+/* heaptrail convert --format chrome / massif: their timelines (d->timeline)
+ * have these many buckets; chrome's threads' activity HT_ACTIVITY_BUCKETS
+ * slices each. */
+#define HT_CHROME_BUCKETS 500 /* heap/RSS counters: at most 1001 points each */
+#define HT_ACTIVITY_BUCKETS 100 /* per-thread activity instants: at most 100 a thread */
+#define HT_MASSIF_BUCKETS 24  /* two points each + time 0: at most 49 snapshots */
 int ht_export_chrome(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
-		     const ht_export_opts_t *o);
+		     const ht_export_opts_t *o, const ht_export_data_t *d);
 int ht_export_massif(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
-		     const ht_export_opts_t *o);
+		     const ht_export_opts_t *o, const ht_export_data_t *d);
 
 #endif /* HEAPTRAIL_TIMELINE_H */

@@ -15,6 +15,8 @@ by the real clients users run on them, on traces of the test programs:
   cost and spans the width, the widest leaf equals the JSON's largest stack,
   a click zooms a frame to the full width, the search box highlights matches
   and shows their share, the title and subtitle show the totals.
+- one pass: every format of `convert` merges the trace once, heaptrack's twice
+  (HEAPTRAIL_MERGE_STATS), on a trace with function events in several threads.
 """
 
 import json
@@ -500,7 +502,39 @@ def check_flamegraph(prog, cost, icicle, term, must_match):
     return test
 
 
+# ---- one pass ----------------------------------------------------------------
+
+MERGES_RE = re.compile(rb"heaptrail: merges: (\d+)")
+
+
+def t_one_pass(t):
+    """Every format of convert reads the trace once (heaptrack's twice, as
+    heaptrack_print): counted by HEAPTRAIL_MERGE_STATS on a trace whose
+    threads have function events (chrome's spans), heap events and a peak."""
+    prog = harness.PROGS / "fn_threads"
+    t.need(prog.exists(), "%s not built (make programs)" % prog)
+    tr = harness.heaptrail_run([prog], opts=["--functions"])
+    if tr.proc.rc != 0 or not tr.out_path.exists():
+        t.fatal("recording fn_threads failed: %s" % tail(tr.proc.err))
+    env = harness.asan_env()
+    env["HEAPTRAIL_MERGE_STATS"] = "1"
+    want = {"events": 1, "chrome": 1, "massif": 1, "pprof": 1, "folded": 1,
+            "flamegraph": 1, "heaptrack": 2}
+    for fmt, n in sorted(want.items()):
+        out = t.tmp / ("one_pass." + fmt)
+        p = run([report_cli(), "convert", "--format", fmt, "-o", out, tr.out_path],
+                harness.REPORT_TIMEOUT, env=env)
+        if harness.SANITIZER_RE.search(text(p.err)):
+            t.fatal("sanitizer error in %s: %s" % (p.describe(), tail(p.err, 1500)))
+        m = MERGES_RE.search(p.err)
+        if p.rc != 0 or not m:
+            t.fatal("%s failed: %s" % (p.describe(), tail(p.err)))
+        t.check(int(m.group(1)) == n, "convert --format %s merged the trace %s times, "
+                "expected %d" % (fmt, m.group(1).decode(), n))
+
+
 TESTS = [
+    ("export_one_pass", t_one_pass),
     ("export_heaptrack_leaks", check_heaptrack("leaks")),
     ("export_heaptrack_cxx_alloc", check_heaptrack("cxx_alloc")),
     ("export_heaptrack_threads", check_heaptrack("threads", slack=4)),

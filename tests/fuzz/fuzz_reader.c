@@ -10,13 +10,15 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "analysis/activity.h"
 #include "analysis/functions.h"
 #include "analysis/model.h"
+#include "analysis/pass.h"
 #include "analysis/reader.h"
 #include "report/report.h"
-#include "report/functions_section.h" /* by path: analysis/functions.h has the same name */
+#include "report/functions_section.h"
 #include "analysis/marks.h"
-#include "report/marks_section.h" /* likewise */
+#include "report/marks_section.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -53,14 +55,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			ht_fn_report_opts_t fo = { "fuzz", HT_TIME_AUTO, true, 3 };
 			ht_report_functions_text(null_out, fp, NULL, &fo);
 			ht_report_functions_json(null_out, fp, NULL);
-			/* a clip window inside the trace, and none */
+			/* the chrome export's spans, as its pass collects them
+			 * (a small cap, so that it is reached) */
 			size_t nev = 0;
-			for (uint32_t i = 0; i < t->nthreads && i < 4; i++) {
-				ht_functions_chrome_spans(null_out, t, NULL, i, t->pid, t->threads[i].tid,
-							  0, UINT64_MAX, 50, &nev, NULL);
-				ht_functions_chrome_spans(null_out, t, NULL, i, t->pid, t->threads[i].tid,
-							  t->last_time / 3, t->last_time / 2, 0, &nev, NULL);
-			}
+			ht_pass_t *p = NULL;
+			ht_fn_spans_t *spans = NULL;
+			if (!ht_pass_new(t, &p) && !ht_fn_spans_attach(p, t, 50, &spans) &&
+			    !ht_pass_run(p))
+				for (uint32_t i = 0; i < t->nthreads && i < 4; i++)
+					ht_functions_chrome_spans(null_out, t, NULL, spans, i, t->pid,
+								  t->threads[i].tid, &nev);
+			ht_pass_free(p);
+			ht_fn_spans_free(spans);
 		}
 		ht_fn_free(fp);
 	}

@@ -61,6 +61,10 @@ extern bool ht_opt_stacks_shadow; /* allocation stacks from the shadow stack */
 extern bool ht_opt_start_off;	/* recording starts switched off */
 extern int ht_opt_snapshot_signal; /* a signal that writes a snapshot, or 0 */
 extern bool ht_opt_leak_check;	/* keep the live-block table, classify leaks */
+extern bool ht_opt_free_stacks;	/* every free records its stack (FREE_STACK) */
+extern bool ht_opt_mmap;	/* record mmap, munmap, mremap, madvise (agent/maps.c) */
+/* Bytes the program has mapped itself (recorded maps less unmaps, whole pages). */
+uint64_t ht_maps_mapped(void);
 extern int ht_opt_leak_signal;	/* a signal that runs a leak check, or 0 */
 extern bool ht_opt_summary;	/* per-site totals instead of events (live.c) */
 extern unsigned ht_opt_summary_sites; /* rows of the summary's site table */
@@ -461,11 +465,11 @@ static inline void ht_put_marker(ht_thread_t *t, uint8_t op, const uint64_t *fie
 }
 /* Appends an EXT event (format 1.4): op HT_EV_EXT | kind << 4, the time
  * delta, the payload's length, then the payload: n varint fields (at most
- * 4). The caller holds the guard and has captured any stack first (a STACK
+ * 6). The caller holds the guard and has captured any stack first (a STACK
  * definition may ship the buffer, rule 6 of hooks.c). */
 static inline void ht_put_ext(ht_thread_t *t, unsigned kind, const uint64_t *fields, unsigned n)
 {
-	uint8_t pay[4 * HT_VARINT_MAX];
+	uint8_t pay[6 * HT_VARINT_MAX];
 	size_t len = 0;
 	for (unsigned i = 0; i < n; i++)
 		len += ht_varint_put(pay + len, fields[i]);
@@ -763,6 +767,9 @@ void ht_after_failed_exec(bool flushed);
 void ht_note_exit_sp(uintptr_t sp);
 /* Our handler for fatal signals; hooks.c hides it from the program. */
 void ht_fatal_signal_handler(int sig);
+/* In SIGABRT's handler: a BAD_FREE event when the abort came from inside a
+ * recorded free (hooks.c). */
+void ht_bad_free_at_abort(void);
 bool ht_is_fatal_signal(int sig);
 /* In a fatal-signal handler: if the leak scan faulted reading memory that
  * vanished, resumes the scan (does not return); else returns false. */

@@ -448,6 +448,14 @@ __attribute__((always_inline)) static inline void record_alloc_in(unsigned fn, v
 		ht_break_alloc(t, p); /* after recording: the trace has the block */
 }
 
+/* The deallocating function of the free being recorded (HT_FREE_*): the
+ * delete hooks set it around their free, record_free writes it. */
+static __thread uint8_t free_fn_now;
+/* The block whose real free is running on this thread: glibc aborts inside
+ * it on a double or invalid free, and the abort's handler names it
+ * (ht_bad_free_at_abort). */
+static __thread void *volatile freeing_now;
+
 /* Records the free of p, before the real free runs. */
 static void record_free(void *p)
 {
@@ -458,17 +466,22 @@ static void record_free(void *p)
 	ht_thread_t *t = ht_thread_get();
 	if (HT_UNLIKELY(!t) || HT_UNLIKELY(!ht_event_begin(t)))
 		return;
+	/* free_stacks=1: the free's stack, in an EXT after it (memcheck's
+	 * "freed at" of a double free, the stack of a mismatched delete) */
+	uint64_t sid = HT_UNLIKELY(ht_opt_free_stacks) ? ht_capture(t) : 0;
 	ht_thread_reserve(t, HT_EVENT_MAX);
 	uint64_t now = ht_event_time(t);
 	uint8_t *b = t->buf + t->len;
 	size_t k = 0;
-	b[k++] = HT_EV_FREE;
+	b[k++] = (uint8_t)(HT_EV_FREE | free_fn_now << 4);
 	k += ht_varint_put(b + k, now - t->last_time);
 	k += ht_varint_put(b + k, ht_zigzag((int64_t)((uintptr_t)p - t->last_addr)));
 	t->last_time = now;
 	t->last_addr = (uintptr_t)p;
 	t->len += (uint32_t)k;
 	t->n_frees++;
+	if (HT_UNLIKELY(ht_opt_free_stacks))
+		ht_put_ext(t, HT_EXT_FREE_STACK, &sid, 1);
 	ship_if_old(t, now);
 	atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
 }
@@ -825,7 +838,9 @@ HT_NOINLINE static void free_sampled_slow(void *p, real_free_at real)
 	if (sampled_free_counted(p))
 		record_free(p);
 	errno = e;
+	freeing_now = p;
 	(*real)(p);
+	freeing_now = NULL;
 	GUARD_RELEASE();
 }
 
@@ -841,8 +856,53 @@ HT_NOINLINE static void free_full(void *p, real_free_at real)
 	int e = errno;
 	record_free(p);
 	errno = e;
+	freeing_now = p;
 	(*real)(p);
+	freeing_now = NULL;
 	GUARD_RELEASE();
+}
+
+/* In the handler of SIGABRT (agent/lifecycle.c), before the trace is
+ * finished: when the abort came from inside a recorded free (glibc's
+ * "double free detected", "free(): invalid pointer"), records BAD_FREE
+ * with the free's stack, so that the report names where. The unwind
+ * starts in the handler: its frames are ours, then the signal frame,
+ * abort and the allocator's, then the free hook's (ours again), then the
+ * program's, which are kept. */
+void ht_bad_free_at_abort(void)
+{
+	void *p = freeing_now;
+	ht_thread_t *t = ht_tls_thread;
+	if (!p || !t)
+		return;
+	freeing_now = NULL;
+	if (!ht_event_begin(t))
+		return;
+	void **f = t->frames;
+	unsigned max = ht_opt_depth + 64 < HT_MAX_DEPTH + 16 ? ht_opt_depth + 64 : HT_MAX_DEPTH + 16;
+	unsigned n;
+	if (ht_opt_unwind_fp)
+		n = ht_fp_walk(t, f, max);
+	else {
+		ht_unwind_begin(t);
+		int r = unw_backtrace(f, (int)max);
+		ht_unwind_end(t);
+		n = r > 0 ? (unsigned)r : 0;
+	}
+	unsigned i = 0;
+	while (i < n && ht_addr_in_agent((uintptr_t)f[i]))
+		i++; /* the handler */
+	while (i < n && !ht_addr_in_agent((uintptr_t)f[i]))
+		i++; /* the signal frame, abort, the allocator */
+	while (i < n && ht_addr_in_agent((uintptr_t)f[i]))
+		i++; /* the free hook */
+	unsigned out = 0;
+	for (; i < n && out < ht_opt_depth; i++)
+		if (!ht_addr_in_agent((uintptr_t)f[i]))
+			f[out++] = f[i];
+	uint64_t v[3] = {(uintptr_t)p, out ? ht_stack_intern(t, out) : 0, free_fn_now};
+	ht_put_ext(t, HT_EXT_BAD_FREE, v, 3);
+	atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
 }
 
 HT_NOINLINE static void free_entry(void *p, real_free_at real)
@@ -1370,7 +1430,7 @@ static inline bool cxx_pass(int chain)
 		return sym##_next args;                                        \
 	}
 
-#define DELETE_HOOK(sym, chain, params, ptr, args)                             \
+#define DELETE_HOOK(sym, kind, chain, params, ptr, args)                       \
 	HT_EXPORT void sym params;                                             \
 	static void (*sym##_next) params;                                      \
 	void sym params                                                        \
@@ -1382,7 +1442,9 @@ static inline bool cxx_pass(int chain)
 		}                                                              \
 		if (HT_UNLIKELY(ptr == NULL))                                  \
 			return;                                                \
+		free_fn_now = kind;                                            \
 		free_body(ptr, &real_free);                                    \
+		free_fn_now = HT_FREE_FREE;                                    \
 	}
 
 typedef struct nothrow_s nothrow_t; /* std::nothrow_t, passed by reference */
@@ -1409,22 +1471,22 @@ NEW_HOOK(_ZnamSt11align_val_tRKSt9nothrow_t, HT_FN_NEW_ARRAY, CXX_CHAIN_NEW_ARRA
  * not needed for that. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-parameter"
-DELETE_HOOK(_ZdlPv, CXX_CHAIN_DEL, (void *p), p, (p))
-DELETE_HOOK(_ZdaPv, CXX_CHAIN_DEL_ARRAY, (void *p), p, (p))
-DELETE_HOOK(_ZdlPvm, CXX_CHAIN_DEL_SIZED, (void *p, size_t n), p, (p, n))
-DELETE_HOOK(_ZdaPvm, CXX_CHAIN_DEL_ARRAY_SIZED, (void *p, size_t n), p, (p, n))
-DELETE_HOOK(_ZdlPvRKSt9nothrow_t, CXX_CHAIN_DEL_NT, (void *p, const nothrow_t *t), p, (p, t))
-DELETE_HOOK(_ZdaPvRKSt9nothrow_t, CXX_CHAIN_DEL_ARRAY_NT, (void *p, const nothrow_t *t), p,
+DELETE_HOOK(_ZdlPv, HT_FREE_DELETE, CXX_CHAIN_DEL, (void *p), p, (p))
+DELETE_HOOK(_ZdaPv, HT_FREE_DELETE_ARRAY, CXX_CHAIN_DEL_ARRAY, (void *p), p, (p))
+DELETE_HOOK(_ZdlPvm, HT_FREE_DELETE, CXX_CHAIN_DEL_SIZED, (void *p, size_t n), p, (p, n))
+DELETE_HOOK(_ZdaPvm, HT_FREE_DELETE_ARRAY, CXX_CHAIN_DEL_ARRAY_SIZED, (void *p, size_t n), p, (p, n))
+DELETE_HOOK(_ZdlPvRKSt9nothrow_t, HT_FREE_DELETE, CXX_CHAIN_DEL_NT, (void *p, const nothrow_t *t), p, (p, t))
+DELETE_HOOK(_ZdaPvRKSt9nothrow_t, HT_FREE_DELETE_ARRAY, CXX_CHAIN_DEL_ARRAY_NT, (void *p, const nothrow_t *t), p,
 	    (p, t))
-DELETE_HOOK(_ZdlPvSt11align_val_t, CXX_CHAIN_DEL_AL, (void *p, size_t a), p, (p, a))
-DELETE_HOOK(_ZdaPvSt11align_val_t, CXX_CHAIN_DEL_ARRAY_AL, (void *p, size_t a), p, (p, a))
-DELETE_HOOK(_ZdlPvmSt11align_val_t, CXX_CHAIN_DEL_SIZED_AL, (void *p, size_t n, size_t a), p,
+DELETE_HOOK(_ZdlPvSt11align_val_t, HT_FREE_DELETE, CXX_CHAIN_DEL_AL, (void *p, size_t a), p, (p, a))
+DELETE_HOOK(_ZdaPvSt11align_val_t, HT_FREE_DELETE_ARRAY, CXX_CHAIN_DEL_ARRAY_AL, (void *p, size_t a), p, (p, a))
+DELETE_HOOK(_ZdlPvmSt11align_val_t, HT_FREE_DELETE, CXX_CHAIN_DEL_SIZED_AL, (void *p, size_t n, size_t a), p,
 	    (p, n, a))
-DELETE_HOOK(_ZdaPvmSt11align_val_t, CXX_CHAIN_DEL_ARRAY_SIZED_AL,
+DELETE_HOOK(_ZdaPvmSt11align_val_t, HT_FREE_DELETE_ARRAY, CXX_CHAIN_DEL_ARRAY_SIZED_AL,
 	    (void *p, size_t n, size_t a), p, (p, n, a))
-DELETE_HOOK(_ZdlPvSt11align_val_tRKSt9nothrow_t, CXX_CHAIN_DEL_AL_NT,
+DELETE_HOOK(_ZdlPvSt11align_val_tRKSt9nothrow_t, HT_FREE_DELETE, CXX_CHAIN_DEL_AL_NT,
 	    (void *p, size_t a, const nothrow_t *t), p, (p, a, t))
-DELETE_HOOK(_ZdaPvSt11align_val_tRKSt9nothrow_t, CXX_CHAIN_DEL_ARRAY_AL_NT,
+DELETE_HOOK(_ZdaPvSt11align_val_tRKSt9nothrow_t, HT_FREE_DELETE_ARRAY, CXX_CHAIN_DEL_ARRAY_AL_NT,
 	    (void *p, size_t a, const nothrow_t *t), p, (p, a, t))
 #pragma GCC diagnostic pop
 

@@ -138,6 +138,8 @@ void ht_fatal_signal_handler(int sig)
 		ht_leak_scan_fault(); /* returns only if no scan faulted */
 	int saved = ht_guard;
 	ht_guard = 1;
+	if (sig == SIGABRT)
+		ht_bad_free_at_abort(); /* glibc's abort in a double free */
 	ht_finish(HT_END_SIGNAL, (unsigned)sig);
 	for (int ms = 0; ms < 3000 && !atomic_load(&finish_done) &&
 			 atomic_load(&ht_state) == HT_STATE_FINISHED;

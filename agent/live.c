@@ -1040,6 +1040,7 @@ struct ht_api_stats {
 	uint64_t size; /* sizeof the caller's struct: fields past it are not written */
 	uint64_t allocations, frees, bytes_allocated;
 	uint64_t live_bytes, live_blocks, peak_live_bytes;
+	uint64_t mapped_bytes, resident_bytes;
 };
 
 /* Counts are exact (per-thread counters; frees made by pool resets and
@@ -1059,6 +1060,8 @@ int heaptrail_agent_stats(struct ht_api_stats *out)
 	struct ht_api_stats s = {0};
 	s.size = out->size < sizeof s ? out->size : sizeof s;
 	ht_thread_totals(&s.allocations, &s.frees, &s.bytes_allocated);
+	s.mapped_bytes = ht_maps_mapped();
+	s.resident_bytes = ht_read_rss();
 	int r = -1;
 	if ((ht_opt_leak_check || ht_opt_summary) &&
 	    atomic_load(&ht_state) == HT_STATE_RECORDING) {

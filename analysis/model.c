@@ -7,6 +7,8 @@
  * (site_touch), so no pass stops at the peak to look.
  */
 #include "analysis/model.h"
+#include "analysis/badfree.h"
+#include "analysis/mapped.h"
 
 #include <errno.h>
 #include <math.h>
@@ -1159,6 +1161,8 @@ int ht_model_attach(ht_pass_t *p, const ht_trace_t *t, const size_t *tl_sizes, s
 		return e;
 	}
 	*out = m;
+	if ((e = ht_badfree_attach(p, t, &m->bad)) || (e = ht_mapped_attach(p, t, &m->mapped)))
+		return e; /* *out set: the caller frees the model */
 	return 0;
 fail:
 	model_fini(r);
@@ -1185,7 +1189,7 @@ int ht_model_build_timed(const ht_trace_t *t, const size_t *tl_sizes, size_t n_t
 	int e = ht_pass_new(t, &p);
 	if (e)
 		return e;
-	if (!(e = ht_model_attach(p, t, tl_sizes, n_tl, sym, &m)) && (e = ht_pass_run(p))) {
+	if ((e = ht_model_attach(p, t, tl_sizes, n_tl, sym, &m)) || (e = ht_pass_run(p))) {
 		ht_model_free(m);
 		m = NULL;
 	}
@@ -1198,6 +1202,8 @@ void ht_model_free(ht_model_t *m)
 {
 	if (!m)
 		return;
+	ht_badfrees_free(m->bad);
+	ht_mapped_free(m->mapped);
 	free(m->sites);
 	free(m->pools);
 	free(m->snapshots);

@@ -145,8 +145,17 @@ typedef struct ht_check_stat {
  * point k is at time (k + 1) * span / HT_GROWTH_POINTS. */
 #define HT_GROWTH_POINTS 32
 
+struct ht_badfrees;
+struct ht_mapped;
+
 typedef struct ht_model {
 	const ht_trace_t *trace;
+	/* double, invalid and mismatched frees (analysis/badfree.h); NULL for
+	 * sampled and summary traces */
+	struct ht_badfrees *bad;
+	/* the program's own memory maps (analysis/mapped.h); NULL when the
+	 * trace has none */
+	struct ht_mapped *mapped;
 	double sample_rate; /* the trace's mean bytes between samples; 0 = exact */
 	ht_site_t *sites;
 	size_t nsites;

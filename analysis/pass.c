@@ -249,7 +249,7 @@ static int heap_step(ht_pass_t *p, const ht_event_t *ev, ht_heap_step_t *st, ht_
 			live_remove(lt, b);
 		}
 		ht_live_t v = { ev->addr, ev->size, ev->time, ++p->thread_seq[ev->thread], 1.0, 0,
-				ev->thread, 0 };
+				ev->thread, 0, ev->fn };
 		if (p->rate) /* else 1 and 0 */
 			ht_pass_weigh(p->rate, ev->size, &v.w, &st->var);
 		int e = site_of(p, ev->stack_id, &v.site, &st->new_site);

@@ -32,6 +32,7 @@ typedef struct ht_live {
 	uint32_t site;	 /* ht_pass_site_stack; HT_LIVE_EMPTY marks a free slot */
 	uint32_t thread; /* index into ht_trace_t.threads */
 	uint32_t tag;	 /* one consumer's own field (analysis/marks.c: the tag); 0 at first */
+	uint8_t fn;	 /* the allocating function, HT_FN_* */
 } ht_live_t;
 
 #define HT_LIVE_EMPTY UINT32_MAX

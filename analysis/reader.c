@@ -302,6 +302,7 @@ static int decode_event(const uint8_t *p, size_t end, size_t *pos, evstate_t *st
 	ev->fn = b >> 4;
 	ev->call_site = 0;
 	ev->name_id = 0;
+	ev->old_size = 0;
 	ev->pooled = false;
 	ev->from_pool_op = false;
 	ev->pool = 0;
@@ -459,6 +460,7 @@ static int decode_event(const uint8_t *p, size_t end, size_t *pos, evstate_t *st
 		ev->addr = 0;
 		ev->size = 0;
 		ev->stack_id = 0;
+		ev->old_addr = 0;
 		switch (ev->fn) {
 		case HT_EXT_FD_OPEN: /* fd, stack, call */
 			r = get_u(p, pend, &q, &ev->addr) || get_u(p, pend, &q, &ev->stack_id) ||
@@ -473,6 +475,26 @@ static int decode_event(const uint8_t *p, size_t end, size_t *pos, evstate_t *st
 			break;
 		case HT_EXT_HANDLE_RELEASE: /* kind, handle */
 			r = get_u(p, pend, &q, &ev->name_id) || get_u(p, pend, &q, &ev->addr);
+			break;
+		case HT_EXT_BAD_FREE: /* addr, stack, free function */
+			r = get_u(p, pend, &q, &ev->addr) || get_u(p, pend, &q, &ev->stack_id) ||
+			    get_u(p, pend, &q, &ev->size);
+			break;
+		case HT_EXT_MMAP: /* addr, len, stack, kind */
+			r = get_u(p, pend, &q, &ev->addr) || get_u(p, pend, &q, &ev->size) ||
+			    get_u(p, pend, &q, &ev->stack_id) || get_u(p, pend, &q, &ev->name_id);
+			break;
+		case HT_EXT_MUNMAP: /* addr, len */
+		case HT_EXT_MADVISE_FREE:
+			r = get_u(p, pend, &q, &ev->addr) || get_u(p, pend, &q, &ev->size);
+			break;
+		case HT_EXT_MREMAP: /* old, old len, new, new len, stack */
+			r = get_u(p, pend, &q, &ev->old_addr) || get_u(p, pend, &q, &ev->old_size) ||
+			    get_u(p, pend, &q, &ev->addr) || get_u(p, pend, &q, &ev->size) ||
+			    get_u(p, pend, &q, &ev->stack_id);
+			break;
+		case HT_EXT_FREE_STACK: /* the stack of the thread's FREE before */
+			r = get_u(p, pend, &q, &ev->stack_id);
 			break;
 		case HT_EXT_LEAK_CHECK: /* check id */
 			r = get_u(p, pend, &q, &ev->name_id);
@@ -2357,7 +2379,8 @@ static inline int ev_kind(const ht_event_t *e)
 	    (e->type == HT_EV_EXT && e->fn == HT_EXT_LEAK_CHECK))
 		return 2;
 	if (e->type == HT_EV_EXT) /* an open is an allocation, a close a free */
-		return e->fn == HT_EXT_FD_OPEN || e->fn == HT_EXT_HANDLE_ACQUIRE;
+		return e->fn == HT_EXT_FD_OPEN || e->fn == HT_EXT_HANDLE_ACQUIRE ||
+		       e->fn == HT_EXT_MMAP || e->fn == HT_EXT_MREMAP;
 	return e->type == HT_EV_ALLOC || e->type == HT_EV_REALLOC;
 }
 

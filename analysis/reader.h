@@ -245,7 +245,8 @@ typedef struct ht_merged_event {
 			    * PHASE: 1 begin, 0 end; POOL: the op (HT_POOL_*, as
 			    * written: callers ignore ops they do not know) */
 	uint64_t stack_id;
-	uint64_t old_addr; /* REALLOC: the block that was freed */
+	uint64_t old_addr; /* REALLOC: the block that was freed; EXT MREMAP: the old map */
+	uint64_t old_size; /* EXT MREMAP: the old map's length; else 0 */
 	uint64_t free_time; /* REALLOC: when the old block was freed (t - lead) */
 	uint64_t call_site; /* ENTER: the return address in the caller; else 0 */
 	uint64_t name_id;   /* TAG, PHASE, POOL (CREATE), SNAPSHOT: the name
@@ -295,7 +296,11 @@ int ht_merge_new(const ht_trace_t *t, ht_merge_t **out);
  * kind (HT_EXT_*, unknown kinds as written). FD_OPEN: addr the fd,
  * stack_id, size the call (HT_FDCALL_*); FD_CLOSE: addr the fd;
  * HANDLE_ACQUIRE: name_id the kind's name, addr the handle, stack_id;
- * HANDLE_RELEASE: name_id, addr; LEAK_CHECK: name_id the check id. Opens
+ * HANDLE_RELEASE: name_id, addr; LEAK_CHECK: name_id the check id;
+ * BAD_FREE: addr, stack_id, size the free function (HT_FREE_*);
+ * FREE_STACK: stack_id; MMAP: addr, size the length, stack_id, name_id
+ * the kind (HT_MAP_*); MUNMAP and MADVISE_FREE: addr, size; MREMAP:
+ * old_addr, old_size, addr, size, stack_id. Opens
  * and acquires sort like allocations on equal stamps, a LEAK_CHECK after
  * allocations (like a snapshot), the rest like frees. */
 #define HT_MERGE_EXT 0x10u

@@ -27,6 +27,7 @@
 #include "analysis/reader.h"
 #include "report/export.h"
 #include "report/report.h"
+#include "report/badfree_section.h"
 #include "report/functions_section.h"
 #include "analysis/marks.h"
 #include "report/marks_section.h"
@@ -46,7 +47,7 @@ static const char usage_text[] =
 	"                     [--functions] [--start-off] [--summary [--summary-sites N]]\n"
 	"                     [--sample-rate BYTES [--sample-seed N]]\n"
 	"                     [--break-alloc LIST] [--leak-exitcode N [--no-leak-report]]\n"
-	"                     [--no-leak-check]\n"
+	"                     [--no-leak-check] [--error-exitcode N] [--free-stacks] [--no-mmap]\n"
 	"                     [SUPPRESSIONS] [--] PROGRAM [ARGS...]\n"
 	"       heaptrail report [-f text|json] [-n N] [--show-reachable] [--by-address]\n"
 	"                        [SUPPRESSIONS] [--functions [--memory]\n"
@@ -100,6 +101,14 @@ static const char help_run[] =
 	"                            any process that exited (a trace without classes: any\n"
 	"                            leak), printing them on stderr\n"
 	"    --no-leak-report        with --leak-exitcode: the exit status only, no leak list\n"
+	"    --error-exitcode N      exit with N when any traced process made a double, invalid\n"
+	"                            or mismatched free (listed on stderr), even when glibc\n"
+	"                            aborted the program for it\n"
+	"    --free-stacks           record every free's stack too: the report then names where a\n"
+	"                            mismatched delete was called and where a block freed twice\n"
+	"                            was first freed (costs a stack capture per free)\n"
+	"    --no-mmap               do not record the program's own mmap, munmap, mremap and\n"
+	"                            madvise calls (the report's MAPPED MEMORY section)\n"
 	"    --no-leak-check         no table of live blocks in the program and no leak scan\n"
 	"                            at exit: the agent's memory stays flat, but leaks are\n"
 	"                            listed from the trace without classes (definite,\n"
@@ -934,6 +943,10 @@ static int cmd_leaks(int argc, char **argv)
 			ht_emit_nl(&e, 1);
 			r = ht_section_checks(&e, m, sym);
 		}
+		if (!r) {
+			ht_emit_nl(&e, 1);
+			r = ht_report_badfrees_json(ht_emit_raw(&e, "invalid_frees"), m, sym);
+		}
 		if (!r) { /* descriptors and handles still open: fd_leaks, handle_leaks */
 			ht_emit_nl(&e, 1);
 			r = ht_section_resources(&e, m, sym);
@@ -942,7 +955,9 @@ static int cmd_leaks(int argc, char **argv)
 		fputc('\n', stdout);
 	} else if (!r) {
 		printf("heaptrail leaks: %s\n", HT_TEXT(path));
-		r = ht_report_leaks_text(stdout, m, sym, &lk, top, show_reachable);
+		r = ht_report_badfrees_text(stdout, m, sym);
+		if (!r)
+			r = ht_report_leaks_text(stdout, m, sym, &lk, top, show_reachable);
 		ht_emitter_t e;
 		ht_emit_init(&e, stdout, HT_EMIT_TEXT);
 		if (!r)
@@ -1474,6 +1489,7 @@ static int cmd_run(int argc, char **argv)
 	ht_run_opts_t o;
 	memset(&o, 0, sizeof(o));
 	o.leak_exitcode = -1;
+	o.error_exitcode = -1;
 	supp_opts_t so = { { NULL }, 0, false };
 	bool no_report = false;
 	int i = 1;
@@ -1561,8 +1577,19 @@ static int cmd_run(int argc, char **argv)
 			if (!parse_uint(v, 255, &n))
 				return usage_error("run: --leak-exitcode needs a number 0..255, not '%s'", v);
 			o.leak_exitcode = (int)n;
+		} else if ((v = opt_value(argc, argv, &i, "--error-exitcode", &missing)) || missing) {
+			unsigned long long n;
+			if (missing)
+				return usage_error("run: %s needs a value", "--error-exitcode");
+			if (!parse_uint(v, 255, &n))
+				return usage_error("run: --error-exitcode needs a number 0..255, not '%s'", v);
+			o.error_exitcode = (int)n;
 		} else if (!strcmp(a, "--no-leak-report")) {
 			no_report = true;
+		} else if (!strcmp(a, "--free-stacks")) {
+			o.free_stacks = true;
+		} else if (!strcmp(a, "--no-mmap")) {
+			o.no_mmap = true;
 		} else if (!strcmp(a, "--no-leak-check")) {
 			o.no_leak_check = true;
 		} else if ((v = opt_value(argc, argv, &i, "--sample-rate", &missing)) || missing) {
@@ -1585,6 +1612,9 @@ static int cmd_run(int argc, char **argv)
 	if (o.summary && o.sample_rate)
 		return usage_error("run: --summary counts every allocation; it does not go with "
 				   "--sample-rate%s", "");
+	if (o.error_exitcode >= 0 && (o.summary || o.sample_rate))
+		return usage_error("run: --error-exitcode needs every free recorded: it does not go "
+				   "with %s", o.summary ? "--summary" : "--sample-rate");
 	if (no_report && o.leak_exitcode < 0)
 		return usage_error("run: --no-leak-report goes with --leak-exitcode%s", "");
 	if (i >= argc)

@@ -30,9 +30,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "analysis/badfree.h"
 #include "analysis/leaks.h"
 #include "analysis/model.h"
 #include "analysis/reader.h"
+#include "report/badfree_section.h"
 #include "report/report.h"
 #include "analysis/symbolize.h"
 #include "trace_format.h"
@@ -223,6 +225,10 @@ static int setup_env(const ht_run_opts_t *o, const char *agent, const char *mani
 		n += snprintf(opts + n, olen - (size_t)n, ",functions=1");
 	if (o->start_off)
 		n += snprintf(opts + n, olen - (size_t)n, ",start=off");
+	if (o->no_mmap)
+		n += snprintf(opts + n, olen - (size_t)n, ",mmap=0");
+	if (o->free_stacks)
+		n += snprintf(opts + n, olen - (size_t)n, ",free_stacks=1");
 	if (o->summary)
 		n += snprintf(opts + n, olen - (size_t)n, ",summary=1");
 	if (o->summary_sites)
@@ -577,6 +583,33 @@ static bool leaks_fail(const ht_run_opts_t *o, const char *path, const char *sho
 		ht_leaks_free(&l);
 	}
 	ht_symbolizer_free(sym);
+	ht_model_free(m);
+	ht_trace_free(t);
+	return fail;
+}
+
+/* The trace at path has double, invalid or mismatched frees: printed on
+ * stderr (the INVALID FREES section). */
+static bool bad_frees_fail(const char *path, const char *shown)
+{
+	ht_trace_t *t = NULL;
+	ht_model_t *m = NULL;
+	if (ht_reader_load_file(path, NULL, &t) < 0 || ht_model_build(t, &m)) {
+		fprintf(stderr, "heaptrail: cannot check %s for invalid frees\n", shown);
+		ht_trace_free(t);
+		return false;
+	}
+	bool fail = m->bad && m->bad->total;
+	if (fail) {
+		ht_symbolizer_t *sym = ht_symbolizer_new();
+		if (sym)
+			ht_model_add_modules(m, sym);
+		fflush(stdout);
+		fprintf(stderr, "heaptrail: invalid frees in %s:\n", shown);
+		ht_report_badfrees_text(stderr, m, sym);
+		fputc('\n', stderr);
+		ht_symbolizer_free(sym);
+	}
 	ht_model_free(m);
 	ht_trace_free(t);
 	return fail;
@@ -979,6 +1012,22 @@ int ht_run(const ht_run_opts_t *o)
 				incomplete ? "the list may be incomplete"
 					   : "some processes could not create a trace");
 			ret = 1;
+		}
+	}
+	/* bad frees: memcheck's --error-exitcode. A death by signal is
+	 * replaced too: glibc aborts the program on the double free itself. */
+	if (o->error_exitcode >= 0 && main_path) {
+		char cwd[PATH_MAX];
+		if (!getcwd(cwd, sizeof(cwd)))
+			cwd[0] = '\0';
+		bool fail = bad_frees_fail(main_path, display_path(main_path, cwd));
+		for (size_t i = 0; i < nothers; i++)
+			fail |= bad_frees_fail(others[i], display_path(others[i], cwd));
+		if (fail) {
+			fprintf(stderr, "heaptrail: invalid frees found: exit status %d "
+					"(--error-exitcode)\n",
+				o->error_exitcode);
+			ret = o->error_exitcode;
 		}
 	}
 	for (size_t i = 0; i < nothers; i++)

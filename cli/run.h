@@ -18,6 +18,10 @@ typedef struct ht_run_opts {
 	const char *break_alloc; /* agent option break=LIST (numbers joined by '+'), or NULL */
 	int leak_exitcode;	 /* exit status when definite/indirect leaks remain; -1: off */
 	bool no_leak_report;	 /* with leak_exitcode: no leak section on stderr */
+	bool no_mmap;		 /* agent option mmap=0: the program's maps not recorded */
+	bool free_stacks;	 /* agent option free_stacks=1: every free's stack */
+	int error_exitcode;	 /* exit status when a traced process made a double,
+				  * invalid or mismatched free; -1: off */
 	bool no_leak_check;	 /* agent option leak_check=0: no live table, no scan */
 	ht_supp_list_t *supps;	 /* suppressions for the leak exit code; may be NULL */
 	unsigned long long sample_rate; /* agent option sample_rate; 0 = exact */
@@ -31,7 +35,9 @@ typedef struct ht_run_opts {
  * for signal N), 127 not found, 126 not executable, 1 on our own failure;
  * leak_exitcode instead of the program's own exit status (not of a death
  * by signal) when its main trace has unsuppressed definite or indirect
- * leaks (unclassified ones count as definite). */
+ * leaks (unclassified ones count as definite); error_exitcode instead of
+ * either (a death by signal included: glibc aborts on a double free) when
+ * a trace of the run has a bad free. */
 int ht_run(const ht_run_opts_t *o);
 
 #endif /* HEAPTRAIL_RUN_H */

@@ -38,7 +38,7 @@
 #define HT_FILE_MAGIC_LEN 8
 #define HT_FILE_HEADER_LEN 16
 #define HT_FORMAT_MAJOR 1
-#define HT_FORMAT_MINOR 11
+#define HT_FORMAT_MINOR 12
 #define HT_FILE_ZSTD 0x1u /* body is one or more zstd frames */
 
 /* ---- top-level records ---------------------------------------------------- */
@@ -241,7 +241,8 @@ enum ht_end_how {
 
 /* ---- events inside a thread block -----------------------------------------
  * Each event starts with one byte: low nibble = event (HT_EV_*), high nibble
- * = allocation function (HT_FN_*, for ALLOC/REALLOC; 0 otherwise).
+ * = allocation function (HT_FN_*, for ALLOC/REALLOC), deallocating function
+ * (HT_FREE_*, for FREE, format 1.12; 0 before), 0 otherwise.
  *
  * ALLOC   varint dtime, svarint daddr, varint size, varint stack_id
  * FREE    varint dtime, svarint daddr
@@ -299,6 +300,24 @@ enum ht_end_how {
  *         HANDLE_RELEASE varint kind_name_id, varint handle
  *         LEAK_CHECK     varint check_id: an on-demand leak check ran here;
  *                        its classes are in the LEAKS records of that id.
+ *         BAD_FREE       varint addr, varint stack_id, varint free_fn
+ *                        (HT_FREE_*; format 1.12): the allocator aborted
+ *                        the program inside the free of addr (recorded as
+ *                        a FREE just before): a double or invalid free;
+ *                        stack_id is the free's call stack.
+ *         FREE_STACK     varint stack_id (format 1.12, option free_stacks=1):
+ *                        the call stack of the thread's FREE just before.
+ *         MMAP           varint addr, varint len, varint stack_id, varint
+ *                        kind (HT_MAP_*; format 1.12): the program mapped
+ *                        [addr, addr+len) (after the call succeeded). Maps
+ *                        made inside libc (malloc's arenas and big blocks,
+ *                        thread stacks, ld.so's) do not pass through the
+ *                        hook and are not recorded.
+ *         MUNMAP         varint addr, varint len: unmapped (before the call)
+ *         MREMAP         varint old_addr, varint old_len, varint new_addr,
+ *                        varint new_len, varint stack_id: moved or resized
+ *         MADVISE_FREE   varint addr, varint len: madvise DONTNEED or FREE
+ *                        gave the pages back (the mapping stays)
  * Stack id 0 means "unknown stack" (never defined).
  *
  * Allocation numbers (leak reports, the agent's break option): the n-th
@@ -333,6 +352,27 @@ enum ht_ext_kind {
 	HT_EXT_HANDLE_ACQUIRE = 2,
 	HT_EXT_HANDLE_RELEASE = 3,
 	HT_EXT_LEAK_CHECK = 4,
+	HT_EXT_BAD_FREE = 5,
+	HT_EXT_FREE_STACK = 6,
+	HT_EXT_MMAP = 7,
+	HT_EXT_MUNMAP = 8,
+	HT_EXT_MREMAP = 9,
+	HT_EXT_MADVISE_FREE = 10,
+};
+
+/* MMAP.kind */
+enum ht_map_kind {
+	HT_MAP_ANON = 0,   /* private anonymous memory */
+	HT_MAP_SHARED = 1, /* shared anonymous memory */
+	HT_MAP_FILE = 2,   /* a file */
+};
+
+/* Which function freed a block (high nibble of FREE, format 1.12). The
+ * free half of a REALLOC is realloc's. */
+enum ht_free_fn {
+	HT_FREE_FREE = 0,	  /* free, cfree, __libc_free, heaptrail_free */
+	HT_FREE_DELETE = 1,	  /* operator delete, every form */
+	HT_FREE_DELETE_ARRAY = 2, /* operator delete[], every form */
 };
 
 /* FD_OPEN.call: which function created the descriptor. */

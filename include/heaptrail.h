@@ -221,6 +221,9 @@ struct heaptrail_stats {
 	uint64_t size; /* sizeof(struct heaptrail_stats), set by the caller */
 	uint64_t allocations, frees, bytes_allocated;
 	uint64_t live_bytes, live_blocks, peak_live_bytes;
+	/* bytes the program mapped itself (mmap, mremap, less munmap; whole
+	 * pages; not malloc's own maps) and the process's resident set now */
+	uint64_t mapped_bytes, resident_bytes;
 };
 
 HEAPTRAIL__INLINE int heaptrail_stats(struct heaptrail_stats *out)
@@ -232,21 +235,21 @@ HEAPTRAIL__INLINE int heaptrail_stats(struct heaptrail_stats *out)
 /* Shorthands; each returns 0 when the agent is not loaded. */
 HEAPTRAIL__INLINE uint64_t heaptrail_live_bytes(void)
 {
-	struct heaptrail_stats s = {sizeof s, 0, 0, 0, 0, 0, 0};
+	struct heaptrail_stats s = {sizeof s, 0, 0, 0, 0, 0, 0, 0, 0};
 	heaptrail_stats(&s);
 	return s.live_bytes;
 }
 
 HEAPTRAIL__INLINE uint64_t heaptrail_peak_live_bytes(void)
 {
-	struct heaptrail_stats s = {sizeof s, 0, 0, 0, 0, 0, 0};
+	struct heaptrail_stats s = {sizeof s, 0, 0, 0, 0, 0, 0, 0, 0};
 	heaptrail_stats(&s);
 	return s.peak_live_bytes;
 }
 
 HEAPTRAIL__INLINE uint64_t heaptrail_allocation_count(void)
 {
-	struct heaptrail_stats s = {sizeof s, 0, 0, 0, 0, 0, 0};
+	struct heaptrail_stats s = {sizeof s, 0, 0, 0, 0, 0, 0, 0, 0};
 	heaptrail_stats(&s);
 	return s.allocations;
 }

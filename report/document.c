@@ -13,6 +13,8 @@
 
 #include "analysis/leaks.h"
 #include "report/emitter.h"
+#include "report/badfree_section.h"
+#include "report/mapped_section.h"
 #include "report/functions_section.h"
 #include "report/marks_section.h"
 #include "report/report.h"
@@ -707,12 +709,14 @@ int ht_report_write(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym,
 		c.err = json_sites(e, m, sym, o, idx);
 	} else {
 		print_summary(out, m);
+		/* errors first, as memcheck: double, invalid, mismatched frees */
+		c.err = ht_report_badfrees_text(out, m, sym);
 		if (t->have_summary)
 			fputs("\nSUMMARY MODE: the agent kept per-site totals, no events: no chart over "
 			      "time, no temporary allocations, no tables of heaptrail.h's tags, phases, "
 			      "pools and snapshots (their blocks are in the sites), no descriptors or "
 			      "handles.\n", out);
-		else
+		else if (!c.err)
 			c.err = ht_report_timeline_text(out, m); /* memory over time, peak marked */
 		print_list(&c, "TOP SITES BY BYTES ALLOCATED", HT_BY_BYTES, head_bytes, top, idx,
 			   "no allocations");
@@ -772,12 +776,24 @@ int ht_report_write(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym,
 		ht_emit_nl(e, 1);
 		err = ht_section_checks(e, m, sym);
 	}
+	/* double, invalid and mismatched frees (the text has them first), and
+	 * the program's own memory maps */
+	if (!err && json) {
+		ht_emit_nl(e, 1);
+		err = ht_report_badfrees_json(ht_emit_raw(e, "invalid_frees"), m, sym);
+	}
+	if (!err && json) {
+		ht_emit_nl(e, 1);
+		err = ht_report_mapped_json(ht_emit_raw(e, "mapped"), m, sym);
+	}
 	/* descriptors and handles still open: in the JSON always, in the text
 	 * when the trace has any */
 	if (!err) {
 		ht_emit_nl(e, 1);
 		err = ht_section_resources(e, m, sym);
 	}
+	if (!err && !json) /* the program's own maps: when the trace has any */
+		err = ht_report_mapped_text(out, m, sym, top);
 	/* the views asked for beside the report, JSON only: the function
 	 * profile, tags and phases */
 	if (!err && json && p->functions) {

@@ -29,6 +29,7 @@
 
 #include "report/export.h"
 #include "profile.pb-c.h"
+#include "analysis/mapped.h"
 #include "analysis/util.h"
 
 typedef Perftools__Profiles__Profile pb_profile_t;
@@ -52,10 +53,15 @@ enum {
 	V_LEAKED_OBJECTS,
 	V_LEAKED_SPACE,
 	V_TEMPORARY_OBJECTS,
-	NVALUES
+	NVALUES, /* the heap's types: every profile has them */
+	/* the program's own maps (analysis/mapped.h), when the trace has any:
+	 * bytes mapped at the end and at the peak of mapped memory, by site */
+	V_MAPPED_SPACE = NVALUES,
+	V_MAPPED_PEAK_SPACE,
+	NVALUES_ALL
 };
 
-static const char *const sample_types[NVALUES][2] = {
+static const char *const sample_types[NVALUES_ALL][2] = {
 	[V_ALLOC_OBJECTS] = { "alloc_objects", "count" },
 	[V_ALLOC_SPACE] = { "alloc_space", "bytes" },
 	[V_INUSE_OBJECTS] = { "inuse_objects", "count" },
@@ -64,6 +70,8 @@ static const char *const sample_types[NVALUES][2] = {
 	[V_LEAKED_OBJECTS] = { "leaked_objects", "count" },
 	[V_LEAKED_SPACE] = { "leaked_space", "bytes" },
 	[V_TEMPORARY_OBJECTS] = { "temporary_objects", "count" },
+	[V_MAPPED_SPACE] = { "mapped_space", "bytes" },
+	[V_MAPPED_PEAK_SPACE] = { "mapped_peak_space", "bytes" },
 };
 
 /* The type pprof shows unless told otherwise. alloc_space rather than Go's
@@ -102,7 +110,8 @@ typedef struct builder {
 	/* samples: values and location ids in pools, pointers fixed up at the end */
 	pb_sample_t *samples;
 	size_t nsamples, cap_samples;
-	int64_t *values; /* NVALUES per sample */
+	int64_t *values; /* nv per sample */
+	size_t nv;	 /* NVALUES, or NVALUES_ALL with mapped memory */
 	size_t cap_values;
 	uint64_t *loc_ids;
 	size_t nloc_ids, cap_loc_ids;
@@ -363,9 +372,10 @@ static void main_mapping_first(builder_t *b)
 	}
 }
 
-/* One sample for site s. Returns 0 or -ENOMEM. */
-static int add_sample(builder_t *b, ht_symbolizer_t *sym, const ht_site_t *s, ht_frame_t **frames,
-		      size_t *cap)
+/* One sample for site s, or for the map site ms (s then only holds its
+ * stack). Returns 0 or -ENOMEM. */
+static int add_sample(builder_t *b, ht_symbolizer_t *sym, const ht_site_t *s,
+		      const ht_map_site_t *ms, ht_frame_t **frames, size_t *cap)
 {
 	long nf = ht_model_frames(b->m, sym, s, frames, cap);
 	if (nf < 0)
@@ -391,12 +401,17 @@ static int add_sample(builder_t *b, ht_symbolizer_t *sym, const ht_site_t *s, ht
 	}
 	size_t k = b->nsamples;
 	if (ht_util_grow((void **)&b->samples, &b->cap_samples, k + 1, sizeof(*b->samples)) ||
-	    ht_util_grow((void **)&b->values, &b->cap_values, (k + 1) * NVALUES, sizeof(*b->values)) ||
+	    ht_util_grow((void **)&b->values, &b->cap_values, (k + 1) * b->nv, sizeof(*b->values)) ||
 	    ht_util_grow((void **)&b->sample_first, &b->cap_sample_first, k + 1,
 			 sizeof(*b->sample_first)) ||
 	    ht_util_grow((void **)&b->labels, &b->cap_labels, k + 1, sizeof(*b->labels)))
 		return -ENOMEM;
-	int64_t *v = &b->values[k * NVALUES];
+	int64_t *v = &b->values[k * b->nv];
+	memset(v, 0, b->nv * sizeof(*v));
+	if (ms) {
+		v[V_MAPPED_SPACE] = (int64_t)ms->live;
+		v[V_MAPPED_PEAK_SPACE] = (int64_t)ms->at_peak;
+	} else {
 	v[V_ALLOC_OBJECTS] = (int64_t)s->allocations;
 	v[V_ALLOC_SPACE] = (int64_t)s->bytes_allocated;
 	v[V_INUSE_OBJECTS] = (int64_t)s->leaked_blocks;
@@ -405,11 +420,12 @@ static int add_sample(builder_t *b, ht_symbolizer_t *sym, const ht_site_t *s, ht
 	v[V_LEAKED_OBJECTS] = (int64_t)s->leaked_blocks;
 	v[V_LEAKED_SPACE] = (int64_t)s->leaked_bytes;
 	v[V_TEMPORARY_OBJECTS] = (int64_t)s->temporary;
+	}
 	b->sample_first[k] = first;
 	pb_sample_t *smp = &b->samples[k];
 	perftools__profiles__sample__init(smp);
 	smp->n_location_id = b->nloc_ids - first;
-	smp->n_value = NVALUES;
+	smp->n_value = b->nv;
 	/* a numeric label ties the sample to the JSON report's "stack_id" */
 	int64_t key = str_index(b, "stack_id");
 	if (key < 0)
@@ -492,8 +508,8 @@ int ht_export_pprof(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const 
 	ht_frame_t *frames = NULL;
 	size_t cap = 0;
 	int e = 0;
-	pb_vtype_t types[NVALUES], period_type;
-	pb_vtype_t *type_ptrs[NVALUES];
+	pb_vtype_t types[NVALUES_ALL], period_type;
+	pb_vtype_t *type_ptrs[NVALUES_ALL];
 	pb_sample_t **sample_ptrs = NULL;
 	pb_mapping_t **map_ptrs = NULL;
 	pb_location_t **loc_ptrs = NULL;
@@ -507,7 +523,8 @@ int ht_export_pprof(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const 
 		e = -ENOMEM;
 		goto out;
 	}
-	for (int i = 0; i < NVALUES; i++) {
+	b.nv = m->mapped ? NVALUES_ALL : NVALUES;
+	for (size_t i = 0; i < b.nv; i++) {
 		perftools__profiles__value_type__init(&types[i]);
 		int64_t ty = str_index(&b, sample_types[i][0]), un = str_index(&b, sample_types[i][1]);
 		if (ty < 0 || un < 0) {
@@ -535,7 +552,15 @@ int ht_export_pprof(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const 
 	/* samples in site order: sites already merge equal stacks */
 	for (size_t i = 0; i < m->nsites && !e; i++)
 		if (m->sites[i].allocations)
-			e = add_sample(&b, sym, &m->sites[i], &frames, &cap);
+			e = add_sample(&b, sym, &m->sites[i], NULL, &frames, &cap);
+	for (size_t i = 0; m->mapped && i < m->mapped->nsites && !e; i++) {
+		const ht_map_site_t *ms = &m->mapped->sites[i];
+		ht_site_t s = { 0 };
+		s.stack_id = ms->stack_id;
+		s.stack = ms->stack_id ? ht_trace_stack(t, ms->stack_id) : NULL;
+		s.first_time = ms->first_time;
+		e = add_sample(&b, sym, &s, ms, &frames, &cap);
+	}
 	if (e)
 		goto out;
 	main_mapping_first(&b);
@@ -554,7 +579,7 @@ int ht_export_pprof(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const 
 	for (size_t i = 0; i < b.nsamples; i++) {
 		sample_ptrs[i] = &b.samples[i];
 		label_ptrs[i] = &b.labels[i];
-		b.samples[i].value = &b.values[i * NVALUES];
+		b.samples[i].value = &b.values[i * b.nv];
 		b.samples[i].location_id = &b.loc_ids[b.sample_first[i]];
 		b.samples[i].n_label = 1;
 		b.samples[i].label = &label_ptrs[i];
@@ -572,7 +597,7 @@ int ht_export_pprof(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const 
 
 	pb_profile_t p;
 	perftools__profiles__profile__init(&p);
-	p.n_sample_type = NVALUES;
+	p.n_sample_type = b.nv;
 	p.sample_type = type_ptrs;
 	p.n_sample = b.nsamples;
 	p.sample = sample_ptrs;

@@ -50,6 +50,8 @@ import test_html  # noqa: E402
 import test_durable  # noqa: E402
 import test_sites  # noqa: E402
 import test_cores  # noqa: E402
+import test_bad_frees  # noqa: E402
+import test_mapped  # noqa: E402
 
 
 def all_tests():
@@ -61,7 +63,8 @@ def all_tests():
             test_summary.TESTS + test_leaks.TESTS + test_resources.TESTS +
             test_sampling.TESTS + test_diff.TESTS + test_hostile_names.TESTS +
             test_hostile.TESTS + test_gates.TESTS + test_html.TESTS + test_durable.TESTS +
-            test_sites.TESTS + test_cores.TESTS)
+            test_sites.TESTS + test_cores.TESTS +
+            test_bad_frees.TESTS + test_mapped.TESTS)
 
 
 def run_one(name, fn, verbose):

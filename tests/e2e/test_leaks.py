@@ -89,7 +89,7 @@ def classified_trace(t):
     at6 = [a for a in allocs[:k + 1] if a["freed_at"] is None or a["freed_at"] > t6]
     fake_tid = 999999  # a thread of its own: its events merge by time
     body.append(tracefile.ext_block(fake_tid, t6, tracefile.EXT_LEAK_CHECK, tracefile.varint(1)))
-    body.append(tracefile.ext_block(fake_tid, t6 + 1, 9, b"\x01\x02\x03"))
+    body.append(tracefile.ext_block(fake_tid, t6 + 1, 14, b"\x01\x02\x03"))
     body.append(tracefile.leaks_record(t6, 1, [(a["addr"], tracefile.LEAK_DEFINITE) for a in at6],
                                        reason=2))
     entries = [(a["addr"], KIND_BY_SIZE[a["size"]]) for a in live]

@@ -105,7 +105,7 @@ static buf_t classes_body(void)
 	ev_leak_check(&k, 20, 1);
 	buf_t odd = { 0 };
 	put(&odd, "\x05\x06\x07", 3);
-	ev_ext(&k, 21, 9, &odd);
+	ev_ext(&k, 21, 14, &odd);
 	free(odd.p);
 	ev_alloc(&k, 40, 0x5000, 50, 3);
 	ev_alloc(&k, 41, 0x6000, 60, 3);

@@ -558,6 +558,18 @@ static int load_trace(const char *path, ht_trace_t **tp)
 	return 0;
 }
 
+/* A symbolizer with t's modules declared, or NULL (said on stderr): frames
+ * then show addresses only. */
+static ht_symbolizer_t *trace_symbolizer(const ht_trace_t *t)
+{
+	ht_symbolizer_t *sym = ht_symbolizer_new();
+	if (sym)
+		ht_trace_add_modules(t, sym);
+	else
+		fprintf(stderr, "heaptrail: warning: no symbolizer, frames show addresses only\n");
+	return sym;
+}
+
 /* After its pass: what a damaged trace lost. */
 static void trace_warnings(const char *path, const ht_trace_t *t)
 {
@@ -589,11 +601,7 @@ static int load_analyses(const char *path, size_t tl_buckets, bool by_address,
 		return 1;
 	if (an && want)
 		want(t, an, ctx);
-	ht_symbolizer_t *sym = ht_symbolizer_new();
-	if (sym)
-		ht_trace_add_modules(t, sym);
-	else
-		fprintf(stderr, "heaptrail: warning: no symbolizer, frames show addresses only\n");
+	ht_symbolizer_t *sym = trace_symbolizer(t);
 	ht_model_t *m = NULL;
 	ht_marks_t *mk = NULL;
 	ht_fn_profile_t *fp = NULL;
@@ -943,13 +951,13 @@ static int cmd_leaks(int argc, char **argv)
 			ht_emit_nl(&e, 1);
 			r = ht_section_checks(&e, m, sym);
 		}
-		if (!r) {
-			ht_emit_nl(&e, 1);
-			r = ht_report_badfrees_json(ht_emit_raw(&e, "invalid_frees"), m, sym);
-		}
 		if (!r) { /* descriptors and handles still open: fd_leaks, handle_leaks */
 			ht_emit_nl(&e, 1);
 			r = ht_section_resources(&e, m, sym);
+		}
+		if (!r) { /* the newest member last */
+			ht_emit_nl(&e, 1);
+			r = ht_report_badfrees_json(ht_emit_raw(&e, "invalid_frees"), m, sym);
 		}
 		ht_emit_obj_end(&e);
 		fputc('\n', stdout);
@@ -1296,11 +1304,7 @@ static int convert_write(FILE *out, const char *path, const ht_trace_t *t,
 			 const ht_exporter_t *fmt, const ht_export_opts_t *eo, bool by_address)
 {
 	ht_model_t *m = NULL;
-	ht_symbolizer_t *sym = ht_symbolizer_new();
-	if (sym)
-		ht_trace_add_modules(t, sym);
-	else
-		fprintf(stderr, "heaptrail: warning: no symbolizer, frames show addresses only\n");
+	ht_symbolizer_t *sym = trace_symbolizer(t);
 	ht_activity_t *act = NULL;
 	ht_fn_spans_t *spans = NULL;
 	ht_events_writer_t *ew = NULL;

@@ -776,16 +776,6 @@ int ht_report_write(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym,
 		ht_emit_nl(e, 1);
 		err = ht_section_checks(e, m, sym);
 	}
-	/* double, invalid and mismatched frees (the text has them first), and
-	 * the program's own memory maps */
-	if (!err && json) {
-		ht_emit_nl(e, 1);
-		err = ht_report_badfrees_json(ht_emit_raw(e, "invalid_frees"), m, sym);
-	}
-	if (!err && json) {
-		ht_emit_nl(e, 1);
-		err = ht_report_mapped_json(ht_emit_raw(e, "mapped"), m, sym);
-	}
 	/* descriptors and handles still open: in the JSON always, in the text
 	 * when the trace has any */
 	if (!err) {
@@ -807,6 +797,16 @@ int ht_report_write(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym,
 	if (!err && json && p->marks && p->marks->nphases) {
 		ht_emit_nl(e, 1);
 		err = ht_report_phases_json(ht_emit_raw(e, "phases"), p->marks);
+	}
+	/* double, invalid and mismatched frees (the text has them first), and
+	 * the program's own memory maps: members newer than the rest, last */
+	if (!err && json) {
+		ht_emit_nl(e, 1);
+		err = ht_report_badfrees_json(ht_emit_raw(e, "invalid_frees"), m, sym);
+	}
+	if (!err && json) {
+		ht_emit_nl(e, 1);
+		err = ht_report_mapped_json(ht_emit_raw(e, "mapped"), m, sym);
 	}
 	ht_emit_obj_end(e);
 	fputc('\n', out);

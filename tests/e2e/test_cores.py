@@ -64,17 +64,23 @@ def on_pty(cmd, env, timeout):
     out = b""
     end = time.monotonic() + timeout
     os.set_blocking(p.stdout.fileno(), False)
+    watch = [master, p.stdout]
     while time.monotonic() < end:
-        r, _, _ = select.select([master, p.stdout], [], [], 0.2)
+        r, _, _ = select.select(watch, [], [], 0.2)
         if master in r:
             try:
                 chunk = os.read(master, 65536)
             except OSError:  # EIO: the child closed its side
                 chunk = b""
+            if not chunk:  # at its end the master stays readable: stop asking
+                watch.remove(master)
             got += chunk
         if p.stdout in r:
-            out += p.stdout.read() or b""
-        if p.poll() is not None and not r:
+            data = p.stdout.read()
+            if data == b"":
+                watch.remove(p.stdout)
+            out += data or b""
+        if p.poll() is not None and (not r or not watch):
             break
     if p.poll() is None:
         os.killpg(p.pid, 9)

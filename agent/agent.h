@@ -498,8 +498,8 @@ bool ht_thread_quiesce(int timeout_ms);
 /* Once the trace is being finished (exit, _exit, a fatal signal: the
  * process ends with it), the program's threads other than the caller that
  * come into a hook wait there, for timeout_ms at most: the finish's work
- * then has the CPUs, not busy threads that record nothing more (128 of
- * them made an exit take 100 s). */
+ * then has the CPUs, not busy threads that record nothing more
+ * (bench/RESULTS.md, exit with busy threads). */
 void ht_thread_park_begin(int timeout_ms);
 /* Waits there, if the finish asks it (the state FINISHED). */
 HT_COLD HT_NOINLINE void ht_thread_park(void);

@@ -538,8 +538,7 @@ void ht_finish(unsigned how, unsigned status)
 		ht_modules_check_bypass(NULL);
 	/* The process ends with this finish: the program's threads that keep
 	 * calling malloc record nothing more, and wait in their hooks rather
-	 * than take the CPUs from it (128 busy threads made an exit take 100
-	 * s); they end with the process. Not before the loader's lock is done
+	 * than take the CPUs from it; they end with the process. Not before the loader's lock is done
 	 * with: a thread may hold it around a malloc (a constructor in
 	 * dlopen). */
 	ht_thread_park_begin(HT_PARK_MS);

@@ -266,6 +266,27 @@ typedef struct stacks {
 	ht_map_t node_of;  /* (parent + 1) << 32 | frame -> node */
 } stacks_t;
 
+/* The "frames" ([function, file, line, module, address]) and "nodes"
+ * (parent + 1, 0: outermost; frame) members of a stack tree, each with
+ * its leading ",\n" and without the closing bracket of "nodes". */
+static void put_stack_tree(FILE *out, const stacks_t *st)
+{
+	fputs(",\n\"frames\": [", out);
+	for (size_t i = 0; i < st->nf; i++) {
+		const ht_frame_t *f = &st->f[i];
+		fputs(i ? ",\n[" : "\n[", out);
+		ht_json_str(out, f->function);
+		fputs(", ", out);
+		ht_json_str(out, f->file);
+		fprintf(out, ", %d, ", f->line > 0 ? f->line : 0);
+		ht_json_str(out, f->module);
+		fprintf(out, ", \"0x%" PRIx64 "\"]", f->address);
+	}
+	fputs("],\n\"nodes\": [", out);
+	for (size_t i = 0; i < 2 * st->nn; i++)
+		fprintf(out, i ? (i % 32 ? ",%" PRIu32 : ",\n%" PRIu32) : "%" PRIu32, st->node[i]);
+}
+
 static bool str_eq(const char *a, const char *b)
 {
 	return a == b || (a && b && !strcmp(a, b));
@@ -466,22 +487,8 @@ static int write_data(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 		ht_json_str(out, w[i]);
 	}
 
-	/* frames: [function, file, line, module, address] */
-	fputs("],\n\"frames\": [", out);
-	for (size_t i = 0; i < st.nf; i++) {
-		const ht_frame_t *f = &st.f[i];
-		fputs(i ? ",\n[" : "\n[", out);
-		ht_json_str(out, f->function);
-		fputs(", ", out);
-		ht_json_str(out, f->file);
-		fprintf(out, ", %d, ", f->line > 0 ? f->line : 0);
-		ht_json_str(out, f->module);
-		fprintf(out, ", \"0x%" PRIx64 "\"]", f->address);
-	}
-	/* nodes: parent + 1 (0: outermost), frame; a site points at its leaf */
-	fputs("],\n\"nodes\": [", out);
-	for (size_t i = 0; i < 2 * st.nn; i++)
-		fprintf(out, i ? (i % 32 ? ",%" PRIu32 : ",\n%" PRIu32) : "%" PRIu32, st.node[i]);
+	fputc(']', out);
+	put_stack_tree(out, &st);
 	/* sites: [node, allocations, bytes, peak bytes, leaked blocks, leaked
 	 * bytes, temporary (null: unknown), frees, largest] */
 	fputs("],\n\"sites\": [", out);
@@ -851,20 +858,7 @@ static int write_diff_data(FILE *out, const ht_diff_t *d)
 	put_diff_side(out, &d->side[HT_DIFF_BASE]);
 	fputs(",\n\"new\": ", out);
 	put_diff_side(out, &d->side[HT_DIFF_NEW]);
-	fputs(",\n\"frames\": [", out);
-	for (size_t i = 0; i < st.nf; i++) {
-		const ht_frame_t *f = &st.f[i];
-		fputs(i ? ",\n[" : "\n[", out);
-		ht_json_str(out, f->function);
-		fputs(", ", out);
-		ht_json_str(out, f->file);
-		fprintf(out, ", %d, ", f->line > 0 ? f->line : 0);
-		ht_json_str(out, f->module);
-		fprintf(out, ", \"0x%" PRIx64 "\"]", f->address);
-	}
-	fputs("],\n\"nodes\": [", out);
-	for (size_t i = 0; i < 2 * st.nn; i++)
-		fprintf(out, i ? (i % 32 ? ",%" PRIu32 : ",\n%" PRIu32) : "%" PRIu32, st.node[i]);
+	put_stack_tree(out, &st);
 	/* rows: [node, status, sites in base, sites in new, base figures (7),
 	 * new figures (7)] */
 	fprintf(out, "],\n\"rows_total\": %zu, \"rows\": [", n);

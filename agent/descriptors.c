@@ -543,9 +543,11 @@ static int close_range_around(unsigned first, unsigned last, int flags, unsigned
 	return r;
 }
 
-HT_EXPORT int close_range(unsigned first, unsigned last, int flags)
+/* close_range called from ret, made by cr (glibc's or the system call):
+ * the closes recorded, the trace's descriptor kept. */
+static int close_range_hooked(void *ret, unsigned first, unsigned last, int flags,
+			      close_range_fn *cr)
 {
-	void *ret = __builtin_return_address(0);
 	if (should_record_res(ret) && !(flags & CLOSE_RANGE_CLOEXEC) && first <= last) {
 		int e = errno;
 		record_close_range(first, last);
@@ -554,8 +556,14 @@ HT_EXPORT int close_range(unsigned first, unsigned last, int flags)
 	int tfd = atomic_load_explicit(&ht_trace_fd, memory_order_acquire);
 	if (HT_UNLIKELY(tfd >= 0 && first <= (unsigned)tfd && (unsigned)tfd <= last) &&
 	    !(flags & CLOSE_RANGE_CLOEXEC) && is_trace_fd(tfd, ret))
-		return close_range_around(first, last, flags, (unsigned)tfd, REAL(close_range));
-	return REAL(close_range)(first, last, flags);
+		return close_range_around(first, last, flags, (unsigned)tfd, cr);
+	return cr(first, last, flags);
+}
+
+HT_EXPORT int close_range(unsigned first, unsigned last, int flags)
+{
+	return close_range_hooked(__builtin_return_address(0), first, last, flags,
+				  REAL(close_range));
 }
 
 HT_EXPORT void closefrom(int lowfd)
@@ -640,20 +648,8 @@ long ht_syscall_fd(long n, long a, long b, long c)
 			record_close((int)a);
 		return sys_result(raw_syscall3(n, a, b, c));
 	}
-	if (n == SYS_close_range) {
-		unsigned first = (unsigned)a, last = (unsigned)b;
-		int flags = (int)c;
-		if (should_record_res(ret) && !(flags & CLOSE_RANGE_CLOEXEC) && first <= last) {
-			int e = errno;
-			record_close_range(first, last);
-			errno = e;
-		}
-		int tfd = atomic_load_explicit(&ht_trace_fd, memory_order_acquire);
-		if (HT_UNLIKELY(tfd >= 0 && first <= (unsigned)tfd && (unsigned)tfd <= last) &&
-		    !(flags & CLOSE_RANGE_CLOEXEC) && is_trace_fd(tfd, ret))
-			return close_range_around(first, last, flags, (unsigned)tfd, sys_close_range);
-		return sys_result(raw_syscall3(n, a, b, c));
-	}
+	if (n == SYS_close_range)
+		return close_range_hooked(ret, (unsigned)a, (unsigned)b, (int)c, sys_close_range);
 	/* SYS_dup2 (c is not an argument: the kernel ignores it), SYS_dup3 */
 	if (is_trace_fd(b, ret) && a != b && !ht_guard) {
 		ht_writer_move_fd((int)b);

@@ -32,6 +32,7 @@
 #include "analysis/marks.h"
 #include "report/marks_section.h"
 #include "report/html.h"
+#include "analysis/blocks.h"
 #include "analysis/symbolize.h"
 #include "report/timeline.h"
 #include "analysis/util.h"
@@ -536,9 +537,10 @@ static int common_option(int argc, char **argv, int *i, const char *cmd, common_
 
 /* What one pass over a trace builds beside the model. */
 typedef struct analyses {
-	bool marks, functions; /* asked for */
+	bool marks, functions, blocks; /* asked for */
 	ht_marks_t *mk;
 	ht_fn_profile_t *fp;
+	ht_blocks_t *blk; /* over the timeline's buckets (the HTML report's) */
 } analyses_t;
 
 /* Loads a trace, printing why when it cannot. Returns 0 or 1. */
@@ -605,17 +607,20 @@ static int load_analyses(const char *path, size_t tl_buckets, bool by_address,
 	ht_model_t *m = NULL;
 	ht_marks_t *mk = NULL;
 	ht_fn_profile_t *fp = NULL;
+	ht_blocks_t *blk = NULL;
 	ht_pass_t *p = NULL;
 	if (!(r = ht_pass_new(t, &p)) &&
 	    !(r = ht_model_attach(p, t, &tl_buckets, tl_buckets ? 1 : 0, by_address ? NULL : sym,
 				  &m)) &&
 	    !(r = ht_resources_attach(p, t, &m->resources)) &&
 	    !(an && an->functions && (r = ht_fn_attach(p, t, &fp))) &&
-	    !(an && an->marks && (r = ht_marks_attach(p, t, &mk))))
+	    !(an && an->marks && (r = ht_marks_attach(p, t, &mk))) &&
+	    !(an && an->blocks && tl_buckets && (r = ht_blocks_attach(p, t, tl_buckets, &blk))))
 		r = ht_pass_run(p);
 	ht_pass_free(p);
 	if (r) {
 		fprintf(stderr, "heaptrail: %s: %s\n", HT_TEXT(path), ht_strerror(r));
+		ht_blocks_free(blk);
 		ht_marks_free(mk);
 		ht_fn_free(fp);
 		ht_model_free(m);
@@ -632,6 +637,7 @@ static int load_analyses(const char *path, size_t tl_buckets, bool by_address,
 	if (an) {
 		an->mk = mk;
 		an->fp = fp;
+		an->blk = blk;
 	}
 	return 0;
 }
@@ -645,6 +651,7 @@ static int load_model(const char *path, bool by_address, ht_trace_t **tp, ht_mod
 /* The views `report` was asked for. */
 typedef struct report_views {
 	bool functions, tags; /* --functions; --by-tag or --tag */
+	bool html;	      /* --format html */
 } report_views_t;
 
 /* What the report's pass builds beside the model: the function profile
@@ -654,6 +661,8 @@ typedef struct report_views {
 static void report_wants(const ht_trace_t *t, analyses_t *an, void *ctx)
 {
 	const report_views_t *v = ctx;
+	/* the HTML report's filters: the blocks by the page's buckets */
+	an->blocks = v->html && !t->have_summary;
 	if ((v->functions || v->tags) && t->have_summary)
 		return;
 	an->functions = v->functions;
@@ -768,8 +777,8 @@ static int cmd_report(int argc, char **argv)
 	/* the trace itself is never overwritten (checked on the open file too) */
 	struct stat in_st;
 	bool have_in = stat(path, &in_st) == 0;
-	report_views_t rv = { functions, by_tag || to.name };
-	analyses_t an = { false, false, NULL, NULL };
+	report_views_t rv = { functions, by_tag || to.name, html };
+	analyses_t an = { false, false, false, NULL, NULL, NULL };
 	ht_symbolizer_t *sym = NULL;
 	if (load_analyses(path, html ? HT_HTML_TL_BUCKETS : ht_report_timeline_buckets(json), co.by_address,
 			  report_wants, &rv, &t, &m, &sym, &an))
@@ -780,6 +789,7 @@ static int cmd_report(int argc, char **argv)
 		fprintf(stderr, "heaptrail: report: cannot write %s: %s\n", HT_TEXT(out_path),
 			ht_strerror(oerr));
 		ht_marks_free(an.mk);
+		ht_blocks_free(an.blk);
 		ht_fn_free(an.fp);
 		ht_symbolizer_free(sym);
 		ht_model_free(m);
@@ -792,6 +802,7 @@ static int cmd_report(int argc, char **argv)
 				"totals per site, not the events that %s needs\n",
 			HT_TEXT(path), functions ? "--functions" : by_tag ? "--by-tag" : "--tag");
 		ht_marks_free(an.mk);
+		ht_blocks_free(an.blk);
 		ht_fn_free(an.fp);
 		ht_symbolizer_free(sym);
 		ht_model_free(m);
@@ -808,6 +819,7 @@ static int cmd_report(int argc, char **argv)
 	if (supp_load(&so, &supps)) {
 		ht_fn_free(fp);
 		ht_marks_free(mk);
+		ht_blocks_free(an.blk);
 		ht_symbolizer_free(sym);
 		ht_model_free(m);
 		ht_trace_free(t);
@@ -819,7 +831,7 @@ static int cmd_report(int argc, char **argv)
 	}
 	bool no_tag = false;
 	if (html) {
-		r = ht_report_html(hout, m, sym, &ro, lkp);
+		r = ht_report_html(hout, m, sym, &ro, lkp, an.blk);
 		if (hout != stdout && fclose(hout) && !r)
 			r = -errno;
 	} else if (by_tag) {
@@ -852,6 +864,7 @@ static int cmd_report(int argc, char **argv)
 		fprintf(stderr, "heaptrail: %s: %s\n", HT_TEXT(path), ht_fn_no_events_msg);
 	ht_fn_free(fp);
 	ht_marks_free(mk);
+	ht_blocks_free(an.blk);
 	if (have_lk)
 		ht_leaks_free(&lk);
 	ht_supp_free(&supps);

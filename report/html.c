@@ -14,10 +14,12 @@
  *
  * The data holds sites and stacks, not events: frames once each, stacks as
  * a tree of (caller, frame) nodes that sites point into, the timeline in
- * TL_BUCKETS buckets, and for the top TOP_SITES sites by bytes their
- * allocations per bucket (what a time window sums), all from one replay
- * (ht_model_timeline_replay), which also gives the size histogram. The
- * layout is documented by the script that reads it (report/html/report.js).
+ * TL_BUCKETS buckets, and the blocks summed by site, thread, birth and
+ * death buckets, lifetime class and flags (analysis/blocks.h), which the
+ * page's filters and time window combine per block. Everything comes
+ * finished from the pass that built the model: the writer reads no
+ * events. The layout is documented by the script that reads it
+ * (report/html/report.js).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -25,6 +27,7 @@
 #include <string.h>
 
 #include "report/html.h"
+#include "analysis/blocks.h"
 #include "analysis/diff.h"
 #include "analysis/leaks.h"
 #include "analysis/pass.h"
@@ -33,227 +36,7 @@
 #include "analysis/util.h"
 
 #define TL_BUCKETS HT_HTML_TL_BUCKETS /* the memory-over-time chart and the window's steps */
-#define TOP_SITES 1000 /* sites whose allocations are kept per bucket */
-#define SIZE_CLASSES 65 /* size 0, then [2^k, 2^(k+1)) for k = 0..63 */
 #define DIFF_ROWS 20000 /* diff rows kept (by the change in bytes); the rest summed */
-
-/* ---- per-block figures, from a pass of our own ------------------------------
- * For the TOP_SITES sites with the most bytes, per bucket of the timeline:
- * what they allocated, what they held at its end, and what they held when
- * the heap first reached its highest value inside it; per site the
- * lifetimes of their blocks (log2 buckets of ns, a block never freed
- * living until the end) and their figures by allocating thread. The
- * value a site held at a bucket's high-water mark is kept lazily: each new
- * high bumps `mark`, and a site saves its value the first time it changes
- * after a mark, so an event costs O(1) whatever the number of sites. */
-
-#define LIFE_CLASSES 65 /* lifetime 0, then [2^k, 2^(k+1)) ns */
-
-typedef struct slot_now {
-	double bytes, blocks;	    /* live now */
-	double mark_bytes, mark_blocks; /* at the latest mark, if seen == mark */
-	uint64_t seen;
-} slot_now_t;
-
-typedef struct thread_figs {
-	double allocations, bytes, leaked_blocks, leaked_bytes;
-} thread_figs_t;
-
-typedef struct per_event {
-	const ht_model_t *m;
-	ht_pass_t *pass;
-	int32_t *slot;		/* site -> row of the per-bucket tables, or -1 */
-	int32_t *pslot;		/* pass site -> slot + 1 (0: none, -1: not looked up) */
-	size_t npslot, pcap;
-	size_t nslots;
-	double *cnt, *bytes;	/* [slot][TL_BUCKETS]: allocated in the bucket */
-	double *end_b, *end_n;	/* held at its end: bytes, blocks */
-	double *max_b, *max_n;	/* held at its high-water mark */
-	slot_now_t *now;
-	double *life_n, *life_b; /* [slot][LIFE_CLASSES] */
-	ht_map_t tf_of;		/* slot << 32 | thread -> index into tf */
-	thread_figs_t *tf;
-	uint32_t *tf_key_slot, *tf_key_thread;
-	size_t ntf, tfcap, tfkcap, tfkcap2;
-	uint64_t span;		/* as the timeline's: max(duration, 1) */
-	double heap, bucket_high;
-	uint64_t mark;
-	size_t bucket;		/* the bucket being filled */
-	double size_cnt[SIZE_CLASSES], size_bytes[SIZE_CLASSES];
-	int err;
-} per_event_t;
-
-static size_t bucket_of(const per_event_t *p, uint64_t t)
-{
-	unsigned __int128 b = (unsigned __int128)t * TL_BUCKETS / p->span;
-	return b >= TL_BUCKETS ? TL_BUCKETS - 1 : (size_t)b;
-}
-
-/* Close buckets up to (not including) b. */
-static void close_buckets(per_event_t *p, size_t b)
-{
-	for (; p->bucket < b; p->bucket++) {
-		for (size_t s = 0; s < p->nslots; s++) {
-			slot_now_t *n = &p->now[s];
-			size_t i = s * TL_BUCKETS + p->bucket;
-			p->end_b[i] = n->bytes;
-			p->end_n[i] = n->blocks;
-			bool at = n->seen == p->mark;
-			p->max_b[i] = at ? n->mark_bytes : n->bytes;
-			p->max_n[i] = at ? n->mark_blocks : n->blocks;
-		}
-		p->mark++; /* the next bucket starts with no high yet */
-		p->bucket_high = -1;
-	}
-}
-
-/* The slot of a pass site, or -1. */
-static int32_t pass_slot(per_event_t *p, uint32_t site)
-{
-	if (site >= p->npslot) {
-		size_t n = (size_t)site + 1;
-		if (ht_util_grow((void **)&p->pslot, &p->pcap, n, sizeof(*p->pslot))) {
-			p->err = -ENOMEM;
-			return -1;
-		}
-		for (size_t i = p->npslot; i < n; i++)
-			p->pslot[i] = -1;
-		p->npslot = n;
-	}
-	if (p->pslot[site] < 0) {
-		/* the model's site: stacks that symbolize alike are one */
-		uint32_t si = ht_model_site_of(p->m, ht_pass_site_stack(p->pass, site));
-		p->pslot[site] = si == HT_MAP_NONE ? 0 : p->slot[si] + 1;
-	}
-	return p->pslot[site] - 1;
-}
-
-static thread_figs_t *thread_figs(per_event_t *p, int32_t slot, uint32_t thread)
-{
-	uint64_t key = (uint64_t)slot << 32 | thread;
-	uint32_t i = ht_map_get(&p->tf_of, key);
-	if (i != HT_MAP_NONE)
-		return &p->tf[i];
-	if (ht_util_grow((void **)&p->tf, &p->tfcap, p->ntf + 1, sizeof(*p->tf)) ||
-	    ht_util_grow((void **)&p->tf_key_slot, &p->tfkcap, p->ntf + 1, sizeof(uint32_t)) ||
-	    ht_util_grow((void **)&p->tf_key_thread, &p->tfkcap2, p->ntf + 1, sizeof(uint32_t)) ||
-	    ht_map_put(&p->tf_of, key, (uint32_t)p->ntf)) {
-		p->err = -ENOMEM;
-		return NULL;
-	}
-	memset(&p->tf[p->ntf], 0, sizeof(*p->tf));
-	p->tf_key_slot[p->ntf] = (uint32_t)slot;
-	p->tf_key_thread[p->ntf] = thread;
-	return &p->tf[p->ntf++];
-}
-
-/* Slot s's live figures change by (db, dn). */
-static void slot_add(per_event_t *p, int32_t s, double db, double dn)
-{
-	slot_now_t *n = &p->now[s];
-	if (n->seen != p->mark) {
-		n->mark_bytes = n->bytes;
-		n->mark_blocks = n->blocks;
-		n->seen = p->mark;
-	}
-	n->bytes += db;
-	n->blocks += dn;
-}
-
-static void life_add(per_event_t *p, int32_t s, const ht_live_t *b, uint64_t until)
-{
-	uint64_t life = until > b->time ? until - b->time : 0;
-	int k = life ? 64 - __builtin_clzll(life) : 0;
-	p->life_n[(size_t)s * LIFE_CLASSES + k] += b->w;
-	p->life_b[(size_t)s * LIFE_CLASSES + k] += (double)b->size * b->w;
-}
-
-/* A block leaves the heap (freed, or dropped under a new one). */
-static void block_gone(per_event_t *p, const ht_live_t *b, uint64_t now)
-{
-	double wb = (double)b->size * b->w;
-	p->heap -= wb;
-	int32_t s = pass_slot(p, b->site);
-	if (s < 0)
-		return;
-	slot_add(p, s, -wb, -b->w);
-	life_add(p, s, b, now);
-	thread_figs_t *f = thread_figs(p, s, b->thread);
-	if (f) {
-		f->leaked_blocks -= b->w;
-		f->leaked_bytes -= wb;
-	}
-}
-
-static int on_block_event(void *ctx, const ht_event_t *ev, const ht_heap_step_t *hs)
-{
-	per_event_t *p = ctx;
-	if (ev->type != HT_EV_ALLOC && ev->type != HT_EV_REALLOC && ev->type != HT_EV_FREE)
-		return 0;
-	size_t bk = bucket_of(p, ev->time);
-	if (bk > p->bucket)
-		close_buckets(p, bk);
-	if (hs->gone)
-		block_gone(p, hs->gone, ev->time);
-	if (ev->type != HT_EV_FREE && hs->block) {
-		const ht_live_t *b = hs->block;
-		double wb = (double)b->size * b->w;
-		int k = b->size ? 64 - __builtin_clzll(b->size) : 0;
-		p->size_cnt[k] += b->w;
-		p->size_bytes[k] += wb;
-		p->heap += wb;
-		int32_t s = pass_slot(p, b->site);
-		if (s >= 0) {
-			size_t i = (size_t)s * TL_BUCKETS + bk;
-			p->cnt[i] += b->w;
-			p->bytes[i] += wb;
-			slot_add(p, s, wb, b->w);
-			thread_figs_t *f = thread_figs(p, s, b->thread);
-			if (f) {
-				f->allocations += b->w;
-				f->bytes += wb;
-				f->leaked_blocks += b->w;
-				f->leaked_bytes += wb;
-			}
-		}
-	}
-	if (p->heap > p->bucket_high) { /* a new high in this bucket */
-		p->bucket_high = p->heap;
-		p->mark++;
-	}
-	return p->err;
-}
-
-/* The blocks live at the end live until the end. */
-static int on_block_end(void *ctx)
-{
-	per_event_t *p = ctx;
-	close_buckets(p, TL_BUCKETS);
-	size_t cap;
-	const ht_live_t *sl = ht_pass_slots(p->pass, &cap);
-	for (size_t i = 0; i < cap; i++) {
-		if (sl[i].site == HT_LIVE_EMPTY)
-			continue;
-		int32_t s = pass_slot(p, sl[i].site);
-		if (s >= 0)
-			life_add(p, s, &sl[i], p->m->totals.duration_ns);
-	}
-	return p->err;
-}
-
-static int per_block_pass(per_event_t *p)
-{
-	ht_pass_consumer_t c = { 0, true, true, on_block_event, on_block_end, NULL, p };
-	int e = ht_pass_new(p->m->trace, &p->pass);
-	if (e)
-		return e;
-	p->bucket_high = -1;
-	if (!(e = ht_pass_add(p->pass, &c)))
-		e = ht_pass_run(p->pass);
-	ht_pass_free(p->pass);
-	p->pass = NULL;
-	return e;
-}
 
 /* ---- frames and the stack tree ------------------------------------------- */
 
@@ -422,40 +205,157 @@ static void write_totals(FILE *out, const ht_model_t *m, const ht_leaks_t *lk)
 	fputc('}', out);
 }
 
+static int row_cmp(const void *pa, const void *pb)
+{
+	const ht_block_row_t *a = pa, *b = pb;
+#define CMP(f)                          \
+	if (a->f != b->f)               \
+		return a->f < b->f ? -1 : 1
+	CMP(site);
+	CMP(thread);
+	CMP(born);
+	CMP(died);
+	CMP(life);
+	CMP(flags);
+#undef CMP
+	return 0;
+}
+
+/* blk's rows by the model's sites (stacks that symbolize alike are one
+ * site), in order, those with the same keys summed. */
+static int model_rows(const ht_model_t *m, const ht_blocks_t *blk, ht_block_row_t **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	if (!blk || !blk->nrows)
+		return 0;
+	ht_block_row_t *r = malloc(blk->nrows * sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	size_t k = 0;
+	for (size_t i = 0; i < blk->nrows; i++) {
+		const ht_block_row_t *x = &blk->rows[i];
+		uint32_t si = x->site < blk->nsites ? ht_model_site_of(m, blk->site_stack[x->site])
+						    : HT_MAP_NONE;
+		if (si == HT_MAP_NONE)
+			continue;
+		r[k] = *x;
+		r[k++].site = si;
+	}
+	qsort(r, k, sizeof(*r), row_cmp);
+	size_t w = 0;
+	for (size_t i = 0; i < k; i++) {
+		if (w && !row_cmp(&r[w - 1], &r[i])) {
+			r[w - 1].blocks += r[i].blocks;
+			r[w - 1].bytes += r[i].bytes;
+			r[w - 1].var_blocks += r[i].var_blocks;
+			r[w - 1].var_bytes += r[i].var_bytes;
+		} else {
+			r[w++] = r[i];
+		}
+	}
+	*out = r;
+	*n = w;
+	return 0;
+}
+
+/* ---- the per-block table, packed ----------------------------------------
+ * Rows sorted by site as varints (LEB128), base64 encoded: a head byte
+ * (bits 0-2: the row's flags; 3: died != born; 4: blocks != 1; 5: thread
+ * differs from the row before's; 6: site differs), then the site's
+ * increase (bit 6), the thread (bit 5), born, died - born (bit 3), the
+ * lifetime class, blocks (bit 4), bytes, and with variances var_blocks and
+ * var_bytes: 5 to 6 bytes a row where the JSON arrays took 25, which keeps
+ * a compiler's report (280k rows) within a few MB. Sums are rounded as
+ * put_num does. */
+
+typedef struct b64 {
+	FILE *out;
+	unsigned char in[3];
+	int n;
+} b64_t;
+
+static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static void b64_byte(b64_t *b, unsigned char c)
+{
+	b->in[b->n++] = c;
+	if (b->n < 3)
+		return;
+	unsigned v = (unsigned)b->in[0] << 16 | (unsigned)b->in[1] << 8 | b->in[2];
+	char q[4] = { B64[v >> 18], B64[(v >> 12) & 63], B64[(v >> 6) & 63], B64[v & 63] };
+	fwrite(q, 1, 4, b->out);
+	b->n = 0;
+}
+
+static void b64_end(b64_t *b)
+{
+	if (!b->n)
+		return;
+	unsigned v = (unsigned)b->in[0] << 16 | (b->n > 1 ? (unsigned)b->in[1] << 8 : 0);
+	char q[4] = { B64[v >> 18], B64[(v >> 12) & 63], b->n > 1 ? B64[(v >> 6) & 63] : '=', '=' };
+	fwrite(q, 1, 4, b->out);
+	b->n = 0;
+}
+
+static void put_varint(b64_t *b, uint64_t v)
+{
+	while (v >= 128) {
+		b64_byte(b, (unsigned char)(v | 128));
+		v >>= 7;
+	}
+	b64_byte(b, (unsigned char)v);
+}
+
+static int put_rows(FILE *out, const ht_block_row_t *rows, size_t n, bool variances)
+{
+	b64_t b = { out, { 0 }, 0 };
+	uint32_t site = 0, thread = 0;
+	for (size_t i = 0; i < n; i++) {
+		const ht_block_row_t *r = &rows[i];
+		uint64_t blocks = ht_round_u64(r->blocks);
+		unsigned head = r->flags & 7;
+		head |= (r->died != r->born) << 3 | (blocks != 1) << 4 | (r->thread != thread) << 5 |
+			(r->site != site) << 6;
+		b64_byte(&b, (unsigned char)head);
+		if (r->site != site)
+			put_varint(&b, r->site - site);
+		if (r->thread != thread)
+			put_varint(&b, r->thread);
+		put_varint(&b, r->born);
+		if (r->died != r->born)
+			put_varint(&b, (uint64_t)(r->died - r->born));
+		put_varint(&b, r->life);
+		if (blocks != 1)
+			put_varint(&b, blocks);
+		put_varint(&b, ht_round_u64(r->bytes));
+		if (variances) {
+			put_varint(&b, ht_round_u64(r->var_blocks));
+			put_varint(&b, ht_round_u64(r->var_bytes));
+		}
+		site = r->site;
+		thread = r->thread;
+	}
+	b64_end(&b);
+	return ferror(out) ? -EIO : 0;
+}
+
 static int write_data(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
-		      const ht_report_opts_t *o, const ht_leaks_t *lk)
+		      const ht_report_opts_t *o, const ht_leaks_t *lk, const ht_blocks_t *blk)
 {
 	const ht_trace_t *t = m->trace;
 	stacks_t st = { 0 };
-	per_event_t pe = { 0 };
 	ht_timeline_t tl = { 0 };
 	ht_frame_t *frames = NULL;
 	size_t cap = 0;
 	long *site_node_of = NULL;
-	size_t *idx = NULL;
+	ht_block_row_t *rows = NULL;
+	size_t nrows = 0;
 	int err = -ENOMEM;
 
-	/* the sites kept per bucket: most bytes first */
-	pe.m = m;
-	pe.span = m->totals.duration_ns ? m->totals.duration_ns : 1;
-	if (!(idx = malloc((m->nsites + 1) * sizeof(*idx))) ||
-	    !(pe.slot = malloc((m->nsites + 1) * sizeof(*pe.slot))) ||
-	    !(site_node_of = malloc((m->nsites + 1) * sizeof(*site_node_of))))
+	if (!(site_node_of = malloc((m->nsites + 1) * sizeof(*site_node_of))))
 		goto out;
-	size_t nsorted = ht_model_sort(m, HT_BY_BYTES, idx);
-	pe.nslots = nsorted < TOP_SITES ? nsorted : TOP_SITES;
-	size_t nb = pe.nslots * TL_BUCKETS + 1, nl = pe.nslots * LIFE_CLASSES + 1;
-	if (!(pe.cnt = calloc(nb, sizeof(double))) || !(pe.bytes = calloc(nb, sizeof(double))) ||
-	    !(pe.end_b = calloc(nb, sizeof(double))) || !(pe.end_n = calloc(nb, sizeof(double))) ||
-	    !(pe.max_b = calloc(nb, sizeof(double))) || !(pe.max_n = calloc(nb, sizeof(double))) ||
-	    !(pe.life_n = calloc(nl, sizeof(double))) || !(pe.life_b = calloc(nl, sizeof(double))) ||
-	    !(pe.now = calloc(pe.nslots + 1, sizeof(*pe.now))))
-		goto out;
-	for (size_t i = 0; i < m->nsites; i++)
-		pe.slot[i] = -1;
-	for (size_t i = 0; i < pe.nslots; i++)
-		pe.slot[idx[i]] = (int32_t)i;
-	if ((err = ht_model_timeline(m, TL_BUCKETS, &tl)) || (err = per_block_pass(&pe)))
+	if ((err = ht_model_timeline(m, TL_BUCKETS, &tl)) || (err = model_rows(m, blk, &rows, &nrows)))
 		goto out;
 	for (size_t i = 0; i < m->nsites; i++)
 		if ((site_node_of[i] = site_node(&st, m, sym, &m->sites[i], &frames, &cap)) < 0) {
@@ -502,7 +402,14 @@ static int write_data(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 			fputs("null", out);
 		else
 			fprintf(out, "%" PRIu64, s->temporary);
-		fprintf(out, ",%" PRIu64 ",%" PRIu64 "]", s->frees, s->largest);
+		fprintf(out, ",%" PRIu64 ",%" PRIu64, s->frees, s->largest);
+		if (sampled) {
+			const ht_est_t *e = &s->est;
+			fprintf(out, ",%.0f,%.0f,%.0f,%.0f,%.0f", ht_ci95(e->var_allocations),
+				ht_ci95(e->var_bytes_allocated), ht_ci95(e->var_peak_bytes),
+				ht_ci95(e->var_leaked_blocks), ht_ci95(e->var_leaked_bytes));
+		}
+		fputc(']', out);
 	}
 
 	/* timeline: [start, end (seconds), heap at the end, highest heap,
@@ -518,120 +425,34 @@ static int write_data(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 			b->heap_bytes, b->max_bytes, b->rss_bytes, b->allocations, b->bytes_allocated,
 			b->frees);
 	}
-	/* site_time: per kept site, its non-empty buckets as flat triples
-	 * (bucket, allocations, bytes) */
-	fputs("]},\n\"site_time\": {\"sites\": [", out);
-	for (size_t i = 0; i < pe.nslots; i++)
-		fprintf(out, i ? ",%zu" : "%zu", idx[i]);
-	fputs("], \"data\": [", out);
-	for (size_t i = 0; i < pe.nslots && !t->have_summary; i++) {
-		fputs(i ? ",\n[" : "\n[", out);
-		bool first = true;
-		for (size_t b = 0; b < TL_BUCKETS; b++) {
-			double c = pe.cnt[i * TL_BUCKETS + b];
-			if (c == 0)
-				continue;
-			fprintf(out, first ? "%zu," : ",%zu,", b);
-			put_num(out, c);
-			fputc(',', out);
-			put_num(out, pe.bytes[i * TL_BUCKETS + b]);
-			first = false;
-		}
-		fputc(']', out);
-	}
-	/* live: per kept site, what it held at the end of a bucket, as flat
-	 * triples (bucket, bytes, blocks) where that changed from the bucket
-	 * before; high: the same at the bucket's high-water mark, where that
-	 * differs from its end */
-	fputs("],\n\"live\": [", out);
-	for (size_t i = 0; i < pe.nslots && !t->have_summary; i++) {
-		fputs(i ? ",\n[" : "\n[", out);
-		double pb = 0, pn = 0;
-		bool first = true;
-		for (size_t b = 0; b < TL_BUCKETS; b++) {
-			size_t j = i * TL_BUCKETS + b;
-			if (pe.end_b[j] == pb && pe.end_n[j] == pn)
-				continue;
-			fprintf(out, first ? "%zu," : ",%zu,", b);
-			put_num(out, pe.end_b[j]);
-			fputc(',', out);
-			put_num(out, pe.end_n[j]);
-			pb = pe.end_b[j];
-			pn = pe.end_n[j];
-			first = false;
-		}
-		fputc(']', out);
-	}
-	fputs("],\n\"high\": [", out);
-	for (size_t i = 0; i < pe.nslots && !t->have_summary; i++) {
-		fputs(i ? ",\n[" : "\n[", out);
-		bool first = true;
-		for (size_t b = 0; b < TL_BUCKETS; b++) {
-			size_t j = i * TL_BUCKETS + b;
-			if (pe.max_b[j] == pe.end_b[j] && pe.max_n[j] == pe.end_n[j])
-				continue;
-			fprintf(out, first ? "%zu," : ",%zu,", b);
-			put_num(out, pe.max_b[j]);
-			fputc(',', out);
-			put_num(out, pe.max_n[j]);
-			first = false;
-		}
-		fputc(']', out);
-	}
-	/* lifetimes: per kept site, flat triples (k, blocks, bytes): lived 0 ns
-	 * (k = 0) or [2^(k-1), 2^k) ns; a block never freed lives to the end */
-	fputs("],\n\"lifetimes\": [", out);
-	for (size_t i = 0; i < pe.nslots && !t->have_summary; i++) {
-		fputs(i ? ",\n[" : "\n[", out);
-		bool first = true;
-		for (int k = 0; k < LIFE_CLASSES; k++) {
-			size_t j = i * LIFE_CLASSES + (size_t)k;
-			if (pe.life_n[j] == 0)
-				continue;
-			fprintf(out, first ? "%d," : ",%d,", k);
-			put_num(out, pe.life_n[j]);
-			fputc(',', out);
-			put_num(out, pe.life_b[j]);
-			first = false;
-		}
-		fputc(']', out);
-	}
-	/* threads: per kept site, flat quintuples (thread, allocations, bytes,
-	 * leaked blocks, leaked bytes) by allocating thread */
-	fputs("]},\n\"site_threads\": [", out);
-	for (size_t i = 0; i < pe.ntf; i++) {
-		const thread_figs_t *f = &pe.tf[i];
-		fprintf(out, i ? ",\n[%" PRIu32 ",%" PRIu32 "," : "\n[%" PRIu32 ",%" PRIu32 ",",
-			pe.tf_key_slot[i], pe.tf_key_thread[i]);
-		put_num(out, f->allocations);
-		fputc(',', out);
-		put_num(out, f->bytes);
-		fputc(',', out);
-		put_num(out, f->leaked_blocks);
-		fputc(',', out);
-		put_num(out, f->leaked_bytes);
-		fputc(']', out);
-	}
+	/* blocks: the per-block table (analysis/blocks.h) by the model's
+	 * sites, packed (put_rows) */
+	fprintf(out, "]},\n\"blocks\": {\"rows\": %zu, \"variances\": %s, \"packed\": \"", nrows,
+		sampled ? "true" : "false");
+	if ((err = put_rows(out, rows, nrows, sampled)))
+		goto out;
+	err = -ENOMEM;
+	fputs("\"},\n", out);
 	/* threads: [number (1: main), tid, name] */
-	fputs("],\n\"threads\": [", out);
+	fputs("\"threads\": [", out);
 	for (size_t i = 0; i < t->nthreads; i++) {
 		fprintf(out, "%s[%zu,%" PRIu64 ",", i ? "," : "", i + 1, t->threads[i].tid);
 		ht_json_str(out, t->threads[i].name);
 		fputc(']', out);
 	}
 	/* sizes: [k, allocations, bytes]: size 0 (k = -1), or [2^k, 2^(k+1)) */
-	if (t->have_summary) {
+	if (t->have_summary || !blk) {
 		fputs("],\n\"sizes\": null", out);
 	} else {
 		fputs("],\n\"sizes\": [", out);
 		bool first = true;
-		for (int k = 0; k < SIZE_CLASSES; k++) {
-			if (pe.size_cnt[k] == 0)
+		for (int k = 0; k < HT_BLK_SIZE_CLASSES; k++) {
+			if (blk->size_blocks[k] == 0)
 				continue;
 			fprintf(out, first ? "[%d," : ",[%d,", k - 1);
-			put_num(out, pe.size_cnt[k]);
+			put_num(out, blk->size_blocks[k]);
 			fputc(',', out);
-			put_num(out, pe.size_bytes[k]);
+			put_num(out, blk->size_bytes[k]);
 			fputc(']', out);
 			first = false;
 		}
@@ -661,23 +482,8 @@ static int write_data(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 out:
 	ht_timeline_free(&tl);
 	free(frames);
-	free(idx);
 	free(site_node_of);
-	free(pe.slot);
-	free(pe.pslot);
-	free(pe.cnt);
-	free(pe.bytes);
-	free(pe.end_b);
-	free(pe.end_n);
-	free(pe.max_b);
-	free(pe.max_n);
-	free(pe.life_n);
-	free(pe.life_b);
-	free(pe.now);
-	free(pe.tf);
-	free(pe.tf_key_slot);
-	free(pe.tf_key_thread);
-	ht_map_free(&pe.tf_of);
+	free(rows);
 	free(st.f);
 	free(st.node);
 	ht_map_free(&st.frame_of);
@@ -733,7 +539,7 @@ static int put_page(FILE *out, const char *data, size_t len)
 }
 
 int ht_report_html(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
-		   const ht_report_opts_t *o, const ht_leaks_t *leaks)
+		   const ht_report_opts_t *o, const ht_leaks_t *leaks, const ht_blocks_t *blk)
 {
 	ht_leaks_t own;
 	const ht_leaks_t *lk = leaks;
@@ -749,7 +555,7 @@ int ht_report_html(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 	if (!mem)
 		err = -ENOMEM;
 	else {
-		err = write_data(mem, m, sym, o, lk);
+		err = write_data(mem, m, sym, o, lk, blk);
 		if (fclose(mem) && !err)
 			err = -ENOMEM;
 	}

@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 
+#include "analysis/blocks.h"
 #include "analysis/leaks.h"
 #include "report/report.h"
 
@@ -18,9 +19,13 @@
 /* `heaptrail report --format html`: the views of the text report and more
  * (docs/heaptrail.1). lk: the leaks as the caller grouped them
  * (suppressions applied), or NULL (grouped here without suppressions).
- * sym may be NULL. Returns 0, -ENOMEM or -EIO. */
+ * blk: the trace's blocks over HT_HTML_TL_BUCKETS buckets (analysis/
+ * blocks.h), from the pass that built m, or NULL (a summary trace: the
+ * page then has no per-block filters). m must have a timeline of
+ * HT_HTML_TL_BUCKETS (ht_model_build_timed). sym may be NULL. Returns 0,
+ * -ENOMEM or -EIO. */
 int ht_report_html(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
-		   const ht_report_opts_t *o, const ht_leaks_t *lk);
+		   const ht_report_opts_t *o, const ht_leaks_t *lk, const ht_blocks_t *blk);
 
 /* `heaptrail diff --format html`: the two traces of d (built by
  * ht_diff_build) side by side, their rows and a differential flame graph.

@@ -4,11 +4,14 @@
  *   nodes   flat pairs (parent + 1 (0: outermost caller), frame): the
  *           stacks as a tree; a site points at the node of its leaf
  *   sites   [node, allocations, bytes, peak bytes, leaked blocks, leaked
- *           bytes, temporary (null: unknown), frees, largest]
+ *           bytes, temporary (null: unknown), frees, largest], and in a
+ *           sampled trace the half widths of the 95% intervals of
+ *           allocations, bytes, peak bytes, leaked blocks, leaked bytes
  *   timeline.buckets  [start s, end s, heap at end, highest heap, RSS (0:
- *           none yet), allocations, bytes allocated, frees]
- *   site_time  the top sites' allocations per bucket: sites[i] has the
- *           flat triples data[i] = (bucket, allocations, bytes)
+ *           none yet), allocations, bytes allocated, frees]; peak: the
+ *           bucket of the global peak
+ *   blocks  every block summed by site, thread, birth and death buckets,
+ *           lifetime class and flags (analysis/blocks.h), packed (below)
  *   sizes   [k, allocations, bytes]: size 0 (k = -1), or [2^k, 2^(k+1))
  *   leaks.groups  [class (0 unclassified, 1 definite .. 4 reachable),
  *           site, blocks, bytes]
@@ -97,33 +100,53 @@
   let win = null; /* [first bucket, last bucket] */
   /* ---- filters shared by every view, and the time window's modes ----
    * Every view reads a site's costs from V (recompute() fills it): a site
-   * left out by a filter counts 0 and IN[i] is 0. Filters that need
-   * per-block figures (the window, a thread, alive at T, alive for at
-   * least D) count the kept sites of site_time only (the TOP_SITES with
-   * the most bytes). For bytes (cost 0) and allocations (cost 1) the most
-   * specific of these wins: the window, then alive at T, then alive for
-   * at least D, then only leaked, then the thread. */
-  const B0 = D.timeline.buckets, NB = B0.length;
-  const ST = D.site_time, K = ST.sites.length;
-  const slotOf = new Int32Array(S.length).fill(-1);
-  ST.sites.forEach((s, k) => { slotOf[s] = k; });
-  const liveB = new Float64Array(K * NB), liveN = new Float64Array(K * NB);
-  const highB = new Float64Array(K * NB), highN = new Float64Array(K * NB);
-  for (let k = 0; k < K; k++) {
-    const L = (ST.live || [])[k] || [], H = (ST.high || [])[k] || [];
-    let b = 0, n = 0, j = 0;
-    for (let t = 0; t < NB; t++) {
-      while (j < L.length && L[j] === t) { b = L[j + 1]; n = L[j + 2]; j += 3; }
-      liveB[k * NB + t] = highB[k * NB + t] = b;
-      liveN[k * NB + t] = highN[k * NB + t] = n;
+   * left out by a filter counts 0 and IN[i] is 0. The filters combine per
+   * block: with any of the per-block ones (a thread, only leaked, only
+   * temporaries, alive at T, alive for at least D, the window) a site
+   * counts the rows of the block table that pass them all; the module and
+   * function filters keep or drop whole sites (a site is one stack). In a
+   * sampled trace VV holds the variances of the same sums. */
+  const B0 = D.timeline.buckets, NB = B0.length, PEAK = D.timeline.peak;
+  /* the block table (report/html.c, put_rows): per row its site, thread,
+   * birth and death buckets (died == NB: live at the end), lifetime class
+   * (0 ns, then [2^(k-1), 2^k) ns), flags (1 temporary, 2 live at the high
+   * of its birth's bucket, 4 at the high of its death's), blocks, bytes
+   * and, sampled, their variances; rows of a site are consecutive */
+  const BK = D.blocks || { rows: 0, variances: false, packed: '' }, NR = BK.rows;
+  const rSite = new Uint32Array(NR), rThread = new Uint32Array(NR), rBorn = new Uint16Array(NR), rDied = new Uint16Array(NR);
+  const rLife = new Uint8Array(NR), rFlags = new Uint8Array(NR), rN = new Float64Array(NR), rB = new Float64Array(NR);
+  const rVN = new Float64Array(BK.variances ? NR : 0), rVB = new Float64Array(BK.variances ? NR : 0);
+  const siteRows = new Int32Array(S.length + 1); /* site i: rows [siteRows[i], siteRows[i + 1]) */
+  (function unpack() {
+    const bin = atob(BK.packed || '');
+    let p = 0, site = 0, thread = 0;
+    const vi = () => { let v = 0, m = 1, c; do { c = bin.charCodeAt(p++); v += (c & 127) * m; m *= 128; } while (c & 128); return v; };
+    for (let i = 0; i < NR; i++) {
+      const h = bin.charCodeAt(p++);
+      if (h & 64) site += vi();
+      if (h & 32) thread = vi();
+      rSite[i] = site; rThread[i] = thread; rFlags[i] = h & 7;
+      const b = vi();
+      rBorn[i] = b;
+      rDied[i] = h & 8 ? b + vi() : b;
+      rLife[i] = vi();
+      rN[i] = h & 16 ? vi() : 1;
+      rB[i] = vi();
+      if (BK.variances) { rVN[i] = vi(); rVB[i] = vi(); }
+      siteRows[site + 1]++;
     }
-    for (let q = 0; q < H.length; q += 3) { highB[k * NB + H[q]] = H[q + 1]; highN[k * NB + H[q]] = H[q + 2]; }
+    for (let i = 0; i < S.length; i++) siteRows[i + 1] += siteRows[i];
+  })();
+  /* row j was live at the high of bucket h (the global peak: h = PEAK) */
+  function atHigh(j, h) {
+    const a = rBorn[j], f = rDied[j];
+    if (a === h) return (rFlags[j] & 2) !== 0;
+    return a < h && (h < f || (h === f && (rFlags[j] & 4) !== 0));
   }
-  const TF = new Map(); /* slot * 65536 + thread -> [allocations, bytes, leaked blocks, leaked bytes] */
-  for (const r of D.site_threads || []) TF.set(r[0] * 65536 + r[1], r.slice(2));
-  const FL = { thread: -1, module: '', fn: '', exclude: false, leaked: false, aliveAt: null, minLife: null };
+  const FL = { thread: -1, module: '', fn: '', exclude: false, leaked: false, temp: false, aliveAt: null, minLife: null };
   let winMode = 'alloc'; /* allocated in the window, live at its end, at its high-water mark */
-  const V = new Float64Array(S.length * 5), IN = new Uint8Array(S.length);
+  const V = new Float64Array(S.length * 5), VV = new Float64Array(S.length * 5), IN = new Uint8Array(S.length);
+  const RP = new Uint8Array(NR); /* rows the per-block filters but the window keep */
   let perBlock = false;
   const bucketOfTime = (s) => Math.max(0, Math.min(NB - 1, Math.floor(s / (D.timeline.span_seconds || 1e-9) * NB)));
   function passes(i) { /* the module and function filters: frames of its stack */
@@ -137,8 +160,9 @@
     }
     return modOk && (!t || fnHit !== FL.exclude);
   }
+  const sq = (ci) => (ci ? (ci / 1.96) ** 2 : 0);
   function recompute() {
-    perBlock = !!win || FL.thread >= 0 || FL.aliveAt !== null || FL.minLife !== null;
+    perBlock = !!win || FL.thread >= 0 || FL.leaked || FL.temp || FL.aliveAt !== null || FL.minLife !== null;
     let hb = -1, hbEnd = false;
     if (win && winMode === 'high') {
       let best = -1;
@@ -149,51 +173,68 @@
     /* lifetime class k holds [2^(k-1), 2^k) ns: the first class wholly >= D */
     const dns = FL.minLife === null ? 0 : FL.minLife * 1e9;
     const minK = dns <= 0 ? 0 : Math.ceil(Math.log2(dns)) + 1;
+    V.fill(0);
+    VV.fill(0);
     for (let i = 0; i < S.length; i++) {
-      const k = slotOf[i], r = S[i];
-      let ok = !(perBlock && k < 0) && passes(i);
-      let by = r[2], a = r[1], lk = r[5], lb = r[4];
-      if (ok && FL.thread >= 0) {
-        const f = TF.get(k * 65536 + FL.thread);
-        if (!f) ok = false; else { a = f[0]; by = f[1]; lb = f[2]; lk = f[3]; }
+      const r = S[i];
+      IN[i] = passes(i) ? 1 : 0;
+      if (!perBlock) {
+        for (let j = siteRows[i]; j < siteRows[i + 1]; j++) RP[j] = IN[i];
+        if (!IN[i]) continue;
+        V[i * 5] = r[2]; V[i * 5 + 1] = r[1]; V[i * 5 + 2] = r[3]; V[i * 5 + 3] = r[5]; V[i * 5 + 4] = r[6] !== null ? r[6] : 0;
+        if (sampled) { VV[i * 5] = sq(r[10]); VV[i * 5 + 1] = sq(r[9]); VV[i * 5 + 2] = sq(r[11]); VV[i * 5 + 3] = sq(r[13]); }
+        continue;
       }
-      if (ok && FL.leaked) { if (!lk) ok = false; else { a = lb; by = lk; } }
-      if (ok && FL.minLife !== null) {
-        const Lt = ST.lifetimes[k] || [];
-        let n = 0, b = 0;
-        for (let j = 0; j < Lt.length; j += 3) if (Lt[j] >= minK) { n += Lt[j + 1]; b += Lt[j + 2]; }
-        if (!n) ok = false; else { a = n; by = b; }
-      }
-      if (ok && aliveB >= 0) {
-        by = liveB[k * NB + aliveB]; a = liveN[k * NB + aliveB];
-        if (!by && !a) ok = false;
-      }
-      if (ok && win) {
-        if (winMode === 'alloc') {
-          const d = ST.data[k] || [];
-          a = by = 0;
-          for (let j = 0; j < d.length; j += 3) if (d[j] >= win[0] && d[j] <= win[1]) { a += d[j + 1]; by += d[j + 2]; }
-        } else if (winMode === 'end') {
-          by = liveB[k * NB + win[1]]; a = liveN[k * NB + win[1]];
-        } else {
-          by = (hbEnd ? liveB : highB)[k * NB + hb]; a = (hbEnd ? liveN : highN)[k * NB + hb];
+      let any = false;
+      for (let j = siteRows[i]; j < siteRows[i + 1]; j++) {
+        const a = rBorn[j], f = rDied[j];
+        let ok = IN[i] && (FL.thread < 0 || rThread[j] === FL.thread) && (!FL.leaked || f === NB) &&
+          (!FL.temp || (rFlags[j] & 1) !== 0) && (aliveB < 0 || (a <= aliveB && aliveB < f)) && rLife[j] >= minK;
+        RP[j] = ok ? 1 : 0;
+        if (ok && win) {
+          if (winMode === 'alloc') ok = a >= win[0] && a <= win[1];
+          else if (winMode === 'end') ok = a <= win[1] && win[1] < f;
+          else ok = hbEnd ? a <= hb && hb < f : atHigh(j, hb);
         }
-        if (!by && !a) ok = false;
+        if (!ok) continue;
+        any = true;
+        const k = i * 5, pk = atHigh(j, PEAK), lk = f === NB;
+        V[k] += rB[j]; V[k + 1] += rN[j];
+        if (pk) V[k + 2] += rB[j];
+        if (lk) V[k + 3] += rB[j];
+        if (rFlags[j] & 1) V[k + 4] += rN[j];
+        if (BK.variances) {
+          VV[k] += rVB[j]; VV[k + 1] += rVN[j];
+          if (pk) VV[k + 2] += rVB[j];
+          if (lk) VV[k + 3] += rVB[j];
+        }
       }
-      IN[i] = ok ? 1 : 0;
-      V[i * 5] = ok ? by : 0;
-      V[i * 5 + 1] = ok ? a : 0;
-      V[i * 5 + 2] = ok ? r[3] : 0;
-      V[i * 5 + 3] = ok ? lk : 0;
-      V[i * 5 + 4] = ok && r[6] !== null ? r[6] : 0;
+      if (!any) IN[i] = 0;
     }
+    if (!tempKnown) for (let i = 0; i < S.length; i++) V[i * 5 + 4] = 0;
     const lab = win ? { alloc: ['bytes allocated in the window', 'allocations in the window'], end: ['bytes live at the window end', 'blocks live at the window end'], high: ['bytes live at the high-water mark', 'blocks live at the high-water mark'] }[winMode]
       : aliveB >= 0 ? ['bytes live at T', 'blocks live at T'] : FL.minLife !== null ? ['bytes in blocks alive \u2265 D', 'blocks alive \u2265 D']
-        : FL.leaked ? ['bytes never freed', 'blocks never freed'] : ['bytes allocated', 'allocations'];
+        : FL.leaked ? ['bytes never freed', 'blocks never freed'] : FL.temp ? ['bytes in temporaries', 'temporary allocations'] : ['bytes allocated', 'allocations'];
     COSTS[0].label = lab[0];
     COSTS[1].label = lab[1];
     for (const o of document.querySelectorAll('#fg-cost option, #cc-cost option')) if (+o.value < 2) o.textContent = COSTS[+o.value].label;
     filterNote();
+  }
+  /* a site's series over the buckets, from the rows RP keeps: bytes live
+   * at each bucket's end and at its high */
+  function siteSeries(i) {
+    const live = new Float64Array(NB + 1), span = new Float64Array(NB + 1), high = new Float64Array(NB);
+    for (let j = siteRows[i]; j < siteRows[i + 1]; j++) {
+      if (!RP[j]) continue;
+      const a = rBorn[j], f = rDied[j], b = rB[j];
+      live[a] += b; live[f] -= b;
+      if (a + 1 < f) { span[a + 1] += b; span[f] -= b; }
+      if (rFlags[j] & 2) high[a] += b;
+      else if (f < NB && f > a && (rFlags[j] & 4)) high[f] += b;
+    }
+    let l = 0, s = 0;
+    for (let t = 0; t < NB; t++) { l += live[t]; s += span[t]; live[t] = l; high[t] += s; }
+    return { live, high };
   }
   function siteVal(i, c) { return V[i * 5 + c]; }
   const STACKED = 8; /* sites stacked in the chart */
@@ -204,12 +245,12 @@
   /* ---- trees of functions (top-down from the outermost caller, or
    * bottom-up from the allocating function) with all costs ---- */
   function newNode(f, parent) {
-    return { f, name: f < 0 ? 'all' : fname(f), v: new Float64Array(5), s: new Float64Array(5), kids: new Map(), parent, sites: 0 };
+    return { f, name: f < 0 ? 'all' : fname(f), v: new Float64Array(5), vv: new Float64Array(5), s: new Float64Array(5), kids: new Map(), parent, sites: 0 };
   }
   function buildTree(inverted) {
     const root = newNode(-1, null);
     const memo = new Array(N.length / 2);
-    const vals = new Float64Array(5);
+    const vals = new Float64Array(5), vars = new Float64Array(5);
     function tnode(n) { /* top-down: the tree node of stack node n */
       if (memo[n]) return memo[n];
       const p = N[2 * n] - 1, f = N[2 * n + 1];
@@ -220,21 +261,21 @@
     }
     for (let i = 0; i < S.length; i++) {
       let any = false;
-      for (let c = 0; c < 5; c++) any = (vals[c] = siteVal(i, c)) || any;
+      for (let c = 0; c < 5; c++) { any = (vals[c] = siteVal(i, c)) || any; vars[c] = VV[i * 5 + c]; }
       if (!any) continue;
       let leaf;
       if (!inverted) {
         leaf = tnode(S[i][0]);
-        for (let x = leaf; x; x = x.parent) { for (let c = 0; c < 5; c++) x.v[c] += vals[c]; x.sites++; }
+        for (let x = leaf; x; x = x.parent) { for (let c = 0; c < 5; c++) { x.v[c] += vals[c]; x.vv[c] += vars[c]; } x.sites++; }
       } else {
         let cur = root;
-        for (let c = 0; c < 5; c++) root.v[c] += vals[c];
+        for (let c = 0; c < 5; c++) { root.v[c] += vals[c]; root.vv[c] += vars[c]; }
         root.sites++;
         for (let n = S[i][0]; n >= 0; n = N[2 * n] - 1) {
           const f = N[2 * n + 1], key = fname(f);
           let k = cur.kids.get(key);
           if (!k) { k = newNode(f, cur); cur.kids.set(key, k); }
-          for (let c = 0; c < 5; c++) k.v[c] += vals[c];
+          for (let c = 0; c < 5; c++) { k.v[c] += vals[c]; k.vv[c] += vars[c]; }
           k.sites++;
           cur = k;
         }
@@ -361,29 +402,37 @@
     g.append(sv('path', { d: d + 'L' + x(B[B.length - 1][1]) + ',' + y(0) + 'Z', fill: 'rgba(36,99,199,.12)', stroke: 'none' }));
     /* the top sites (those the filters leave) stacked: what each held at
      * a bucket's high-water mark, then at its end, as the heap line */
-    const top = [];
-    for (let k = 0; k < K; k++) {
-      const i = ST.sites[k];
+    /* candidates by the bytes their kept rows hold, an upper bound of
+     * their highest: past the STACKED-th highest found, none can enter */
+    const cand = [];
+    for (let i = 0; i < S.length; i++) {
       if (!IN[i]) continue;
-      let mx = 0;
-      for (let t = 0; t < NB; t++) mx = Math.max(mx, highB[k * NB + t], liveB[k * NB + t]);
-      if (mx > 0) top.push([k, mx]);
+      let tot = 0;
+      for (let j = siteRows[i]; j < siteRows[i + 1]; j++) if (RP[j]) tot += rB[j];
+      if (tot > 0) cand.push([i, tot]);
     }
-    top.sort((p, q) => q[1] - p[1]);
+    cand.sort((p, q) => q[1] - p[1]);
+    const top = [];
+    for (const [i, tot] of cand) {
+      if (top.length >= STACKED && tot <= top[STACKED - 1][1]) break;
+      const ser = siteSeries(i);
+      let mx = 0;
+      for (let t = 0; t < NB; t++) mx = Math.max(mx, ser.high[t], ser.live[t]);
+      if (mx > 0) { top.push([i, mx, ser]); top.sort((p, q) => q[1] - p[1]); }
+    }
     top.length = Math.min(top.length, STACKED);
     const cum = new Float64Array(NB), cumH = new Float64Array(NB);
     const stackLegend = [];
-    top.forEach(([k, mx], n) => {
+    top.forEach(([i, mx, ser], n) => {
       const col = PALETTE[n % PALETTE.length];
       let up = '', down = [];
       for (let t = 0; t < NB; t++) {
         const b = B[t], h0 = cumH[t], e0 = cum[t];
-        cumH[t] += highB[k * NB + t];
-        cum[t] += liveB[k * NB + t];
+        cumH[t] += ser.high[t];
+        cum[t] += ser.live[t];
         up += (t ? 'L' : 'M') + x(b[0]) + ',' + y(cumH[t]) + 'L' + x(b[1]) + ',' + y(cum[t]);
         down.push('L' + x(b[1]) + ',' + y(e0) + 'L' + x(b[0]) + ',' + y(h0));
       }
-      const i = ST.sites[k];
       const path = sv('path', { d: up + down.reverse().join('') + 'Z', fill: col, 'fill-opacity': 0.55, stroke: 'none', class: 'stacked', 'data-site': String(i), 'data-max': String(mx) });
       path.addEventListener('mousemove', (ev) => tipShow(ev, leafName(i) + '\n' + leafLoc(i) + '\nhighest: ' + size(mx)));
       path.addEventListener('mouseleave', tipHide);
@@ -457,8 +506,6 @@
     kv(t, 'highest heap in it', size(hi) + '   ' + count(hi) + ' B', 'win-high', hi);
     kv(t, 'heap at its end', size(B[win[1]][2]), 'win-end', B[win[1]][2]);
     wf.append(t);
-    const kept = D.site_time.sites.length;
-    if (kept < S.length) wf.append(el('p', { class: 'note', text: 'The views count the window for the ' + count(kept) + ' sites that allocated most bytes (of ' + count(S.length) + ').' }));
   }
   function setWindow(w) {
     win = w;
@@ -491,7 +538,7 @@
   function tipFor(n, c, rootVal) {
     const lines = [n.name];
     if (n.f >= 0 && floc(n.f)) lines.push(floc(n.f));
-    lines.push(COSTS[c].label + ': ' + fmtCost(c, n.v[c]) + ' (' + pct(n.v[c], rootVal) + ')');
+    lines.push(COSTS[c].label + ': ' + fmtCost(c, n.v[c]) + ciText(c, n.vv[c]) + ' (' + pct(n.v[c], rootVal) + ')');
     lines.push('self: ' + fmtCost(c, n.s[c]));
     if (n.f >= 0 && F[n.f][3]) lines.push('module: ' + F[n.f][3]);
     return lines.join('\n');
@@ -599,6 +646,7 @@
           const v = k.get(r);
           const td = el('td', { class: (k.num ? 'num' : '') + (k.cls ? ' ' + k.cls : '') }, k.fmt ? k.fmt(v, r) : v);
           if (k.num) td.dataset.value = String(v);
+          if (k.ci) td.dataset.ci = String(Math.round(k.ci(r)));
           tr.append(td);
         });
         if (expand) {
@@ -624,9 +672,19 @@
     };
     render();
   }
-  function costCols(get) {
+  /* a sampled trace's estimates: " ± " the half width of the 95%
+   * interval of a sum of variance vv, as the text report shows them */
+  const halfWidth = (vv) => 1.96 * Math.sqrt(vv);
+  function ciText(c, vv) {
+    if (!sampled || !(vv > 0)) return '';
+    const h = halfWidth(vv);
+    return ' \u00b1 ' + (COSTS[c].bytes ? size(h) : count(h));
+  }
+  /* getVar(row, cost): the variance of a row's figure (sampled traces) */
+  function costCols(get, getVar) {
     return COSTS.map((c, i) => ({
-      label: c.label, num: true, get: (r) => get(r, i), fmt: (v) => (c.bytes ? size(v) : count(v)),
+      label: c.label, num: true, get: (r) => get(r, i), fmt: (v, r) => (c.bytes ? size(v) : count(v)) + (getVar ? ciText(i, getVar(r, i)) : ''),
+      ci: getVar && sampled ? (r) => halfWidth(getVar(r, i)) : null,
     })).filter((c, i) => i !== 4 || tempKnown);
   }
 
@@ -639,7 +697,7 @@
     const cols = [
       { label: 'function', get: leafName, cls: 'name' },
       { label: 'location', get: leafLoc, cls: 'loc' },
-    ].concat(costCols(siteVal), [{ label: 'largest', num: true, get: (i) => S[i][8], fmt: size }]);
+    ].concat(costCols(siteVal, (i, c) => VV[i * 5 + c]), [{ label: 'largest', num: true, get: (i) => S[i][8], fmt: size }]);
     sortTable($('sites'), 'sites-table', cols, rows, 2, stackDiv);
   };
 
@@ -650,7 +708,7 @@
     let col = 2, asc = false;
     const cols = [{ label: kind === 'topdown' ? 'function (callers above callees)' : 'function (allocating, then its callers)', get: (n) => n.name, cls: 'name' },
       { label: 'location', get: (n) => (n.f >= 0 ? floc(n.f) : ''), cls: 'loc' }]
-      .concat(costCols((n, c) => n.v[c]), kind === 'topdown' ? [{ label: 'self ' + COSTS[0].label, num: true, get: (n) => n.s[0], fmt: size }] : []);
+      .concat(costCols((n, c) => n.v[c], (n, c) => n.vv[c]), kind === 'topdown' ? [{ label: 'self ' + COSTS[0].label, num: true, get: (n) => n.s[0], fmt: size }] : []);
     const tb = el('tbody');
     const sorted = (n) => {
       const c = cols[col];
@@ -682,8 +740,9 @@
         const v = k.get(n);
         const td = el('td', { class: (k.num ? 'num' : '') + (k.cls ? ' ' + k.cls : '') });
         if (i === 0) { td.style.paddingLeft = (4 + depth * 14) + 'px'; td.append(tog); }
-        td.append(k.fmt ? k.fmt(v) : v);
+        td.append(k.fmt ? k.fmt(v, n) : v);
         if (k.num) td.dataset.value = String(v);
+        if (k.ci) td.dataset.ci = String(Math.round(k.ci(n)));
         tr.append(td);
       });
       tr.addEventListener('click', () => {
@@ -1024,14 +1083,14 @@
     if (FL.module) parts.push('module ' + FL.module);
     if (FL.fn) parts.push((FL.exclude ? 'not through ' : 'through ') + '"' + FL.fn + '"');
     if (FL.leaked) parts.push('only blocks never freed');
+    if (FL.temp) parts.push('only temporary allocations');
     if (FL.aliveAt !== null) parts.push('alive at ' + secs(FL.aliveAt) + ' (the end of its ' + secs((D.timeline.span_seconds || 0) / NB) + ' step)');
     if (FL.minLife !== null) parts.push('alive for at least ' + secs(FL.minLife) + ' (rounded up to a power of two of ns; a block never freed lives to the end)');
     const n = $('filter-note');
     let shown = 0;
     for (let i = 0; i < S.length; i++) shown += IN[i];
     n.textContent = parts.length ? 'Filters: ' + parts.join(', ') + '. ' + count(shown) + ' of ' + count(S.length) + ' sites.' +
-      (perBlock && K < S.length ? ' Per-block filters count the ' + count(K) + ' sites that allocated most bytes.' : '') +
-      (FL.thread >= 0 ? ' Peak bytes and temporaries are not split by thread.' : '') + ' The size histogram is not filtered.' : '';
+      ' The size histogram is not filtered.' : '';
     n.dataset.sites = String(shown);
   }
   function threadLabel(t) {
@@ -1062,6 +1121,9 @@
     ex.addEventListener('change', () => { FL.exclude = ex.value === '1'; if (FL.fn) filtersChanged(); });
     const lk = el('input', { type: 'checkbox', id: 'flt-leaked' });
     lk.addEventListener('change', () => { FL.leaked = lk.checked; filtersChanged(); });
+    const tp = el('input', { type: 'checkbox', id: 'flt-temp' });
+    if (!tempKnown) { tp.disabled = true; tp.title = 'not known from samples'; }
+    tp.addEventListener('change', () => { FL.temp = tp.checked; filtersChanged(); });
     const num = (id, key, scale) => {
       const i = el('input', { type: 'number', id, min: '0', step: 'any' });
       i.addEventListener('change', () => { FL[key] = i.value === '' ? null : +i.value * scale; filtersChanged(); });
@@ -1070,7 +1132,7 @@
     const wm = el('select', { id: 'flt-winmode' }, el('option', { value: 'alloc', text: 'allocated in it' }),
       el('option', { value: 'end', text: 'live at its end' }), el('option', { value: 'high', text: 'live at its high-water mark' }));
     wm.addEventListener('change', () => { winMode = wm.value; filtersChanged(); });
-    bar.append(th, md, el('label', null, fn, ' ', ex), el('label', null, lk, ' only leaked'),
+    bar.append(th, md, el('label', null, fn, ' ', ex), el('label', null, lk, ' only leaked'), el('label', null, tp, ' only temporaries'),
       el('label', null, 'alive at ', num('flt-alive-at', 'aliveAt', 1), ' s'),
       el('label', null, 'alive \u2265 ', num('flt-min-life', 'minLife', 1e-3), ' ms'),
       el('label', null, 'window counts ', wm));

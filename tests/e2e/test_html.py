@@ -42,6 +42,19 @@ construction and whose function names and arguments are markup.
                 filter leaves worker-1's and worker-2's 100 allocations of
                 10 B each at their shared site, and every thread together
                 gives the JSON report's figures
+  html.blocks   html_blocks (tests/programs/html_blocks.c: two threads
+                through one site, temporaries and leaks of known sizes):
+                the filters combine per block: thread, only leaked, only
+                temporaries, alive at the end, alive for at least 20 ms and
+                the window's modes, alone and together, give each site's
+                bytes, allocations, peak bytes, leaked bytes and
+                temporaries as the program makes them (thread blk-2 with
+                only temporaries: 30 blocks, 6000 B, where per site it
+                would be 70 or 36)
+  html.sampled  the same program sampled: the sites table and the trees
+                show each estimate with the half width of its 95%
+                interval, the sites' equal to the JSON report's, and keep
+                one under a filter; the flame graph's tooltip shows it
   html.cli      -o without --format html, the trace as -o, and -o through
                 a symbolic link are refused; - writes to stdout
 
@@ -489,6 +502,113 @@ def t_threads(t):
             t.eq("%s's sites" % name, {"work": [1000, 100]}, summed(th[label[0]]))
 
 
+BLOCKS_CLIENT_JS = ROOT / "tests" / "e2e" / "clients" / "html_blocks_check.cjs"
+BLK = "blk_alloc"
+QUARTER = [0, 49]  # the first quarter of the run's 200 buckets
+WHOLE = [0, 199]
+
+# case -> {site: [bytes, allocations, peak bytes, leaked bytes, temporary]}
+# for the program's three sites, known by construction (html_blocks.c)
+BLOCK_CASES = [
+    ({"name": "none"}, {BLK: [15900, 79, 6100, 3900, 70], "main_temp": [640, 10, 0, 0, 10],
+                        "main_leak": [333, 1, 0, 333, 0]}),
+    ({"name": "blk-1", "thread": "(blk-1)"}, {BLK: [6100, 43, 2100, 2100, 40]}),
+    ({"name": "blk-2", "thread": "(blk-2)"}, {BLK: [9800, 36, 4000, 1800, 30]}),
+    ({"name": "temporaries", "temp": True}, {BLK: [10000, 70, 200, 0, 70], "main_temp": [640, 10, 0, 0, 10]}),
+    ({"name": "temporaries of blk-2", "temp": True, "thread": "(blk-2)"}, {BLK: [6000, 30, 200, 0, 30]}),
+    ({"name": "leaked", "leaked": True}, {BLK: [3900, 5, 3900, 3900, 0], "main_leak": [333, 1, 0, 333, 0]}),
+    ({"name": "leaked by blk-1", "leaked": True, "thread": "(blk-1)"}, {BLK: [2100, 3, 2100, 2100, 0]}),
+    ({"name": "leaked temporaries", "leaked": True, "temp": True}, {}),
+    ({"name": "alive >= 20 ms, blk-2", "min_life_ms": 20, "thread": "(blk-2)"}, {BLK: [3800, 6, 3800, 1800, 0]}),
+    ({"name": "alive >= 20 ms, temporaries", "min_life_ms": 20, "temp": True}, {}),
+    ({"name": "alive at the end, blk-1", "alive_at_frac": 1.0, "thread": "(blk-1)"}, {BLK: [2100, 3, 2100, 2100, 0]}),
+    ({"name": "first quarter, temporaries", "window": QUARTER, "temp": True},
+     {BLK: [4000, 40, 0, 0, 40], "main_temp": [640, 10, 0, 0, 10]}),
+    ({"name": "first quarter, blk-2", "window": QUARTER, "thread": "(blk-2)"}, {}),
+    ({"name": "high-water mark, blk-2", "window": WHOLE, "mode": "high", "thread": "(blk-2)"},
+     {BLK: [4000, 7, 4000, 1800, 1]}),
+    ({"name": "window end, blk-2", "window": WHOLE, "mode": "end", "thread": "(blk-2)"},
+     {BLK: [1800, 2, 1800, 1800, 0]}),
+]
+
+
+def browse_blocks(t, html, cases):
+    d = harness.clients_dir(t)
+    cf = t.tmp / ("cases-%s.json" % html.stem)
+    cf.write_text(json.dumps(cases))
+    env = dict(os.environ, NODE_PATH=os.path.join(d, "node_modules"), HOME=str(t.tmp))
+    p = run(["node", BLOCKS_CLIENT_JS, html, cf], 180, env=env)
+    t.need(not p.timed_out, "the browser script timed out: %s" % p.describe())
+    try:
+        res = json.loads(text(p.out))
+    except ValueError:
+        t.fatal("browser script printed no JSON: %s %s" % (tail(p.out), tail(p.err, 1500)))
+    t.check(p.rc == 0, "%s failed: %s" % (p.describe(), tail(p.err, 1500)))
+    t.eq("browser console errors", [], res["errors"])
+    t.eq("network requests", [], res["requests"])
+    return res["results"]
+
+
+def blocks_traced(t, key, opts):
+    need_tools(t)
+    p = PROGS / "html_blocks"
+    t.need(p.exists(), "%s not built (make programs)" % p)
+
+    def go():
+        tr = heaptrail_run([p], list(opts), timeout=TIMEOUT)
+        if tr.proc.rc != 0 or not tr.out_path.exists():
+            return None, None, "heaptrail run: %s: %s" % (tr.proc.describe(), tail(tr.proc.err))
+        rep = report(tr.out_path)
+        if rep.err or rep.proc.rc != 0:
+            return None, None, "JSON report failed: %s" % (rep.err or tail(rep.proc.err))
+        return tr.out_path, rep.data, None
+    path, data, err = memo(("html-blocks",) + tuple(key), go)
+    if err:
+        t.fatal(err)
+    return path, data
+
+
+def t_blocks(t):
+    trace, rep = blocks_traced(t, (), [])
+    # the program's figures, as the JSON report has them: the cases rest on them
+    sites = {s["stack"][0]["function"]: s for s in rep["sites"] if s["stack"]}
+    for fn, want in BLOCK_CASES[0][1].items():
+        s = sites.get(fn, {})
+        t.eq("JSON report, site %s" % fn, want,
+             [s.get(k) for k in ("bytes_allocated", "allocations", "peak_bytes", "leaked_bytes",
+                                 "temporary_allocations")])
+    html = write_html(t, trace, "blocks.html")
+    res = browse_blocks(t, html, [c for c, _ in BLOCK_CASES])
+    for case, want in BLOCK_CASES:
+        got = res.get(case["name"], {}).get("rows", {})
+        shown = {fn: [v[0] for v in cols[:5]] for fn, cols in got.items() if fn in BLOCK_CASES[0][1]}
+        t.eq("%s: the sites table (bytes, allocations, peak, leaked, temporaries)" % case["name"], want, shown)
+
+
+def t_sampled(t):
+    trace, rep = blocks_traced(t, ("sampled",), ["--sample-rate", "256"])
+    html = write_html(t, trace, "sampled.html")
+    res = browse_blocks(t, html, [{"name": "none"}, {"name": "blk-2", "thread": "(blk-2)"}])
+    sites = {s["stack"][0]["function"]: s for s in rep["sites"] if s["stack"]}
+    s = sites.get(BLK)
+    t.need(s, "no %s site in the sampled report" % BLK)
+    row = res.get("none", {}).get("rows", {}).get(BLK)
+    t.need(row, "no %s row in the page" % BLK)
+    # columns: bytes, allocations, peak, leaked (no temporaries: not known from samples)
+    for i, key in ((0, "bytes_allocated"), (1, "allocations"), (2, "peak_bytes"), (3, "leaked_bytes")):
+        t.eq("%s: %s" % (BLK, key), s[key], row[i][0])
+        t.eq("%s: %s_ci95" % (BLK, key), round(s[key + "_ci95"]), row[i][1])
+    t.check(s["bytes_allocated_ci95"] > 0, "the sampled estimate has no interval: %r" % s)
+    t.check("\u00b1" in row[0][2], "the bytes cell shows no interval: %r" % row[0][2])
+    f = res.get("blk-2", {}).get("rows", {}).get(BLK)
+    t.need(f, "no %s row under the thread filter" % BLK)
+    t.check(f[0][1] and f[0][1] > 0 and "\u00b1" in f[0][2],
+            "a filtered estimate shows no interval: %r" % (f[0],))
+    t.check(f[0][0] < s["bytes_allocated"], "blk-2's estimate is not below the site's: %r" % (f[0],))
+    tip = res.get("none", {}).get("tip") or ""
+    t.check("\u00b1" in tip, "the flame graph's tooltip shows no interval: %r" % tip)
+
+
 FIREFOX_CLIENT_JS = ROOT / "tests" / "e2e" / "clients" / "html_firefox_check.cjs"
 
 
@@ -530,5 +650,7 @@ TESTS = [
     ("html.diff", t_diff),
     ("html.threads", t_threads),
     ("html.firefox", t_firefox),
+    ("html.blocks", t_blocks),
+    ("html.sampled", t_sampled),
     ("html.cli", t_cli),
 ]

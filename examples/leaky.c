@@ -1,6 +1,8 @@
 /* leaky.c - the example program of the README: a small "word index" that
  * builds a list of records, keeps a cache, frees some of it and leaks the
- * rest, so that every section of heaptrail's report has something to show. */
+ * rest, so that every section of heaptrail's report has something to show.
+ * An argument sets the number of records (default 1000): scripts/
+ * screenshots.sh compares two runs with `heaptrail diff`. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,12 +44,13 @@ static void **grow_cache(void **cache, size_t *cap)
 	return realloc(cache, *cap * sizeof *cache);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	struct record *head = NULL;
 	void **cache = NULL;
 	size_t used = 0, cap = 0;
-	for (int i = 0; i < 1000; i++) {
+	int n = argc > 1 ? atoi(argv[1]) : 1000;
+	for (int i = 0; i < n; i++) {
 		struct record *r = make_record(i % 2 ? "odd" : "even", checksum(i));
 		r->next = head;
 		head = r;

@@ -40,7 +40,9 @@ typedef struct job {
 	size_t npend, pcap;
 	mark_t *highs; /* per closed bucket: its high's event */
 	mark_t cur;    /* the current bucket's latest high */
-	double heap, bucket_high;
+	double heap;	 /* weighted bytes live, summed as the model sums them */
+	uint64_t bucket_high; /* the bucket's highest heap, rounded as the model's */
+	bool moved;	 /* the bucket has had a heap event */
 	size_t bucket;
 	uint32_t nsites; /* pass sites seen: 0 .. nsites-1 */
 	int err;
@@ -135,7 +137,7 @@ static void close_to(job_t *j, size_t k)
 		flush_pending(j, true);
 		j->highs[j->bucket] = j->cur;
 		j->cur.set = false;
-		j->bucket_high = -1; /* the next bucket's first heap event is its first high */
+		j->moved = false; /* the next bucket's first heap event is its first high */
 	}
 }
 
@@ -211,10 +213,13 @@ static int blk_event(void *ctx, const ht_event_t *ev, const ht_heap_step_t *st)
 		if (n->site >= j->nsites)
 			j->nsites = n->site + 1;
 	}
-	bool high = j->heap > j->bucket_high;
+	/* the model's heap: in a sampled trace its running estimate rounded */
+	uint64_t now = ht_round_u64(j->heap);
+	bool high = !j->moved || now > j->bucket_high;
 	if (high) { /* the deaths since the latest high were not live at this one */
 		flush_pending(j, false);
-		j->bucket_high = j->heap;
+		j->moved = true;
+		j->bucket_high = now;
 		j->cur = (mark_t){ ev->time, ht_pass_thread_seq(j->pass, ev->thread), ev->thread, true };
 	}
 	if (g) {
@@ -277,7 +282,6 @@ int ht_blocks_attach(ht_pass_t *p, const ht_trace_t *t, size_t nbuckets, ht_bloc
 	j->pass = p;
 	j->rate = (double)t->sample_rate;
 	j->highs = highs;
-	j->bucket_high = -1;
 	ht_pass_consumer_t c = { 0, true, true, blk_event, blk_end, blk_fini, j };
 	int e = ht_pass_add(p, &c); /* j is freed on failure */
 	if (e) {

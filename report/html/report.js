@@ -245,7 +245,9 @@
   /* ---- trees of functions (top-down from the outermost caller, or
    * bottom-up from the allocating function) with all costs ---- */
   function newNode(f, parent) {
-    return { f, name: f < 0 ? 'all' : fname(f), v: new Float64Array(5), vv: new Float64Array(5), s: new Float64Array(5), kids: new Map(), parent, sites: 0 };
+    /* plain arrays: a trace of 100k sites makes half a million nodes, and
+     * a typed array each costs several times as much to make */
+    return { f, name: f < 0 ? 'all' : fname(f), v: [0, 0, 0, 0, 0], vv: [0, 0, 0, 0, 0], s: [0, 0, 0, 0, 0], kids: new Map(), parent, sites: 0 };
   }
   function buildTree(inverted) {
     const root = newNode(-1, null);
@@ -1148,22 +1150,22 @@
   let ccFn = null;
   function ccCompute() {
     const fns = new Map(), callers = new Map(), callees = new Map();
-    const get = (m, f) => { const nm = fname(f); let x = m.get(nm); if (!x) { x = { name: nm, f, self: new Float64Array(5), v: new Float64Array(5) }; m.set(nm, x); } return x; };
+    const get = (m, f) => { const nm = fname(f); let x = m.get(nm); if (!x) { x = { name: nm, f, self: [0, 0, 0, 0, 0], v: [0, 0, 0, 0, 0], sv: [0, 0, 0, 0, 0], vv: [0, 0, 0, 0, 0] }; m.set(nm, x); } return x; };
     for (let i = 0; i < S.length; i++) {
       if (!IN[i]) continue;
       const fr = siteFrames(i), names = fr.map(fname);
       if (!fr.length) continue;
       const seen = new Set(), cs = new Map(), ce = new Map();
       fr.forEach((f, j) => {
-        if (!seen.has(names[j])) { seen.add(names[j]); const x = get(fns, f); for (let c = 0; c < 5; c++) x.v[c] += V[i * 5 + c]; }
+        if (!seen.has(names[j])) { seen.add(names[j]); const x = get(fns, f); for (let c = 0; c < 5; c++) { x.v[c] += V[i * 5 + c]; x.vv[c] += VV[i * 5 + c]; } }
         if (ccFn !== null && names[j] === ccFn) {
           if (j + 1 < fr.length) cs.set(names[j + 1], fr[j + 1]);
           if (j > 0) ce.set(names[j - 1], fr[j - 1]);
         }
       });
       const x = get(fns, fr[0]);
-      for (let c = 0; c < 5; c++) x.self[c] += V[i * 5 + c];
-      for (const [m, set] of [[callers, cs], [callees, ce]]) for (const f of set.values()) { const y = get(m, f); for (let c = 0; c < 5; c++) y.v[c] += V[i * 5 + c]; }
+      for (let c = 0; c < 5; c++) { x.self[c] += V[i * 5 + c]; x.sv[c] += VV[i * 5 + c]; }
+      for (const [m, set] of [[callers, cs], [callees, ce]]) for (const f of set.values()) { const y = get(m, f); for (let c = 0; c < 5; c++) { y.v[c] += V[i * 5 + c]; y.vv[c] += VV[i * 5 + c]; } }
     }
     return { fns, callers, callees };
   }
@@ -1171,24 +1173,26 @@
     const c = +ccSel.value, cc = ccCompute(), term = $('cc-search').value.toLowerCase();
     const nameCols = [{ label: 'function', get: (r) => r.name, cls: 'name' }, { label: 'location', get: (r) => (r.f >= 0 ? floc(r.f) : ''), cls: 'loc' }];
     const fmt = (v) => (COSTS[c].bytes ? size(v) : count(v));
+    /* with the 95% interval of a sampled trace's estimate */
+    const fmtv = (v, r) => fmt(v) + ciText(c, r.vv[c]), fmts = (v, r) => fmt(v) + ciText(c, r.sv[c]);
     const pick = (r) => { ccFn = r.name; draw.callers(); return el('span'); };
     const selBox = $('cc-selected');
     selBox.textContent = '';
     const me = ccFn !== null ? cc.fns.get(ccFn) : null;
     if (me) {
       selBox.append(el('span', { id: 'cc-name', text: me.name }), ' ', el('span', { class: 'loc', text: floc(me.f) }), ': ' + COSTS[c].label + ' ',
-        el('span', { id: 'cc-total', 'data-value': String(me.v[c]), text: fmtCost(c, me.v[c]) }), ' in all, ',
-        el('span', { id: 'cc-self', 'data-value': String(me.self[c]), text: fmtCost(c, me.self[c]) }), ' itself');
+        el('span', { id: 'cc-total', 'data-value': String(me.v[c]), text: fmtCost(c, me.v[c]) + ciText(c, me.vv[c]) }), ' in all, ',
+        el('span', { id: 'cc-self', 'data-value': String(me.self[c]), text: fmtCost(c, me.self[c]) + ciText(c, me.sv[c]) }), ' itself');
     } else {
       selBox.textContent = ccFn !== null ? 'No cost through ' + ccFn + ' with these filters.' : 'No function picked.';
     }
-    sortTable($('cc-callers'), 'cc-callers-table', nameCols.concat([{ label: 'through it', num: true, get: (r) => r.v[c], fmt }]),
+    sortTable($('cc-callers'), 'cc-callers-table', nameCols.concat([{ label: 'through it', num: true, get: (r) => r.v[c], fmt: fmtv }]),
       [...cc.callers.values()], 2, pick);
-    sortTable($('cc-callees'), 'cc-callees-table', nameCols.concat([{ label: 'through it', num: true, get: (r) => r.v[c], fmt }]),
+    sortTable($('cc-callees'), 'cc-callees-table', nameCols.concat([{ label: 'through it', num: true, get: (r) => r.v[c], fmt: fmtv }]),
       [...cc.callees.values()], 2, pick);
     const rows = [...cc.fns.values()].filter((r) => r.v[c] > 0 && (!term || r.name.toLowerCase().includes(term)));
     sortTable($('cc-functions'), 'cc-functions-table', nameCols.concat([
-      { label: 'total', num: true, get: (r) => r.v[c], fmt }, { label: 'self', num: true, get: (r) => r.self[c], fmt }]), rows, 2, pick);
+      { label: 'total', num: true, get: (r) => r.v[c], fmt: fmtv }, { label: 'self', num: true, get: (r) => r.self[c], fmt: fmts }]), rows, 2, pick);
   };
   ccSel.addEventListener('change', () => draw.callers());
   $('cc-search').addEventListener('input', () => draw.callers());

@@ -55,12 +55,18 @@ construction and whose function names and arguments are markup.
                 show each estimate with the half width of its 95%
                 interval, the sites' equal to the JSON report's, and keep
                 one under a filter; the flame graph's tooltip shows it
+  html.rows     the block table of threads, html_report and html_blocks,
+                decoded here: with no filter its rows sum to every site's
+                allocations, bytes, peak bytes (the rows live at the high
+                of the peak's bucket), leaked bytes and blocks and
+                temporaries in the JSON report
   html.cli      -o without --format html, the trace as -o, and -o through
                 a symbolic link are refused; - writes to stdout
 
 Reports run with the ASan+UBSan CLI, so a memory error fails the test.
 """
 
+import base64
 import json
 import os
 import re
@@ -609,6 +615,69 @@ def t_sampled(t):
     t.check("\u00b1" in tip, "the flame graph's tooltip shows no interval: %r" % tip)
 
 
+def block_rows(data):
+    """The page's block table (report/html.c, put_rows), decoded: one list
+    [site, thread, born, died, life, flags, blocks, bytes] per row."""
+    bk = data["blocks"]
+    raw = base64.b64decode(bk["packed"])
+    pos = [0]
+
+    def vi():
+        v, m = 0, 1
+        while True:
+            c = raw[pos[0]]
+            pos[0] += 1
+            v += (c & 127) * m
+            m *= 128
+            if not c & 128:
+                return v
+    rows, site, thread = [], 0, 0
+    for _ in range(bk["rows"]):
+        h = raw[pos[0]]
+        pos[0] += 1
+        if h & 64:
+            site += vi()
+        if h & 32:
+            thread = vi()
+        born = vi()
+        died = born + vi() if h & 8 else born
+        life = vi()
+        n = vi() if h & 16 else 1
+        b = vi()
+        if bk["variances"]:
+            vi()
+            vi()
+        rows.append([site, thread, born, died, life, h & 7, n, b])
+    return rows, pos[0] == len(raw)
+
+
+def t_rows(t):
+    for prog in ("threads", "html_report", "html_blocks"):
+        trace, rep = harness.traced_program(t, prog)
+        html = write_html(t, trace, prog + ".html")
+        data = self_contained(t, html)
+        rows, whole = block_rows(data)
+        t.check(whole, "%s: the packed rows do not end where the table does" % prog)
+        nb, peak = len(data["timeline"]["buckets"]), data["timeline"]["peak"]
+        sums = {}
+        for site, _, a, f, _, fl, n, b in rows:
+            at_peak = bool(fl & 2) if a == peak else a < peak and (peak < f or (peak == f and fl & 4))
+            g = sums.setdefault(site, [0] * 6)
+            g[0] += n
+            g[1] += b
+            g[2] += b if at_peak else 0
+            g[3] += b if f == nb else 0
+            g[4] += n if f == nb else 0
+            g[5] += n if fl & 1 else 0
+        # the page's sites are the JSON report's, in its order
+        want = {i: [s[1], s[2], s[3], s[5], s[4], s[6]] for i, s in enumerate(data["sites"])}
+        got = {i: sums.get(i, [0] * 6) for i in want}
+        t.eq("%s: per site (allocations, bytes, peak, leaked bytes, leaked blocks, temporary) "
+             "summed from the rows" % prog, want, got)
+        t.eq("%s: the page's sites against the JSON report's bytes" % prog,
+             sorted(s["bytes_allocated"] for s in rep["sites"]), sorted(s[2] for s in data["sites"]))
+
+
 FIREFOX_CLIENT_JS = ROOT / "tests" / "e2e" / "clients" / "html_firefox_check.cjs"
 
 
@@ -652,5 +721,6 @@ TESTS = [
     ("html.firefox", t_firefox),
     ("html.blocks", t_blocks),
     ("html.sampled", t_sampled),
+    ("html.rows", t_rows),
     ("html.cli", t_cli),
 ]

@@ -69,6 +69,13 @@
     const r = F[f];
     return r[0] !== null ? r[0] : r[4] + (r[3] ? ' (' + base(r[3]) + ')' : '');
   }
+  /* each frame's function name once, and a number per distinct name that
+   * keys the trees' children (cheaper than the string, with 100k sites) */
+  const FNAME = F.map((_, f) => fname(f)), FKEY = new Int32Array(F.length);
+  (function () {
+    const ids = new Map();
+    FNAME.forEach((nm, f) => { let id = ids.get(nm); if (id === undefined) ids.set(nm, (id = ids.size)); FKEY[f] = id; });
+  })();
   function floc(f) {
     const r = F[f];
     if (r[1] !== null) return r[1] + (r[2] ? ':' + r[2] : '');
@@ -247,7 +254,7 @@
   function newNode(f, parent) {
     /* plain arrays: a trace of 100k sites makes half a million nodes, and
      * a typed array each costs several times as much to make */
-    return { f, name: f < 0 ? 'all' : fname(f), v: [0, 0, 0, 0, 0], vv: [0, 0, 0, 0, 0], s: [0, 0, 0, 0, 0], kids: new Map(), parent, sites: 0 };
+    return { f, name: f < 0 ? 'all' : FNAME[f], v: [0, 0, 0, 0, 0], vv: [0, 0, 0, 0, 0], s: [0, 0, 0, 0, 0], kids: new Map(), parent, sites: 0 };
   }
   function buildTree(inverted) {
     const root = newNode(-1, null);
@@ -256,7 +263,7 @@
     function tnode(n) { /* top-down: the tree node of stack node n */
       if (memo[n]) return memo[n];
       const p = N[2 * n] - 1, f = N[2 * n + 1];
-      const par = p < 0 ? root : tnode(p), key = fname(f);
+      const par = p < 0 ? root : tnode(p), key = FKEY[f];
       let c = par.kids.get(key);
       if (!c) { c = newNode(f, par); par.kids.set(key, c); }
       return (memo[n] = c);
@@ -274,7 +281,7 @@
         for (let c = 0; c < 5; c++) { root.v[c] += vals[c]; root.vv[c] += vars[c]; }
         root.sites++;
         for (let n = S[i][0]; n >= 0; n = N[2 * n] - 1) {
-          const f = N[2 * n + 1], key = fname(f);
+          const f = N[2 * n + 1], key = FKEY[f];
           let k = cur.kids.get(key);
           if (!k) { k = newNode(f, cur); cur.kids.set(key, k); }
           for (let c = 0; c < 5; c++) { k.v[c] += vals[c]; k.vv[c] += vars[c]; }

@@ -365,6 +365,8 @@ enum ht_map_kind {
 	HT_MAP_ANON = 0,   /* private anonymous memory */
 	HT_MAP_SHARED = 1, /* shared anonymous memory */
 	HT_MAP_FILE = 2,   /* a file */
+	HT_MAP_BRK = 3,	   /* the program's own brk or sbrk growth (format 1.12);
+			    * a shrink is a MUNMAP of the bytes given back */
 };
 
 /* Which function freed a block (high nibble of FREE, format 1.12). The

@@ -152,6 +152,8 @@ static struct {
 	uint8_t *stack_defs;	   /* STACK events seen, for the file */
 	size_t stack_defs_len, stack_defs_cap;
 	size_t stack_defs_written; /* by an earlier summary (before an exec) */
+	struct kept_map *maps;	   /* the program's map events, for the file */
+	uint32_t nmaps, maps_cap, maps_written;
 	/* heaptrail run's summary (ht_live_summary) */
 	uint64_t n_allocs, n_frees, n_bytes, n_temporary;
 	uint32_t seq;	   /* allocations digested (low bits: a pool block's number) */
@@ -225,6 +227,41 @@ static inline void site_touch(site_t *r)
 		r->at_peak = r->live_bytes;
 		r->epoch = lv.peak_epoch;
 	}
+}
+
+/* Summary mode: a map event (EXT MMAP, MUNMAP, MREMAP, MADVISE_FREE) of the program's,
+ * kept to be written at the end beside the STACK definitions, so that the
+ * report's MAPPED MEMORY is the full trace's. Maps are few; past
+ * MAPS_MAX the rest are not kept (the report then says less). */
+typedef struct kept_map {
+	uint64_t time;
+	uint8_t op, len;
+	uint8_t pay[6 * HT_VARINT_MAX];
+} kept_map_t;
+
+#define MAPS_MAX 65536u
+
+static void map_keep(uint8_t op, uint64_t time, const uint8_t *pay, uint64_t len)
+{
+	if (len > sizeof lv.maps->pay)
+		return;
+	if (lv.nmaps == lv.maps_cap) {
+		uint32_t cap = lv.maps_cap ? lv.maps_cap * 2 : 256;
+		kept_map_t *a = cap <= MAPS_MAX ? ht_mmap(cap * sizeof *a) : NULL;
+		if (!a)
+			return;
+		if (lv.maps) {
+			memcpy(a, lv.maps, lv.nmaps * sizeof *a);
+			ht_munmap(lv.maps, lv.maps_cap * sizeof *a);
+		}
+		lv.maps = a;
+		lv.maps_cap = cap;
+	}
+	kept_map_t *m = &lv.maps[lv.nmaps++];
+	m->time = time;
+	m->op = op;
+	m->len = (uint8_t)len;
+	memcpy(m->pay, pay, len);
 }
 
 static void stack_def_keep(const uint8_t *p, size_t n)
@@ -1155,10 +1192,17 @@ void ht_live_digest(const ht_block_t *b)
 		case HT_EV_EXIT:
 			time += get_u(&c);
 			break;
-		case HT_EV_EXT:
+		case HT_EV_EXT: {
 			time += get_u(&c);
-			skip(&c, get_u(&c));
+			uint64_t n = get_u(&c);
+			unsigned kind = op >> 4;
+			if (ht_opt_summary && !c.bad && n <= (uint64_t)(c.end - c.p) &&
+			    (kind == HT_EXT_MMAP || kind == HT_EXT_MUNMAP || kind == HT_EXT_MREMAP ||
+			     kind == HT_EXT_MADVISE_FREE))
+				map_keep(op, time, c.p, n);
+			skip(&c, n);
 			break;
+		}
 		default:
 			c.bad = true; /* our own writer never does this */
 			break;
@@ -1258,6 +1302,7 @@ void ht_live_fork_child(void)
 	lv.peak_epoch = 0;
 	lv.peak_time = 0;
 	lv.stack_defs_len = lv.stack_defs_written = 0;
+	lv.nmaps = lv.maps_written = 0;
 	table_clear(&lv.blocks);
 	lv.markers = 0;
 	lv.forgotten_until = 0;
@@ -1278,6 +1323,65 @@ void ht_summary_leak(uint32_t site, unsigned kind, uint64_t size)
 	}
 }
 
+/* Sorts the maps kept since the last write by time (blocks of threads
+ * come out of time order; one thread's are in order): insertion, as they
+ * come nearly sorted. */
+static void maps_sort(kept_map_t *a, size_t n)
+{
+	for (size_t i = 1; i < n; i++) {
+		if (a[i - 1].time <= a[i].time)
+			continue;
+		kept_map_t v = a[i];
+		size_t j = i;
+		for (; j > 0 && a[j - 1].time > v.time; j--)
+			a[j] = a[j - 1];
+		a[j] = v;
+	}
+}
+
+/* Summary mode: one THREAD_BLOCK of tid 0 with the program's map events
+ * kept since the last write and the highest RSS sample (agent/rss.c), in
+ * time order: the report's MAPPED MEMORY, mapped and resident bytes come
+ * from them as from a trace's events. */
+static void summary_write_samples(uint8_t *rec, size_t cap)
+{
+	uint64_t rss, rss_time;
+	ht_rss_peak(&rss, &rss_time);
+	kept_map_t *a = lv.maps + lv.maps_written;
+	size_t n = lv.nmaps - lv.maps_written, i = 0;
+	maps_sort(a, n);
+	bool rss_done = !rss;
+	if (!n && rss_done)
+		return;
+	do {
+		size_t k = 0;
+		uint64_t last = 0;
+		k += ht_varint_put(rec + k, 0); /* tid */
+		k += ht_varint_put(rec + k, 0); /* base time */
+		while ((i < n || !rss_done) && k + 4 * HT_VARINT_MAX + sizeof a->pay < cap) {
+			if (!rss_done && (i == n || rss_time < a[i].time)) {
+				uint64_t t = rss_time < last ? last : rss_time;
+				rec[k++] = HT_EV_RSS;
+				k += ht_varint_put(rec + k, t - last);
+				k += ht_varint_put(rec + k, rss);
+				last = t;
+				rss_done = true;
+				continue;
+			}
+			uint64_t t = a[i].time < last ? last : a[i].time;
+			rec[k++] = a[i].op;
+			k += ht_varint_put(rec + k, t - last);
+			k += ht_varint_put(rec + k, a[i].len);
+			memcpy(rec + k, a[i].pay, a[i].len);
+			k += a[i].len;
+			last = t;
+			i++;
+		}
+		ht_writer_record(HT_REC_THREAD_BLOCK, rec, k);
+	} while (i < n);
+	lv.maps_written = lv.nmaps;
+}
+
 void ht_summary_write(void)
 {
 	if (lv.stack_defs_len > lv.stack_defs_written) {
@@ -1293,6 +1397,7 @@ void ht_summary_write(void)
 	uint8_t *rec = ht_mmap(cap);
 	if (!rec)
 		return;
+	summary_write_samples(rec, cap);
 	uint32_t i = 0;
 	do {
 		size_t n = ht_varint_put(rec, ht_now());

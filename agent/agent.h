@@ -219,8 +219,8 @@ void ht_flusher_start(void);
  * thread, holding no lock); the number shipped, the file flushed if any. */
 unsigned ht_thread_take_idle(uint64_t age_ns);
 /* Appends an RSS sample (time now, rss bytes) to a quiet thread's events,
- * the main thread's if it can, and ships them: the writer's samples while
- * no thread records (agent/rss.c). False when every thread was busy. */
+ * the main thread's if it can (shipped with them): the writer's samples
+ * while no thread records (agent/rss.c). False when every thread was busy. */
 bool ht_thread_post_rss(uint64_t now, uint64_t rss);
 uint64_t ht_flusher_self_writes(void);
 void ht_flusher_fork_prepare(void);

@@ -4,7 +4,8 @@
  * events adds one first (at most every HT_RSS_SHIP_NS in the process), and
  * the writer thread, every HT_RSS_TICK_NS in which no thread did (a
  * program that waits, or touches pages of a big map without allocating),
- * appends one to a quiet thread's events (ht_thread_post_rss). Reading
+ * appends one to a quiet thread's buffer (ht_thread_post_rss), shipped with its
+ * events (shipping it at once cut a slow program's blocks short). Reading
  * /proc/self/statm costs a few microseconds: 10 a second is nothing. The
  * highest sample and its time are kept for summary mode, which writes no
  * events. */

@@ -626,10 +626,11 @@ bool ht_thread_post_rss(uint64_t now, uint64_t rss)
 	if (fenced && atomic_load(&ht_state) == HT_STATE_RECORDING && !atomic_load(&c->in_event) &&
 	    c->in_use) {
 		/* as ht_thread_take_idle: out of an event now, it stays out
-		 * until released, and what it queued before is written first */
-		ht_blocks_drain_locked();
+		 * until released. The sample waits in its buffer like its
+		 * events (ht_thread_take_idle ships it within its age): shipping
+		 * here would cut a slow program's blocks short every tick. The
+		 * writer's lock keeps the exit's flush of every buffer away. */
 		put_rss(c, now, rss);
-		ship_locked(c);
 		done = true;
 	}
 	atomic_store_explicit(&c->taking, 0, memory_order_release);

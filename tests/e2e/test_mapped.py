@@ -19,7 +19,8 @@ an rt_map-style allocator).
   mapped.brk       tests/programs/brk_sbrk.c: the program's own sbrk and
                    brk by site, kind "brk", exact bytes at exit and at the
                    peak (a shrink unmapping brk's 32 KiB and 32 KiB of the
-                   last sbrk), heaptrail_stats() agreeing
+                   last sbrk), heaptrail_stats() agreeing; malloc's growth
+                   of its arena (800 KiB of blocks first) is no site
   mapped.rss_late  tests/programs/rss_late.c: an 8 MiB heap peak at the
                    start, then a 64 MiB map touched without allocating: the
                    highest RSS sample is >= 64 MiB and at least 0.7 s after

@@ -8,7 +8,10 @@
  *                 grow_sbrk's third
  *
  *   mapped at the peak (before the shrink): 229,376 bytes.
- * No malloc between the first move and the shrink (its arena could move
+ * First, 200 blocks of 4 KiB are allocated and kept: malloc grows its main
+ * arena by 800 KiB through libc's own __sbrk, which is the heap's, not a
+ * map of the program's (no site for it). No malloc between the first
+ * move and the shrink (its arena could move
  * the break between ours). The break is first moved to a page boundary
  * (from main, by "aligned" bytes, 0 if it was one). Prints
  * heaptrail_stats()'s mapped bytes (163,840 + the alignment's whole pages
@@ -16,6 +19,7 @@
  */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "heaptrail.h"
@@ -40,6 +44,10 @@ __attribute__((noinline)) static void *shrink_sbrk(void)
 int main(void)
 {
 	setvbuf(stdout, NULL, _IONBF, 0); /* printf allocates nothing */
+	static void *held[200];
+	for (int i = 0; i < 200; i++)
+		if (!(held[i] = malloc(4096)))
+			return 1;
 	uintptr_t b = (uintptr_t)sbrk(0);
 	long align = b & 4095 ? 4096 - (long)(b & 4095) : 0;
 	if (align)

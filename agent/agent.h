@@ -218,6 +218,10 @@ void ht_flusher_start(void);
  * and that are not in the middle of an event (thread.c; the writer
  * thread, holding no lock); the number shipped, the file flushed if any. */
 unsigned ht_thread_take_idle(uint64_t age_ns);
+/* Appends an RSS sample (time now, rss bytes) to a quiet thread's events,
+ * the main thread's if it can (shipped with them): the writer's samples
+ * while no thread records (agent/rss.c). False when every thread was busy. */
+bool ht_thread_post_rss(uint64_t now, uint64_t rss);
 uint64_t ht_flusher_self_writes(void);
 void ht_flusher_fork_prepare(void);
 void ht_flusher_fork_parent(void);
@@ -753,6 +757,21 @@ void ht_writer_move_fd(int fd);
  * system call and has reused since). */
 bool ht_writer_fd_is_trace(int fd);
 uint64_t ht_read_rss(void);
+
+/* ---- the resident set over time (agent/rss.c) ------------------------------
+ * Threads sample it when they ship their events (at most every
+ * HT_RSS_SHIP_NS); the writer thread every HT_RSS_TICK_NS when none did, so
+ * that a program that touches memory without allocating shows it too. */
+#define HT_RSS_SHIP_NS 10000000ull  /* 10 ms */
+#define HT_RSS_TICK_NS 100000000ull /* 100 ms */
+/* Whether a sample is due at now (none for interval_ns): if so, claims it. */
+bool ht_rss_claim(uint64_t now, uint64_t interval_ns);
+/* Reads the resident set, noting the peak and its time. */
+uint64_t ht_rss_read_noted(uint64_t now);
+/* The writer thread's tick: a sample if none was taken for HT_RSS_TICK_NS. */
+void ht_rss_tick(void);
+/* The highest sample so far, and when (0, 0: none). */
+void ht_rss_peak(uint64_t *bytes, uint64_t *time);
 
 /* ---- life cycle (agent/lifecycle.c) --------------------------------------- */
 void ht_init(void);

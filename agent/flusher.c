@@ -397,6 +397,7 @@ static void *writer_main(void *arg)
 		if (tick - last_take >= (uint64_t)HT_TAKE_TICK_NS) {
 			last_take = tick;
 			ht_thread_take_idle(HT_TAKE_AGE_NS);
+			ht_rss_tick();
 		}
 		if (atomic_load(&queued) == 0) {
 			/* Idle. Blocks waiting in the batch (or bytes in the

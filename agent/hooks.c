@@ -455,6 +455,11 @@ static __thread uint8_t free_fn_now;
  * it on a double or invalid free, and the abort's handler names it
  * (ht_bad_free_at_abort). */
 static __thread void *volatile freeing_now;
+/* Set with freeing_now around a realloc's real call: glibc aborts there on
+ * an invalid or freed pointer ("realloc(): invalid pointer") before the
+ * hook has recorded anything of it. */
+enum { REALLOC_NONE, REALLOC_UNRECORDED, REALLOC_FREE_RECORDED };
+static __thread volatile uint8_t realloc_now;
 
 /* Records the free of p, before the real free runs. */
 static void record_free(void *p)
@@ -876,8 +881,25 @@ void ht_bad_free_at_abort(void)
 	if (!p || !t)
 		return;
 	freeing_now = NULL;
+	unsigned in_realloc = realloc_now;
+	realloc_now = REALLOC_NONE;
 	if (!ht_event_begin(t))
 		return;
+	if (in_realloc == REALLOC_UNRECORDED) {
+		/* the realloc's free half, as a free's is before its call: the
+		 * report pairs it with what was at p (a double or invalid
+		 * free). The call reserved room for its events. */
+		uint64_t now = ht_event_time(t);
+		uint8_t *b = t->buf + t->len;
+		size_t k = 0;
+		b[k++] = HT_EV_FREE;
+		k += ht_varint_put(b + k, now - t->last_time);
+		k += ht_varint_put(b + k, ht_zigzag((int64_t)((uintptr_t)p - t->last_addr)));
+		t->last_time = now;
+		t->last_addr = (uintptr_t)p;
+		t->len += (uint32_t)k;
+		t->n_frees++;
+	}
 	void **f = t->frames;
 	unsigned max = ht_opt_depth + 64 < HT_MAX_DEPTH + 16 ? ht_opt_depth + 64 : HT_MAX_DEPTH + 16;
 	unsigned n;
@@ -900,7 +922,8 @@ void ht_bad_free_at_abort(void)
 	for (; i < n && out < ht_opt_depth; i++)
 		if (!ht_addr_in_agent((uintptr_t)f[i]))
 			f[out++] = f[i];
-	uint64_t v[3] = {(uintptr_t)p, out ? ht_stack_intern(t, out) : 0, free_fn_now};
+	uint64_t v[3] = {(uintptr_t)p, out ? ht_stack_intern(t, out) : 0,
+			 in_realloc ? HT_FREE_REALLOC_ABORT : free_fn_now};
 	ht_put_ext(t, HT_EXT_BAD_FREE, v, 3);
 	atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
 }
@@ -1005,7 +1028,11 @@ static void *realloc_common(unsigned fn, void *old, size_t size, size_t nmemb,
 		if (!sampling || sampled_free_counted(old))
 			record_free(old);
 		errno = e;
+		freeing_now = old;
+		realloc_now = REALLOC_FREE_RECORDED; /* record_free wrote it */
 		void *q = real(old, 0);
+		freeing_now = NULL;
+		realloc_now = REALLOC_NONE;
 		if (q && !sample_skip(0)) { /* an allocator that returns a minimal block */
 			e = errno;
 			record_alloc_sampled(fn, q, 0, 0);
@@ -1037,8 +1064,14 @@ static void *realloc_common(unsigned fn, void *old, size_t size, size_t nmemb,
 	uint64_t free_time;
 	bool recording = realloc_begin(&free_time);
 	errno = e;
+	if (recording && old) {
+		freeing_now = old;
+		realloc_now = REALLOC_UNRECORDED;
+	}
 	void *q = REAL_CALL();
 	e = errno;
+	freeing_now = NULL;
+	realloc_now = REALLOC_NONE;
 	if (!recording) { /* the trace closed meanwhile: only counted */
 		count_finishing(q != NULL, q != NULL, q ? size : 0);
 	} else if (q) {

@@ -37,15 +37,8 @@
 
 enum { UNREACHED = 0, INDIRECT, POSSIBLE, REACHABLE };
 
-typedef struct {
-	uintptr_t addr;
-	uint64_t size; /* top bit: a custom (heaptrail.h) block */
-	uint64_t site; /* summary mode: its row */
-} scan_block_t;
-
-#define CUSTOM_BIT (1ull << 63)
-
-static scan_block_t *blk;
+static ht_scan_block_t *blk;
+static size_t blk_bytes; /* blk's mapping */
 static uint8_t *state;
 static uint32_t *stack;
 static size_t n_blk, blk_cap, stack_len, stack_cap;
@@ -66,75 +59,76 @@ bool ht_leak_scan_fault(void)
 
 /* ---- sorting and finding blocks ------------------------------------------ */
 
-/* Heap sort by address, in place: for a few blocks, where the radix
- * sort's counts (256 KiB cleared four times, a page fault per 4 KiB)
- * cost a short program more than the rest of its leak check. */
-static void sift_down(scan_block_t *a, size_t root, size_t n)
-{
-	scan_block_t v = a[root];
-	for (size_t child; (child = 2 * root + 1) < n; root = child) {
-		if (child + 1 < n && a[child + 1].addr > a[child].addr)
-			child++;
-		if (a[child].addr <= v.addr)
-			break;
-		a[root] = a[child];
-	}
-	a[root] = v;
-}
+/* In-place MSD radix sort by address, a byte a level (American flag
+ * sort): no second array (the check at exit sorts in the live table's own
+ * memory, to add nothing per block). The counts are static, one set a
+ * level: the check runs under the writer's lock, on any thread's stack. */
+static size_t radix_count[8][256], radix_next[8][256];
 
-static void heap_sort_blocks(void)
+static void insertion_sort(ht_scan_block_t *a, size_t n)
 {
-	for (size_t i = n_blk / 2; i-- > 0;)
-		sift_down(blk, i, n_blk);
-	for (size_t end = n_blk; end-- > 1;) {
-		scan_block_t t = blk[0];
-		blk[0] = blk[end];
-		blk[end] = t;
-		sift_down(blk, 0, end);
+	for (size_t i = 1; i < n; i++) {
+		ht_scan_block_t v = a[i];
+		size_t j = i;
+		for (; j > 0 && a[j - 1].addr > v.addr; j--)
+			a[j] = a[j - 1];
+		a[j] = v;
 	}
 }
 
-/* LSD radix sort by address, 16 bits a pass (a heap sort for few). */
-static bool sort_blocks(void)
+static void radix_sort(ht_scan_block_t *a, size_t n, unsigned level)
 {
-	if (n_blk < 4096) {
-		heap_sort_blocks();
-		return true;
+	if (n <= 32) {
+		insertion_sort(a, n);
+		return;
 	}
-	/* count fits: the table never holds 2^32 blocks (40 bytes each) */
-	scan_block_t *tmp = ht_mmap(n_blk * sizeof *tmp);
-	uint32_t *count = ht_mmap(65536 * sizeof *count);
-	if (!tmp || !count) {
-		ht_munmap(tmp, n_blk * sizeof *tmp);
-		ht_munmap(count, 65536 * sizeof *count);
-		return false;
+	unsigned shift = level * 8;
+	size_t *count = radix_count[level], *next = radix_next[level];
+	memset(count, 0, sizeof radix_count[0]);
+	for (size_t i = 0; i < n; i++)
+		count[(a[i].addr >> shift) & 255]++;
+	size_t sum = 0;
+	for (unsigned d = 0; d < 256; d++) {
+		next[d] = sum;
+		sum += count[d];
+		count[d] = sum; /* now the bucket's end */
 	}
-	scan_block_t *src = blk, *dst = tmp;
-	for (unsigned shift = 0; shift < 64; shift += 16) {
-		memset(count, 0, 65536 * sizeof *count);
-		for (size_t i = 0; i < n_blk; i++)
-			count[(src[i].addr >> shift) & 0xffff]++;
-		uint32_t sum = 0;
-		for (size_t k = 0; k < 65536; k++) {
-			uint32_t c = count[k];
-			count[k] = sum;
-			sum += c;
+	for (unsigned d = 0; d < 256; d++) {
+		while (next[d] < count[d]) {
+			unsigned e = (a[next[d]].addr >> shift) & 255;
+			if (e == d) {
+				next[d]++;
+				continue;
+			}
+			ht_scan_block_t t = a[next[d]];
+			a[next[d]] = a[next[e]];
+			a[next[e]++] = t;
 		}
-		for (size_t i = 0; i < n_blk; i++)
-			dst[count[(src[i].addr >> shift) & 0xffff]++] = src[i];
-		scan_block_t *t = src;
-		src = dst;
-		dst = t;
 	}
-	/* four passes: the sorted data is back in blk */
-	ht_munmap(tmp, n_blk * sizeof *tmp);
-	ht_munmap(count, 65536 * sizeof *count);
-	return true;
+	if (!level)
+		return;
+	/* next[d] is now the end of bucket d */
+	size_t start = 0;
+	for (unsigned d = 0; d < 256; d++) {
+		size_t end = next[d];
+		if (end - start > 1)
+			radix_sort(a + start, end - start, level - 1);
+		start = end;
+	}
+}
+
+static void sort_blocks(void)
+{
+	uintptr_t diff = 0;
+	for (size_t i = 1; i < n_blk; i++)
+		diff |= blk[i].addr ^ blk[0].addr;
+	if (diff)
+		radix_sort(blk, n_blk, (unsigned)(63 - __builtin_clzll(diff)) / 8);
 }
 
 static inline uint64_t blk_size(size_t i)
 {
-	return blk[i].size & ~CUSTOM_BIT;
+	return blk[i].info & HT_SCAN_SIZE_MASK;
 }
 
 /* Index of the first block whose address is >= a. */
@@ -277,7 +271,7 @@ static bool in_libc_data;
  * the block's last usable word): what the arena's top and bins hold. */
 static inline bool is_next_chunk(uintptr_t w, size_t i)
 {
-	if (blk[i].size & CUSTOM_BIT)
+	if (blk[i].info & HT_SCAN_CUSTOM)
 		return false;
 	size_t chunk = *(const size_t *)(blk[i].addr - 8) & ~(size_t)7;
 	return w == blk[i].addr - 16 + chunk;
@@ -499,7 +493,7 @@ static void scan_mapping(uintptr_t lo, uintptr_t hi)
 	uintptr_t cur = lo;
 	for (size_t i = lower_bound(lo); i < n_blk && blk[i].addr < hi;) {
 		uintptr_t a = blk[i].addr, from, to;
-		bool custom = blk[i].size & CUSTOM_BIT;
+		bool custom = blk[i].info & HT_SCAN_CUSTOM;
 		/* glibc's size word sits just before the block; a block at the
 		 * start of a page is not glibc's (another allocator's: the page
 		 * before may be unmapped) and is left out on its own */
@@ -763,27 +757,29 @@ static void write_records(unsigned reason, uint64_t check_id)
 
 void ht_leak_check(unsigned reason, uint64_t check_id, uintptr_t sp)
 {
-	size_t cap, maps_cap = 0;
+	size_t maps_cap = 0;
 	char *maps = NULL;
-	const ht_live_block_t *slots = ht_live_slots(&cap);
-	n_blk = blk_cap = ht_live_count();
-	blk = n_blk ? ht_mmap(blk_cap * sizeof *blk) : NULL;
-	state = n_blk ? ht_mmap(blk_cap) : NULL;
-	excl = ht_mmap(EXCL_MAX * sizeof *excl);
-	if (n_blk && (!blk || !state || !excl))
-		goto out;
-	size_t k = 0;
-	for (size_t i = 0; i < cap && k < n_blk; i++) {
-		if (!slots[i].addr || slots[i].freed)
-			continue;
-		blk[k].addr = slots[i].addr;
-		blk[k].size = (slots[i].size & ~CUSTOM_BIT) | (slots[i].custom ? CUSTOM_BIT : 0);
-		blk[k].site = slots[i].site;
-		k++;
+	n_blk = ht_live_count();
+	blk = NULL;
+	blk_bytes = 0;
+	if (reason == HT_LEAK_AT_EXIT) {
+		/* the table is done with: its memory holds the blocks */
+		blk = ht_live_take(&n_blk, &blk_bytes);
+	} else if (n_blk) {
+		blk_bytes = n_blk * sizeof *blk;
+		blk = ht_mmap(blk_bytes);
+		if (blk)
+			n_blk = ht_live_copy(blk, n_blk);
 	}
-	n_blk = k;
-	if (n_blk && !sort_blocks())
+	if (!blk)
+		n_blk = 0;
+	state = n_blk ? ht_mmap(n_blk) : NULL;
+	blk_cap = n_blk;
+	excl = ht_mmap(EXCL_MAX * sizeof *excl);
+	if (n_blk && (!state || !excl))
 		goto out;
+	if (n_blk)
+		sort_blocks();
 	lo_addr = n_blk ? blk[0].addr : 0;
 	hi_addr = 0;
 	for (size_t i = 0; i < n_blk; i++) {
@@ -821,14 +817,14 @@ void ht_leak_check(unsigned reason, uint64_t check_id, uintptr_t sp)
 			[POSSIBLE] = HT_LEAK_POSSIBLE, [REACHABLE] = HT_LEAK_REACHABLE};
 		if (check_id == 0)
 			for (size_t i = 0; i < n_blk; i++)
-				ht_summary_leak((uint32_t)blk[i].site, kinds[state[i]], blk_size(i));
+				ht_summary_leak((uint32_t)(blk[i].info >> HT_SCAN_SITE_SHIFT), kinds[state[i]], blk_size(i));
 	} else {
 		write_records(reason, check_id);
 	}
 out:
 	granules_free();
 	ht_munmap(maps, maps_cap);
-	ht_munmap(blk, blk_cap * sizeof *blk);
+	ht_munmap(blk, blk_bytes);
 	ht_munmap(state, blk_cap);
 	ht_munmap(excl, EXCL_MAX * sizeof *excl);
 	ht_munmap(stack, stack_cap * sizeof *stack);

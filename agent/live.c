@@ -41,8 +41,39 @@
 #define MARKERS_MIN 16384
 
 
+/* ---- slots -------------------------------------------------------------------
+ * An entry takes 16 bytes: the address and the time of its latest event
+ * decide where each event belongs (see above), the rest is packed around
+ * them:
+ *   a: bits 0-47 the address, 48 freed (a marker), 49 custom (a block of
+ *      the program's own allocator), 50 ext, 51-63 the payload's low 13 bits;
+ *   b: bits 0-43 the time in quanta (HT_TIME_QUANTUM_NS: 78 hours; later
+ *      times are kept as the last quantum), 44-51 the thread's low 8 bits
+ *      (two threads' equal times), 52-63 the payload's high 12 bits.
+ * The payload (25 bits) is the size and, in summary mode, the site's row
+ * above it (site_bits). A block that does not fit (a larger size or row,
+ * a pool's block) is marked ext and keeps size, row, pool and number in a
+ * side table (lv.ext) by address: rare blocks, 32 bytes each. So the
+ * table costs 16 bytes a slot, 21-43 bytes a live block (grown at 3/4). */
 typedef struct {
-	ht_live_block_t *slots;
+	uint64_t a, b;
+} slot_t;
+
+#define S_ADDR_MASK ((1ull << 48) - 1)
+#define S_FREED (1ull << 48)
+#define S_CUSTOM (1ull << 49)
+#define S_EXT (1ull << 50)
+#define S_LO_SHIFT 51
+#define S_LO_BITS 13
+#define S_TIME_MASK ((1ull << 44) - 1)
+#define S_TID_SHIFT 44
+#define S_HI_SHIFT 52
+#define S_PAY_BITS 25
+
+_Static_assert(sizeof(slot_t) == sizeof(ht_scan_block_t), "the exit check reuses the slots");
+
+typedef struct {
+	slot_t *slots;
 	size_t mask; /* capacity - 1; capacity is a power of two */
 	size_t count;
 	unsigned run_shift; /* log2 of the bytes of heap whose blocks share a run */
@@ -53,6 +84,28 @@ typedef struct {
 	uint64_t probes;    /* and the slots they stepped over */
 } live_table_t;
 
+/* A side table's entry: an ext block's fields (key its address), or a
+ * pool's list (key the pool; size its first node + 1 or 0, seq the nodes
+ * listed, pool the count at which to look again). */
+typedef struct {
+	uintptr_t key; /* 0: empty */
+	uint64_t size, pool;
+	uint32_t seq, site;
+} xent_t;
+
+typedef struct {
+	xent_t *e;
+	size_t mask, count;
+	unsigned shift;
+} xtab_t;
+
+/* An entry, unpacked. time in quanta, tid8 the thread's low 8 bits. */
+typedef struct {
+	uintptr_t addr;
+	uint64_t size, time, pool;
+	uint32_t tid8, site, seq;
+	bool custom, freed;
+} ent_t;
 
 HT_CACHE_ALIGN ht_live_stats_t ht_live_stats;
 ht_lock_t ht_live_lock;
@@ -79,11 +132,15 @@ typedef struct {
 static struct {
 	live_table_t blocks;	/* live blocks and markers */
 	size_t markers;
-	uint64_t forgotten_until; /* markers up to this time may be forgotten */
+	uint64_t forgotten_until; /* markers up to this time (quanta) may be forgotten */
 	uint64_t unmatched;	/* frees that freed no block when digested */
-	live_table_t pools;	/* a pool's list of blocks (see pool_note) */
+	xtab_t ext;		/* ext blocks' fields */
+	xtab_t pools;		/* a pool's list of blocks (see pool_note) */
 	struct pool_node *pool_nodes;
 	uint32_t pool_nodes_used, pool_nodes_cap, pool_nodes_free; /* free: index + 1 */
+	unsigned site_bits;	/* summary mode: the payload's bits for the row */
+	uintptr_t last_alloc;	/* the address of the latest allocation digested */
+	bool taken;		/* the check at exit took the table (ht_live_take) */
 	uint64_t peak_time;
 	/* summary mode */
 	site_t *sites;
@@ -95,9 +152,11 @@ static struct {
 	uint8_t *stack_defs;	   /* STACK events seen, for the file */
 	size_t stack_defs_len, stack_defs_cap;
 	size_t stack_defs_written; /* by an earlier summary (before an exec) */
+	struct kept_map *maps;	   /* the program's map events, for the file */
+	uint32_t nmaps, maps_cap, maps_written;
 	/* heaptrail run's summary (ht_live_summary) */
 	uint64_t n_allocs, n_frees, n_bytes, n_temporary;
-	uint64_t seq;	   /* allocations digested */
+	uint32_t seq;	   /* allocations digested (low bits: a pool block's number) */
 	uint32_t heap_tid; /* the thread of the first heap event */
 	bool inexact;	   /* the figures may differ from the reader's */
 } HT_CACHE_ALIGN lv;
@@ -134,6 +193,11 @@ static bool summary_init(void)
 	}
 	lv.site_index_mask = idx - 1;
 	lv.nsites = 1; /* row 0: overflow */
+	/* rows that need more bits go ext, and so do sizes past the rest */
+	unsigned bits = 1;
+	while (bits < 12 && (1u << bits) < lv.sites_cap)
+		bits++;
+	lv.site_bits = bits;
 	return true;
 }
 
@@ -163,6 +227,41 @@ static inline void site_touch(site_t *r)
 		r->at_peak = r->live_bytes;
 		r->epoch = lv.peak_epoch;
 	}
+}
+
+/* Summary mode: a map event (EXT MMAP, MUNMAP, MREMAP, MADVISE_FREE) of the program's,
+ * kept to be written at the end beside the STACK definitions, so that the
+ * report's MAPPED MEMORY is the full trace's. Maps are few; past
+ * MAPS_MAX the rest are not kept (the report then says less). */
+typedef struct kept_map {
+	uint64_t time;
+	uint8_t op, len;
+	uint8_t pay[6 * HT_VARINT_MAX];
+} kept_map_t;
+
+#define MAPS_MAX 65536u
+
+static void map_keep(uint8_t op, uint64_t time, const uint8_t *pay, uint64_t len)
+{
+	if (len > sizeof lv.maps->pay)
+		return;
+	if (lv.nmaps == lv.maps_cap) {
+		uint32_t cap = lv.maps_cap ? lv.maps_cap * 2 : 256;
+		kept_map_t *a = cap <= MAPS_MAX ? ht_mmap(cap * sizeof *a) : NULL;
+		if (!a)
+			return;
+		if (lv.maps) {
+			memcpy(a, lv.maps, lv.nmaps * sizeof *a);
+			ht_munmap(lv.maps, lv.maps_cap * sizeof *a);
+		}
+		lv.maps = a;
+		lv.maps_cap = cap;
+	}
+	kept_map_t *m = &lv.maps[lv.nmaps++];
+	m->time = time;
+	m->op = op;
+	m->len = (uint8_t)len;
+	memcpy(m->pay, pay, len);
 }
 
 static void stack_def_keep(const uint8_t *p, size_t n)
@@ -221,6 +320,11 @@ static inline size_t table_home(const live_table_t *t, uintptr_t a)
 
 /* ---- the block table: open addressing, linear probing ------------------ */
 
+static inline uintptr_t slot_addr(const slot_t *s)
+{
+	return (uintptr_t)(s->a & S_ADDR_MASK);
+}
+
 /* Moves t's entries to a table of cap slots, placed by run_shift. */
 static bool table_rebuild(live_table_t *t, size_t cap, unsigned run_shift)
 {
@@ -235,11 +339,11 @@ static bool table_rebuild(live_table_t *t, size_t cap, unsigned run_shift)
 	n.full = cap / 4 * 3;
 	if (t->slots) {
 		for (size_t i = 0; i <= t->mask; i++) {
-			ht_live_block_t *e = &t->slots[i];
-			if (!e->addr)
+			const slot_t *e = &t->slots[i];
+			if (!e->a)
 				continue;
-			size_t j = table_home(&n, e->addr);
-			while (n.slots[j].addr)
+			size_t j = table_home(&n, slot_addr(e));
+			while (n.slots[j].a)
 				j = (j + 1) & n.mask;
 			n.slots[j] = *e;
 		}
@@ -274,42 +378,46 @@ static void probes_look(live_table_t *t)
 	t->probes = 0;
 }
 
-static ht_live_block_t *table_find(live_table_t *t, uintptr_t addr)
+static slot_t *table_find(live_table_t *t, uintptr_t addr)
 {
 	if (!t->slots)
 		return NULL;
 	size_t start = table_home(t, addr);
 	for (size_t i = start;; i = (i + 1) & t->mask) {
-		ht_live_block_t *e = &t->slots[i];
-		if (e->addr == addr || !e->addr) {
+		slot_t *e = &t->slots[i];
+		if (!e->a)
+			break;
+		if (slot_addr(e) == addr) {
 			probes_note(t, (i - start) & t->mask);
-			return e->addr ? e : NULL;
+			return e;
 		}
 	}
+	return NULL;
 }
 
 /* Removes the entry e (a slot of t) and closes the gap it leaves, so that
  * the table never needs tombstones. */
-static void table_remove(live_table_t *t, ht_live_block_t *e)
+static void table_remove(live_table_t *t, slot_t *e)
 {
 	size_t i = (size_t)(e - t->slots);
 	for (size_t j = (i + 1) & t->mask;; j = (j + 1) & t->mask) {
-		if (!t->slots[j].addr)
+		if (!t->slots[j].a)
 			break;
-		size_t home = table_home(t, t->slots[j].addr);
+		size_t home = table_home(t, slot_addr(&t->slots[j]));
 		/* move j into the hole at i if its home is not in (i, j] */
 		if (((j - home) & t->mask) >= ((j - i) & t->mask)) {
 			t->slots[i] = t->slots[j];
 			i = j;
 		}
 	}
-	t->slots[i].addr = 0;
+	t->slots[i].a = 0;
+	t->slots[i].b = 0;
 	t->count--;
 }
 
 /* The entry of addr, or a fresh one (addr set, the rest to fill: *fresh
  * tells which); NULL when out of memory. One probe for both. */
-static ht_live_block_t *table_upsert(live_table_t *t, uintptr_t addr, bool *fresh)
+static slot_t *table_upsert(live_table_t *t, uintptr_t addr, bool *fresh)
 {
 	if (HT_UNLIKELY(t->count >= t->full) && !table_grow(t))
 		return NULL;
@@ -317,19 +425,197 @@ static ht_live_block_t *table_upsert(live_table_t *t, uintptr_t addr, bool *fres
 		probes_look(t);
 	size_t start = table_home(t, addr), i = start;
 	for (;; i = (i + 1) & t->mask) {
-		if (t->slots[i].addr == addr) {
+		if (!t->slots[i].a)
+			break;
+		if (slot_addr(&t->slots[i]) == addr) {
 			*fresh = false;
 			probes_note(t, (i - start) & t->mask);
 			return &t->slots[i];
 		}
-		if (!t->slots[i].addr)
-			break;
 	}
 	probes_note(t, (i - start) & t->mask);
-	t->slots[i].addr = addr;
+	t->slots[i].a = addr;
+	t->slots[i].b = 0;
 	t->count++;
 	*fresh = true;
 	return &t->slots[i];
+}
+
+/* ---- side tables: ext blocks' fields, pools' lists ----------------------------- */
+
+static inline size_t xt_home(const xtab_t *t, uintptr_t key)
+{
+	return (size_t)((key * 0x9E3779B97F4A7C15ull) >> t->shift) & t->mask;
+}
+
+static xent_t *xt_find(xtab_t *t, uintptr_t key)
+{
+	if (!t->e)
+		return NULL;
+	for (size_t i = xt_home(t, key);; i = (i + 1) & t->mask) {
+		if (t->e[i].key == key)
+			return &t->e[i];
+		if (!t->e[i].key)
+			return NULL;
+	}
+}
+
+static bool xt_grow(xtab_t *t)
+{
+	size_t cap = t->e ? (t->mask + 1) * 2 : 256;
+	xtab_t n = {ht_mmap(cap * sizeof(xent_t)), cap - 1, t->count, 0};
+	if (!n.e)
+		return false;
+	n.shift = (unsigned)__builtin_clzll(n.mask);
+	if (t->e) {
+		for (size_t i = 0; i <= t->mask; i++) {
+			if (!t->e[i].key)
+				continue;
+			size_t j = xt_home(&n, t->e[i].key);
+			while (n.e[j].key)
+				j = (j + 1) & n.mask;
+			n.e[j] = t->e[i];
+		}
+		ht_munmap(t->e, (t->mask + 1) * sizeof(xent_t));
+	}
+	*t = n;
+	return true;
+}
+
+/* The entry of key, or a fresh zeroed one; NULL when out of memory. */
+static xent_t *xt_upsert(xtab_t *t, uintptr_t key, bool *fresh)
+{
+	if ((!t->e || t->count >= (t->mask + 1) / 4 * 3) && !xt_grow(t))
+		return NULL;
+	size_t i = xt_home(t, key);
+	for (; t->e[i].key; i = (i + 1) & t->mask) {
+		if (t->e[i].key == key) {
+			*fresh = false;
+			return &t->e[i];
+		}
+	}
+	t->e[i] = (xent_t){.key = key};
+	t->count++;
+	*fresh = true;
+	return &t->e[i];
+}
+
+static void xt_remove(xtab_t *t, xent_t *e)
+{
+	size_t i = (size_t)(e - t->e);
+	for (size_t j = (i + 1) & t->mask; t->e[j].key; j = (j + 1) & t->mask) {
+		size_t home = xt_home(t, t->e[j].key);
+		if (((j - home) & t->mask) >= ((j - i) & t->mask)) {
+			t->e[i] = t->e[j];
+			i = j;
+		}
+	}
+	t->e[i].key = 0;
+	t->count--;
+}
+
+static void xt_clear(xtab_t *t)
+{
+	if (t->e)
+		memset(t->e, 0, (t->mask + 1) * sizeof(xent_t));
+	t->count = 0;
+}
+
+/* ---- entries: packing --------------------------------------------------------- */
+
+/* A time (ns) in the slots' quanta. */
+static inline uint64_t tq(uint64_t time)
+{
+	uint64_t q = time / HT_TIME_QUANTUM_NS;
+	return q > S_TIME_MASK ? S_TIME_MASK : q;
+}
+
+static inline uint64_t size_max(void)
+{
+	return (1ull << (S_PAY_BITS - lv.site_bits)) - 1;
+}
+
+static inline uint64_t slot_time(const slot_t *s)
+{
+	return s->b & S_TIME_MASK;
+}
+
+static inline uint32_t slot_tid8(const slot_t *s)
+{
+	return (uint32_t)(s->b >> S_TID_SHIFT) & 0xff;
+}
+
+static void ent_load(const slot_t *s, ent_t *e)
+{
+	e->addr = slot_addr(s);
+	e->time = slot_time(s);
+	e->tid8 = slot_tid8(s);
+	e->freed = s->a & S_FREED;
+	e->custom = s->a & S_CUSTOM;
+	e->pool = 0;
+	e->seq = 0;
+	if (s->a & S_EXT) {
+		const xent_t *x = xt_find(&lv.ext, e->addr);
+		e->size = x ? x->size : 0;
+		e->site = x ? x->site : 0;
+		e->pool = x ? x->pool : 0;
+		e->seq = x ? x->seq : 0;
+	} else {
+		uint64_t p = s->a >> S_LO_SHIFT | (s->b >> S_HI_SHIFT) << S_LO_BITS;
+		e->size = p & size_max();
+		e->site = (uint32_t)(p >> (S_PAY_BITS - lv.site_bits));
+	}
+}
+
+/* Drops s's ext fields, if any. */
+static inline void ext_drop(slot_t *s)
+{
+	if (HT_UNLIKELY(s->a & S_EXT)) {
+		xent_t *x = xt_find(&lv.ext, slot_addr(s));
+		if (x)
+			xt_remove(&lv.ext, x);
+		s->a &= ~S_EXT;
+	}
+}
+
+/* Packs e into s (whose address it is). Without memory for the side
+ * table, a block keeps what fits, and the report is told. */
+static void ent_store(slot_t *s, const ent_t *e)
+{
+	uint64_t a = e->addr | (e->freed ? S_FREED : 0) | (e->custom ? S_CUSTOM : 0);
+	uint64_t b = e->time | (uint64_t)e->tid8 << S_TID_SHIFT;
+	if (!e->freed) {
+		uint64_t size = e->size, site = e->site;
+		if (HT_UNLIKELY(size > size_max() || site >> lv.site_bits || e->pool)) {
+			bool fresh;
+			xent_t *x = xt_upsert(&lv.ext, e->addr, &fresh);
+			if (x) {
+				x->size = size;
+				x->site = (uint32_t)site;
+				x->pool = e->pool;
+				x->seq = e->seq;
+				s->a = a | S_EXT;
+				s->b = b;
+				return;
+			}
+			atomic_fetch_or(&ht_agent_flags, HT_AGENT_LIVE_TABLE_FULL);
+			size = size > size_max() ? size_max() : size;
+			site = site >> lv.site_bits ? 0 : site;
+		}
+		uint64_t p = size | site << (S_PAY_BITS - lv.site_bits);
+		a |= p << S_LO_SHIFT;
+		b |= (p >> S_LO_BITS) << S_HI_SHIFT;
+	}
+	ext_drop(s);
+	s->a = a;
+	s->b = b;
+}
+
+/* Removes s from the blocks' table, and its ext fields. */
+static void slot_drop(slot_t *s)
+{
+	ext_drop(s);
+	table_remove(&lv.blocks, s);
 }
 
 /* ---- markers --------------------------------------------------------------- */
@@ -349,10 +635,10 @@ static void markers_forget(void)
 	live_table_t *t = &lv.blocks;
 	uint64_t lo = UINT64_MAX, hi = 0;
 	for (size_t i = 0; i <= t->mask; i++) {
-		const ht_live_block_t *e = &t->slots[i];
-		if (e->addr && e->freed) {
-			lo = e->time < lo ? e->time : lo;
-			hi = e->time > hi ? e->time : hi;
+		const slot_t *e = &t->slots[i];
+		if (e->a & S_FREED) {
+			lo = slot_time(e) < lo ? slot_time(e) : lo;
+			hi = slot_time(e) > hi ? slot_time(e) : hi;
 		}
 	}
 	if (lo > hi)
@@ -360,17 +646,17 @@ static void markers_forget(void)
 	uint64_t span = (hi - lo) / 64 + 1;
 	size_t per[64] = {0};
 	for (size_t i = 0; i <= t->mask; i++) {
-		const ht_live_block_t *e = &t->slots[i];
-		if (e->addr && e->freed)
-			per[(e->time - lo) / span]++;
+		const slot_t *e = &t->slots[i];
+		if (e->a & S_FREED)
+			per[(slot_time(e) - lo) / span]++;
 	}
 	size_t n = 0, k = 0;
 	while (k < 63 && (n += per[k]) < lv.markers / 2)
 		k++;
 	uint64_t until = lo + (k + 1) * span - 1;
 	for (size_t i = 0; i <= t->mask; i++) {
-		ht_live_block_t *e = &t->slots[i];
-		while (e->addr && e->freed && e->time <= until) {
+		slot_t *e = &t->slots[i];
+		while ((e->a & S_FREED) && slot_time(e) <= until) {
 			lv.markers--;
 			table_remove(t, e); /* moves a later entry into e */
 		}
@@ -381,7 +667,7 @@ static void markers_forget(void)
 
 /* The entry of addr in the blocks' table, or a fresh one; before the table
  * grows, markers beyond their share are forgotten instead. */
-static ht_live_block_t *block_upsert(uintptr_t addr, bool *fresh)
+static slot_t *block_upsert(uintptr_t addr, bool *fresh)
 {
 	live_table_t *t = &lv.blocks;
 	if (HT_UNLIKELY(t->slots && t->count >= t->full) &&
@@ -390,13 +676,12 @@ static ht_live_block_t *block_upsert(uintptr_t addr, bool *fresh)
 	return table_upsert(t, addr, fresh);
 }
 
-/* Makes e the marker of a free at time. */
-static inline void marker_set(ht_live_block_t *e, uint64_t time, uint32_t tid)
+/* Makes s the marker of a free at time q (quanta) on a thread of tid8. */
+static inline void marker_set(slot_t *s, uint64_t q, uint32_t tid8)
 {
-	e->freed = true;
-	e->time = time;
-	e->tid = tid;
-	e->pool = 0; /* no pool's list names it any more */
+	ext_drop(s); /* no pool's list names it any more */
+	s->a = (s->a & S_ADDR_MASK) | S_FREED;
+	s->b = q | (uint64_t)tid8 << S_TID_SHIFT;
 	lv.markers++;
 }
 
@@ -404,13 +689,12 @@ static inline void marker_set(ht_live_block_t *e, uint64_t time, uint32_t tid)
  * A reset or destroy frees the pool's live blocks. Finding them by walking
  * the whole table would cost every live block at each reset (a server that
  * resets a request's arena among a large heap); instead each pool keeps a
- * list of its blocks, as nodes (address, seq) of one shared array. A node
- * whose block went another way (freed on its own, or its address reused:
- * the table's entry there is another block, told by seq) is dropped when
- * met: at a reset, or when the list has grown to twice what was valid at
- * its last look. The pools' index is a table like the blocks' (entries:
- * addr the pool, size its list's first node + 1 or 0, time the nodes
- * listed, pool the count at which to look again). */
+ * list of its blocks, as nodes (address, number) of one shared array. A
+ * node whose block went another way (freed on its own, or its address
+ * reused: the table's entry there is another block, told by its number) is
+ * dropped when met: at a reset, or when the list has grown to twice what
+ * was valid at its last look. A pool's block is always ext: its pool and
+ * number are in lv.ext. The pools' index is a side table (xent_t). */
 
 typedef struct pool_node {
 	uintptr_t addr;
@@ -420,11 +704,14 @@ typedef struct pool_node {
 
 #define POOL_LOOK_MIN 16
 
-/* The table's entry of the block n lists in pool, or NULL if gone. */
-static ht_live_block_t *pool_node_block(uint64_t pool, const pool_node_t *n)
+/* The table's slot of the block n lists in pool, or NULL if gone. */
+static slot_t *pool_node_block(uint64_t pool, const pool_node_t *n)
 {
-	ht_live_block_t *e = table_find(&lv.blocks, n->addr);
-	return e && e->pool == pool && e->seq == n->seq ? e : NULL;
+	slot_t *s = table_find(&lv.blocks, n->addr);
+	if (!s || !(s->a & S_EXT))
+		return NULL;
+	const xent_t *x = xt_find(&lv.ext, n->addr);
+	return x && x->pool == pool && x->seq == n->seq ? s : NULL;
 }
 
 /* Frees node i (index + 1); returns its next. */
@@ -459,30 +746,31 @@ static uint32_t pool_node_new(void)
 	return ++lv.pool_nodes_used;
 }
 
-/* e, just made a block of pool, joins the pool's list. */
-static void pool_note(uint64_t pool, const ht_live_block_t *e)
+/* The block at addr, number seq, just made a block of pool, joins the
+ * pool's list. */
+static void pool_note(uint64_t pool, uintptr_t addr, uint32_t seq)
 {
 	bool fresh;
-	ht_live_block_t *p = table_upsert(&lv.pools, pool, &fresh);
+	xent_t *p = xt_upsert(&lv.pools, pool, &fresh);
 	uint32_t i = p ? pool_node_new() : 0;
 	if (!i) {
 		/* the reset will not free it: it will look leaked */
 		atomic_fetch_or(&ht_agent_flags, HT_AGENT_LIVE_TABLE_FULL);
 		if (p && fresh)
-			table_remove(&lv.pools, p);
+			xt_remove(&lv.pools, p);
 		return;
 	}
 	if (fresh) {
 		p->size = 0;
-		p->time = 0;
+		p->seq = 0;
 		p->pool = POOL_LOOK_MIN;
 	}
 	pool_node_t *n = &lv.pool_nodes[i - 1];
-	n->addr = e->addr;
-	n->seq = e->seq;
+	n->addr = addr;
+	n->seq = seq;
 	n->next = (uint32_t)p->size;
 	p->size = i;
-	if (++p->time < p->pool)
+	if (++p->seq < p->pool)
 		return;
 	/* drop the nodes of blocks gone */
 	uint32_t head = i, *link = &head;
@@ -490,17 +778,17 @@ static void pool_note(uint64_t pool, const ht_live_block_t *e)
 		if (pool_node_block(pool, &lv.pool_nodes[*link - 1])) {
 			link = &lv.pool_nodes[*link - 1].next;
 		} else {
-			p->time--;
+			p->seq--;
 			*link = pool_node_drop(*link);
 		}
 	}
 	p->size = head;
-	p->pool = 2 * p->time + POOL_LOOK_MIN;
+	p->pool = 2 * (uint64_t)p->seq + POOL_LOOK_MIN;
 }
 
 /* ---- applying events ------------------------------------------------------- */
 
-static void site_free(const ht_live_block_t *e)
+static void site_free(const ent_t *e)
 {
 	if (!ht_opt_summary)
 		return;
@@ -521,17 +809,31 @@ static void note_peak(uint64_t bytes, uint64_t time)
 	}
 }
 
+/* Whether an entry (time q0, thread tid80) is a later event than one at
+ * q on thread tid: within one thread, equal times are in order. */
+static inline bool entry_later(uint64_t q0, uint32_t tid80, uint64_t q, uint32_t tid)
+{
+	return q0 > q || (q0 == q && tid80 != (tid & 0xff));
+}
+
 static void live_alloc(uintptr_t addr, uint64_t size, uint64_t time, uint32_t tid,
 		       uint64_t pool, bool custom, uint32_t stack_id)
 {
-	bool fresh;
-	ht_live_block_t *e = block_upsert(addr, &fresh);
-	if (HT_UNLIKELY(!e)) {
+	if (HT_UNLIKELY(!addr || addr > S_ADDR_MASK)) {
+		/* no room in a slot's address: not kept */
 		atomic_fetch_or(&ht_agent_flags, HT_AGENT_LIVE_TABLE_FULL);
 		return;
 	}
+	uint64_t q = tq(time);
+	bool fresh;
+	slot_t *s = block_upsert(addr, &fresh);
+	if (HT_UNLIKELY(!s)) {
+		atomic_fetch_or(&ht_agent_flags, HT_AGENT_LIVE_TABLE_FULL);
+		return;
+	}
+	ent_t e;
 	if (!fresh) {
-		if (e->time > time || (e->time == time && e->tid != tid)) {
+		if (entry_later(slot_time(s), slot_tid8(s), q, tid)) {
 			/* stale: the entry is a later event at this address, so
 			 * this block's free came before it, and was dropped or
 			 * will be (older than the entry): the summary counts the
@@ -552,37 +854,32 @@ static void live_alloc(uintptr_t addr, uint64_t size, uint64_t time, uint32_t ti
 			}
 			return;
 		}
-		if (e->freed) {
+		if (s->a & S_FREED) {
 			lv.markers--;
 		} else {
 			/* the entry's free is still on its way: it will be dropped */
-			ht_live_stats.bytes -= e->size;
-			site_free(e);
+			ent_load(s, &e);
+			ht_live_stats.bytes -= e.size;
+			site_free(&e);
 		}
-	} else if (HT_UNLIKELY(time <= lv.forgotten_until)) {
+	} else if (HT_UNLIKELY(q <= lv.forgotten_until)) {
 		/* the marker of its free may have been forgotten: the block may
 		 * be counted live when it is not */
 		atomic_fetch_or(&ht_agent_flags, HT_AGENT_FREES_FORGOTTEN);
 	}
-	e->freed = false;
-	e->size = size;
-	e->time = time;
-	e->tid = tid;
-	e->pool = pool;
-	e->custom = custom;
-	e->seq = (uint32_t)++lv.seq;
+	e = (ent_t){.addr = addr, .size = size, .time = q, .tid8 = tid & 0xff, .pool = pool,
+		    .custom = custom, .seq = ++lv.seq};
+	lv.last_alloc = addr;
 	note_heap_thread(tid);
 	if (pool || custom)
 		lv.inexact = true; /* pool resets: not replayed here */
 	lv.n_allocs++;
 	lv.n_bytes += size;
-	if (pool)
-		pool_note(pool, e);
 	ht_live_stats.bytes += size;
 	ht_live_stats.blocks = live_count();
 	if (ht_opt_summary) {
-		e->site = site_of(stack_id);
-		site_t *r = &lv.sites[e->site];
+		e.site = site_of(stack_id);
+		site_t *r = &lv.sites[e.site];
 		site_touch(r);
 		if (!r->allocs || time < r->first_time)
 			r->first_time = time;
@@ -595,41 +892,50 @@ static void live_alloc(uintptr_t addr, uint64_t size, uint64_t time, uint32_t ti
 		if (size > r->largest)
 			r->largest = size;
 	}
+	ent_store(s, &e);
+	if (pool)
+		pool_note(pool, addr, e.seq);
 	note_peak(ht_live_stats.bytes, time);
 }
 
 static void live_free(uintptr_t addr, uint64_t time, uint32_t tid)
 {
 	note_heap_thread(tid);
+	if (HT_UNLIKELY(!addr || addr > S_ADDR_MASK)) {
+		lv.unmatched++;
+		return;
+	}
+	uint64_t q = tq(time);
 	bool fresh;
-	ht_live_block_t *e = block_upsert(addr, &fresh);
-	if (HT_UNLIKELY(!e)) {
+	slot_t *s = block_upsert(addr, &fresh);
+	if (HT_UNLIKELY(!s)) {
 		atomic_fetch_or(&ht_agent_flags, HT_AGENT_LIVE_TABLE_FULL);
 		return;
 	}
 	if (fresh) {
 		/* its allocation is on its way (it will be stale), or was
 		 * never seen */
-		marker_set(e, time, tid);
+		marker_set(s, q, tid & 0xff);
 		lv.unmatched++;
 		return;
 	}
-	if (e->time > time || (e->time == time && e->tid != tid))
+	if (entry_later(slot_time(s), slot_tid8(s), q, tid))
 		return; /* frees an earlier block at this address */
-	if (e->freed) {
+	if (s->a & S_FREED) {
 		/* after another free: the block between is on its way */
-		e->time = time;
-		e->tid = tid;
+		s->b = q | (uint64_t)(tid & 0xff) << S_TID_SHIFT;
 		lv.unmatched++;
 		return;
 	}
+	ent_t e;
+	ent_load(s, &e);
 	lv.n_frees++;
 	/* freed before its thread allocated again (one thread: the digest's
-	 * count is the thread's) */
-	if (e->seq == (uint32_t)lv.seq)
+	 * latest allocation is the thread's) */
+	if (lv.last_alloc == addr)
 		lv.n_temporary++;
-	ht_live_stats.bytes -= e->size;
-	site_free(e);
+	ht_live_stats.bytes -= e.size;
+	site_free(&e);
 	if (!lv.inexact && atomic_load_explicit(&ht_thread_states, memory_order_acquire) <= 1) {
 		/* one thread in the process so far: its events come in order,
 		 * no block of another can be on its way to this address, and a
@@ -640,9 +946,9 @@ static void live_free(uintptr_t addr, uint64_t time, uint32_t tid)
 		 * may have ended that thread's block, not this one). A thread
 		 * is counted before it stamps anything, and this block was
 		 * shipped after its events, so a count of 1 holds for them. */
-		table_remove(&lv.blocks, e);
+		slot_drop(s);
 	} else {
-		marker_set(e, time, tid);
+		marker_set(s, q, tid & 0xff);
 	}
 	ht_live_stats.blocks = live_count();
 }
@@ -657,11 +963,12 @@ static void live_free(uintptr_t addr, uint64_t time, uint32_t tid)
  * that is still on its way itself. False: take the slow way. */
 static bool live_temporary(uintptr_t addr, uint64_t size, uint64_t time, uint32_t tid)
 {
-	const ht_live_block_t *e = table_find(&lv.blocks, addr);
-	if (e && (!e->freed || e->time > time || (e->time == time && e->tid != tid)))
+	const slot_t *e = table_find(&lv.blocks, addr);
+	if (e && (!(e->a & S_FREED) || entry_later(slot_time(e), slot_tid8(e), tq(time), tid)))
 		return false;
 	note_heap_thread(tid);
 	lv.seq++;
+	lv.last_alloc = 0; /* the latest allocation is freed already */
 	lv.n_allocs++;
 	lv.n_bytes += size;
 	lv.n_frees++;
@@ -674,30 +981,33 @@ static bool live_temporary(uintptr_t addr, uint64_t size, uint64_t time, uint32_
  * is freed. Costs the pool's list, not the table. */
 static void live_pool_clear(uint64_t pool, uint64_t time)
 {
-	ht_live_block_t *p = lv.pools.count ? table_find(&lv.pools, pool) : NULL;
+	xent_t *p = lv.pools.count ? xt_find(&lv.pools, pool) : NULL;
 	if (!p)
 		return;
+	uint64_t q = tq(time);
 	uint32_t head = (uint32_t)p->size, *link = &head;
 	while (*link) {
 		pool_node_t *n = &lv.pool_nodes[*link - 1];
-		ht_live_block_t *e = pool_node_block(pool, n);
-		if (e && e->time > time) {
+		slot_t *s = pool_node_block(pool, n);
+		if (s && slot_time(s) > q) {
 			link = &n->next; /* allocated after the reset (another thread's) */
 			continue;
 		}
-		if (e) {
-			ht_live_stats.bytes -= e->size;
+		if (s) {
+			ent_t e;
+			ent_load(s, &e);
+			ht_live_stats.bytes -= e.size;
 			ht_live_stats.pool_frees++;
-			site_free(e);
-			table_remove(&lv.blocks, e);
+			site_free(&e);
+			slot_drop(s);
 		}
-		p->time--;
+		p->seq--;
 		*link = pool_node_drop(*link);
 	}
 	ht_live_stats.blocks = live_count();
 	p->size = head;
 	if (!head)
-		table_remove(&lv.pools, p); /* no block left: forget the pool */
+		xt_remove(&lv.pools, p); /* no block left: forget the pool */
 }
 
 /* ---- digest: reading a block of events ------------------------------------ */
@@ -774,6 +1084,8 @@ static void held_release(held_alloc_t *h, uint32_t tid)
 
 void ht_live_digest(const ht_block_t *b)
 {
+	if (HT_UNLIKELY(lv.taken))
+		return; /* the check at exit has run: the process is ending */
 	cursor_t c = {b->data, b->data + b->len, false};
 	uint64_t time = b->base_time;
 	uintptr_t addr = 0;
@@ -880,10 +1192,17 @@ void ht_live_digest(const ht_block_t *b)
 		case HT_EV_EXIT:
 			time += get_u(&c);
 			break;
-		case HT_EV_EXT:
+		case HT_EV_EXT: {
 			time += get_u(&c);
-			skip(&c, get_u(&c));
+			uint64_t n = get_u(&c);
+			unsigned kind = op >> 4;
+			if (ht_opt_summary && !c.bad && n <= (uint64_t)(c.end - c.p) &&
+			    (kind == HT_EXT_MMAP || kind == HT_EXT_MUNMAP || kind == HT_EXT_MREMAP ||
+			     kind == HT_EXT_MADVISE_FREE))
+				map_keep(op, time, c.p, n);
+			skip(&c, n);
 			break;
+		}
 		default:
 			c.bad = true; /* our own writer never does this */
 			break;
@@ -892,10 +1211,45 @@ void ht_live_digest(const ht_block_t *b)
 	held_release(&held, b->tid);
 }
 
-const ht_live_block_t *ht_live_slots(size_t *capacity)
+static inline ht_scan_block_t scan_block(const slot_t *s)
 {
-	*capacity = lv.blocks.slots ? lv.blocks.mask + 1 : 0;
-	return lv.blocks.slots;
+	ent_t e;
+	ent_load(s, &e);
+	uint64_t size = e.size > HT_SCAN_SIZE_MASK ? HT_SCAN_SIZE_MASK : e.size;
+	return (ht_scan_block_t){e.addr, size | (e.custom ? HT_SCAN_CUSTOM : 0) |
+					     (uint64_t)e.site << HT_SCAN_SITE_SHIFT};
+}
+
+size_t ht_live_copy(ht_scan_block_t *out, size_t cap)
+{
+	size_t k = 0;
+	for (size_t i = 0; lv.blocks.slots && i <= lv.blocks.mask && k < cap; i++) {
+		const slot_t *s = &lv.blocks.slots[i];
+		if (s->a && !(s->a & S_FREED))
+			out[k++] = scan_block(s);
+	}
+	return k;
+}
+
+ht_scan_block_t *ht_live_take(size_t *n, size_t *bytes)
+{
+	slot_t *slots = lv.blocks.slots;
+	if (!slots)
+		return NULL;
+	/* each block moves down to its place or stays: a slot is read
+	 * before any block is written over it */
+	ht_scan_block_t *out = (ht_scan_block_t *)(void *)slots;
+	size_t k = 0;
+	for (size_t i = 0; i <= lv.blocks.mask; i++) {
+		slot_t s = slots[i];
+		if (s.a && !(s.a & S_FREED))
+			out[k++] = scan_block(&s);
+	}
+	*n = k;
+	*bytes = (lv.blocks.mask + 1) * sizeof *slots;
+	lv.blocks.slots = NULL;
+	lv.taken = true;
+	return out;
 }
 
 size_t ht_live_count(void)
@@ -948,10 +1302,13 @@ void ht_live_fork_child(void)
 	lv.peak_epoch = 0;
 	lv.peak_time = 0;
 	lv.stack_defs_len = lv.stack_defs_written = 0;
+	lv.nmaps = lv.maps_written = 0;
 	table_clear(&lv.blocks);
 	lv.markers = 0;
 	lv.forgotten_until = 0;
-	table_clear(&lv.pools);
+	xt_clear(&lv.pools);
+	xt_clear(&lv.ext);
+	lv.last_alloc = 0;
 	lv.pool_nodes_used = lv.pool_nodes_free = 0;
 	memset(&ht_live_stats, 0, sizeof ht_live_stats);
 }
@@ -964,6 +1321,65 @@ void ht_summary_leak(uint32_t site, unsigned kind, uint64_t size)
 		lv.sites[site].kind_blocks[kind - 1]++;
 		lv.sites[site].kind_bytes[kind - 1] += size;
 	}
+}
+
+/* Sorts the maps kept since the last write by time (blocks of threads
+ * come out of time order; one thread's are in order): insertion, as they
+ * come nearly sorted. */
+static void maps_sort(kept_map_t *a, size_t n)
+{
+	for (size_t i = 1; i < n; i++) {
+		if (a[i - 1].time <= a[i].time)
+			continue;
+		kept_map_t v = a[i];
+		size_t j = i;
+		for (; j > 0 && a[j - 1].time > v.time; j--)
+			a[j] = a[j - 1];
+		a[j] = v;
+	}
+}
+
+/* Summary mode: one THREAD_BLOCK of tid 0 with the program's map events
+ * kept since the last write and the highest RSS sample (agent/rss.c), in
+ * time order: the report's MAPPED MEMORY, mapped and resident bytes come
+ * from them as from a trace's events. */
+static void summary_write_samples(uint8_t *rec, size_t cap)
+{
+	uint64_t rss, rss_time;
+	ht_rss_peak(&rss, &rss_time);
+	kept_map_t *a = lv.maps + lv.maps_written;
+	size_t n = lv.nmaps - lv.maps_written, i = 0;
+	maps_sort(a, n);
+	bool rss_done = !rss;
+	if (!n && rss_done)
+		return;
+	do {
+		size_t k = 0;
+		uint64_t last = 0;
+		k += ht_varint_put(rec + k, 0); /* tid */
+		k += ht_varint_put(rec + k, 0); /* base time */
+		while ((i < n || !rss_done) && k + 4 * HT_VARINT_MAX + sizeof a->pay < cap) {
+			if (!rss_done && (i == n || rss_time < a[i].time)) {
+				uint64_t t = rss_time < last ? last : rss_time;
+				rec[k++] = HT_EV_RSS;
+				k += ht_varint_put(rec + k, t - last);
+				k += ht_varint_put(rec + k, rss);
+				last = t;
+				rss_done = true;
+				continue;
+			}
+			uint64_t t = a[i].time < last ? last : a[i].time;
+			rec[k++] = a[i].op;
+			k += ht_varint_put(rec + k, t - last);
+			k += ht_varint_put(rec + k, a[i].len);
+			memcpy(rec + k, a[i].pay, a[i].len);
+			k += a[i].len;
+			last = t;
+			i++;
+		}
+		ht_writer_record(HT_REC_THREAD_BLOCK, rec, k);
+	} while (i < n);
+	lv.maps_written = lv.nmaps;
 }
 
 void ht_summary_write(void)
@@ -981,6 +1397,7 @@ void ht_summary_write(void)
 	uint8_t *rec = ht_mmap(cap);
 	if (!rec)
 		return;
+	summary_write_samples(rec, cap);
 	uint32_t i = 0;
 	do {
 		size_t n = ht_varint_put(rec, ht_now());

@@ -12,17 +12,18 @@
  * the table (the leak check, the END record) takes it too. */
 extern ht_lock_t ht_live_lock;
 
-typedef struct ht_live_block {
-	uintptr_t addr; /* 0: an empty slot */
-	uint64_t size;
-	uint64_t time;	/* when it was allocated */
-	uint64_t pool;	/* the program's pool (heaptrail_pool_alloc), or 0 */
-	uint32_t tid;	/* the allocating thread */
-	uint32_t site;	/* summary mode: its row in the site table */
-	bool custom;	/* from the program's own allocator (heaptrail.h) */
-	bool freed;	/* a marker: the latest free at addr (time, tid), no block */
-	uint32_t seq;	/* the digest's allocation count when it was made (low bits) */
-} ht_live_block_t;
+/* A live block as the leak check reads it: 16 bytes, the size the
+ * table's slots have, so that the check at exit can lay the blocks out in
+ * the table's own memory (ht_live_take). info: the size (39 bits, larger
+ * ones cut to it), the custom bit (a block of the program's own allocator,
+ * heaptrail.h) and, in summary mode, the block's row in the site table. */
+typedef struct {
+	uintptr_t addr;
+	uint64_t info;
+} ht_scan_block_t;
+#define HT_SCAN_SIZE_MASK ((1ull << 39) - 1)
+#define HT_SCAN_CUSTOM (1ull << 39)
+#define HT_SCAN_SITE_SHIFT 40
 
 /* Totals of the table, in the order blocks were digested (exact for one
  * thread; with several, the peak may be off by what was in flight). */
@@ -47,9 +48,14 @@ bool ht_live_sync(ht_thread_t *t);
 
 /* Applies the allocations and frees of one shipped block of events. */
 void ht_live_digest(const ht_block_t *b);
-/* The table's slots (empty ones have addr 0, markers freed set: live.c)
- * and its capacity. */
-const ht_live_block_t *ht_live_slots(size_t *capacity);
+/* Copies the live blocks, in the table's order, into out (room for cap);
+ * returns how many. */
+size_t ht_live_copy(ht_scan_block_t *out, size_t cap);
+/* The check at exit: the live blocks laid out in the table's own memory
+ * (*bytes of ht_mmap, the caller's to unmap), *n of them. The table is
+ * gone: later events are not digested (the process ends; the counts stay
+ * for the END record). NULL when there is no table. */
+ht_scan_block_t *ht_live_take(size_t *n, size_t *bytes);
 size_t ht_live_count(void); /* live blocks */
 
 /* The figures heaptrail run prints, as the reader's replay of the trace

@@ -8,9 +8,12 @@
  * glibc's own maps (malloc's arenas and big blocks, thread stacks, ld.so
  * loading libraries) call its internal __mmap and never come here, so
  * what is recorded is the program's and its libraries' own: a runtime's
- * heap, an allocator's regions, file maps. brk and sbrk are not hooked:
- * glibc's keep its own idea of the break, which a raw system call would
- * leave stale. */
+ * heap, an allocator's regions, file maps. brk and sbrk likewise: malloc
+ * grows its main arena through libc's internal __sbrk, which never comes
+ * here (that growth is the heap, already in the trace as blocks), so what
+ * is recorded (kind HT_MAP_BRK) is the program's own moves of the break.
+ * They go through glibc's exported __sbrk, not the system call: glibc
+ * keeps its own idea of the break, which a raw call would leave stale. */
 #include <errno.h>
 #include <stdarg.h>
 #include <sys/mman.h>
@@ -148,4 +151,46 @@ HT_EXPORT int madvise(void *addr, size_t len, int advice)
 		record_map(HT_EXT_MADVISE_FREE, f, 2, -1);
 	}
 	return r;
+}
+
+/* glibc's, exported: the break moved by inc, glibc's idea of it kept. */
+extern void *__sbrk(intptr_t inc);
+
+/* The break moved from old by inc (done): growth is a map of the
+ * program's, a shrink an unmap. */
+static void brk_record(void *ret, uintptr_t old, intptr_t inc)
+{
+	if (!inc || !maps_record(ret))
+		return;
+	if (inc > 0) {
+		atomic_fetch_add_explicit(&mapped_now, (int64_t)whole_pages((uint64_t)inc),
+					  memory_order_relaxed);
+		uint64_t f[4] = {old, (uint64_t)inc, 0, HT_MAP_BRK};
+		record_map(HT_EXT_MMAP, f, 4, 2);
+	} else {
+		uint64_t len = (uint64_t)-inc;
+		atomic_fetch_sub_explicit(&mapped_now, (int64_t)whole_pages(len), memory_order_relaxed);
+		uint64_t f[2] = {old - len, len};
+		record_map(HT_EXT_MUNMAP, f, 2, -1);
+	}
+}
+
+HT_EXPORT void *sbrk(intptr_t inc)
+{
+	void *old = __sbrk(inc);
+	if (old != (void *)-1)
+		brk_record(__builtin_return_address(0), (uintptr_t)old, inc);
+	return old;
+}
+
+HT_EXPORT int brk(void *addr)
+{
+	void *old = __sbrk(0);
+	if (old == (void *)-1)
+		return -1;
+	intptr_t inc = (intptr_t)((uintptr_t)addr - (uintptr_t)old);
+	if (__sbrk(inc) == (void *)-1)
+		return -1;
+	brk_record(__builtin_return_address(0), (uintptr_t)old, inc);
+	return 0;
 }

@@ -40,9 +40,6 @@ static ht_thread_t *registry;
 static pthread_key_t thread_key;
 static bool thread_key_ok;
 
-/* Resident set size is sampled on flushes, at most this often. */
-#define HT_RSS_INTERVAL_NS 10000000ull
-static _Atomic uint64_t last_rss_time;
 
 /* The thread's stack bounds, unless the program is inside
  * pthread_getattr_np, whose lock our call would wait for (hooks.c): then
@@ -430,24 +427,29 @@ ht_thread_t *ht_thread_get(void)
 	return thread_create();
 }
 
-/* Appends an RSS sample to t's buffer if none was taken recently. */
-static void maybe_sample_rss(ht_thread_t *t)
+/* Appends an RSS sample at now (no earlier than t's events) to t's buffer. */
+static void put_rss(ht_thread_t *t, uint64_t now, uint64_t rss)
 {
-	uint64_t now = ht_now();
-	uint64_t last = atomic_load_explicit(&last_rss_time, memory_order_relaxed);
-	if (now - last < HT_RSS_INTERVAL_NS && last != 0)
-		return;
-	if (!atomic_compare_exchange_strong(&last_rss_time, &last, now))
-		return;
 	if (t->len + 1 + 2 * HT_VARINT_MAX > HT_BUF_SIZE)
 		return;
+	if (now < t->last_time)
+		now = t->last_time;
 	uint8_t *p = t->buf + t->len;
 	size_t n = 0;
 	p[n++] = HT_EV_RSS;
 	n += ht_varint_put(p + n, now - t->last_time);
-	n += ht_varint_put(p + n, ht_read_rss());
+	n += ht_varint_put(p + n, rss);
 	t->last_time = now;
 	t->len += (uint32_t)n;
+}
+
+/* Appends an RSS sample to t's buffer if none was taken recently. */
+static void maybe_sample_rss(ht_thread_t *t)
+{
+	uint64_t now = ht_now();
+	if (!ht_rss_claim(now, HT_RSS_SHIP_NS))
+		return;
+	put_rss(t, now, ht_rss_read_noted(now));
 }
 
 /* Writes t's events directly; the caller holds the writer lock. */
@@ -595,6 +597,46 @@ unsigned ht_thread_take_idle(uint64_t age_ns)
 	ht_unlock(&ht_writer_lock);
 	ht_unlock(&registry_lock);
 	return taken;
+}
+
+bool ht_thread_post_rss(uint64_t now, uint64_t rss)
+{
+	if (!membarrier_ok || atomic_load(&ht_state) != HT_STATE_RECORDING)
+		return false;
+	/* the main thread's state if it is out of an event, else another's:
+	 * the sample goes into that thread's stream, as its own do */
+	ht_thread_t *c = NULL;
+	ht_lock(&registry_lock);
+	for (ht_thread_t *t = registry; t; t = t->next) {
+		if (!t->in_use || t->exited || !t->blk ||
+		    atomic_load_explicit(&t->in_event, memory_order_relaxed) ||
+		    atomic_load_explicit(&t->taking, memory_order_relaxed))
+			continue;
+		if (!c || t->tid == (uint32_t)ht_pid)
+			c = t;
+	}
+	if (!c) {
+		ht_unlock(&registry_lock);
+		return false;
+	}
+	atomic_store(&c->taking, HT_TAKING);
+	bool fenced = syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0;
+	ht_lock(&ht_writer_lock);
+	bool done = false;
+	if (fenced && atomic_load(&ht_state) == HT_STATE_RECORDING && !atomic_load(&c->in_event) &&
+	    c->in_use) {
+		/* as ht_thread_take_idle: out of an event now, it stays out
+		 * until released. The sample waits in its buffer like its
+		 * events (ht_thread_take_idle ships it within its age): shipping
+		 * here would cut a slow program's blocks short every tick. The
+		 * writer's lock keeps the exit's flush of every buffer away. */
+		put_rss(c, now, rss);
+		done = true;
+	}
+	atomic_store_explicit(&c->taking, 0, memory_order_release);
+	ht_unlock(&ht_writer_lock);
+	ht_unlock(&registry_lock);
+	return done;
 }
 
 void ht_thread_flush_all(void)

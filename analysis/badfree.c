@@ -157,6 +157,8 @@ static int find_event(void *ctx, const ht_event_t *ev, const ht_heap_step_t *st)
 		if (x->thread == ev->thread && x->addr == ev->addr && !x->aborted) {
 			x->aborted = true;
 			x->stack_id = ev->stack_id;
+			if (ev->size == HT_FREE_REALLOC_ABORT) /* glibc aborted inside realloc */
+				x->free_fn = HT_BAD_FREE_REALLOC;
 			return 0;
 		}
 		if (ev->time - x->time > 1000000000ull)
@@ -164,7 +166,9 @@ static int find_event(void *ctx, const ht_event_t *ev, const ht_heap_step_t *st)
 	}
 	ht_event_t fe = *ev;
 	fe.type = HT_EV_FREE;
-	ht_bad_free_t *x = add(f, HT_BAD_ABORTED, &fe, ev->size <= 2 ? (unsigned)ev->size : 0);
+	ht_bad_free_t *x = add(f, HT_BAD_ABORTED, &fe,
+			       ev->size == HT_FREE_REALLOC_ABORT ? HT_BAD_FREE_REALLOC
+			       : ev->size <= 2 ? (unsigned)ev->size : 0);
 	if (x) {
 		x->aborted = true;
 		x->stack_id = ev->stack_id;

@@ -14,6 +14,8 @@
 #include "trace_format.h"
 #include "analysis/util.h"
 
+static int on_map_event(void *ctx, const ht_event_t *ev, const ht_heap_step_t *st);
+
 typedef struct range {
 	uint64_t lo, hi;
 	uint32_t site;
@@ -135,7 +137,63 @@ static int map(mctx_t *c, uint64_t lo, uint64_t len, uint32_t site, uint64_t tim
 	return 0;
 }
 
+/* Notes live at time after a change (see ht_mapped_t's steps). */
+static int step(ht_mapped_t *m, uint64_t time)
+{
+	if (m->nsteps && m->step_time[m->nsteps - 1] == time) {
+		m->step_live[m->nsteps - 1] = m->live;
+		return 0;
+	}
+	if (m->steps_skip) {
+		m->steps_skip--;
+		return 0;
+	}
+	if (m->nsteps == HT_MAPPED_STEPS) { /* keep every other one */
+		for (size_t i = 0; i < m->nsteps / 2; i++) {
+			m->step_time[i] = m->step_time[2 * i + 1];
+			m->step_live[i] = m->step_live[2 * i + 1];
+		}
+		m->nsteps /= 2;
+		m->steps_every = m->steps_every ? m->steps_every * 2 : 2;
+	}
+	if (m->nsteps == m->steps_cap) {
+		size_t cap = m->steps_cap, c2 = cap;
+		if (ht_util_grow((void **)&m->step_time, &cap, m->nsteps + 1, sizeof(uint64_t)) ||
+		    ht_util_grow((void **)&m->step_live, &c2, m->nsteps + 1, sizeof(uint64_t)))
+			return -ENOMEM;
+		m->steps_cap = cap < c2 ? cap : c2;
+	}
+	m->step_time[m->nsteps] = time;
+	m->step_live[m->nsteps++] = m->live;
+	m->steps_skip = m->steps_every ? m->steps_every - 1 : 0;
+	return 0;
+}
+
+uint64_t ht_mapped_at(const ht_mapped_t *m, uint64_t t)
+{
+	if (!m)
+		return 0;
+	size_t a = 0, b = m->nsteps; /* the first step after t */
+	while (a < b) {
+		size_t mid = a + (b - a) / 2;
+		if (m->step_time[mid] <= t)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	return a ? m->step_live[a - 1] : 0;
+}
+
 static int on_event(void *ctx, const ht_event_t *ev, const ht_heap_step_t *st)
+{
+	int r = on_map_event(ctx, ev, st);
+	mctx_t *c = ctx;
+	if (!r && c->m && ev->type == HT_EV_EXT && ev->fn != HT_EXT_MADVISE_FREE)
+		r = step(c->m, ev->time);
+	return r;
+}
+
+static int on_map_event(void *ctx, const ht_event_t *ev, const ht_heap_step_t *st)
 {
 	(void)st;
 	mctx_t *c = ctx;
@@ -202,6 +260,8 @@ void ht_mapped_free(ht_mapped_t *m)
 	if (!m)
 		return;
 	free(m->sites);
+	free(m->step_time);
+	free(m->step_live);
 	free(m);
 }
 

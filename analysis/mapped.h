@@ -26,7 +26,18 @@ typedef struct ht_mapped {
 	uint64_t maps, unmaps, remaps;
 	uint64_t advised_free;	/* bytes given back by madvise DONTNEED/FREE */
 	uint64_t unknown_unmapped; /* bytes unmapped that no recorded map held */
+	/* live after each map event that changed it, in time order (the
+	 * timeline's mapped series); at most HT_MAPPED_STEPS, then every
+	 * other one is dropped (steps_every doubles) */
+	uint64_t *step_time, *step_live;
+	size_t nsteps, steps_cap;
+	unsigned steps_every, steps_skip;
 } ht_mapped_t;
+
+#define HT_MAPPED_STEPS (1u << 20)
+
+/* Bytes mapped at time t, from m's steps (0 before the first). */
+uint64_t ht_mapped_at(const ht_mapped_t *m, uint64_t t);
 
 /* Registers the consumer; *out is filled when the pass ends, and stays
  * NULL when the trace has no map events. */

@@ -764,6 +764,10 @@ static int model_event(void *ctx, const ht_event_t *ev, const ht_heap_step_t *st
 	case HT_EV_RSS:
 		if (ev->size > tot->peak_rss_bytes)
 			tot->peak_rss_bytes = ev->size;
+		if (ev->size > tot->peak_rss_sample_bytes) {
+			tot->peak_rss_sample_bytes = ev->size;
+			tot->peak_rss_time_ns = ev->time;
+		}
 		if (r->ntlc)
 			replay_fold(r, ev, 0, 0, 0);
 		break;

@@ -62,6 +62,9 @@ typedef struct ht_totals {
 	uint64_t allocations, frees, bytes_allocated;
 	uint64_t peak_heap_bytes, peak_time_ns;
 	uint64_t peak_rss_bytes; /* 0 when unknown */
+	/* the highest RSS sample and its time (0, 0: none); peak_rss_bytes
+	 * may be higher, the kernel's high-water mark from END */
+	uint64_t peak_rss_sample_bytes, peak_rss_time_ns;
 	uint64_t leaked_blocks, leaked_bytes;
 	uint64_t temporary;
 	uint64_t duration_ns;

@@ -304,6 +304,8 @@ enum ht_end_how {
  *                        (HT_FREE_*; format 1.12): the allocator aborted
  *                        the program inside the free of addr (recorded as
  *                        a FREE just before): a double or invalid free;
+ *                        free_fn 3: inside a realloc of addr (its FREE
+ *                        half written by the abort's handler, just before);
  *                        stack_id is the free's call stack.
  *         FREE_STACK     varint stack_id (format 1.12, option free_stacks=1):
  *                        the call stack of the thread's FREE just before.
@@ -365,6 +367,8 @@ enum ht_map_kind {
 	HT_MAP_ANON = 0,   /* private anonymous memory */
 	HT_MAP_SHARED = 1, /* shared anonymous memory */
 	HT_MAP_FILE = 2,   /* a file */
+	HT_MAP_BRK = 3,	   /* the program's own brk or sbrk growth (format 1.12);
+			    * a shrink is a MUNMAP of the bytes given back */
 };
 
 /* Which function freed a block (high nibble of FREE, format 1.12). The
@@ -373,6 +377,7 @@ enum ht_free_fn {
 	HT_FREE_FREE = 0,	  /* free, cfree, __libc_free, heaptrail_free */
 	HT_FREE_DELETE = 1,	  /* operator delete, every form */
 	HT_FREE_DELETE_ARRAY = 2, /* operator delete[], every form */
+	HT_FREE_REALLOC_ABORT = 3, /* BAD_FREE only: inside realloc (format 1.12) */
 };
 
 /* FD_OPEN.call: which function created the descriptor. */

@@ -395,7 +395,16 @@ static void print_summary(FILE *out, const ht_model_t *m)
 	fprintf(out, "  %-18s %14s   %s B at %s%s\n", "peak heap", est_size(a, m, tt->peak_heap_bytes),
 		ht_fmt_count(b, tt->peak_heap_bytes), ht_fmt_duration(cbuf, tt->peak_time_ns),
 		est_ci(d, m, e->var_peak_bytes, true));
-	if (tt->peak_rss_bytes)
+	if (tt->peak_rss_bytes && tt->peak_rss_sample_bytes == tt->peak_rss_bytes)
+		fprintf(out, "  %-18s %14s   %s B at %s\n", "peak RSS", ht_fmt_size(a, tt->peak_rss_bytes),
+			ht_fmt_count(b, tt->peak_rss_bytes), ht_fmt_duration(cbuf, tt->peak_rss_time_ns));
+	else if (tt->peak_rss_bytes && tt->peak_rss_sample_bytes)
+		/* the kernel's high-water mark came between samples */
+		fprintf(out, "  %-18s %14s   %s B (highest sample %s at %s)\n", "peak RSS",
+			ht_fmt_size(a, tt->peak_rss_bytes), ht_fmt_count(b, tt->peak_rss_bytes),
+			ht_fmt_size(d, tt->peak_rss_sample_bytes),
+			ht_fmt_duration(cbuf, tt->peak_rss_time_ns));
+	else if (tt->peak_rss_bytes)
 		fprintf(out, "  %-18s %14s   %s B\n", "peak RSS", ht_fmt_size(a, tt->peak_rss_bytes),
 			ht_fmt_count(b, tt->peak_rss_bytes));
 	else
@@ -576,6 +585,13 @@ static void json_totals(ht_emitter_t *e, const ht_model_t *m, const ht_leaks_t *
 	ht_emit_u64(e, "peak_heap_bytes", tt->peak_heap_bytes);
 	ht_emit_dbl(e, "peak_time_seconds", 9, (double)tt->peak_time_ns / 1e9);
 	ht_emit_u64_or_null(e, "peak_rss_bytes", tt->peak_rss_bytes != 0, tt->peak_rss_bytes);
+	ht_emit_nl(e, 12);
+	ht_emit_u64_or_null(e, "peak_rss_sample_bytes", tt->peak_rss_sample_bytes != 0,
+			    tt->peak_rss_sample_bytes);
+	if (tt->peak_rss_sample_bytes)
+		ht_emit_dbl(e, "peak_rss_time_seconds", 9, (double)tt->peak_rss_time_ns / 1e9);
+	else
+		ht_emit_null(e, "peak_rss_time_seconds");
 	ht_emit_nl(e, 12);
 	ht_emit_u64(e, "leaked_blocks", tt->leaked_blocks);
 	ht_emit_u64(e, "leaked_bytes", tt->leaked_bytes);

@@ -14,7 +14,7 @@
 
 static const char *kind_name(unsigned k)
 {
-	return k == HT_MAP_FILE ? "file" : k == HT_MAP_SHARED ? "shared" : "anonymous";
+	return k == HT_MAP_FILE ? "file" : k == HT_MAP_SHARED ? "shared" : k == HT_MAP_BRK ? "brk" : "anonymous";
 }
 
 static const ht_map_site_t *g_sites;
@@ -49,7 +49,7 @@ int ht_report_mapped_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, 
 		return 0;
 	char a[HT_FMT_LEN], b[HT_FMT_LEN], d[HT_FMT_LEN], c[HT_FMT_LEN], e2[HT_FMT_LEN];
 	ht_report_rule(out, "MAPPED MEMORY");
-	fprintf(out, "  the program's own maps (mmap, mremap; not malloc's, which glibc maps itself)\n");
+	fprintf(out, "  the program's own maps (mmap, mremap, brk, sbrk; not malloc's, which glibc maps itself)\n");
 	fprintf(out, "  mapped at exit     %14s   %s B\n", ht_fmt_size(a, mp->live),
 		ht_fmt_count(b, mp->live));
 	fprintf(out, "  peak mapped        %14s   %s B at %s\n", ht_fmt_size(a, mp->peak),

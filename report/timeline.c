@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/mapped.h"
 #include "analysis/util.h"
 
 #define TL_COLS 76	   /* chart columns: 12 + 76 + 12 = a 100-column line */
@@ -118,7 +119,25 @@ int ht_report_timeline_text(FILE *out, const ht_model_t *m)
 	if (e)
 		return e;
 	uint64_t ymax = tl.peak_bytes, rmax = tl.rss_max;
+	/* the program's own maps share the heap's axis: bytes beside bytes */
+	const ht_mapped_t *mp = m->mapped && m->mapped->nsteps ? m->mapped : NULL;
+	uint64_t mcol[TL_COLS] = {0};
+	if (mp) {
+		size_t k = 0;
+		for (size_t x = 0; x < TL_COLS; x++) {
+			/* the highest of the level carried in and the slice's steps */
+			uint64_t v = ht_mapped_at(mp, tl.b[x].start_ns);
+			for (; k < mp->nsteps && mp->step_time[k] < tl.b[x].end_ns; k++)
+				if (mp->step_time[k] >= tl.b[x].start_ns && mp->step_live[k] > v)
+					v = mp->step_live[k];
+			mcol[x] = v;
+		}
+		if (mp->peak > ymax)
+			ymax = mp->peak;
+	}
 	fprintf(out, "  # heap (left axis, highest in each %s)", time_label(a, tl.span_ns / TL_COLS));
+	if (mp)
+		fputs("   m mapped (left axis)", out);
 	if (rmax)
 		fputs("   . RSS (right axis, sampled)", out);
 	fputs("   v peak\n", out);
@@ -133,6 +152,9 @@ int ht_report_timeline_text(FILE *out, const ht_model_t *m)
 		unsigned h = rows_for(v, ymax);
 		for (unsigned r = 0; r < h; r++)
 			grid[TL_ROWS - 1 - r][x] = '#';
+		unsigned hm = rows_for(mcol[x], ymax);
+		if (hm && grid[TL_ROWS - hm][x] == ' ')
+			grid[TL_ROWS - hm][x] = 'm';
 		unsigned hr = rows_for(tl.b[x].rss_bytes, rmax);
 		/* RSS is drawn where it is not hidden by the heap's bar */
 		if (hr && grid[TL_ROWS - hr][x] == ' ')
@@ -205,10 +227,14 @@ int ht_report_timeline_text(FILE *out, const ht_model_t *m)
 		ht_fmt_count(c, tl.peak_blocks), ht_blocks_word(tl.peak_blocks),
 		ht_fmt_size(d, tt->leaked_bytes), ht_fmt_count(f, tt->leaked_blocks),
 		ht_blocks_word(tt->leaked_blocks));
+	if (mp)
+		fprintf(out, "  mapped peak %s at %s, %s at the end (the program's own maps)\n",
+			ht_fmt_size(a, mp->peak), time_label(b, mp->peak_time), ht_fmt_size(c, mp->live));
 	if (tl.rss_samples)
-		fprintf(out, "  RSS    %s sample%s, highest %s; peak RSS %s (the kernel's high-water mark)\n",
+		fprintf(out, "  RSS    %s sample%s, highest %s at %s; peak RSS %s (the kernel's high-water mark)\n",
 			ht_fmt_count(a, tl.rss_samples), tl.rss_samples == 1 ? "" : "s",
-			ht_fmt_size(b, rmax), ht_fmt_size(c, tt->peak_rss_bytes));
+			ht_fmt_size(b, rmax), time_label(d, tt->peak_rss_time_ns),
+			ht_fmt_size(c, tt->peak_rss_bytes));
 	else if (tt->peak_rss_bytes)
 		fprintf(out, "  RSS    not sampled during the run; peak RSS %s (the kernel's high-water mark)\n",
 			ht_fmt_size(a, tt->peak_rss_bytes));
@@ -242,6 +268,9 @@ int ht_report_timeline_json(FILE *out, const ht_model_t *m)
 			fprintf(out, "%" PRIu64, p[i].rss_bytes);
 		else
 			fputs("null", out);
+		/* the program's own maps, when the trace has any */
+		if (m->mapped)
+			fprintf(out, ", \"mapped_bytes\": %" PRIu64, ht_mapped_at(m->mapped, p[i].time_ns));
 		fputs(p[i].peak ? ", \"peak\": true}" : "}", out);
 	}
 	fputc(']', out);

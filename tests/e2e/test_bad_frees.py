@@ -11,6 +11,12 @@
                      0); without --free-stacks the aborting frees keep their
                      stack (the agent's SIGABRT handler records it) and the
                      mismatched ones have none
+  badfree.realloc    realloc(p + 16) of a 64-byte block, which glibc aborts
+                     inside realloc before the hook records anything: the
+                     entry is an invalid realloc() with the realloc's stack
+                     (the abort's handler writes its free half), the block
+                     of 64 bytes 16 bytes before and its allocation stack,
+                     as memcheck's error says; status 134 as without the agent
   badfree.exitcode   --error-exitcode 9: 9 for a double free (which
                      glibc aborts) and for a mismatched delete, the
                      section on stderr; the clean run keeps 0
@@ -125,6 +131,40 @@ def t_memcheck(t):
         t.eq("%s: kind without --free-stacks" % mode, KIND[mode], x2.get("kind"))
 
 
+def t_realloc(t):
+    need_tools(t)
+    mode = "realloc_middle"
+    plain = run([PROG, mode], 60)
+    t.eq("without the agent glibc aborts", 134, plain.rc)
+    tr = heaptrail_run([PROG, mode], timeout=60)
+    if tr.proc.timed_out:
+        t.fatal("heaptrail run timed out")
+    t.eq("heaptrail run's status, the program's own", plain.rc, tr.proc.rc)
+    t.check(b"realloc(): invalid pointer" in tr.proc.err, "glibc's message: %s" % tail(tr.proc.err))
+    rep = need_report(t, tr.out_path).data
+    bad = rep.get("invalid_frees") or {}
+    t.eq("bad frees", 1, bad.get("count"))
+    x = (bad.get("frees") or [{}])[0]
+    t.eq("kind", "invalid", x.get("kind"))
+    t.eq("function", "realloc", x.get("function"))
+    t.eq("aborted", True, x.get("aborted"))
+    t.eq("the realloc's stack", ["bf_realloc_middle", "main"], fnames(x.get("stack")))
+    blk = x.get("block") or {}
+    t.eq("block size", 64, blk.get("size"))
+    t.eq("offset into the block", 16, (x.get("address") or 0) - (blk.get("address") or 0))
+    t.eq("allocation stack", ["bf_alloc_block", "main"], fnames(blk.get("stack")))
+    proc, res = memcheck(("badfree", mode), [str(PROG), mode])
+    errs = [e for e in (memcheck_error(r.log) for r in res.values()) if e]
+    if len(errs) != 1:
+        t.check(False, "memcheck reported %d bad frees: %s" % (len(errs), tail(proc.err)))
+        return
+    title, stacks, off, size, state = errs[0]
+    t.eq("memcheck's kind", "invalid", title)
+    t.eq("memcheck's stack of the realloc", stacks[0], fnames(x.get("stack")))
+    t.eq("memcheck's block: offset, size", (off, size), (16, 64))
+    t.eq("memcheck's allocation stack", stacks[1], fnames(blk.get("stack")))
+
+
 def t_exitcode(t):
     need_tools(t)
     for mode, want in (("double", 9), ("new_array", 9), ("ok", 0)):
@@ -153,6 +193,7 @@ def t_fork(t):
 
 TESTS = [
     ("badfree.memcheck", t_memcheck),
+    ("badfree.realloc", t_realloc),
     ("badfree.exitcode", t_exitcode),
     ("badfree.fork", t_fork),
 ]

@@ -5,6 +5,8 @@
 //   never       free of an address malloc never returned (a static array)
 //   new_array   delete of a new[] block (mismatched, no abort)
 //   free_new    free() of a new block (mismatched, no abort)
+//   realloc_middle  realloc(p + 16) of a 64-byte block (glibc aborts:
+//               "realloc(): invalid pointer")
 //   ok          frees nothing wrongly
 // Prints "reached end" when it gets past the bad free.
 #include <cstdio>
@@ -58,6 +60,11 @@ extern "C" __attribute__((noinline)) void bf_free_of_new(int *p)
 	free(p);
 }
 
+extern "C" __attribute__((noinline)) void *bf_realloc_middle(char *p)
+{
+	return realloc(p + 16, 200);
+}
+
 int main(int argc, char **argv)
 {
 	const char *m = argc > 1 ? argv[1] : "ok";
@@ -73,6 +80,9 @@ int main(int argc, char **argv)
 		bf_free_static();
 	} else if (!strcmp(m, "new_array")) {
 		bf_delete_scalar(bf_new_array());
+	} else if (!strcmp(m, "realloc_middle")) {
+		char *p = (char *)bf_alloc_block();
+		bf_realloc_middle(p);
 	} else if (!strcmp(m, "free_new")) {
 		bf_free_of_new(bf_new_scalar());
 	}

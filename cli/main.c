@@ -38,6 +38,7 @@
 #include "cli/gate.h"
 #include "cli/opts.h"
 #include "cli/compress.h"
+#include "cli/runset.h"
 #include "analysis/pass.h"
 #include "analysis/progress.h"
 #include "analysis/resources.h"
@@ -468,7 +469,11 @@ static bool valid_break_list(const char *s)
 /* Options report and leaks share: the trace path, --format, --top,
  * --show-reachable, the suppression options, --, --help. */
 typedef struct common_opts {
-	const char *path;
+	const char *path; /* the first of paths */
+	const char **paths; /* the trace, run file, directory or - arguments */
+	size_t npaths;
+	long pid; /* --pid, or -1 */
+	const char *program; /* --program, or NULL */
 	bool json, show_reachable, only_args;
 	bool by_address; /* a site per stack of return addresses, not per frames */
 	size_t top; /* 0: the writer's default; SIZE_MAX (--top 0): all */
@@ -488,17 +493,39 @@ static int common_option(int argc, char **argv, int *i, const char *cmd, common_
 	char what[64];
 	int sr;
 	if (c->only_args || a[0] != '-' || !a[1]) {
-		if (c->path) {
-			snprintf(what, sizeof what, "%s: more than one trace file ('%%s')", cmd);
-			*status = usage_error(what, a);
+		/* several traces, or the run files and directories of a run:
+		 * argv outlives the command */
+		const char **np = realloc(c->paths, (c->npaths + 1) * sizeof *np);
+		if (!np) {
+			*status = 1;
 			return OPT_EXIT;
 		}
-		c->path = a;
+		c->paths = np;
+		c->paths[c->npaths++] = a;
+		if (!c->path)
+			c->path = a;
 	} else if ((sr = supp_option(argc, argv, i, cmd, &c->so))) {
 		if (sr == 2) {
 			*status = 2;
 			return OPT_EXIT;
 		}
+	} else if ((v = opt_value(argc, argv, i, "--pid", &missing)) || missing) {
+		unsigned long long n;
+		if (missing || !parse_uint(v, INT32_MAX, &n)) {
+			snprintf(what, sizeof what, missing ? "%s: %%s needs a value"
+							    : "%s: --pid needs a number, not '%%s'",
+				 cmd);
+			*status = usage_error(what, missing ? "--pid" : v);
+			return OPT_EXIT;
+		}
+		c->pid = (long)n;
+	} else if ((v = opt_value(argc, argv, i, "--program", &missing)) || missing) {
+		if (missing || !*v) {
+			snprintf(what, sizeof what, "%s: %%s needs a program name", cmd);
+			*status = usage_error(what, "--program");
+			return OPT_EXIT;
+		}
+		c->program = v;
 	} else if (!strcmp(a, "--show-reachable")) {
 		c->show_reachable = true;
 	} else if (!strcmp(a, "--by-address")) {
@@ -532,6 +559,45 @@ static int common_option(int argc, char **argv, int *i, const char *cmd, common_
 		return OPT_NOT_OURS;
 	}
 	return OPT_TAKEN;
+}
+
+/* The traces named by paths (runset.h: a run file, a directory, several
+ * traces, - for standard input) into rs. Returns 0 with *path (to open)
+ * and *shown (to print) the one process to report: the only one, or the
+ * one --pid or --program picked; 3 when there are several and none was
+ * picked (the whole run's view); 1 after printing why. */
+#define INPUT_WHOLE_RUN 3
+static int pick_input(const char *cmd, const char *const *paths, size_t npaths, long pid,
+		      const char *program, ht_runset_t *rs, const char **path, const char **shown)
+{
+	for (size_t i = 0; i < npaths; i++)
+		if (ht_runset_add(rs, cmd, paths[i]))
+			return 1;
+	if (rs->n == 1 && pid < 0 && !program) {
+		*path = rs->p[0].path;
+		*shown = rs->p[0].shown;
+		return 0;
+	}
+	if (pid < 0 && !program)
+		return INPUT_WHOLE_RUN;
+	long k = ht_runset_pick(rs, cmd, pid, program);
+	if (k < 0)
+		return 1;
+	*path = rs->p[k].path;
+	*shown = rs->p[k].shown;
+	return 0;
+}
+
+/* The arguments that named a run, joined by spaces, for the hint of how
+ * to report one of its processes (a static buffer). */
+static const char *run_args(const char *const *paths, size_t npaths)
+{
+	static char buf[4096];
+	size_t n = 0;
+	buf[0] = 0;
+	for (size_t i = 0; i < npaths && n + 2 < sizeof buf; i++)
+		n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", i ? " " : "", paths[i]);
+	return buf;
 }
 
 /* What one pass over a trace builds beside the model. */
@@ -660,6 +726,11 @@ static void report_wants(const ht_trace_t *t, analyses_t *an, void *ctx)
 	an->marks = v->tags || (!v->functions && t->nmark_events);
 }
 
+static int cmd_report_one(const char *path, const char *shown, bool json, bool show_reachable,
+			  supp_opts_t *sop, ht_report_opts_t *rop, bool functions,
+			  ht_fn_report_opts_t *fop, bool by_tag, ht_tag_report_opts_t *top_, bool html,
+			  const char *out_path, bool by_address);
+
 static int cmd_report(int argc, char **argv)
 {
 	bool functions = false;
@@ -669,7 +740,7 @@ static int cmd_report(int argc, char **argv)
 	bool by_tag = false;
 	ht_tag_report_opts_t to = { NULL, NULL, 0, 1, 0 };
 	bool depth_given = false, min_given = false;
-	common_opts_t co = { NULL, false, false, false, false, 0, { { NULL }, 0, false } };
+	common_opts_t co = { .pid = -1 };
 	bool html = false;
 	const char *out_path = NULL;
 	for (int i = 1; i < argc; i++) {
@@ -750,18 +821,62 @@ static int cmd_report(int argc, char **argv)
 				   " \"tags\" member)", by_tag ? "--by-tag" : "--tag");
 	if (by_tag && to.name)
 		return usage_error("report: --by-tag and --tag %s: one view at a time", to.name);
-	if (html && co.json)
+	if (html && json)
 		html = false; /* the last --format given wins, as for text and json */
 	if (out_path && !html)
 		return usage_error("report: %s goes with --format html", "--output");
 	if (html && (functions || by_tag || to.name))
 		return usage_error("report: %s is not in the HTML report",
 				   functions ? "--functions" : by_tag ? "--by-tag" : "--tag");
-	ro.trace_path = path;
-	fo.trace_path = path;
-	to.trace_path = path;
 	to.top = ro.top;
 	fo.top = ro.top; /* 0: the default 10, SIZE_MAX (--top 0): all */
+	/* a run: its processes together, or the one picked */
+	ht_runset_t rs;
+	ht_runset_init(&rs);
+	const char *shown = path;
+	int pk = pick_input("report", co.paths, co.npaths, co.pid, co.program, &rs, &path, &shown);
+	if (pk == INPUT_WHOLE_RUN) {
+		int wr;
+		ht_supp_list_t rsupps;
+		if (functions || by_tag || to.name || html)
+			wr = usage_error("report: %s shows one process: pick it with --pid or --program",
+					 functions ? "--functions" : by_tag ? "--by-tag" : to.name ? "--tag"
+					 : "--format html");
+		else if (supp_load(&so, &rsupps))
+			wr = 1;
+		else {
+			wr = ht_runset_report(stdout, &rs, json, co.top == SIZE_MAX ? (size_t)1 << 30 : co.top,
+					      co.by_address, &rsupps, run_args(co.paths, co.npaths),
+					      false, show_reachable);
+			ht_supp_free(&rsupps);
+		}
+		ht_runset_free(&rs);
+		free(co.paths);
+		return wr;
+	}
+	free(co.paths);
+	if (pk) {
+		ht_runset_free(&rs);
+		return 1;
+	}
+	int ret = cmd_report_one(path, shown, json, show_reachable, &so, &ro, functions, &fo,
+				 by_tag, &to, html, out_path, co.by_address);
+	ht_runset_free(&rs);
+	return ret;
+}
+
+static int cmd_report_one(const char *path, const char *shown, bool json, bool show_reachable,
+			  supp_opts_t *sop, ht_report_opts_t *rop, bool functions,
+			  ht_fn_report_opts_t *fop, bool by_tag, ht_tag_report_opts_t *top_, bool html,
+			  const char *out_path, bool by_address)
+{
+	supp_opts_t so = *sop;
+	ht_report_opts_t ro = *rop;
+	ht_fn_report_opts_t fo = *fop;
+	ht_tag_report_opts_t to = *top_;
+	ro.trace_path = shown;
+	fo.trace_path = shown;
+	to.trace_path = shown;
 
 	ht_trace_t *t = NULL;
 	ht_model_t *m = NULL;
@@ -771,7 +886,7 @@ static int cmd_report(int argc, char **argv)
 	report_views_t rv = { functions, by_tag || to.name };
 	analyses_t an = { false, false, NULL, NULL };
 	ht_symbolizer_t *sym = NULL;
-	if (load_analyses(path, html ? HT_HTML_TL_BUCKETS : ht_report_timeline_buckets(json), co.by_address,
+	if (load_analyses(path, html ? HT_HTML_TL_BUCKETS : ht_report_timeline_buckets(json), by_address,
 			  report_wants, &rv, &t, &m, &sym, &an))
 		return 1;
 	FILE *hout = stdout;
@@ -790,7 +905,7 @@ static int cmd_report(int argc, char **argv)
 	if ((by_tag || to.name || functions) && t->have_summary) {
 		fprintf(stderr, "heaptrail: %s is a summary trace (heaptrail run --summary): it keeps "
 				"totals per site, not the events that %s needs\n",
-			HT_TEXT(path), functions ? "--functions" : by_tag ? "--by-tag" : "--tag");
+			HT_TEXT(shown), functions ? "--functions" : by_tag ? "--by-tag" : "--tag");
 		ht_marks_free(an.mk);
 		ht_fn_free(an.fp);
 		ht_symbolizer_free(sym);
@@ -842,14 +957,14 @@ static int cmd_report(int argc, char **argv)
 		r = -errno;
 	/* on stderr too, as for --functions below */
 	if (!r && (by_tag || no_tag) && mk->tag_events == 0)
-		fprintf(stderr, "heaptrail: %s: %s\n", HT_TEXT(path), ht_marks_no_tags_msg);
+		fprintf(stderr, "heaptrail: %s: %s\n", HT_TEXT(shown), ht_marks_no_tags_msg);
 	else if (no_tag)
-		fprintf(stderr, "heaptrail: %s: no allocations carry the tag '%s'\n", HT_TEXT(path),
+		fprintf(stderr, "heaptrail: %s: no allocations carry the tag '%s'\n", HT_TEXT(shown),
 			HT_TEXT(to.name));
 	/* the message on stderr too: a script reading stdout for numbers
 	 * should not have to parse the report to learn it got none */
 	if (functions && !r && fp->nthreads == 0)
-		fprintf(stderr, "heaptrail: %s: %s\n", HT_TEXT(path), ht_fn_no_events_msg);
+		fprintf(stderr, "heaptrail: %s: %s\n", HT_TEXT(shown), ht_fn_no_events_msg);
 	ht_fn_free(fp);
 	ht_marks_free(mk);
 	if (have_lk)
@@ -865,11 +980,14 @@ static int cmd_report(int argc, char **argv)
 	return 0;
 }
 
+static int leaks_one(const char *path, const char *shown, bool json, bool show_reachable,
+		     size_t top, bool growth, bool by_address, ht_supp_list_t *supps);
+
 /* `heaptrail leaks`: the leak section alone, or the growth suspects. */
 static int cmd_leaks(int argc, char **argv)
 {
 	bool growth = false;
-	common_opts_t co = { NULL, false, false, false, false, 0, { { NULL }, 0, false } };
+	common_opts_t co = { .pid = -1 };
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		int st, c = common_option(argc, argv, &i, "leaks", &co, &st);
@@ -892,26 +1010,48 @@ static int cmd_leaks(int argc, char **argv)
 	ht_supp_list_t supps;
 	if (supp_load(&so, &supps))
 		return 1;
+	/* a run: the table of its processes and the leaks of each that lost
+	 * memory, or the one picked */
+	ht_runset_t rs;
+	ht_runset_init(&rs);
+	const char *shown = path;
+	int pk = pick_input("leaks", co.paths, co.npaths, co.pid, co.program, &rs, &path, &shown);
+	if (pk == INPUT_WHOLE_RUN && growth)
+		pk = usage_error("leaks: %s shows one process: pick it with --pid or --program",
+				 "--growth");
+	else if (pk == INPUT_WHOLE_RUN)
+		pk = ht_runset_report(stdout, &rs, json, top == SIZE_MAX ? (size_t)1 << 30 : top,
+				      co.by_address, &supps, run_args(co.paths, co.npaths), true,
+				      show_reachable);
+	else if (!pk)
+		pk = leaks_one(path, shown, json, show_reachable, top, growth, co.by_address, &supps);
+	ht_runset_free(&rs);
+	free(co.paths);
+	ht_supp_free(&supps);
+	return pk;
+}
+
+static int leaks_one(const char *path, const char *shown, bool json, bool show_reachable,
+		     size_t top, bool growth, bool by_address, ht_supp_list_t *supps)
+{
 	ht_trace_t *t = NULL;
 	ht_model_t *m = NULL;
 	ht_symbolizer_t *sym = NULL;
-	if (load_model(path, co.by_address, &t, &m, &sym)) {
-		ht_supp_free(&supps);
+	if (load_model(path, by_address, &t, &m, &sym)) {
 		return 1;
 	}
 	if (growth && t->have_summary) {
 		/* growth is live bytes over time: "no growth" would be a guess */
 		fprintf(stderr, "heaptrail: %s is a summary trace (heaptrail run --summary): it keeps "
 				"totals per site, not the events that --growth needs\n",
-			HT_TEXT(path));
-		ht_supp_free(&supps);
+			HT_TEXT(shown));
 		ht_symbolizer_free(sym);
 		ht_model_free(m);
 		ht_trace_free(t);
 		return 1;
 	}
 	ht_leaks_t lk;
-	int r = ht_leaks_build(m, sym, &supps, &lk);
+	int r = ht_leaks_build(m, sym, supps, &lk);
 	if (!r && growth) {
 		ht_growth_t *g = NULL;
 		long ng = ht_growth_rank(m, &g);
@@ -920,7 +1060,7 @@ static int cmd_leaks(int argc, char **argv)
 		if (ng < 0) {
 			r = (int)ng;
 		} else {
-			ht_emit_printf(&e, "heaptrail growth suspects: %s\n", HT_TEXT(path));
+			ht_emit_printf(&e, "heaptrail growth suspects: %s\n", HT_TEXT(shown));
 			ht_emit_obj_begin(&e, NULL);
 			ht_emit_u64(&e, "heaptrail_leaks", 1);
 			ht_emit_nl(&e, 1);
@@ -962,7 +1102,7 @@ static int cmd_leaks(int argc, char **argv)
 		ht_emit_obj_end(&e);
 		fputc('\n', stdout);
 	} else if (!r) {
-		printf("heaptrail leaks: %s\n", HT_TEXT(path));
+		printf("heaptrail leaks: %s\n", HT_TEXT(shown));
 		r = ht_report_badfrees_text(stdout, m, sym);
 		if (!r)
 			r = ht_report_leaks_text(stdout, m, sym, &lk, top, show_reachable);
@@ -977,7 +1117,6 @@ static int cmd_leaks(int argc, char **argv)
 	if (fflush(stdout) && !r)
 		r = -errno;
 	ht_leaks_free(&lk); /* safe after a failed build too */
-	ht_supp_free(&supps);
 	ht_symbolizer_free(sym);
 	ht_model_free(m);
 	ht_trace_free(t);
@@ -1146,9 +1285,14 @@ static int cmd_check(int argc, char **argv)
 
 /* `heaptrail diff BASE NEW`: the two traces replayed as `report` replays
  * them, their sites matched by stack (analysis/diff.h). */
+static int diff_one(const char *paths[2], const char *shown[2], ht_diff_match_t match,
+		    bool by_address, bool html, bool json, const char *out_path, size_t top,
+		    ht_gate_t *gates, size_t ngates, const char *junit);
+
 static int cmd_diff(int argc, char **argv)
 {
 	const char *paths[2] = { NULL, NULL };
+	const char *program = NULL;
 	size_t npaths = 0, top = 0;
 	bool json = false, html = false, only_args = false, by_address = false;
 	const char *out_path = NULL;
@@ -1170,6 +1314,10 @@ static int cmd_diff(int argc, char **argv)
 			only_args = true;
 		} else if (!strcmp(a, "--by-address")) {
 			by_address = true;
+		} else if ((v = opt_value(argc, argv, &i, "--program", &missing)) || missing) {
+			if (missing || !*v)
+				return usage_error("diff: %s needs a program name", "--program");
+			program = v;
 		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			print_help("diff");
 			return 0;
@@ -1222,6 +1370,45 @@ static int cmd_diff(int argc, char **argv)
 		return usage_error("diff: %s goes with --format html", "--output");
 	}
 
+	/* runs: the process of --program on each side, or the table of
+	 * their programs side by side */
+	ht_runset_t rs[2];
+	const char *shown[2] = { paths[0], paths[1] };
+	int pk = 0;
+	ht_runset_init(&rs[0]);
+	ht_runset_init(&rs[1]);
+	for (int k = 0; k < 2 && !pk; k++) {
+		pk = pick_input("diff", &paths[k], 1, -1, program, &rs[k], &paths[k], &shown[k]);
+		if (pk == INPUT_WHOLE_RUN && (ngates || html)) {
+			pk = usage_error("diff: %s compares one process of each run: pick it with "
+					 "--program", ngates ? "--fail-if" : "--format html");
+		} else if (pk == INPUT_WHOLE_RUN && k == 0) {
+			pk = 0;
+			paths[0] = NULL;
+		}
+	}
+	if (!pk && !paths[0]) /* BASE is a run of several: so is the comparison */
+		pk = INPUT_WHOLE_RUN;
+	if (pk == INPUT_WHOLE_RUN)
+		pk = ht_runset_diff(stdout, &rs[0], &rs[1], json, by_address);
+	if (pk || !paths[0]) {
+		ht_runset_free(&rs[0]);
+		ht_runset_free(&rs[1]);
+		free_gates(gates, ngates);
+		return pk;
+	}
+	int dr = diff_one(paths, shown, match, by_address, html, json, out_path, top, gates, ngates,
+			  junit);
+	ht_runset_free(&rs[0]);
+	ht_runset_free(&rs[1]);
+	return dr;
+}
+
+static int diff_one(const char *paths[2], const char *shown[2], ht_diff_match_t match,
+		    bool by_address, bool html, bool json, const char *out_path, size_t top,
+		    ht_gate_t *gates, size_t ngates, const char *junit)
+{
+	int r = 0;
 	ht_diff_t d;
 	memset(&d, 0, sizeof(d));
 	d.match = match;
@@ -1232,7 +1419,7 @@ static int cmd_diff(int argc, char **argv)
 		ret = load_model(paths[k], by_address, &t[k], &m[k], &d.side[k].sym);
 	for (int k = 0; k < 2 && !ret; k++) {
 		ht_diff_side_t *sd = &d.side[k];
-		sd->path = paths[k];
+		sd->path = shown[k];
 		sd->m = m[k];
 		sd->temporary_known = !m[k]->sample_rate && !t[k]->have_summary;
 	}
@@ -1358,11 +1545,17 @@ static int convert_write(FILE *out, const char *path, const ht_trace_t *t,
 	return r;
 }
 
+static int convert_one(const ht_exporter_t *fmt, ht_export_opts_t *eop, const char *path,
+		       const char *shown, const char *out_path, bool by_address);
+
 static int cmd_convert(int argc, char **argv)
 {
 	const ht_exporter_t *fmt = NULL;
 	ht_export_opts_t eo = { NULL, HT_COST_BYTES, false };
-	const char *path = NULL, *out_path = NULL;
+	const char *path = NULL, *out_path = NULL, *program = NULL;
+	const char **paths = NULL;
+	size_t npaths = 0;
+	long pid = -1;
 	bool only_args = false, cost_given = false, by_address = false;
 
 	for (int i = 1; i < argc; i++) {
@@ -1370,9 +1563,22 @@ static int cmd_convert(int argc, char **argv)
 		const char *v;
 		bool missing = false;
 		if (only_args || a[0] != '-' || !a[1]) {
-			if (path)
-				return usage_error("convert: more than one trace file ('%s')", a);
-			path = a;
+			const char **np = realloc(paths, (npaths + 1) * sizeof *np);
+			if (!np)
+				return 1;
+			paths = np;
+			paths[npaths++] = a;
+			path = paths[0];
+		} else if ((v = opt_value(argc, argv, &i, "--pid", &missing)) || missing) {
+			unsigned long long n;
+			if (missing || !parse_uint(v, INT32_MAX, &n))
+				return usage_error("convert: --pid needs a number, not '%s'",
+						   missing ? "" : v);
+			pid = (long)n;
+		} else if ((v = opt_value(argc, argv, &i, "--program", &missing)) || missing) {
+			if (missing || !*v)
+				return usage_error("convert: %s needs a program name", "--program");
+			program = v;
 		} else if (!strcmp(a, "--")) {
 			only_args = true;
 		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -1420,7 +1626,36 @@ static int cmd_convert(int argc, char **argv)
 				   fmt->name);
 	if (eo.icicle && strcmp(fmt->name, "flamegraph"))
 		return usage_error("convert: --icicle goes with flamegraph, not %s", fmt->name);
-	eo.trace_path = path;
+	/* one process of a run: the one picked, or the only one */
+	ht_runset_t rs;
+	ht_runset_init(&rs);
+	const char *shown = path;
+	int pk = pick_input("convert", paths, npaths, pid, program, &rs, &path, &shown);
+	free(paths);
+	if (pk == INPUT_WHOLE_RUN) {
+		fprintf(stderr, "heaptrail: convert: %zu processes: each converts on its own; pick "
+				"one with --pid or --program:\n",
+			rs.n);
+		ht_runset_fill(&rs);
+		for (size_t k = 0; k < rs.n; k++)
+			fprintf(stderr, "heaptrail:   %-16s pid %-8ld %s\n",
+				HT_TEXT(rs.p[k].program ? rs.p[k].program : "?"), rs.p[k].pid,
+				HT_TEXT(rs.p[k].shown));
+	}
+	if (pk) {
+		ht_runset_free(&rs);
+		return pk == INPUT_WHOLE_RUN ? 2 : 1;
+	}
+	int cr = convert_one(fmt, &eo, path, shown, out_path, by_address);
+	ht_runset_free(&rs);
+	return cr;
+}
+
+static int convert_one(const ht_exporter_t *fmt, ht_export_opts_t *eop, const char *path,
+		       const char *shown, const char *out_path, bool by_address)
+{
+	ht_export_opts_t eo = *eop;
+	eo.trace_path = shown;
 
 	ht_trace_t *t = NULL;
 	struct stat in_st, out_st;
@@ -1437,7 +1672,7 @@ static int cmd_convert(int argc, char **argv)
 		fprintf(stderr,
 			"heaptrail: %s is a summary trace (heaptrail run --summary): it holds totals per "
 			"site, not the events that %s shows; convert it to pprof, folded or flamegraph\n",
-			HT_TEXT(path), fmt->name);
+			HT_TEXT(shown), fmt->name);
 		ht_trace_free(t);
 		return 1;
 	}
@@ -1446,7 +1681,7 @@ static int cmd_convert(int argc, char **argv)
 		fprintf(stderr,
 			"heaptrail: %s is a %s: it does not tell temporary allocations, which "
 			"--cost temporary needs\n",
-			HT_TEXT(path), t->have_summary ? "summary trace (heaptrail run --summary)"
+			HT_TEXT(shown), t->have_summary ? "summary trace (heaptrail run --summary)"
 					      : "sampled trace (heaptrail run --sample-rate)");
 		ht_trace_free(t);
 		return 1;

@@ -49,19 +49,21 @@ static const char usage_text[] =
 	"                     [--sample-rate BYTES [--sample-seed N]]\n"
 	"                     [--break-alloc LIST] [--leak-exitcode N [--no-leak-report]]\n"
 	"                     [--no-leak-check] [--error-exitcode N] [--free-stacks] [--no-mmap]\n"
+	"                     [--gdb]\n"
 	"                     [SUPPRESSIONS] [--] PROGRAM [ARGS...]\n"
 	"       heaptrail report [-f text|json] [-n N] [--show-reachable] [--by-address]\n"
 	"                        [SUPPRESSIONS] [--functions [--memory]\n"
-	"                        [--time-unit ns|us|ms|s]] FILE\n"
+	"                        [--time-unit ns|us|ms|s]] [--pid N|--program NAME] FILE...\n"
 	"       heaptrail leaks [-f text|json] [-n N] [--show-reachable] [--growth]\n"
-	"                       [--by-address] [SUPPRESSIONS] FILE\n"
+	"                       [--by-address] [SUPPRESSIONS] [--pid N|--program NAME] FILE...\n"
 	"       SUPPRESSIONS: [--suppressions FILE]... [--no-default-suppressions]\n"
 	"       heaptrail report --by-tag FILE\n"
 	"       heaptrail report --tag NAME [--depth N] [--min-count N] [--top N] FILE\n"
 	"       heaptrail convert -f FORMAT [-o OUT] [--cost COST] [--icicle]\n"
-	"                         [--by-address] FILE\n"
+	"                         [--by-address] [--pid N|--program NAME] FILE...\n"
 	"       heaptrail diff [-f text|json] [-n N] [--match function|line]\n"
-	"                      [--by-address] [--fail-if EXPR]... [--junit FILE] BASE NEW\n"
+	"                      [--by-address] [--program NAME] [--fail-if EXPR]... [--junit FILE]\n"
+	"                      BASE NEW\n"
 	"       heaptrail check --fail-if EXPR... [--junit FILE] [SUPPRESSIONS] FILE\n"
 	"       heaptrail COMMAND --help | heaptrail --help | --version\n";
 
@@ -98,6 +100,11 @@ static const char help_run[] =
 	"                            \"T.N\" on thread T; several joined by '+') is made and\n"
 	"                            when it is freed, for a debugger (the leak report names\n"
 	"                            one block of each leak as \"e.g. block N\")\n"
+	"    --gdb                   run the program under gdb instead, the agent loaded in\n"
+	"                            it alone: each stop of --break-alloc selects the frame\n"
+	"                            of the program that called the allocator; processes\n"
+	"                            it starts are not stopped. No summary: heaptrail\n"
+	"                            becomes gdb (the trace is written as usual)\n"
 	"    --leak-exitcode N       exit with N when definite or indirect leaks remain in\n"
 	"                            any process that exited (a trace without classes: any\n"
 	"                            leak), printing them on stderr\n"
@@ -122,9 +129,11 @@ static const char help_run[] =
 	"\n";
 
 static const char help_report[] =
-	"heaptrail report [options] FILE\n"
+	"heaptrail report [options] FILE...\n"
 	"  Symbolize a trace and print its summary, top sites, leaks and temporary\n"
-	"  allocations.\n"
+	"  allocations. FILE may be a run (the NAME.run file heaptrail run writes\n"
+	"  beside its traces, or their directory) or several traces: a table of the\n"
+	"  processes, then the top sites of all of them. - reads standard input.\n"
 	"    -f, --format text|json|html  output format (default text); html: one\n"
 	"                            self-contained interactive page (with -o)\n"
 	"    -o, --output FILE       with --format html: the file to write (- for stdout)\n"
@@ -145,10 +154,13 @@ static const char help_report[] =
 	"    --show-reachable        list the still-reachable blocks (else one line)\n"
 	"    --by-address            one site per stack of return addresses (default: the\n"
 	"                            stacks that symbolize alike are one site)\n"
+	"    --pid N                 of a run (FILE...: a run file, a directory, several\n"
+	"                            traces): process N alone (default: all of them)\n"
+	"    --program NAME          of a run: the process of program NAME alone\n"
 	"\n";
 
 static const char help_leaks[] =
-	"heaptrail leaks [options] FILE\n"
+	"heaptrail leaks [options] FILE...\n"
 	"  The leak section alone: leaks by class (definitely, indirectly, possibly lost,\n"
 	"  still reachable), then by stack, largest first, and the on-demand leak checks.\n"
 	"    -f, --format text|json  output format (default text)\n"
@@ -157,6 +169,9 @@ static const char help_leaks[] =
 	"    --growth                growth suspects instead: sites whose live bytes keep\n"
 	"                            growing over the run, steadiest first\n"
 	"    --by-address            one site per stack of return addresses\n"
+	"    --pid N                 of a run (FILE...: a run file, a directory, several\n"
+	"                            traces): process N alone (default: all of them)\n"
+	"    --program NAME          of a run: the process of program NAME alone\n"
 	"\n";
 
 static const char help_supp[] =
@@ -171,7 +186,8 @@ static const char help_diff[] =
 	"heaptrail diff [options] BASE NEW\n"
 	"  Compare two traces: the totals side by side with their change, then the sites\n"
 	"  whose figures changed most (bytes allocated, allocations, bytes at the peak,\n"
-	"  leaked bytes), matched across the traces by their symbolized stacks.\n"
+	"  leaked bytes), matched across the traces by their symbolized stacks. Two\n"
+	"  runs (run files or directories) are compared by program.\n"
 	"    -f, --format text|json|html  output format (default text); html: one\n"
 	"                            self-contained interactive page (needs -o)\n"
 	"    -o, --output FILE       with --format html: the file to write (- for stdout)\n"
@@ -180,6 +196,7 @@ static const char help_diff[] =
 	"    --match function|line   match stacks by their functions (default: survives\n"
 	"                            lines moving between builds) or by function and line\n"
 	"    --by-address            one site per stack of return addresses in each trace\n"
+	"    --program NAME          of runs: compare the process of program NAME of each\n"
 	"    --fail-if EXPR          exit with status 3 when EXPR holds (repeatable; the\n"
 	"                            results on stderr): METRIC>+10% or >+1MiB (the change\n"
 	"                            from BASE), METRIC>64MiB (NEW's figure); see check\n"
@@ -212,6 +229,8 @@ static const char help_convert[] =
 	"                            what a stack weighs (folded, flamegraph)\n"
 	"    --icicle                flamegraph with the root at the top\n"
 	"    --by-address            one site per stack of return addresses\n"
+	"    --pid N                 of a run: the process to convert\n"
+	"    --program NAME          of a run: the process of program NAME\n"
 	"\n";
 
 static const char help_env[] =
@@ -1829,6 +1848,8 @@ static int cmd_run(int argc, char **argv)
 			o.free_stacks = true;
 		} else if (!strcmp(a, "--no-mmap")) {
 			o.no_mmap = true;
+		} else if (!strcmp(a, "--gdb")) {
+			o.gdb = true;
 		} else if (!strcmp(a, "--no-leak-check")) {
 			o.no_leak_check = true;
 		} else if ((v = opt_value(argc, argv, &i, "--sample-rate", &missing)) || missing) {
@@ -1856,6 +1877,9 @@ static int cmd_run(int argc, char **argv)
 				   "with %s", o.summary ? "--summary" : "--sample-rate");
 	if (no_report && o.leak_exitcode < 0)
 		return usage_error("run: --no-leak-report goes with --leak-exitcode%s", "");
+	if (o.gdb && (o.leak_exitcode >= 0 || o.error_exitcode >= 0))
+		return usage_error("run: --gdb hands the program to gdb: %s needs heaptrail run to "
+				   "wait for it", o.leak_exitcode >= 0 ? "--leak-exitcode" : "--error-exitcode");
 	if (i >= argc)
 		return usage_error("run: no program given%s", "");
 	/* refused before the program runs, not found missing after it */

@@ -182,7 +182,8 @@ static int find_agent(char *buf, size_t len)
 
 /* ---- environment of the child -------------------------------------------------- */
 
-/* manifest: the path the agent opens; run_id: manifest_run's value. */
+/* manifest: the path the agent opens (NULL: none); run_id: manifest_run's
+ * value. */
 static int setup_env(const ht_run_opts_t *o, const char *agent, const char *manifest,
 		     const char *run_id)
 {
@@ -205,6 +206,8 @@ static int setup_env(const ht_run_opts_t *o, const char *agent, const char *mani
 	if (out[0] == '/' || !getcwd(cwd, sizeof(cwd)) || strchr(cwd, ','))
 		cwd[0] = '\0';
 	const char *uopt = getenv("HEAPTRAIL_OPTIONS");
+	if (!manifest)
+		manifest = run_id = "";
 	size_t olen = strlen(out) + strlen(cwd) + strlen(manifest) + strlen(run_id) +
 		      (uopt ? strlen(uopt) : 0) +
 		      (o->break_alloc ? strlen(o->break_alloc) : 0) + 180;
@@ -213,9 +216,13 @@ static int setup_env(const ht_run_opts_t *o, const char *agent, const char *mani
 		free(pre);
 		return -ENOMEM;
 	}
-	int n = snprintf(opts, olen, "%s%soutput=%s%s%s,manifest=%s,manifest_run=%s",
-			 uopt ? uopt : "", uopt && *uopt ? "," : "", cwd, cwd[0] ? "/" : "", out,
-			 manifest, run_id);
+	int n = snprintf(opts, olen, "%s%soutput=%s%s%s", uopt ? uopt : "", uopt && *uopt ? "," : "",
+			 cwd, cwd[0] ? "/" : "", out);
+	if (*manifest)
+		n += snprintf(opts + n, olen - (size_t)n, ",manifest=%s,manifest_run=%s", manifest,
+			      run_id);
+	if (o->gdb)
+		n += snprintf(opts + n, olen - (size_t)n, ",break_traced=1");
 	if (o->depth)
 		n += snprintf(opts + n, olen - (size_t)n, ",depth=%u", o->depth);
 	if (o->unwind)
@@ -965,11 +972,89 @@ static int open_manifest(void)
 	return fd;
 }
 
+/* gdb's Python, one line for -ex: at each stop inside the agent (a
+ * --break-alloc trap is raised in libc's raise, a few frames into the
+ * agent), select the first frame past the agent's, the program's call of
+ * the allocator, and show it. */
+static const char gdb_py[] =
+	"python exec(\"def _heaptrail_stop(ev):\\n"
+	"  try:\\n"
+	"    f = gdb.newest_frame()\\n"
+	"    seen = False\\n"
+	"    while f is not None:\\n"
+	"      so = gdb.solib_name(f.pc()) or ''\\n"
+	"      if 'libheaptrail' in so:\\n"
+	"        seen = True\\n"
+	"      elif seen:\\n"
+	"        f.select()\\n"
+	"        gdb.write('heaptrail: selected the program frame that called malloc or free "
+	"(the agent and libc frames are below it):\\\\n')\\n"
+	"        gdb.execute('frame')\\n"
+	"        return\\n"
+	"      f = f.older()\\n"
+	"  except gdb.error:\\n"
+	"    pass\\n"
+	"gdb.events.stop.connect(_heaptrail_stop)\\n\")";
+
+/* --gdb: becomes gdb, which starts the program with the agent preloaded
+ * in it alone (not in gdb, nor in a shell: startup-with-shell off). No
+ * manifest: nothing waits to read it. */
+static int run_gdb(const ht_run_opts_t *o, const char *agent)
+{
+	const char *keep[2] = { "LD_PRELOAD", "HEAPTRAIL_OPTIONS" };
+	char *old[2], *val[2];
+	for (int k = 0; k < 2; k++) {
+		const char *v = getenv(keep[k]);
+		old[k] = v ? strdup(v) : NULL;
+	}
+	if (setup_env(o, agent, NULL, NULL))
+		return 1;
+	for (int k = 0; k < 2; k++) {
+		val[k] = strdup(getenv(keep[k]));
+		if (old[k] ? setenv(keep[k], old[k], 1) : unsetenv(keep[k]))
+			return 1;
+	}
+	size_t argc = 0;
+	while (o->argv[argc])
+		argc++;
+	char **args = calloc(argc + 16, sizeof *args);
+	char *pre = NULL, *opts = NULL;
+	if (!args || !val[0] || !val[1] ||
+	    asprintf(&pre, "set environment LD_PRELOAD=%s", val[0]) < 0 ||
+	    asprintf(&opts, "set environment HEAPTRAIL_OPTIONS=%s", val[1]) < 0) {
+		fprintf(stderr, "heaptrail: out of memory\n");
+		return 1;
+	}
+	size_t n = 0;
+	args[n++] = "gdb";
+	args[n++] = "-q";
+	args[n++] = "-ex";
+	args[n++] = "set startup-with-shell off";
+	args[n++] = "-ex";
+	args[n++] = pre;
+	args[n++] = "-ex";
+	args[n++] = opts;
+	args[n++] = "-ex";
+	args[n++] = (char *)gdb_py;
+	args[n++] = "-ex";
+	args[n++] = "run";
+	args[n++] = "--args";
+	for (size_t i = 0; i < argc; i++)
+		args[n++] = o->argv[i];
+	args[n] = NULL;
+	fflush(NULL);
+	execvp("gdb", args);
+	fprintf(stderr, "heaptrail: --gdb: cannot run gdb: %s\n", strerror(errno));
+	return errno == ENOENT ? 127 : 126;
+}
+
 int ht_run(const ht_run_opts_t *o)
 {
 	char agent[PATH_MAX];
 	if (find_agent(agent, sizeof(agent)))
 		return 1;
+	if (o->gdb)
+		return run_gdb(o, agent);
 
 	int mfd = open_manifest();
 	if (mfd < 0)

@@ -626,6 +626,13 @@ typedef struct analyses {
 	ht_fn_profile_t *fp;
 } analyses_t;
 
+/* The name of an input for messages: standard input (`-`) is read from
+ * /proc/self/fd/N (runset.c). */
+static const char *input_name(const char *path)
+{
+	return strncmp(path, "/proc/self/fd/", 14) ? path : "(standard input)";
+}
+
 /* Loads a trace, printing why when it cannot. Returns 0 or 1. */
 static int load_trace(const char *path, ht_trace_t **tp)
 {
@@ -633,9 +640,9 @@ static int load_trace(const char *path, ht_trace_t **tp)
 	int r = ht_reader_load_file(path, NULL, &t);
 	if (r < 0) {
 		if (t && t->message[0])
-			fprintf(stderr, "heaptrail: %s: %s\n", HT_TEXT(path), HT_TEXT(t->message));
+			fprintf(stderr, "heaptrail: %s: %s\n", HT_TEXT(input_name(path)), HT_TEXT(t->message));
 		else
-			fprintf(stderr, "heaptrail: %s: %s\n", HT_TEXT(path), ht_strerror(r));
+			fprintf(stderr, "heaptrail: %s: %s\n", HT_TEXT(input_name(path)), ht_strerror(r));
 		ht_trace_free(t);
 		return 1;
 	}
@@ -662,10 +669,10 @@ static void trace_warnings(const char *path, const ht_trace_t *t)
 		fprintf(stderr, "heaptrail: warning: %s: the zstd frame at file offset %" PRIu64
 				" fails its checksum: a byte changed after the trace was written; "
 				"figures from decompressed offset %" PRIu64 " on may be wrong\n",
-			HT_TEXT(path), t->checksum_file_offset, t->checksum_body_offset);
+			HT_TEXT(input_name(path)), t->checksum_file_offset, t->checksum_body_offset);
 	if (t->error)
 		fprintf(stderr, "heaptrail: warning: %s: %s; reporting the records complete before it\n",
-			HT_TEXT(path), HT_TEXT(t->message));
+			HT_TEXT(input_name(path)), HT_TEXT(t->message));
 }
 
 /* Loads a trace and builds its model, and what `an` asks for, in one pass
@@ -700,7 +707,7 @@ static int load_analyses(const char *path, size_t tl_buckets, bool by_address,
 		r = ht_pass_run(p);
 	ht_pass_free(p);
 	if (r) {
-		fprintf(stderr, "heaptrail: %s: %s\n", HT_TEXT(path), ht_strerror(r));
+		fprintf(stderr, "heaptrail: %s: %s\n", HT_TEXT(input_name(path)), ht_strerror(r));
 		ht_marks_free(mk);
 		ht_fn_free(fp);
 		ht_model_free(m);

@@ -842,6 +842,19 @@ static char *report_traces(int manifest, pid_t child, int wstatus, const ht_run_
 			i++;
 			continue;
 		}
+		/* the image it exec'd, which found the name taken, gets it
+		 * back when its trace is finished (a trace still being written
+		 * keeps its path) */
+		size_t pl = strlen(ent[i].path);
+		for (size_t j = i + 1; j < n; j++)
+			if (ent[j].pid == ent[i].pid && ent[j].ended &&
+			    !strncmp(ent[j].path, ent[i].path, pl) && !strcmp(ent[j].path + pl, ".1") &&
+			    renameat2(AT_FDCWD, ent[j].path, AT_FDCWD, ent[i].path, RENAME_NOREPLACE) == 0) {
+				free(ent[j].path);
+				ent[j].path = ent[i].path;
+				ent[i].path = NULL;
+				break;
+			}
 		free(ent[i].path);
 		free_entry(&ent[i]);
 		memmove(&ent[i], &ent[i + 1], (n - i - 1) * sizeof *ent);

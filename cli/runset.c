@@ -682,9 +682,10 @@ int ht_runset_report(FILE *out, ht_runset_t *rs, bool json, size_t top, bool by_
 				char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN];
 				fprintf(out, "#%zu  ", i + 1);
 				ht_text_put(out, r->p->program);
-				fprintf(out, " (pid %ld): %s%s in %s allocations, %s at its process's peak\n",
+				fprintf(out, " (pid %ld): %s%s in %s allocation%s, %s at its process's peak\n",
 					r->p->pid, r->sampled ? "~" : "", ht_fmt_size(a, s[i].bytes),
-					ht_fmt_count(b, s[i].allocations), ht_fmt_size(c, s[i].peak));
+					ht_fmt_count(b, s[i].allocations), s[i].allocations == 1 ? "" : "s",
+					ht_fmt_size(c, s[i].peak));
 				fputs(s[i].stack ? s[i].stack : "", out);
 			}
 			if (!shown)

@@ -514,12 +514,13 @@ static int common_option(int argc, char **argv, int *i, const char *cmd, common_
 	if (c->only_args || a[0] != '-' || !a[1]) {
 		/* several traces, or the run files and directories of a run:
 		 * argv outlives the command */
+		static const char **volatile kept; /* until the command ends, whichever way */
 		const char **np = realloc(c->paths, (c->npaths + 1) * sizeof *np);
 		if (!np) {
 			*status = 1;
 			return OPT_EXIT;
 		}
-		c->paths = np;
+		c->paths = kept = np;
 		c->paths[c->npaths++] = a;
 		if (!c->path)
 			c->path = a;
@@ -1589,10 +1590,11 @@ static int cmd_convert(int argc, char **argv)
 		const char *v;
 		bool missing = false;
 		if (only_args || a[0] != '-' || !a[1]) {
+			static const char **volatile kept; /* until the command ends */
 			const char **np = realloc(paths, (npaths + 1) * sizeof *np);
 			if (!np)
 				return 1;
-			paths = np;
+			paths = kept = np;
 			paths[npaths++] = a;
 			path = paths[0];
 		} else if ((v = opt_value(argc, argv, &i, "--pid", &missing)) || missing) {

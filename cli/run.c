@@ -795,7 +795,7 @@ static void write_run(entry_t *ent, size_t n, size_t main_i, const int *ending, 
 	fprintf(stderr, "heaptrail: the run's %zu processes are listed in %s", n, display_path(run, cwd));
 	if (most != SIZE_MAX) {
 		char a[HT_FMT_LEN];
-		fprintf(stderr, "; %s (pid %ld) allocated most: %s",
+		fprintf(stderr, "; most allocated by %s, pid %ld: %s",
 			HT_TEXT(ent[most].program ? ent[most].program : "?"), ent[most].pid,
 			ht_fmt_size(a, ent[most].bytes));
 	}
@@ -930,9 +930,9 @@ static char *report_traces(int manifest, pid_t child, int wstatus, const ht_run_
 			/* a daemon (a child left running) has not ended its
 			 * trace yet: not cut short, and not finished either */
 			int how = ending ? ending[i] : -1;
-			fprintf(stderr, "heaptrail:   %s  (%s, pid %ld%s%s)\n", display_path(ent[i].path, cwd),
-				HT_TEXT(ent[i].program ? ent[i].program : "?"),
-				ent[i].pid, i == main_i ? ", summarized above" : "",
+			fprintf(stderr, "heaptrail:   %s  (pid %ld %s%s%s)\n", display_path(ent[i].path, cwd),
+				ent[i].pid, HT_TEXT(ent[i].program ? ent[i].program : "?"),
+				i == main_i ? ", summarized above" : "",
 				how == -2 ? ", still running: its trace ends when it does"
 				: how == HT_ENDING_CUT_SHORT ? ", cut short: killed?" : "");
 		}

@@ -107,12 +107,12 @@ def t_tree(t):
     t.eq("the leaf's trace name", "heaptrail.run_tree.%d.ht" % roles["leaf"][0],
          rows[roles["leaf"][0]][0])
     err = text(p.err)
-    t.check(re.search(r"run_tree \(pid %d\) allocated most" % roles["leaf"][0], err),
+    t.check(re.search(r"most allocated by run_tree, pid %d:" % roles["leaf"][0], err),
             "the summary does not name the leaf as allocating most:\n%s" % err[-1500:])
     name = os.path.basename(path)
     t.check("heaptrail: the whole run: heaptrail report %s" % name in err,
             "no command for the whole run:\n%s" % err[-1500:])
-    t.check("(run_tree, pid %d)" % roles["worker"][0] in err,
+    t.check("(pid %d run_tree)" % roles["worker"][0] in err,
             "the list of traces does not name the worker's program:\n%s" % err[-1500:])
 
     # the report of the run: the table, in the order the processes started
@@ -207,7 +207,7 @@ def t_gcc(t):
     t.eq("every process exited 0", {"exit 0"}, {r[3] for r in rows.values()})
     data = ht_json(t, ["report", "-f", "json", path])
     most = max(data["processes"], key=lambda pr: pr["bytes_allocated"])
-    t.check(re.search(r"%s \(pid %d\) allocated most" % (re.escape(most["program"]), most["pid"]),
+    t.check(re.search(r"most allocated by %s, pid %d:" % (re.escape(most["program"]), most["pid"]),
                       text(p.err)),
             "the summary's heaviest process is not the report's %s:\n%s" % (most, tail(p.err)))
 

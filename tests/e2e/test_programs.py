@@ -1659,10 +1659,10 @@ def t_output_disk_full(t):
 
 
 def chdir_fork_traces(t, d):
-    """{allocations: [leaked blocks]} of the traces in d."""
+    """{allocations: [leaked blocks]} of the traces in d (the run file aside)."""
     got = {}
     for f in sorted(d.iterdir()):
-        if f.is_file():
+        if f.is_file() and f.suffix != ".run":
             tot = need_report(t, f).data.get("totals", {})
             got.setdefault(tot.get("allocations"), []).append(tot.get("leaked_blocks"))
     return got

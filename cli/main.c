@@ -64,7 +64,8 @@ static const char usage_text[] =
 	"       heaptrail diff [-f text|json] [-n N] [--match function|line]\n"
 	"                      [--by-address] [--program NAME] [--fail-if EXPR]... [--junit FILE]\n"
 	"                      BASE NEW\n"
-	"       heaptrail check --fail-if EXPR... [--junit FILE] [SUPPRESSIONS] FILE\n"
+	"       heaptrail check --fail-if EXPR... [--junit FILE] [SUPPRESSIONS]\n"
+	"                       [--pid N|--program NAME] FILE\n"
 	"       heaptrail COMMAND --help | heaptrail --help | --version\n";
 
 /* The help, one section per command: `heaptrail --help` prints them all,
@@ -217,6 +218,8 @@ static const char help_check[] =
 	"    --fail-if EXPR          a condition (repeatable): peak_heap_bytes>64MiB,\n"
 	"                            definite_bytes>0, site:parse bytes_allocated>1MiB\n"
 	"    --junit FILE            the results as JUnit XML, one testcase per condition\n"
+	"    --pid N                 of a run (a run file or directory): the process to test\n"
+	"    --program NAME          of a run: the process of program NAME\n"
 	"\n";
 
 static const char help_convert[] =
@@ -1240,17 +1243,28 @@ static int cmd_check(int argc, char **argv)
 {
 	ht_gate_t gates[MAX_GATES];
 	size_t ngates = 0;
-	const char *junit = NULL, *path = NULL;
+	const char *junit = NULL, *path = NULL, *program = NULL, *v;
 	supp_opts_t so = { { NULL }, 0, false };
-	bool only_args = false;
+	bool only_args = false, missing = false;
+	long pid = -1;
 	int ret = 0;
 	for (int i = 1; i < argc && !ret; i++) {
 		const char *a = argv[i];
 		int r;
 		if (only_args || a[0] != '-' || !a[1]) {
 			if (path)
-				ret = usage_error("check: more than one trace file ('%s')", a);
+				ret = usage_error("check: more than one trace file ('%s'): a run's process "
+						  "is picked with --pid or --program", a);
 			path = a;
+		} else if ((v = opt_value(argc, argv, &i, "--pid", &missing)) || missing) {
+			unsigned long long n;
+			if (missing || !parse_uint(v, INT32_MAX, &n))
+				ret = usage_error("check: --pid needs a number, not '%s'", missing ? "" : v);
+			pid = (long)n;
+		} else if ((v = opt_value(argc, argv, &i, "--program", &missing)) || missing) {
+			if (missing || !*v)
+				ret = usage_error("check: %s needs a program name", "--program");
+			program = v;
 		} else if (!strcmp(a, "--")) {
 			only_args = true;
 		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -1276,16 +1290,33 @@ static int cmd_check(int argc, char **argv)
 		free_gates(gates, ngates);
 		return ret;
 	}
+	/* one process: the trace, or the one of a run --pid or --program picks */
+	ht_runset_t rs;
+	ht_runset_init(&rs);
+	const char *shown = path;
+	int pk = pick_input("check", &path, 1, pid, program, &rs, &path, &shown);
+	if (pk == INPUT_WHOLE_RUN) {
+		fprintf(stderr, "heaptrail: check: %zu processes: pick the one to test with --pid or "
+				"--program\n", rs.n);
+		pk = 2;
+	}
+	if (pk) {
+		ht_runset_free(&rs);
+		free_gates(gates, ngates);
+		return pk;
+	}
 	ht_supp_list_t supps;
 	ht_trace_t *t = NULL;
 	ht_model_t *m = NULL;
 	if (supp_load(&so, &supps)) {
+		ht_runset_free(&rs);
 		free_gates(gates, ngates);
 		return 1;
 	}
 	ht_symbolizer_t *sym = NULL;
 	if (load_model(path, false, &t, &m, &sym)) {
 		ht_supp_free(&supps);
+		ht_runset_free(&rs);
 		free_gates(gates, ngates);
 		return 1;
 	}
@@ -1297,8 +1328,8 @@ static int cmd_check(int argc, char **argv)
 	} else {
 		ht_gate_side_t side = { m, sym, &lk, !m->sample_rate && !t->have_summary };
 		char suite[1100];
-		snprintf(suite, sizeof suite, "heaptrail check %s", path);
-		printf("heaptrail check: %s\n", HT_TEXT(path));
+		snprintf(suite, sizeof suite, "heaptrail check %s", shown);
+		printf("heaptrail check: %s\n", HT_TEXT(shown));
 		ret = ht_gates_run(gates, ngates, NULL, &side, stdout, suite, junit);
 	}
 	ht_leaks_free(&lk);
@@ -1306,6 +1337,7 @@ static int cmd_check(int argc, char **argv)
 	ht_symbolizer_free(sym);
 	ht_model_free(m);
 	ht_trace_free(t);
+	ht_runset_free(&rs);
 	free_gates(gates, ngates);
 	return ret;
 }

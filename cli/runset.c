@@ -384,10 +384,13 @@ long ht_runset_pick(ht_runset_t *rs, const char *cmd, long pid, const char *prog
 	}
 	if (nfound == 1 || (nfound > 1 && pid >= 0 && !program))
 		return found;
+	char which[64] = "";
+	if (pid >= 0)
+		snprintf(which, sizeof which, "%swith pid %ld", program ? " " : "", pid);
 	if (!nfound)
-		fprintf(stderr, "heaptrail: %s: no process %s%s%s in %s; it holds:\n", cmd,
-			program ? HT_TEXT(program) : "", program && pid >= 0 ? " with " : "",
-			pid >= 0 ? "that pid" : "", rs->source ? HT_TEXT(rs->source) : "the traces given");
+		fprintf(stderr, "heaptrail: %s: no process %s%s in %s; it holds:\n", cmd,
+			program ? HT_TEXT(program) : "", which,
+			rs->source ? HT_TEXT(rs->source) : "the traces given");
 	else
 		fprintf(stderr, "heaptrail: %s: %zu processes of %s; pick one with --pid:\n", cmd,
 			nfound, HT_TEXT(program));

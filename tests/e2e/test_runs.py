@@ -160,6 +160,11 @@ def t_tree(t):
     t.check("pick one with --pid or --program" in text(cv.err), "convert: %s" % tail(cv.err))
     cv1 = ht(t, ["convert", "-f", "folded", "--pid", str(roles["worker"][0]), path])
     t.check("main" in text(cv1.out), "convert --pid: %s" % tail(cv1.out))
+    ck = ht(t, ["check", "--pid", str(roles["worker"][0]), "--fail-if", "bytes_allocated>14000",
+                path], rc=3)
+    t.check("bytes_allocated>14000" in text(ck.out), "check --pid: %s" % tail(ck.out))
+    ht(t, ["check", "--pid", str(roles["worker"][0]), "--fail-if", "bytes_allocated>15000", path])
+    ht(t, ["check", "--fail-if", "bytes_allocated>1", path], rc=2)
     dirj = ht_json(t, ["report", "-f", "json", str(d)])
     t.eq("a directory: its processes", sorted(procs), sorted(pr["pid"] for pr in dirj["processes"]))
     two = [os.path.join(d, rows[root][0]), os.path.join(d, rows[roles["worker"][0]][0])]

@@ -401,7 +401,7 @@ long ht_runset_pick(ht_runset_t *rs, const char *cmd, long pid, const char *prog
 /* ---- the report of the whole set ------------------------------------------------ */
 
 typedef struct row {
-	const ht_proc_t *p;
+	ht_proc_t *p;
 	bool loaded;
 	uint64_t start_ns;
 	uint64_t allocations, bytes, peak, lost, in_use;
@@ -452,7 +452,7 @@ static int load_one(row_t *r, size_t ri, bool json, size_t top, bool by_address,
 	if (t->error)
 		fprintf(stderr, "heaptrail: warning: %s: %s; reporting the records complete before it\n",
 			HT_TEXT(r->p->shown), HT_TEXT(t->message));
-	fill_from((ht_proc_t *)r->p, t);
+	fill_from(r->p, t);
 	ht_symbolizer_t *sym = ht_symbolizer_new();
 	if (sym)
 		ht_trace_add_modules(t, sym);

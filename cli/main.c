@@ -232,7 +232,8 @@ static const char help_convert[] =
 	"                            what a stack weighs (folded, flamegraph)\n"
 	"    --icicle                flamegraph with the root at the top\n"
 	"    --by-address            one site per stack of return addresses\n"
-	"    --pid N                 of a run: the process to convert\n"
+	"    --pid N                 of a run: the process to convert (folded takes every\n"
+	"                            process, each stack under a root frame naming it)\n"
 	"    --program NAME          of a run: the process of program NAME\n"
 	"\n";
 
@@ -1607,6 +1608,68 @@ static int convert_write(FILE *out, const char *path, const ht_trace_t *t,
 static int convert_one(const ht_exporter_t *fmt, ht_export_opts_t *eop, const char *path,
 		       const char *shown, const char *out_path, bool by_address);
 
+/* The folded stacks of every process of a run, each stack under a root
+ * frame naming its program and pid ("cc1 (pid 4250);main;..."), so that a
+ * flame graph of the run shows which program a stack came from. */
+static int convert_folded_run(const ht_exporter_t *fmt, const ht_export_opts_t *eo,
+			      ht_runset_t *rs, const char *out_path, bool by_address)
+{
+	FILE *out = stdout;
+	int oerr = 0;
+	if (out_path && !(out = ht_open_output(out_path, true, 0666, NULL, &oerr))) {
+		fprintf(stderr, "heaptrail: convert: cannot write %s: %s\n", HT_TEXT(out_path),
+			ht_strerror(oerr));
+		return 1;
+	}
+	ht_comp_t comp = out_path ? ht_comp_for_path(out_path) : HT_COMP_NONE;
+	if (comp && !(out = ht_comp_open(out, comp, &oerr))) {
+		fprintf(stderr, "heaptrail: convert: cannot compress %s: %s\n", HT_TEXT(out_path),
+			ht_strerror(oerr));
+		return 1;
+	}
+	int r = 0;
+	for (size_t k = 0; k < rs->n && !r; k++) {
+		ht_trace_t *t = NULL;
+		if (load_trace(rs->p[k].path, &t)) {
+			r = 1;
+			break;
+		}
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *mf = open_memstream(&buf, &len);
+		ht_export_opts_t o = *eo;
+		o.trace_path = rs->p[k].shown;
+		r = mf ? convert_write(mf, rs->p[k].path, t, fmt, &o, by_address) : -ENOMEM;
+		if (mf)
+			fclose(mf);
+		const char *exe = t->exe_path && *t->exe_path ? t->exe_path : t->argc ? t->argv[0] : "?";
+		char root[320];
+		snprintf(root, sizeof root, "%s (pid %" PRIu64 ");", ht_base_name(exe), t->pid);
+		for (char *c = root; c[1]; c++) /* one frame: no separator inside */
+			if (*c == ';' || *c == '\n')
+				*c = '_';
+		for (char *line = buf; !r && line && *line;) {
+			char *nl = strchr(line, '\n');
+			fputs(root, out);
+			fwrite(line, 1, nl ? (size_t)(nl - line + 1) : strlen(line), out);
+			line = nl ? nl + 1 : NULL;
+		}
+		free(buf);
+		ht_trace_free(t);
+	}
+	if (fflush(out) && !r)
+		r = -errno;
+	if (out != stdout && fclose(out) && !r)
+		r = -errno;
+	if (r > 0)
+		return 1;
+	if (r) {
+		fprintf(stderr, "heaptrail: writing folded: %s\n", ht_strerror(r));
+		return 1;
+	}
+	return 0;
+}
+
 static int cmd_convert(int argc, char **argv)
 {
 	const ht_exporter_t *fmt = NULL;
@@ -1692,10 +1755,15 @@ static int cmd_convert(int argc, char **argv)
 	const char *shown = path;
 	int pk = pick_input("convert", paths, npaths, pid, program, &rs, &path, &shown);
 	free(paths);
+	if (pk == INPUT_WHOLE_RUN && !strcmp(fmt->name, "folded")) {
+		int fr = convert_folded_run(fmt, &eo, &rs, out_path, by_address);
+		ht_runset_free(&rs);
+		return fr;
+	}
 	if (pk == INPUT_WHOLE_RUN) {
-		fprintf(stderr, "heaptrail: convert: %zu processes: each converts on its own; pick "
-				"one with --pid or --program:\n",
-			rs.n);
+		fprintf(stderr, "heaptrail: convert: %zu processes: %s converts one (folded takes "
+				"them all); pick one with --pid or --program:\n",
+			rs.n, fmt->name);
 		ht_runset_fill(&rs);
 		for (size_t k = 0; k < rs.n; k++)
 			fprintf(stderr, "heaptrail:   %-16s pid %-8ld %s\n",

@@ -156,8 +156,13 @@ def t_tree(t):
             "--program of 4 processes: %s" % tail(amb.err))
     nop = ht(t, ["report", "--pid", "1", path], rc=1)
     t.check(re.search(r"no process .*it holds:", text(nop.err)), "--pid 1: %s" % tail(nop.err))
-    cv = ht(t, ["convert", "-f", "folded", path], rc=2)
+    cv = ht(t, ["convert", "-f", "pprof", "-o", str(d / "x.pb.gz"), path], rc=2)
     t.check("pick one with --pid or --program" in text(cv.err), "convert: %s" % tail(cv.err))
+    fold = text(ht(t, ["convert", "-f", "folded", path]).out).splitlines()
+    roots = {int(m.group(1)) for m in (re.match(r"run_tree \(pid (\d+)\);\S", l) for l in fold) if m}
+    t.eq("folded of the run: a root frame per process", sorted(want), sorted(roots))
+    t.eq("folded lines without a process root", [],
+         [l for l in fold if not re.match(r"run_tree \(pid \d+\);", l)][:3])
     cv1 = ht(t, ["convert", "-f", "folded", "--pid", str(roles["worker"][0]), path])
     t.check("main" in text(cv1.out), "convert --pid: %s" % tail(cv1.out))
     ck = ht(t, ["check", "--pid", str(roles["worker"][0]), "--fail-if", "bytes_allocated>14000",

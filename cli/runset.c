@@ -421,6 +421,8 @@ typedef struct srow {
 static int cmp_row(const void *a, const void *b)
 {
 	const row_t *x = a, *y = b;
+	if (x->loaded != y->loaded) /* an unreadable trace has no start: last */
+		return x->loaded ? -1 : 1;
 	if (x->start_ns != y->start_ns)
 		return x->start_ns < y->start_ns ? -1 : 1;
 	return x->p < y->p ? -1 : x->p > y->p;
@@ -710,7 +712,7 @@ int ht_runset_report(FILE *out, ht_runset_t *rs, bool json, size_t top, bool by_
 	free(rows);
 	if (failed)
 		fprintf(stderr, "heaptrail: %u of %zu traces could not be read (above)\n", failed, rs->n);
-	return ferror(out) ? 1 : failed == rs->n ? 1 : 0;
+	return ferror(out) || failed ? 1 : 0;
 }
 
 /* ---- the run file ------------------------------------------------------------- */

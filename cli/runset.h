@@ -57,7 +57,8 @@ long ht_runset_pick(ht_runset_t *rs, const char *cmd, long pid, const char *prog
  * parent, allocated, peak, lost, ended), then the top sites of all of
  * them together, each naming its program and pid; top 0: 10. run_arg:
  * what to type to name the set again, for the hint of how to see one
- * process. Returns 0, or 1 after printing why. */
+ * process. Returns 0, or 1 when a trace could not be read (its row says
+ * so, the others are all printed) or the output failed. */
 int ht_runset_report(FILE *out, ht_runset_t *rs, bool json, size_t top, bool by_address,
 		     ht_supp_list_t *supps, const char *run_arg, bool leaks_only,
 		     bool show_reachable);

@@ -176,6 +176,15 @@ def t_tree(t):
     twoj = ht_json(t, ["report", "-f", "json"] + two)
     t.eq("two traces: their processes", sorted([root, roles["worker"][0]]),
          sorted(pr["pid"] for pr in twoj["processes"]))
+    # a trace of the run gone: the others are still reported, and the status says so
+    broken = os.path.join(d, "broken.run")
+    with open(path) as f, open(broken, "w") as g:
+        g.write(f.read() + "gone.ht\t99999\t%d\trun_tree\texit 0\n" % root)
+    br = ht(t, ["report", broken], rc=1)
+    t.check(re.search(r"^  run_tree\s+99999\s.*unreadable$", text(br.out), re.M)
+            and "4 processes" not in text(br.out) and "5 processes" in text(br.out),
+            "a run with a missing trace:\n%s" % tail(br.out, 1500))
+    os.unlink(broken)
     lk = text(ht(t, ["leaks", path]).out)
     t.check("== run_tree, pid %d:" % roles["leaf"][0] in lk and "definitely lost" in lk,
             "leaks of the run: no section of the leaf:\n%s" % lk[-2000:])

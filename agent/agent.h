@@ -71,6 +71,7 @@ extern unsigned ht_opt_summary_sites; /* rows of the summary's site table */
 /* break=LIST (agent/breakalloc.c): SIGTRAP at chosen allocations and their
  * frees. The hooks test ht_break_on; the calls count and compare. */
 extern bool ht_break_on;
+extern bool ht_break_traced_only; /* break_traced=1: trap only under a debugger */
 bool ht_break_parse(const char *v, size_t len);
 extern uint64_t ht_opt_sample_rate; /* mean bytes between samples; 0 = exact */
 extern uint64_t ht_opt_sample_seed; /* seeds the threads' generators if set */

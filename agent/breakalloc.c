@@ -81,9 +81,36 @@ static size_t append_hex(char *d, size_t len, size_t cap, uint64_t v)
 	return len;
 }
 
-/* "heaptrail: allocation N (0x...) made: SIGTRAP" on stderr, then the trap. */
+bool ht_break_traced_only;
+
+/* A debugger is attached to this process (TracerPid in /proc/self/status). */
+static bool traced(void)
+{
+	char st[4096];
+	if (ht_read_file("/proc/self/status", st, sizeof st) <= 0)
+		return true; /* cannot tell: trap as asked */
+	for (const char *l = st; *l;) {
+		if (!ht_strncmp(l, "TracerPid:", 10)) {
+			const char *v = l + 10;
+			while (*v == ' ' || *v == '\t')
+				v++;
+			return *v && *v != '0';
+		}
+		while (*l && *l != '\n')
+			l++;
+		if (*l)
+			l++;
+	}
+	return true;
+}
+
+/* "heaptrail: allocation N (0x...) made: SIGTRAP" on stderr, then the trap;
+ * with break_traced=1 (heaptrail run --gdb) only under a debugger: the
+ * children of the program gdb debugs run on without one, and a trap there
+ * would end them. */
 static void trap(unsigned i, uintptr_t p, const char *what)
 {
+	bool stop = !ht_break_traced_only || traced();
 	char line[160];
 	size_t n = ht_append_str(line, 0, sizeof line, "heaptrail: allocation ");
 	if (targets[i].thread != 1) {
@@ -95,10 +122,12 @@ static void trap(unsigned i, uintptr_t p, const char *what)
 	n = append_hex(line, n, sizeof line, p);
 	n = ht_append_str(line, n, sizeof line, ") ");
 	n = ht_append_str(line, n, sizeof line, what);
-	n = ht_append_str(line, n, sizeof line, ": SIGTRAP\n");
+	n = ht_append_str(line, n, sizeof line,
+			  stop ? ": SIGTRAP\n" : " (no debugger attached to this process: not stopped)\n");
 	ssize_t w = write(2, line, n);
 	(void)w;
-	raise(SIGTRAP);
+	if (stop)
+		raise(SIGTRAP);
 }
 
 void ht_break_alloc(ht_thread_t *t, void *p)

@@ -195,6 +195,10 @@ static bool set_option(const char *k, size_t klen, const char *v, size_t vlen)
 	} else if (key_is(k, klen, "break")) {
 		if (!ht_break_parse(v, vlen))
 			return false;
+	} else if (key_is(k, klen, "break_traced")) {
+		if (vlen != 1 || (v[0] != '0' && v[0] != '1'))
+			return false;
+		ht_break_traced_only = v[0] == '1';
 	} else if (key_is(k, klen, "sample_rate")) {
 		if (!parse_uint(v, vlen, &u))
 			return false;

@@ -788,6 +788,8 @@ static void append_manifest(const char *path, const char *tail, bool essential)
 	errno = e;
 }
 
+static void note_field(const char *key, const char *value);
+
 static void put_string(uint8_t *rec, size_t *n, size_t cap, const char *s, size_t len)
 {
 	if (*n + HT_VARINT_MAX + len > cap)
@@ -917,6 +919,14 @@ int ht_writer_open(bool forked)
 	write_process_record(forked);
 	ht_strlcpy(out_path, path, sizeof out_path);
 	append_manifest(path, NULL, true);
+	/* who this process is, for heaptrail run's list of the run's
+	 * processes (the trace's PROCESS record says it too, but run would
+	 * have to read every trace back) */
+	char who[4096 + 32];
+	size_t k = ht_append_u64(who, 0, sizeof who, (uint64_t)getppid());
+	k = ht_append_str(who, k, sizeof who, forked ? " forked " : " started ");
+	program_name(who + k, sizeof who - k);
+	note_field("proc", who);
 	return 0;
 }
 
@@ -1003,6 +1013,11 @@ void ht_writer_finish(unsigned how, unsigned status)
 			k = ht_append_u64(tail, k, sizeof tail, fig[i]);
 		}
 	}
+	/* how it ended (HT_END_*) and the status or signal */
+	k = ht_append_str(tail, k, sizeof tail, "\thow\t");
+	k = ht_append_u64(tail, k, sizeof tail, how);
+	k = ht_append_str(tail, k, sizeof tail, "\t");
+	k = ht_append_u64(tail, k, sizeof tail, status);
 	append_manifest(out_path, tail, false);
 }
 

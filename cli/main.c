@@ -39,6 +39,7 @@
 #include "cli/gate.h"
 #include "cli/opts.h"
 #include "cli/compress.h"
+#include "cli/runset.h"
 #include "analysis/pass.h"
 #include "analysis/progress.h"
 #include "analysis/resources.h"
@@ -49,20 +50,23 @@ static const char usage_text[] =
 	"                     [--sample-rate BYTES [--sample-seed N]]\n"
 	"                     [--break-alloc LIST] [--leak-exitcode N [--no-leak-report]]\n"
 	"                     [--no-leak-check] [--error-exitcode N] [--free-stacks] [--no-mmap]\n"
+	"                     [--gdb]\n"
 	"                     [SUPPRESSIONS] [--] PROGRAM [ARGS...]\n"
 	"       heaptrail report [-f text|json] [-n N] [--show-reachable] [--by-address]\n"
 	"                        [SUPPRESSIONS] [--functions [--memory]\n"
-	"                        [--time-unit ns|us|ms|s]] FILE\n"
+	"                        [--time-unit ns|us|ms|s]] [--pid N|--program NAME] FILE...\n"
 	"       heaptrail leaks [-f text|json] [-n N] [--show-reachable] [--growth]\n"
-	"                       [--by-address] [SUPPRESSIONS] FILE\n"
+	"                       [--by-address] [SUPPRESSIONS] [--pid N|--program NAME] FILE...\n"
 	"       SUPPRESSIONS: [--suppressions FILE]... [--no-default-suppressions]\n"
 	"       heaptrail report --by-tag FILE\n"
 	"       heaptrail report --tag NAME [--depth N] [--min-count N] [--top N] FILE\n"
 	"       heaptrail convert -f FORMAT [-o OUT] [--cost COST] [--icicle]\n"
-	"                         [--by-address] FILE\n"
+	"                         [--by-address] [--pid N|--program NAME] FILE...\n"
 	"       heaptrail diff [-f text|json] [-n N] [--match function|line]\n"
-	"                      [--by-address] [--fail-if EXPR]... [--junit FILE] BASE NEW\n"
-	"       heaptrail check --fail-if EXPR... [--junit FILE] [SUPPRESSIONS] FILE\n"
+	"                      [--by-address] [--program NAME] [--fail-if EXPR]... [--junit FILE]\n"
+	"                      BASE NEW\n"
+	"       heaptrail check --fail-if EXPR... [--junit FILE] [SUPPRESSIONS]\n"
+	"                       [--pid N|--program NAME] FILE\n"
 	"       heaptrail COMMAND --help | heaptrail --help | --version\n";
 
 /* The help, one section per command: `heaptrail --help` prints them all,
@@ -98,6 +102,11 @@ static const char help_run[] =
 	"                            \"T.N\" on thread T; several joined by '+') is made and\n"
 	"                            when it is freed, for a debugger (the leak report names\n"
 	"                            one block of each leak as \"e.g. block N\")\n"
+	"    --gdb                   run the program under gdb instead, the agent loaded in\n"
+	"                            it alone: each stop of --break-alloc selects the frame\n"
+	"                            of the program that called the allocator; processes\n"
+	"                            it starts are not stopped. No summary: heaptrail\n"
+	"                            becomes gdb (the trace is written as usual)\n"
 	"    --leak-exitcode N       exit with N when definite or indirect leaks remain in\n"
 	"                            any process that exited (a trace without classes: any\n"
 	"                            leak), printing them on stderr\n"
@@ -123,9 +132,11 @@ static const char help_run[] =
 	"\n";
 
 static const char help_report[] =
-	"heaptrail report [options] FILE\n"
+	"heaptrail report [options] FILE...\n"
 	"  Symbolize a trace and print its summary, top sites, leaks and temporary\n"
-	"  allocations.\n"
+	"  allocations. FILE may be a run (the NAME.run file heaptrail run writes\n"
+	"  beside its traces, or their directory) or several traces: a table of the\n"
+	"  processes, then the top sites of all of them. - reads standard input.\n"
 	"    -f, --format text|json|html  output format (default text); html: one\n"
 	"                            self-contained interactive page (with -o)\n"
 	"    -o, --output FILE       with --format html: the file to write (- for stdout)\n"
@@ -146,10 +157,13 @@ static const char help_report[] =
 	"    --show-reachable        list the still-reachable blocks (else one line)\n"
 	"    --by-address            one site per stack of return addresses (default: the\n"
 	"                            stacks that symbolize alike are one site)\n"
+	"    --pid N                 of a run (FILE...: a run file, a directory, several\n"
+	"                            traces): process N alone (default: all of them)\n"
+	"    --program NAME          of a run: the process of program NAME alone\n"
 	"\n";
 
 static const char help_leaks[] =
-	"heaptrail leaks [options] FILE\n"
+	"heaptrail leaks [options] FILE...\n"
 	"  The leak section alone: leaks by class (definitely, indirectly, possibly lost,\n"
 	"  still reachable), then by stack, largest first, and the on-demand leak checks.\n"
 	"    -f, --format text|json  output format (default text)\n"
@@ -158,6 +172,9 @@ static const char help_leaks[] =
 	"    --growth                growth suspects instead: sites whose live bytes keep\n"
 	"                            growing over the run, steadiest first\n"
 	"    --by-address            one site per stack of return addresses\n"
+	"    --pid N                 of a run (FILE...: a run file, a directory, several\n"
+	"                            traces): process N alone (default: all of them)\n"
+	"    --program NAME          of a run: the process of program NAME alone\n"
 	"\n";
 
 static const char help_supp[] =
@@ -172,7 +189,8 @@ static const char help_diff[] =
 	"heaptrail diff [options] BASE NEW\n"
 	"  Compare two traces: the totals side by side with their change, then the sites\n"
 	"  whose figures changed most (bytes allocated, allocations, bytes at the peak,\n"
-	"  leaked bytes), matched across the traces by their symbolized stacks.\n"
+	"  leaked bytes), matched across the traces by their symbolized stacks. Two\n"
+	"  runs (run files or directories) are compared by program.\n"
 	"    -f, --format text|json|html  output format (default text); html: one\n"
 	"                            self-contained interactive page (needs -o)\n"
 	"    -o, --output FILE       with --format html: the file to write (- for stdout)\n"
@@ -181,6 +199,7 @@ static const char help_diff[] =
 	"    --match function|line   match stacks by their functions (default: survives\n"
 	"                            lines moving between builds) or by function and line\n"
 	"    --by-address            one site per stack of return addresses in each trace\n"
+	"    --program NAME          of runs: compare the process of program NAME of each\n"
 	"    --fail-if EXPR          exit with status 3 when EXPR holds (repeatable; the\n"
 	"                            results on stderr): METRIC>+10% or >+1MiB (the change\n"
 	"                            from BASE), METRIC>64MiB (NEW's figure); see check\n"
@@ -201,6 +220,8 @@ static const char help_check[] =
 	"    --fail-if EXPR          a condition (repeatable): peak_heap_bytes>64MiB,\n"
 	"                            definite_bytes>0, site:parse bytes_allocated>1MiB\n"
 	"    --junit FILE            the results as JUnit XML, one testcase per condition\n"
+	"    --pid N                 of a run (a run file or directory): the process to test\n"
+	"    --program NAME          of a run: the process of program NAME\n"
 	"\n";
 
 static const char help_convert[] =
@@ -213,6 +234,9 @@ static const char help_convert[] =
 	"                            what a stack weighs (folded, flamegraph)\n"
 	"    --icicle                flamegraph with the root at the top\n"
 	"    --by-address            one site per stack of return addresses\n"
+	"    --pid N                 of a run: the process to convert (folded takes every\n"
+	"                            process, each stack under a root frame naming it)\n"
+	"    --program NAME          of a run: the process of program NAME\n"
 	"\n";
 
 static const char help_env[] =
@@ -470,7 +494,11 @@ static bool valid_break_list(const char *s)
 /* Options report and leaks share: the trace path, --format, --top,
  * --show-reachable, the suppression options, --, --help. */
 typedef struct common_opts {
-	const char *path;
+	const char *path; /* the first of paths */
+	const char **paths; /* the trace, run file, directory or - arguments */
+	size_t npaths;
+	long pid; /* --pid, or -1 */
+	const char *program; /* --program, or NULL */
 	bool json, show_reachable, only_args;
 	bool by_address; /* a site per stack of return addresses, not per frames */
 	size_t top; /* 0: the writer's default; SIZE_MAX (--top 0): all */
@@ -490,17 +518,40 @@ static int common_option(int argc, char **argv, int *i, const char *cmd, common_
 	char what[64];
 	int sr;
 	if (c->only_args || a[0] != '-' || !a[1]) {
-		if (c->path) {
-			snprintf(what, sizeof what, "%s: more than one trace file ('%%s')", cmd);
-			*status = usage_error(what, a);
+		/* several traces, or the run files and directories of a run:
+		 * argv outlives the command */
+		static const char **volatile kept; /* until the command ends, whichever way */
+		const char **np = realloc(c->paths, (c->npaths + 1) * sizeof *np);
+		if (!np) {
+			*status = 1;
 			return OPT_EXIT;
 		}
-		c->path = a;
+		c->paths = kept = np;
+		c->paths[c->npaths++] = a;
+		if (!c->path)
+			c->path = a;
 	} else if ((sr = supp_option(argc, argv, i, cmd, &c->so))) {
 		if (sr == 2) {
 			*status = 2;
 			return OPT_EXIT;
 		}
+	} else if ((v = opt_value(argc, argv, i, "--pid", &missing)) || missing) {
+		unsigned long long n;
+		if (missing || !parse_uint(v, INT32_MAX, &n)) {
+			snprintf(what, sizeof what, missing ? "%s: %%s needs a value"
+							    : "%s: --pid needs a number, not '%%s'",
+				 cmd);
+			*status = usage_error(what, missing ? "--pid" : v);
+			return OPT_EXIT;
+		}
+		c->pid = (long)n;
+	} else if ((v = opt_value(argc, argv, i, "--program", &missing)) || missing) {
+		if (missing || !*v) {
+			snprintf(what, sizeof what, "%s: %%s needs a program name", cmd);
+			*status = usage_error(what, "--program");
+			return OPT_EXIT;
+		}
+		c->program = v;
 	} else if (!strcmp(a, "--show-reachable")) {
 		c->show_reachable = true;
 	} else if (!strcmp(a, "--by-address")) {
@@ -536,6 +587,45 @@ static int common_option(int argc, char **argv, int *i, const char *cmd, common_
 	return OPT_TAKEN;
 }
 
+/* The traces named by paths (runset.h: a run file, a directory, several
+ * traces, - for standard input) into rs. Returns 0 with *path (to open)
+ * and *shown (to print) the one process to report: the only one, or the
+ * one --pid or --program picked; 3 when there are several and none was
+ * picked (the whole run's view); 1 after printing why. */
+#define INPUT_WHOLE_RUN 3
+static int pick_input(const char *cmd, const char *const *paths, size_t npaths, long pid,
+		      const char *program, ht_runset_t *rs, const char **path, const char **shown)
+{
+	for (size_t i = 0; i < npaths; i++)
+		if (ht_runset_add(rs, cmd, paths[i]))
+			return 1;
+	if (rs->n == 1 && pid < 0 && !program) {
+		*path = rs->p[0].path;
+		*shown = rs->p[0].shown;
+		return 0;
+	}
+	if (pid < 0 && !program)
+		return INPUT_WHOLE_RUN;
+	long k = ht_runset_pick(rs, cmd, pid, program);
+	if (k < 0)
+		return 1;
+	*path = rs->p[k].path;
+	*shown = rs->p[k].shown;
+	return 0;
+}
+
+/* The arguments that named a run, joined by spaces, for the hint of how
+ * to report one of its processes (a static buffer). */
+static const char *run_args(const char *const *paths, size_t npaths)
+{
+	static char buf[4096];
+	size_t n = 0;
+	buf[0] = 0;
+	for (size_t i = 0; i < npaths && n + 2 < sizeof buf; i++)
+		n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", i ? " " : "", paths[i]);
+	return buf;
+}
+
 /* What one pass over a trace builds beside the model. */
 typedef struct analyses {
 	bool marks, functions, blocks; /* asked for */
@@ -544,6 +634,13 @@ typedef struct analyses {
 	ht_blocks_t *blk; /* over the timeline's buckets (the HTML report's) */
 } analyses_t;
 
+/* The name of an input for messages: standard input (`-`) is read from
+ * /proc/self/fd/N (runset.c). */
+static const char *input_name(const char *path)
+{
+	return strncmp(path, "/proc/self/fd/", 14) ? path : "(standard input)";
+}
+
 /* Loads a trace, printing why when it cannot. Returns 0 or 1. */
 static int load_trace(const char *path, ht_trace_t **tp)
 {
@@ -551,9 +648,9 @@ static int load_trace(const char *path, ht_trace_t **tp)
 	int r = ht_reader_load_file(path, NULL, &t);
 	if (r < 0) {
 		if (t && t->message[0])
-			fprintf(stderr, "heaptrail: %s: %s\n", HT_TEXT(path), HT_TEXT(t->message));
+			fprintf(stderr, "heaptrail: %s: %s\n", HT_TEXT(input_name(path)), HT_TEXT(t->message));
 		else
-			fprintf(stderr, "heaptrail: %s: %s\n", HT_TEXT(path), ht_strerror(r));
+			fprintf(stderr, "heaptrail: %s: %s\n", HT_TEXT(input_name(path)), ht_strerror(r));
 		ht_trace_free(t);
 		return 1;
 	}
@@ -580,10 +677,10 @@ static void trace_warnings(const char *path, const ht_trace_t *t)
 		fprintf(stderr, "heaptrail: warning: %s: the zstd frame at file offset %" PRIu64
 				" fails its checksum: a byte changed after the trace was written; "
 				"figures from decompressed offset %" PRIu64 " on may be wrong\n",
-			HT_TEXT(path), t->checksum_file_offset, t->checksum_body_offset);
+			HT_TEXT(input_name(path)), t->checksum_file_offset, t->checksum_body_offset);
 	if (t->error)
 		fprintf(stderr, "heaptrail: warning: %s: %s; reporting the records complete before it\n",
-			HT_TEXT(path), HT_TEXT(t->message));
+			HT_TEXT(input_name(path)), HT_TEXT(t->message));
 }
 
 /* Loads a trace and builds its model, and what `an` asks for, in one pass
@@ -620,7 +717,7 @@ static int load_analyses(const char *path, size_t tl_buckets, bool by_address,
 		r = ht_pass_run(p);
 	ht_pass_free(p);
 	if (r) {
-		fprintf(stderr, "heaptrail: %s: %s\n", HT_TEXT(path), ht_strerror(r));
+		fprintf(stderr, "heaptrail: %s: %s\n", HT_TEXT(input_name(path)), ht_strerror(r));
 		ht_blocks_free(blk);
 		ht_marks_free(mk);
 		ht_fn_free(fp);
@@ -670,6 +767,11 @@ static void report_wants(const ht_trace_t *t, analyses_t *an, void *ctx)
 	an->marks = v->tags || (!v->functions && t->nmark_events);
 }
 
+static int cmd_report_one(const char *path, const char *shown, bool json, bool show_reachable,
+			  supp_opts_t *sop, ht_report_opts_t *rop, bool functions,
+			  ht_fn_report_opts_t *fop, bool by_tag, ht_tag_report_opts_t *top_, bool html,
+			  const char *out_path, bool by_address);
+
 static int cmd_report(int argc, char **argv)
 {
 	bool functions = false;
@@ -679,7 +781,7 @@ static int cmd_report(int argc, char **argv)
 	bool by_tag = false;
 	ht_tag_report_opts_t to = { NULL, NULL, 0, 1, 0 };
 	bool depth_given = false, min_given = false;
-	common_opts_t co = { NULL, false, false, false, false, 0, { { NULL }, 0, false } };
+	common_opts_t co = { .pid = -1 };
 	bool html = false;
 	const char *out_path = NULL;
 	for (int i = 1; i < argc; i++) {
@@ -760,18 +862,62 @@ static int cmd_report(int argc, char **argv)
 				   " \"tags\" member)", by_tag ? "--by-tag" : "--tag");
 	if (by_tag && to.name)
 		return usage_error("report: --by-tag and --tag %s: one view at a time", to.name);
-	if (html && co.json)
+	if (html && json)
 		html = false; /* the last --format given wins, as for text and json */
 	if (out_path && !html)
 		return usage_error("report: %s goes with --format html", "--output");
 	if (html && (functions || by_tag || to.name))
 		return usage_error("report: %s is not in the HTML report",
 				   functions ? "--functions" : by_tag ? "--by-tag" : "--tag");
-	ro.trace_path = path;
-	fo.trace_path = path;
-	to.trace_path = path;
 	to.top = ro.top;
 	fo.top = ro.top; /* 0: the default 10, SIZE_MAX (--top 0): all */
+	/* a run: its processes together, or the one picked */
+	ht_runset_t rs;
+	ht_runset_init(&rs);
+	const char *shown = path;
+	int pk = pick_input("report", co.paths, co.npaths, co.pid, co.program, &rs, &path, &shown);
+	if (pk == INPUT_WHOLE_RUN) {
+		int wr;
+		ht_supp_list_t rsupps;
+		if (functions || by_tag || to.name || html)
+			wr = usage_error("report: %s shows one process: pick it with --pid or --program",
+					 functions ? "--functions" : by_tag ? "--by-tag" : to.name ? "--tag"
+					 : "--format html");
+		else if (supp_load(&so, &rsupps))
+			wr = 1;
+		else {
+			wr = ht_runset_report(stdout, &rs, json, co.top == SIZE_MAX ? (size_t)1 << 30 : co.top,
+					      co.by_address, &rsupps, run_args(co.paths, co.npaths),
+					      false, show_reachable);
+			ht_supp_free(&rsupps);
+		}
+		ht_runset_free(&rs);
+		free(co.paths);
+		return wr;
+	}
+	free(co.paths);
+	if (pk) {
+		ht_runset_free(&rs);
+		return 1;
+	}
+	int ret = cmd_report_one(path, shown, json, show_reachable, &so, &ro, functions, &fo,
+				 by_tag, &to, html, out_path, co.by_address);
+	ht_runset_free(&rs);
+	return ret;
+}
+
+static int cmd_report_one(const char *path, const char *shown, bool json, bool show_reachable,
+			  supp_opts_t *sop, ht_report_opts_t *rop, bool functions,
+			  ht_fn_report_opts_t *fop, bool by_tag, ht_tag_report_opts_t *top_, bool html,
+			  const char *out_path, bool by_address)
+{
+	supp_opts_t so = *sop;
+	ht_report_opts_t ro = *rop;
+	ht_fn_report_opts_t fo = *fop;
+	ht_tag_report_opts_t to = *top_;
+	ro.trace_path = shown;
+	fo.trace_path = shown;
+	to.trace_path = shown;
 
 	ht_trace_t *t = NULL;
 	ht_model_t *m = NULL;
@@ -781,7 +927,7 @@ static int cmd_report(int argc, char **argv)
 	report_views_t rv = { functions, by_tag || to.name, html };
 	analyses_t an = { false, false, false, NULL, NULL, NULL };
 	ht_symbolizer_t *sym = NULL;
-	if (load_analyses(path, html ? HT_HTML_TL_BUCKETS : ht_report_timeline_buckets(json), co.by_address,
+	if (load_analyses(path, html ? HT_HTML_TL_BUCKETS : ht_report_timeline_buckets(json), by_address,
 			  report_wants, &rv, &t, &m, &sym, &an))
 		return 1;
 	FILE *hout = stdout;
@@ -801,7 +947,7 @@ static int cmd_report(int argc, char **argv)
 	if ((by_tag || to.name || functions) && t->have_summary) {
 		fprintf(stderr, "heaptrail: %s is a summary trace (heaptrail run --summary): it keeps "
 				"totals per site, not the events that %s needs\n",
-			HT_TEXT(path), functions ? "--functions" : by_tag ? "--by-tag" : "--tag");
+			HT_TEXT(shown), functions ? "--functions" : by_tag ? "--by-tag" : "--tag");
 		ht_marks_free(an.mk);
 		ht_blocks_free(an.blk);
 		ht_fn_free(an.fp);
@@ -855,14 +1001,14 @@ static int cmd_report(int argc, char **argv)
 		r = -errno;
 	/* on stderr too, as for --functions below */
 	if (!r && (by_tag || no_tag) && mk->tag_events == 0)
-		fprintf(stderr, "heaptrail: %s: %s\n", HT_TEXT(path), ht_marks_no_tags_msg);
+		fprintf(stderr, "heaptrail: %s: %s\n", HT_TEXT(shown), ht_marks_no_tags_msg);
 	else if (no_tag)
-		fprintf(stderr, "heaptrail: %s: no allocations carry the tag '%s'\n", HT_TEXT(path),
+		fprintf(stderr, "heaptrail: %s: no allocations carry the tag '%s'\n", HT_TEXT(shown),
 			HT_TEXT(to.name));
 	/* the message on stderr too: a script reading stdout for numbers
 	 * should not have to parse the report to learn it got none */
 	if (functions && !r && fp->nthreads == 0)
-		fprintf(stderr, "heaptrail: %s: %s\n", HT_TEXT(path), ht_fn_no_events_msg);
+		fprintf(stderr, "heaptrail: %s: %s\n", HT_TEXT(shown), ht_fn_no_events_msg);
 	ht_fn_free(fp);
 	ht_marks_free(mk);
 	ht_blocks_free(an.blk);
@@ -879,11 +1025,14 @@ static int cmd_report(int argc, char **argv)
 	return 0;
 }
 
+static int leaks_one(const char *path, const char *shown, bool json, bool show_reachable,
+		     size_t top, bool growth, bool by_address, ht_supp_list_t *supps);
+
 /* `heaptrail leaks`: the leak section alone, or the growth suspects. */
 static int cmd_leaks(int argc, char **argv)
 {
 	bool growth = false;
-	common_opts_t co = { NULL, false, false, false, false, 0, { { NULL }, 0, false } };
+	common_opts_t co = { .pid = -1 };
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		int st, c = common_option(argc, argv, &i, "leaks", &co, &st);
@@ -906,26 +1055,48 @@ static int cmd_leaks(int argc, char **argv)
 	ht_supp_list_t supps;
 	if (supp_load(&so, &supps))
 		return 1;
+	/* a run: the table of its processes and the leaks of each that lost
+	 * memory, or the one picked */
+	ht_runset_t rs;
+	ht_runset_init(&rs);
+	const char *shown = path;
+	int pk = pick_input("leaks", co.paths, co.npaths, co.pid, co.program, &rs, &path, &shown);
+	if (pk == INPUT_WHOLE_RUN && growth)
+		pk = usage_error("leaks: %s shows one process: pick it with --pid or --program",
+				 "--growth");
+	else if (pk == INPUT_WHOLE_RUN)
+		pk = ht_runset_report(stdout, &rs, json, top == SIZE_MAX ? (size_t)1 << 30 : top,
+				      co.by_address, &supps, run_args(co.paths, co.npaths), true,
+				      show_reachable);
+	else if (!pk)
+		pk = leaks_one(path, shown, json, show_reachable, top, growth, co.by_address, &supps);
+	ht_runset_free(&rs);
+	free(co.paths);
+	ht_supp_free(&supps);
+	return pk;
+}
+
+static int leaks_one(const char *path, const char *shown, bool json, bool show_reachable,
+		     size_t top, bool growth, bool by_address, ht_supp_list_t *supps)
+{
 	ht_trace_t *t = NULL;
 	ht_model_t *m = NULL;
 	ht_symbolizer_t *sym = NULL;
-	if (load_model(path, co.by_address, &t, &m, &sym)) {
-		ht_supp_free(&supps);
+	if (load_model(path, by_address, &t, &m, &sym)) {
 		return 1;
 	}
 	if (growth && t->have_summary) {
 		/* growth is live bytes over time: "no growth" would be a guess */
 		fprintf(stderr, "heaptrail: %s is a summary trace (heaptrail run --summary): it keeps "
 				"totals per site, not the events that --growth needs\n",
-			HT_TEXT(path));
-		ht_supp_free(&supps);
+			HT_TEXT(shown));
 		ht_symbolizer_free(sym);
 		ht_model_free(m);
 		ht_trace_free(t);
 		return 1;
 	}
 	ht_leaks_t lk;
-	int r = ht_leaks_build(m, sym, &supps, &lk);
+	int r = ht_leaks_build(m, sym, supps, &lk);
 	if (!r && growth) {
 		ht_growth_t *g = NULL;
 		long ng = ht_growth_rank(m, &g);
@@ -934,7 +1105,7 @@ static int cmd_leaks(int argc, char **argv)
 		if (ng < 0) {
 			r = (int)ng;
 		} else {
-			ht_emit_printf(&e, "heaptrail growth suspects: %s\n", HT_TEXT(path));
+			ht_emit_printf(&e, "heaptrail growth suspects: %s\n", HT_TEXT(shown));
 			ht_emit_obj_begin(&e, NULL);
 			ht_emit_u64(&e, "heaptrail_leaks", 1);
 			ht_emit_nl(&e, 1);
@@ -976,7 +1147,7 @@ static int cmd_leaks(int argc, char **argv)
 		ht_emit_obj_end(&e);
 		fputc('\n', stdout);
 	} else if (!r) {
-		printf("heaptrail leaks: %s\n", HT_TEXT(path));
+		printf("heaptrail leaks: %s\n", HT_TEXT(shown));
 		r = ht_report_badfrees_text(stdout, m, sym);
 		if (!r)
 			r = ht_report_leaks_text(stdout, m, sym, &lk, top, show_reachable);
@@ -991,7 +1162,6 @@ static int cmd_leaks(int argc, char **argv)
 	if (fflush(stdout) && !r)
 		r = -errno;
 	ht_leaks_free(&lk); /* safe after a failed build too */
-	ht_supp_free(&supps);
 	ht_symbolizer_free(sym);
 	ht_model_free(m);
 	ht_trace_free(t);
@@ -1088,17 +1258,28 @@ static int cmd_check(int argc, char **argv)
 {
 	ht_gate_t gates[MAX_GATES];
 	size_t ngates = 0;
-	const char *junit = NULL, *path = NULL;
+	const char *junit = NULL, *path = NULL, *program = NULL, *v;
 	supp_opts_t so = { { NULL }, 0, false };
-	bool only_args = false;
+	bool only_args = false, missing = false;
+	long pid = -1;
 	int ret = 0;
 	for (int i = 1; i < argc && !ret; i++) {
 		const char *a = argv[i];
 		int r;
 		if (only_args || a[0] != '-' || !a[1]) {
 			if (path)
-				ret = usage_error("check: more than one trace file ('%s')", a);
+				ret = usage_error("check: more than one trace file ('%s'): a run's process "
+						  "is picked with --pid or --program", a);
 			path = a;
+		} else if ((v = opt_value(argc, argv, &i, "--pid", &missing)) || missing) {
+			unsigned long long n;
+			if (missing || !parse_uint(v, INT32_MAX, &n))
+				ret = usage_error("check: --pid needs a number, not '%s'", missing ? "" : v);
+			pid = (long)n;
+		} else if ((v = opt_value(argc, argv, &i, "--program", &missing)) || missing) {
+			if (missing || !*v)
+				ret = usage_error("check: %s needs a program name", "--program");
+			program = v;
 		} else if (!strcmp(a, "--")) {
 			only_args = true;
 		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -1124,16 +1305,33 @@ static int cmd_check(int argc, char **argv)
 		free_gates(gates, ngates);
 		return ret;
 	}
+	/* one process: the trace, or the one of a run --pid or --program picks */
+	ht_runset_t rs;
+	ht_runset_init(&rs);
+	const char *shown = path;
+	int pk = pick_input("check", &path, 1, pid, program, &rs, &path, &shown);
+	if (pk == INPUT_WHOLE_RUN) {
+		fprintf(stderr, "heaptrail: check: %zu processes: pick the one to test with --pid or "
+				"--program\n", rs.n);
+		pk = 2;
+	}
+	if (pk) {
+		ht_runset_free(&rs);
+		free_gates(gates, ngates);
+		return pk;
+	}
 	ht_supp_list_t supps;
 	ht_trace_t *t = NULL;
 	ht_model_t *m = NULL;
 	if (supp_load(&so, &supps)) {
+		ht_runset_free(&rs);
 		free_gates(gates, ngates);
 		return 1;
 	}
 	ht_symbolizer_t *sym = NULL;
 	if (load_model(path, false, &t, &m, &sym)) {
 		ht_supp_free(&supps);
+		ht_runset_free(&rs);
 		free_gates(gates, ngates);
 		return 1;
 	}
@@ -1145,8 +1343,8 @@ static int cmd_check(int argc, char **argv)
 	} else {
 		ht_gate_side_t side = { m, sym, &lk, !m->sample_rate && !t->have_summary };
 		char suite[1100];
-		snprintf(suite, sizeof suite, "heaptrail check %s", path);
-		printf("heaptrail check: %s\n", HT_TEXT(path));
+		snprintf(suite, sizeof suite, "heaptrail check %s", shown);
+		printf("heaptrail check: %s\n", HT_TEXT(shown));
 		ret = ht_gates_run(gates, ngates, NULL, &side, stdout, suite, junit);
 	}
 	ht_leaks_free(&lk);
@@ -1154,15 +1352,21 @@ static int cmd_check(int argc, char **argv)
 	ht_symbolizer_free(sym);
 	ht_model_free(m);
 	ht_trace_free(t);
+	ht_runset_free(&rs);
 	free_gates(gates, ngates);
 	return ret;
 }
 
 /* `heaptrail diff BASE NEW`: the two traces replayed as `report` replays
  * them, their sites matched by stack (analysis/diff.h). */
+static int diff_one(const char *paths[2], const char *shown[2], ht_diff_match_t match,
+		    bool by_address, bool html, bool json, const char *out_path, size_t top,
+		    ht_gate_t *gates, size_t ngates, const char *junit);
+
 static int cmd_diff(int argc, char **argv)
 {
 	const char *paths[2] = { NULL, NULL };
+	const char *program = NULL;
 	size_t npaths = 0, top = 0;
 	bool json = false, html = false, only_args = false, by_address = false;
 	const char *out_path = NULL;
@@ -1184,6 +1388,10 @@ static int cmd_diff(int argc, char **argv)
 			only_args = true;
 		} else if (!strcmp(a, "--by-address")) {
 			by_address = true;
+		} else if ((v = opt_value(argc, argv, &i, "--program", &missing)) || missing) {
+			if (missing || !*v)
+				return usage_error("diff: %s needs a program name", "--program");
+			program = v;
 		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			print_help("diff");
 			return 0;
@@ -1236,6 +1444,45 @@ static int cmd_diff(int argc, char **argv)
 		return usage_error("diff: %s goes with --format html", "--output");
 	}
 
+	/* runs: the process of --program on each side, or the table of
+	 * their programs side by side */
+	ht_runset_t rs[2];
+	const char *shown[2] = { paths[0], paths[1] };
+	int pk = 0;
+	ht_runset_init(&rs[0]);
+	ht_runset_init(&rs[1]);
+	for (int k = 0; k < 2 && !pk; k++) {
+		pk = pick_input("diff", &paths[k], 1, -1, program, &rs[k], &paths[k], &shown[k]);
+		if (pk == INPUT_WHOLE_RUN && (ngates || html)) {
+			pk = usage_error("diff: %s compares one process of each run: pick it with "
+					 "--program", ngates ? "--fail-if" : "--format html");
+		} else if (pk == INPUT_WHOLE_RUN && k == 0) {
+			pk = 0;
+			paths[0] = NULL;
+		}
+	}
+	if (!pk && !paths[0]) /* BASE is a run of several: so is the comparison */
+		pk = INPUT_WHOLE_RUN;
+	if (pk == INPUT_WHOLE_RUN)
+		pk = ht_runset_diff(stdout, &rs[0], &rs[1], json, by_address);
+	if (pk || !paths[0]) {
+		ht_runset_free(&rs[0]);
+		ht_runset_free(&rs[1]);
+		free_gates(gates, ngates);
+		return pk;
+	}
+	int dr = diff_one(paths, shown, match, by_address, html, json, out_path, top, gates, ngates,
+			  junit);
+	ht_runset_free(&rs[0]);
+	ht_runset_free(&rs[1]);
+	return dr;
+}
+
+static int diff_one(const char *paths[2], const char *shown[2], ht_diff_match_t match,
+		    bool by_address, bool html, bool json, const char *out_path, size_t top,
+		    ht_gate_t *gates, size_t ngates, const char *junit)
+{
+	int r = 0;
 	ht_diff_t d;
 	memset(&d, 0, sizeof(d));
 	d.match = match;
@@ -1246,7 +1493,7 @@ static int cmd_diff(int argc, char **argv)
 		ret = load_model(paths[k], by_address, &t[k], &m[k], &d.side[k].sym);
 	for (int k = 0; k < 2 && !ret; k++) {
 		ht_diff_side_t *sd = &d.side[k];
-		sd->path = paths[k];
+		sd->path = shown[k];
 		sd->m = m[k];
 		sd->temporary_known = !m[k]->sample_rate && !t[k]->have_summary;
 	}
@@ -1372,11 +1619,79 @@ static int convert_write(FILE *out, const char *path, const ht_trace_t *t,
 	return r;
 }
 
+static int convert_one(const ht_exporter_t *fmt, ht_export_opts_t *eop, const char *path,
+		       const char *shown, const char *out_path, bool by_address);
+
+/* The folded stacks of every process of a run, each stack under a root
+ * frame naming its program and pid ("cc1 (pid 4250);main;..."), so that a
+ * flame graph of the run shows which program a stack came from. */
+static int convert_folded_run(const ht_exporter_t *fmt, const ht_export_opts_t *eo,
+			      ht_runset_t *rs, const char *out_path, bool by_address)
+{
+	FILE *out = stdout;
+	int oerr = 0;
+	if (out_path && !(out = ht_open_output(out_path, true, 0666, NULL, &oerr))) {
+		fprintf(stderr, "heaptrail: convert: cannot write %s: %s\n", HT_TEXT(out_path),
+			ht_strerror(oerr));
+		return 1;
+	}
+	ht_comp_t comp = out_path ? ht_comp_for_path(out_path) : HT_COMP_NONE;
+	if (comp && !(out = ht_comp_open(out, comp, &oerr))) {
+		fprintf(stderr, "heaptrail: convert: cannot compress %s: %s\n", HT_TEXT(out_path),
+			ht_strerror(oerr));
+		return 1;
+	}
+	int r = 0;
+	for (size_t k = 0; k < rs->n && !r; k++) {
+		ht_trace_t *t = NULL;
+		if (load_trace(rs->p[k].path, &t)) {
+			r = 1;
+			break;
+		}
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *mf = open_memstream(&buf, &len);
+		ht_export_opts_t o = *eo;
+		o.trace_path = rs->p[k].shown;
+		r = mf ? convert_write(mf, rs->p[k].path, t, fmt, &o, by_address) : -ENOMEM;
+		if (mf)
+			fclose(mf);
+		const char *exe = t->exe_path && *t->exe_path ? t->exe_path : t->argc ? t->argv[0] : "?";
+		char root[320];
+		snprintf(root, sizeof root, "%s (pid %" PRIu64 ");", ht_base_name(exe), t->pid);
+		for (char *c = root; c[1]; c++) /* one frame: no separator inside */
+			if (*c == ';' || *c == '\n')
+				*c = '_';
+		for (char *line = buf; !r && line && *line;) {
+			char *nl = strchr(line, '\n');
+			fputs(root, out);
+			fwrite(line, 1, nl ? (size_t)(nl - line + 1) : strlen(line), out);
+			line = nl ? nl + 1 : NULL;
+		}
+		free(buf);
+		ht_trace_free(t);
+	}
+	if (fflush(out) && !r)
+		r = -errno;
+	if (out != stdout && fclose(out) && !r)
+		r = -errno;
+	if (r > 0)
+		return 1;
+	if (r) {
+		fprintf(stderr, "heaptrail: writing folded: %s\n", ht_strerror(r));
+		return 1;
+	}
+	return 0;
+}
+
 static int cmd_convert(int argc, char **argv)
 {
 	const ht_exporter_t *fmt = NULL;
 	ht_export_opts_t eo = { NULL, HT_COST_BYTES, false };
-	const char *path = NULL, *out_path = NULL;
+	const char *path = NULL, *out_path = NULL, *program = NULL;
+	const char **paths = NULL;
+	size_t npaths = 0;
+	long pid = -1;
 	bool only_args = false, cost_given = false, by_address = false;
 
 	for (int i = 1; i < argc; i++) {
@@ -1384,9 +1699,23 @@ static int cmd_convert(int argc, char **argv)
 		const char *v;
 		bool missing = false;
 		if (only_args || a[0] != '-' || !a[1]) {
-			if (path)
-				return usage_error("convert: more than one trace file ('%s')", a);
-			path = a;
+			static const char **volatile kept; /* until the command ends */
+			const char **np = realloc(paths, (npaths + 1) * sizeof *np);
+			if (!np)
+				return 1;
+			paths = kept = np;
+			paths[npaths++] = a;
+			path = paths[0];
+		} else if ((v = opt_value(argc, argv, &i, "--pid", &missing)) || missing) {
+			unsigned long long n;
+			if (missing || !parse_uint(v, INT32_MAX, &n))
+				return usage_error("convert: --pid needs a number, not '%s'",
+						   missing ? "" : v);
+			pid = (long)n;
+		} else if ((v = opt_value(argc, argv, &i, "--program", &missing)) || missing) {
+			if (missing || !*v)
+				return usage_error("convert: %s needs a program name", "--program");
+			program = v;
 		} else if (!strcmp(a, "--")) {
 			only_args = true;
 		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -1434,7 +1763,41 @@ static int cmd_convert(int argc, char **argv)
 				   fmt->name);
 	if (eo.icicle && strcmp(fmt->name, "flamegraph"))
 		return usage_error("convert: --icicle goes with flamegraph, not %s", fmt->name);
-	eo.trace_path = path;
+	/* one process of a run: the one picked, or the only one */
+	ht_runset_t rs;
+	ht_runset_init(&rs);
+	const char *shown = path;
+	int pk = pick_input("convert", paths, npaths, pid, program, &rs, &path, &shown);
+	free(paths);
+	if (pk == INPUT_WHOLE_RUN && !strcmp(fmt->name, "folded")) {
+		int fr = convert_folded_run(fmt, &eo, &rs, out_path, by_address);
+		ht_runset_free(&rs);
+		return fr;
+	}
+	if (pk == INPUT_WHOLE_RUN) {
+		fprintf(stderr, "heaptrail: convert: %zu processes: %s converts one (folded takes "
+				"them all); pick one with --pid or --program:\n",
+			rs.n, fmt->name);
+		ht_runset_fill(&rs);
+		for (size_t k = 0; k < rs.n; k++)
+			fprintf(stderr, "heaptrail:   %-16s pid %-8ld %s\n",
+				HT_TEXT(rs.p[k].program ? rs.p[k].program : "?"), rs.p[k].pid,
+				HT_TEXT(rs.p[k].shown));
+	}
+	if (pk) {
+		ht_runset_free(&rs);
+		return pk == INPUT_WHOLE_RUN ? 2 : 1;
+	}
+	int cr = convert_one(fmt, &eo, path, shown, out_path, by_address);
+	ht_runset_free(&rs);
+	return cr;
+}
+
+static int convert_one(const ht_exporter_t *fmt, ht_export_opts_t *eop, const char *path,
+		       const char *shown, const char *out_path, bool by_address)
+{
+	ht_export_opts_t eo = *eop;
+	eo.trace_path = shown;
 
 	ht_trace_t *t = NULL;
 	struct stat in_st, out_st;
@@ -1451,7 +1814,7 @@ static int cmd_convert(int argc, char **argv)
 		fprintf(stderr,
 			"heaptrail: %s is a summary trace (heaptrail run --summary): it holds totals per "
 			"site, not the events that %s shows; convert it to pprof, folded or flamegraph\n",
-			HT_TEXT(path), fmt->name);
+			HT_TEXT(shown), fmt->name);
 		ht_trace_free(t);
 		return 1;
 	}
@@ -1460,7 +1823,7 @@ static int cmd_convert(int argc, char **argv)
 		fprintf(stderr,
 			"heaptrail: %s is a %s: it does not tell temporary allocations, which "
 			"--cost temporary needs\n",
-			HT_TEXT(path), t->have_summary ? "summary trace (heaptrail run --summary)"
+			HT_TEXT(shown), t->have_summary ? "summary trace (heaptrail run --summary)"
 					      : "sampled trace (heaptrail run --sample-rate)");
 		ht_trace_free(t);
 		return 1;
@@ -1608,6 +1971,8 @@ static int cmd_run(int argc, char **argv)
 			o.free_stacks = true;
 		} else if (!strcmp(a, "--no-mmap")) {
 			o.no_mmap = true;
+		} else if (!strcmp(a, "--gdb")) {
+			o.gdb = true;
 		} else if (!strcmp(a, "--no-leak-check")) {
 			o.no_leak_check = true;
 		} else if ((v = opt_value(argc, argv, &i, "--sample-rate", &missing)) || missing) {
@@ -1635,6 +2000,9 @@ static int cmd_run(int argc, char **argv)
 				   "with %s", o.summary ? "--summary" : "--sample-rate");
 	if (no_report && o.leak_exitcode < 0)
 		return usage_error("run: --no-leak-report goes with --leak-exitcode%s", "");
+	if (o.gdb && (o.leak_exitcode >= 0 || o.error_exitcode >= 0))
+		return usage_error("run: --gdb hands the program to gdb: %s needs heaptrail run to "
+				   "wait for it", o.leak_exitcode >= 0 ? "--leak-exitcode" : "--error-exitcode");
 	if (i >= argc)
 		return usage_error("run: no program given%s", "");
 	/* refused before the program runs, not found missing after it */

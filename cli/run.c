@@ -39,6 +39,7 @@
 #include "analysis/symbolize.h"
 #include "trace_format.h"
 #include "analysis/util.h"
+#include "cli/runset.h"
 
 /* Signals sent to `heaptrail run` that go on to the program, and its pid
  * while it runs (0 otherwise). */
@@ -181,7 +182,8 @@ static int find_agent(char *buf, size_t len)
 
 /* ---- environment of the child -------------------------------------------------- */
 
-/* manifest: the path the agent opens; run_id: manifest_run's value. */
+/* manifest: the path the agent opens (NULL: none); run_id: manifest_run's
+ * value. */
 static int setup_env(const ht_run_opts_t *o, const char *agent, const char *manifest,
 		     const char *run_id)
 {
@@ -204,6 +206,8 @@ static int setup_env(const ht_run_opts_t *o, const char *agent, const char *mani
 	if (out[0] == '/' || !getcwd(cwd, sizeof(cwd)) || strchr(cwd, ','))
 		cwd[0] = '\0';
 	const char *uopt = getenv("HEAPTRAIL_OPTIONS");
+	if (!manifest)
+		manifest = run_id = "";
 	size_t olen = strlen(out) + strlen(cwd) + strlen(manifest) + strlen(run_id) +
 		      (uopt ? strlen(uopt) : 0) +
 		      (o->break_alloc ? strlen(o->break_alloc) : 0) + 180;
@@ -212,9 +216,13 @@ static int setup_env(const ht_run_opts_t *o, const char *agent, const char *mani
 		free(pre);
 		return -ENOMEM;
 	}
-	int n = snprintf(opts, olen, "%s%soutput=%s%s%s,manifest=%s,manifest_run=%s",
-			 uopt ? uopt : "", uopt && *uopt ? "," : "", cwd, cwd[0] ? "/" : "", out,
-			 manifest, run_id);
+	int n = snprintf(opts, olen, "%s%soutput=%s%s%s", uopt ? uopt : "", uopt && *uopt ? "," : "",
+			 cwd, cwd[0] ? "/" : "", out);
+	if (*manifest)
+		n += snprintf(opts + n, olen - (size_t)n, ",manifest=%s,manifest_run=%s", manifest,
+			      run_id);
+	if (o->gdb)
+		n += snprintf(opts + n, olen - (size_t)n, ",break_traced=1");
 	if (o->depth)
 		n += snprintf(opts + n, olen - (size_t)n, ",depth=%u", o->depth);
 	if (o->unwind)
@@ -271,6 +279,13 @@ typedef struct entry {
 	char *bypass;
 	unsigned long long x_allocs, x_frees, x_bytes, peak, leaked_bytes, leaked_blocks,
 		temporary;
+	/* the "proc" line: parent, fork child or not, program (NULL unknown) */
+	long ppid;
+	bool forked;
+	char *program;
+	/* the end line's "how": HT_END_* and the status, how -1 unknown */
+	int how;
+	unsigned status;
 } entry_t;
 
 /* Read the manifest: a "pid<TAB>path" line when a trace is opened, and a
@@ -356,6 +371,19 @@ static size_t read_manifest(int fd, entry_t **out)
 			}
 			continue;
 		}
+		char *pr = strstr(tab + 1, "\tproc\t");
+		if (pr) {
+			*pr = '\0';
+			entry_t *e = last_entry(*out, n, tab + 1);
+			char kind[16];
+			int at = 0;
+			if (e && sscanf(pr + 6, "%ld %15s %n", &e->ppid, kind, &at) == 2 && at) {
+				e->forked = !strcmp(kind, "forked");
+				free(e->program);
+				e->program = strdup(pr + 6 + at);
+			}
+			continue;
+		}
 		char *end = strstr(tab + 1, "\tend\t");
 		if (end) {
 			*end = '\0';
@@ -369,6 +397,9 @@ static size_t read_manifest(int fd, entry_t **out)
 					   sscanf(x + 7, "%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu",
 						  &e->x_allocs, &e->x_frees, &e->x_bytes, &e->peak,
 						  &e->leaked_bytes, &e->leaked_blocks, &e->temporary) == 7;
+				const char *h = strstr(end + 5, "\thow\t");
+				if (!h || sscanf(h + 5, "%d\t%u", &e->how, &e->status) != 2)
+					e->how = -1;
 			}
 			continue;
 		}
@@ -377,7 +408,8 @@ static size_t read_manifest(int fd, entry_t **out)
 		char *p = strdup(tab + 1);
 		if (!p)
 			continue;
-		(*out)[n++] = (entry_t){ .pid = strtol(line, NULL, 10), .path = p };
+		(*out)[n++] = (entry_t){ .pid = strtol(line, NULL, 10), .path = p, .ppid = -1,
+					 .how = -1 };
 	}
 	free(line);
 	fclose(f);
@@ -663,11 +695,119 @@ static bool say_unlisted(void)
 	return true;
 }
 
+/* A fork child's image that exec'd another before it allocated anything:
+ * its trace holds the process and its modules, nothing of its own. Read
+ * back before it is removed, so that only what is known empty goes. */
+static bool empty_exec_image(const entry_t *ent, size_t n, size_t i)
+{
+	const entry_t *e = &ent[i];
+	if (!e->forked || !e->exec_target || e->ended)
+		return false;
+	bool replaced = false;
+	for (size_t j = i + 1; j < n && !replaced; j++)
+		replaced = ent[j].pid == e->pid;
+	struct stat st;
+	if (!replaced || stat(e->path, &st) || !S_ISREG(st.st_mode) || st.st_size > (1 << 20))
+		return false;
+	ht_trace_t *t = NULL;
+	bool empty = ht_reader_load_file(e->path, NULL, &t) >= 0 && !t->error &&
+		     t->ending == HT_ENDING_EXEC && !t->nevents && !t->nfn_events &&
+		     !t->nmark_events && !t->npool_events && !t->nsnapshot_events &&
+		     !t->next_events && !t->nsummary_rows;
+	ht_trace_free(t);
+	return empty;
+}
+
+static void free_entry(entry_t *e)
+{
+	free(e->exec_target);
+	free(e->own_malloc);
+	free(e->bypass);
+	free(e->program);
+}
+
+/* How a process of the run ended, for the run file: file_how is
+ * ending[] of report_traces; wstatus the main process's wait status, or
+ * -1 for the others. */
+static void entry_ended(const entry_t *e, int file_how, int wstatus, char *buf, size_t len)
+{
+	const char *abbr;
+	int sig = -1;
+	if (e->ended && e->how == HT_END_EXIT) {
+		snprintf(buf, len, "exit %u", e->status & 0xff);
+	} else if (e->ended && e->how == HT_END_UNDERSCORE_EXIT) {
+		snprintf(buf, len, "_exit %u", e->status & 0xff);
+	} else if (e->ended && e->how == HT_END_SIGNAL) {
+		sig = (int)e->status;
+	} else if (e->ended && e->how == HT_END_DETACH) {
+		snprintf(buf, len, "detached");
+	} else if (e->exec_target && !e->ended) {
+		snprintf(buf, len, "exec %s", ht_base_name(e->exec_target));
+	} else if (wstatus >= 0 && WIFSIGNALED(wstatus)) {
+		sig = WTERMSIG(wstatus);
+	} else if (wstatus >= 0 && WIFEXITED(wstatus)) {
+		snprintf(buf, len, "exit %d", WEXITSTATUS(wstatus));
+	} else if (file_how == -2) {
+		snprintf(buf, len, "running");
+	} else if (file_how == HT_ENDING_CUT_SHORT) {
+		snprintf(buf, len, "cut short");
+	} else if (file_how == HT_ENDING_EXIT || file_how == HT_ENDING_UNDERSCORE_EXIT) {
+		snprintf(buf, len, "exit ?");
+	} else if (file_how == HT_ENDING_SIGNAL) {
+		snprintf(buf, len, "signal ?");
+	} else {
+		snprintf(buf, len, "?");
+	}
+	if (sig >= 0) {
+		abbr = sigabbrev_np(sig);
+		snprintf(buf, len, "signal %d%s%s%s", sig, abbr ? " (SIG" : "", abbr ? abbr : "",
+			 abbr ? ")" : "");
+	}
+	for (char *c = buf; *c; c++)
+		if (*c == '\t' || *c == '\n')
+			*c = ' ';
+}
+
+/* Several traces: the run file beside the main one, and which process
+ * allocated most (the agent's count from the end line; a process still
+ * running or killed has none). */
+static void write_run(entry_t *ent, size_t n, size_t main_i, const int *ending, int wstatus,
+		      const ht_run_opts_t *o, const char *cwd)
+{
+	ht_proc_t *p = calloc(n, sizeof *p);
+	if (!p)
+		return;
+	size_t most = SIZE_MAX;
+	for (size_t i = 0; i < n; i++) {
+		p[i].path = ent[i].path;
+		p[i].pid = ent[i].pid;
+		p[i].ppid = ent[i].ppid;
+		p[i].program = ent[i].program;
+		entry_ended(&ent[i], ending ? ending[i] : -1, i == main_i ? wstatus : -1, p[i].ended,
+			    sizeof p[i].ended);
+		if (ent[i].ended && (most == SIZE_MAX || ent[i].bytes > ent[most].bytes))
+			most = i;
+	}
+	char *run = ht_runfile_write(ent[main_i].path, o->argv, p, n);
+	free(p);
+	if (!run)
+		return;
+	fprintf(stderr, "heaptrail: the run's %zu processes are listed in %s", n, display_path(run, cwd));
+	if (most != SIZE_MAX) {
+		char a[HT_FMT_LEN];
+		fprintf(stderr, "; most allocated by %s, pid %ld: %s",
+			HT_TEXT(ent[most].program ? ent[most].program : "?"), ent[most].pid,
+			ht_fmt_size(a, ent[most].bytes));
+	}
+	fprintf(stderr, "\nheaptrail: the whole run: heaptrail report %s\n", display_path(run, cwd));
+	free(run);
+}
+
 /* Prints the summary and the traces' paths. Returns the main trace's path
  * (the caller frees it), or NULL when no trace was written. */
 /* *others: the other traces that ended by exit or _exit (not at an exec,
  * not killed, not still running), for the leak gate; the caller frees. */
-static char *report_traces(int manifest, pid_t child, const ht_run_opts_t *o,
+static char *report_traces(int manifest, pid_t child, int wstatus, const ht_run_opts_t *o,
 			   char ***others, size_t *nothers)
 {
 	const char *output = o->output;
@@ -696,6 +836,32 @@ static char *report_traces(int manifest, pid_t child, const ht_run_opts_t *o,
 	for (size_t i = 0; i < n; i++)
 		if (ent[i].pid == (long)child)
 			main_i = i;
+	/* fork-then-exec images that allocated nothing leave no trace */
+	for (size_t i = 0; i < n;) {
+		if (i == main_i || !empty_exec_image(ent, n, i) || unlink(ent[i].path)) {
+			i++;
+			continue;
+		}
+		/* the image it exec'd, which found the name taken, gets it
+		 * back when its trace is finished (a trace still being written
+		 * keeps its path) */
+		size_t pl = strlen(ent[i].path);
+		for (size_t j = i + 1; j < n; j++)
+			if (ent[j].pid == ent[i].pid && ent[j].ended &&
+			    !strncmp(ent[j].path, ent[i].path, pl) && !strcmp(ent[j].path + pl, ".1") &&
+			    renameat2(AT_FDCWD, ent[j].path, AT_FDCWD, ent[i].path, RENAME_NOREPLACE) == 0) {
+				free(ent[j].path);
+				ent[j].path = ent[i].path;
+				ent[i].path = NULL;
+				break;
+			}
+		free(ent[i].path);
+		free_entry(&ent[i]);
+		memmove(&ent[i], &ent[i + 1], (n - i - 1) * sizeof *ent);
+		n--;
+		if (main_i > i)
+			main_i--;
+	}
 	print_summary(&ent[main_i], display_path(ent[main_i].path, cwd), supps);
 	if (ent[main_i].own_malloc)
 		fprintf(stderr, "heaptrail: note: %s defines its own malloc: the program's "
@@ -764,14 +930,17 @@ static char *report_traces(int manifest, pid_t child, const ht_run_opts_t *o,
 			/* a daemon (a child left running) has not ended its
 			 * trace yet: not cut short, and not finished either */
 			int how = ending ? ending[i] : -1;
-			fprintf(stderr, "heaptrail:   %s  (pid %ld%s%s)\n", display_path(ent[i].path, cwd),
-				ent[i].pid, i == main_i ? ", summarized above" : "",
+			fprintf(stderr, "heaptrail:   %s  (pid %ld %s%s%s)\n", display_path(ent[i].path, cwd),
+				ent[i].pid, HT_TEXT(ent[i].program ? ent[i].program : "?"),
+				i == main_i ? ", summarized above" : "",
 				how == -2 ? ", still running: its trace ends when it does"
 				: how == HT_ENDING_CUT_SHORT ? ", cut short: killed?" : "");
 		}
 	}
 	if (!device && !empty)
 		fprintf(stderr, "heaptrail: heaptrail report %s\n", display_path(ent[main_i].path, cwd));
+	if (!device && !empty && n > 1)
+		write_run(ent, n, main_i, ending, wstatus, o, cwd);
 	char *main_path = device || empty ? NULL : ent[main_i].path;
 	*others = calloc(n, sizeof **others);
 	for (size_t i = 0; i < n; i++) {
@@ -783,9 +952,7 @@ static char *report_traces(int manifest, pid_t child, const ht_run_opts_t *o,
 			(*others)[(*nothers)++] = ent[i].path;
 		else if (ent[i].path != main_path)
 			free(ent[i].path);
-		free(ent[i].exec_target);
-		free(ent[i].own_malloc);
-		free(ent[i].bypass);
+		free_entry(&ent[i]);
 	}
 	free(ent);
 	free(ending);
@@ -818,11 +985,89 @@ static int open_manifest(void)
 	return fd;
 }
 
+/* gdb's Python, one line for -ex: at each stop inside the agent (a
+ * --break-alloc trap is raised in libc's raise, a few frames into the
+ * agent), select the first frame past the agent's, the program's call of
+ * the allocator, and show it. */
+static const char gdb_py[] =
+	"python exec(\"def _heaptrail_stop(ev):\\n"
+	"  try:\\n"
+	"    f = gdb.newest_frame()\\n"
+	"    seen = False\\n"
+	"    while f is not None:\\n"
+	"      so = gdb.solib_name(f.pc()) or ''\\n"
+	"      if 'libheaptrail' in so:\\n"
+	"        seen = True\\n"
+	"      elif seen:\\n"
+	"        f.select()\\n"
+	"        gdb.write('heaptrail: selected the program frame that called malloc or free "
+	"(the agent and libc frames are below it):\\\\n')\\n"
+	"        gdb.execute('frame')\\n"
+	"        return\\n"
+	"      f = f.older()\\n"
+	"  except gdb.error:\\n"
+	"    pass\\n"
+	"gdb.events.stop.connect(_heaptrail_stop)\\n\")";
+
+/* --gdb: becomes gdb, which starts the program with the agent preloaded
+ * in it alone (not in gdb, nor in a shell: startup-with-shell off). No
+ * manifest: nothing waits to read it. */
+static int run_gdb(const ht_run_opts_t *o, const char *agent)
+{
+	const char *keep[2] = { "LD_PRELOAD", "HEAPTRAIL_OPTIONS" };
+	char *old[2], *val[2];
+	for (int k = 0; k < 2; k++) {
+		const char *v = getenv(keep[k]);
+		old[k] = v ? strdup(v) : NULL;
+	}
+	if (setup_env(o, agent, NULL, NULL))
+		return 1;
+	for (int k = 0; k < 2; k++) {
+		val[k] = strdup(getenv(keep[k]));
+		if (old[k] ? setenv(keep[k], old[k], 1) : unsetenv(keep[k]))
+			return 1;
+	}
+	size_t argc = 0;
+	while (o->argv[argc])
+		argc++;
+	char **args = calloc(argc + 16, sizeof *args);
+	char *pre = NULL, *opts = NULL;
+	if (!args || !val[0] || !val[1] ||
+	    asprintf(&pre, "set environment LD_PRELOAD=%s", val[0]) < 0 ||
+	    asprintf(&opts, "set environment HEAPTRAIL_OPTIONS=%s", val[1]) < 0) {
+		fprintf(stderr, "heaptrail: out of memory\n");
+		return 1;
+	}
+	size_t n = 0;
+	args[n++] = "gdb";
+	args[n++] = "-q";
+	args[n++] = "-ex";
+	args[n++] = "set startup-with-shell off";
+	args[n++] = "-ex";
+	args[n++] = pre;
+	args[n++] = "-ex";
+	args[n++] = opts;
+	args[n++] = "-ex";
+	args[n++] = (char *)gdb_py;
+	args[n++] = "-ex";
+	args[n++] = "run";
+	args[n++] = "--args";
+	for (size_t i = 0; i < argc; i++)
+		args[n++] = o->argv[i];
+	args[n] = NULL;
+	fflush(NULL);
+	execvp("gdb", args);
+	fprintf(stderr, "heaptrail: --gdb: cannot run gdb: %s\n", strerror(errno));
+	return errno == ENOENT ? 127 : 126;
+}
+
 int ht_run(const ht_run_opts_t *o)
 {
 	char agent[PATH_MAX];
 	if (find_agent(agent, sizeof(agent)))
 		return 1;
+	if (o->gdb)
+		return run_gdb(o, agent);
 
 	int mfd = open_manifest();
 	if (mfd < 0)
@@ -973,7 +1218,7 @@ int ht_run(const ht_run_opts_t *o)
 	}
 	char **others;
 	size_t nothers;
-	char *main_path = report_traces(mfd, pid, o, &others, &nothers);
+	char *main_path = report_traces(mfd, pid, status, o, &others, &nothers);
 	close(mfd);
 	bool incomplete = say_unlisted();
 	/* With no trace there was no leak check: a gate that asked for one

@@ -16,6 +16,7 @@ typedef struct ht_run_opts {
 	bool summary;	/* agent option summary=1: per-site totals, no events */
 	unsigned summary_sites; /* agent option summary_sites (0: its default) */
 	const char *break_alloc; /* agent option break=LIST (numbers joined by '+'), or NULL */
+	bool gdb; /* run the program under gdb, break_traced=1 */
 	int leak_exitcode;	 /* exit status when definite/indirect leaks remain; -1: off */
 	bool no_leak_report;	 /* with leak_exitcode: no leak section on stderr */
 	bool no_mmap;		 /* agent option mmap=0: the program's maps not recorded */

@@ -193,8 +193,13 @@ class Traced:
         self.cwd = cwd or os.getcwd()
 
     def files(self):
-        """Every file the run left in its (fresh) output directory."""
-        return sorted(p for p in self.outdir.iterdir() if p.is_file())
+        """Every trace the run left in its (fresh) output directory (the
+        run file of a run of several processes aside: runfiles)."""
+        return sorted(p for p in self.outdir.iterdir() if p.is_file() and p.suffix != ".run")
+
+    def runfiles(self):
+        """The run files (NAME.run: the run's processes) in its output directory."""
+        return sorted(p for p in self.outdir.iterdir() if p.is_file() and p.suffix == ".run")
 
     def listed(self):
         """Trace files named in heaptrail run's stderr (existing files that

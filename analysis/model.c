@@ -8,6 +8,7 @@
  */
 #include "analysis/model.h"
 #include "analysis/badfree.h"
+#include "analysis/frames.h"
 #include "analysis/mapped.h"
 
 #include <errno.h>
@@ -1291,6 +1292,27 @@ void ht_model_add_modules(const ht_model_t *m, ht_symbolizer_t *sym)
 	ht_trace_add_modules(m->trace, sym);
 }
 
+bool ht_model_fp_broken(const ht_model_t *m, size_t *bad, size_t *total)
+{
+	const ht_trace_t *t = m->trace;
+	*bad = *total = 0;
+	if (!(t->proc_flags & HT_PROC_UNWIND_FP))
+		return false;
+	for (size_t i = 0; i < m->nsites; i++) {
+		const ht_site_t *s = &m->sites[i];
+		if (!s->stack || s->stack->depth < 2)
+			continue;
+		++*total;
+		for (uint32_t k = 1; k < s->stack->depth; k++) {
+			if (ht_trace_module_for(t, t->ips[s->stack->first + k], s->first_time) < 0) {
+				++*bad;
+				break;
+			}
+		}
+	}
+	return *bad >= 2 && *bad * 10 >= *total;
+}
+
 void ht_trace_add_modules(const ht_trace_t *t, ht_symbolizer_t *sym)
 {
 	/* keyed by index, not the trace's id: unambiguous even if ids repeat */
@@ -1355,9 +1377,12 @@ long ht_model_frames(const ht_model_t *m, ht_symbolizer_t *sym, const ht_site_t 
 		}
 		/* the symbolizer may not know the module (missing file): name it */
 		if (mi >= 0) {
-			for (size_t j = 0; j < k; j++)
+			for (size_t j = 0; j < k; j++) {
 				if (!tmp[j].module)
 					tmp[j].module = module_path(t, &t->modules[mi]);
+				tmp[j].has_offset = true;
+				tmp[j].offset = ip - t->modules[mi].bias;
+			}
 		}
 		size_t skip = 0;
 		/* drop allocator frames at the leaf, keeping at least one frame */
@@ -1370,6 +1395,8 @@ long ht_model_frames(const ht_model_t *m, ht_symbolizer_t *sym, const ht_site_t 
 			memcpy(*frames + n, tmp + skip, (k - skip) * sizeof(*tmp));
 		n += k - skip;
 	}
+	if (sym) /* names to fold by: not with --by-address */
+		n = ht_frames_fold(*frames, n);
 	return (long)n;
 }
 

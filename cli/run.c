@@ -535,6 +535,14 @@ static void print_summary(const entry_t *ent, const char *shown, ht_supp_list_t 
 		return;
 	}
 	print_totals(&m->totals, m->sample_rate ? t->sample_rate : 0, t->have_summary);
+	size_t fp_bad, fp_total;
+	if (ht_model_fp_broken(m, &fp_bad, &fp_total))
+		fprintf(stderr,
+			"heaptrail: warning: --unwind fp, but %zu of %zu stacks have callers in no "
+			"module: the program or a library lacks frame pointers and those stacks are "
+			"wrong; run again with the default --unwind libunwind (or build with "
+			"-fno-omit-frame-pointer)\n",
+			fp_bad, fp_total);
 	if (t->error)
 		fprintf(stderr, "heaptrail: warning: %s\n", HT_TEXT(t->message));
 	if (t->ending == HT_ENDING_CUT_SHORT && !ent->lost) {

@@ -11,6 +11,7 @@
  * from the longest thread) so that columns compare at a glance; the JSON has
  * integer nanoseconds.
  */
+#include "analysis/frames.h"
 #include "report/functions_section.h"
 #include "report/report.h"
 
@@ -89,12 +90,11 @@ static uint32_t name_of(names_t *nm, const ht_trace_t *t, ht_symbolizer_t *sym, 
 	if (fn) {
 		snprintf(buf, sizeof(buf), "%s", fn);
 	} else {
-		const char *base = mod ? strrchr(mod, '/') : NULL;
-		base = base ? base + 1 : mod;
-		if (base && *base)
-			snprintf(buf, sizeof(buf), "0x%" PRIx64 " (%s)", addr, base);
-		else
-			snprintf(buf, sizeof(buf), "0x%" PRIx64, addr);
+		/* module+offset, as every output labels a frame without a name */
+		long mi = ht_trace_module_for(t, addr, when);
+		ht_frame_t f = { .module = mod && *mod ? mod : NULL, .address = addr,
+				 .has_offset = mi >= 0, .offset = mi >= 0 ? addr - t->modules[mi].bias : 0 };
+		ht_frame_label(&f, buf, sizeof buf);
 	}
 	char *copy = strdup(buf);
 	if (!copy || ht_map_put(&nm->map, addr, (uint32_t)nm->n)) {

@@ -7,6 +7,7 @@
  * and grouped after cutting to --depth frames: with --depth 1 the view is
  * "which functions allocate this tag" (Crystal's TRACE_BACKTRACE_LIMIT).
  */
+#include "analysis/frames.h"
 #include "report/marks_section.h"
 
 #include <errno.h>
@@ -151,12 +152,8 @@ static char *stack_key(const ht_model_t *m, ht_symbolizer_t *sym, const ht_tag_s
 		const ht_frame_t *f = &(*frames)[i];
 		long mi;
 		/* escaped here: tabs and newlines separate the key's fields */
-		if (f->function)
-			ht_text_put(mem, f->function);
-		else if (!f->module)
-			fprintf(mem, "0x%" PRIx64, f->address);
-		else
-			fputs("??", mem);
+		char lab[HT_FRAME_LABEL_LEN];
+		ht_text_put(mem, f->function ? f->function : ht_frame_label(f, lab, sizeof lab));
 		fputc('\t', mem);
 		if (f->file && f->line > 0) {
 			ht_text_put(mem, f->file);

@@ -90,7 +90,7 @@
     { key: 'bytes', label: 'bytes allocated', col: 2, bytes: true },
     { key: 'allocations', label: 'allocations', col: 1 },
     { key: 'peak', label: 'peak bytes', col: 3, bytes: true },
-    { key: 'leaked', label: 'leaked bytes', col: 5, bytes: true },
+    { key: 'leaked', label: 'bytes in use at exit', col: 5, bytes: true },
     { key: 'temporary', label: 'temporary allocations', col: 6 },
   ];
   const tempKnown = T.temporary_allocations !== null;
@@ -820,7 +820,7 @@
     const R = D.rows, B = D.base, W2 = D.new;
     const DCOSTS = [
       { label: 'bytes allocated', k: 1, bytes: true }, { label: 'allocations', k: 0 },
-      { label: 'peak bytes', k: 3, bytes: true }, { label: 'leaked bytes', k: 5, bytes: true },
+      { label: 'peak bytes', k: 3, bytes: true }, { label: 'bytes in use at exit', k: 5, bytes: true },
       { label: 'temporary allocations', k: 6 }, { label: 'frees', k: 2 },
     ];
     const bv = (r, c) => r[4 + DCOSTS[c].k] || 0, nv = (r, c) => r[11 + DCOSTS[c].k] || 0;
@@ -861,8 +861,8 @@
       box.append(prog);
       box.append(el('h2', { text: 'Totals' }));
       const TOT = [['allocations', 'allocations', false], ['frees', 'frees', false], ['bytes_allocated', 'bytes allocated', true],
-        ['peak_heap_bytes', 'peak heap', true], ['peak_rss_bytes', 'peak RSS', true], ['leaked_bytes', 'leaked bytes', true],
-        ['leaked_blocks', 'leaked blocks', false], ['temporary_allocations', 'temporary allocations', false], ['duration_seconds', 'run time', 't'], ['sites', 'sites', false]];
+        ['peak_heap_bytes', 'peak heap', true], ['peak_rss_bytes', 'peak RSS', true], ['leaked_bytes', 'in use at exit', true],
+        ['leaked_blocks', 'blocks in use at exit', false], ['temporary_allocations', 'temporary allocations', false], ['duration_seconds', 'run time', 't'], ['sites', 'sites', false]];
       const t = el('table', { class: 'grid', id: 'dtotals' }, el('thead', null, el('tr', null, el('th', { text: 'total' }),
         el('th', { class: 'num', text: 'base' }), el('th', { class: 'num', text: 'new' }), el('th', { class: 'num', text: 'change' }), el('th', { class: 'num', text: '%' }))));
       const tb = el('tbody');
@@ -1070,7 +1070,7 @@
     const wm = el('select', { id: 'flt-winmode' }, el('option', { value: 'alloc', text: 'allocated in it' }),
       el('option', { value: 'end', text: 'live at its end' }), el('option', { value: 'high', text: 'live at its high-water mark' }));
     wm.addEventListener('change', () => { winMode = wm.value; filtersChanged(); });
-    bar.append(th, md, el('label', null, fn, ' ', ex), el('label', null, lk, ' only leaked'),
+    bar.append(th, md, el('label', null, fn, ' ', ex), el('label', null, lk, ' only in use at exit'),
       el('label', null, 'alive at ', num('flt-alive-at', 'aliveAt', 1), ' s'),
       el('label', null, 'alive \u2265 ', num('flt-min-life', 'minLife', 1e-3), ' ms'),
       el('label', null, 'window counts ', wm));

@@ -42,11 +42,13 @@ size_t ht_report_warnings(const ht_model_t *m, char buf[][HT_WARN_LEN], size_t m
 			n++;                                        \
 	} while (0)
 	size_t fp_bad, fp_total;
-	if (ht_model_fp_broken(m, &fp_bad, &fp_total))
-		WARN("--unwind fp, but %zu of %zu stacks have callers in no module: the program or a "
-		     "library lacks frame pointers and those stacks are wrong; record again with the "
-		     "default --unwind libunwind (or build with -fno-omit-frame-pointer)",
-		     fp_bad, fp_total);
+	const char *fp_where = ht_model_fp_broken(m, &fp_bad, &fp_total);
+	if (fp_where)
+		WARN("--unwind fp, but %zu of %zu stacks end before the thread's start (the first in "
+		     "%s): code without frame pointers cut them short or led them astray; record "
+		     "again with the default --unwind libunwind (or build with "
+		     "-fno-omit-frame-pointer)",
+		     fp_bad, fp_total, HT_TEXT(fp_where));
 	if (t->checksum_bad)
 		WARN("the zstd frame at file offset %" PRIu64 " fails its checksum: a byte changed "
 		     "after the trace was written; figures from decompressed offset %" PRIu64

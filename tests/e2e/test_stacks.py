@@ -307,6 +307,77 @@ def t_color(t):
     t.eq("--color sometimes: usage error", 2, p.rc)
 
 
+NOFP_SRC = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+static void *volatile keep[64];
+__attribute__((noinline)) static void *work(int depth, size_t n)
+{
+	volatile char buf[64];
+	memset((void *)buf, depth, sizeof buf);
+	if (depth == 0)
+		return malloc(n + buf[3]);
+	void *p = work(depth - 1, n + 1);
+	keep[depth] = malloc(n * 2 + buf[5]);
+	return p;
+}
+__attribute__((noinline)) static void level(int k)
+{
+	for (int i = 0; i < 20; i++)
+		free(work(i % 8 + k, 16 + i));
+}
+int main(void)
+{
+	for (int k = 0; k < 5; k++)
+		level(k);
+	return keep[1] == NULL;
+}
+"""
+
+
+def t_unwind_fp(t):
+    """--unwind fp on code without frame pointers: the stacks end in the
+    program instead of where the thread started; run and report say so.
+    The same source with frame pointers: no warning."""
+    need_tools(t)
+    src = t.tmp / "nofp.c"
+    src.write_text(NOFP_SRC)
+    WARN = "--unwind fp, but"
+    for name, flags, warned in (("nofp", ["-O2", "-fomit-frame-pointer"], True),
+                                ("withfp", ["-O0", "-fno-omit-frame-pointer"], False)):
+        exe = t.tmp / name
+        p = run(["cc", "-g"] + flags + ["-o", str(exe), str(src)], 120)
+        t.need(p.rc == 0, "cc: %s" % tail(p.err))
+        tr = heaptrail_run([exe], ["--unwind", "fp"], out_name=name + ".ht", timeout=TIMEOUT)
+        t.need(tr.proc.rc == 0 and tr.out_path.exists(), "%s: %s" % (name, tr.proc.describe()))
+        t.eq("%s: run warns" % name, warned, WARN in text(tr.proc.err))
+        out = cli(t, ["report", tr.out_path])
+        t.eq("%s: the report warns" % name, warned, WARN in out)
+        if warned:
+            t.check(re.search(r"stacks end before the thread's start \(the first in \S*nofp\)", out),
+                    "the warning does not name the program: %s" % tail(out.encode(), 800))
+        rep = json.loads(cli(t, ["report", "-f", "json", tr.out_path]))
+        t.eq("%s: warning in the JSON" % name, warned,
+             any(WARN in w for w in rep.get("warnings", [])))
+
+
+def t_sampled_zero(t):
+    """A sampled run whose blocks in use at exit got no sample: the
+    estimate 0 says no sample bounds it, not +-0."""
+    need_tools(t)
+    tr = heaptrail_run([PROGS / "xmalloc_wrapper"], ["--sample-rate", "1M", "--sample-seed", "7"],
+                       out_name="s.ht", timeout=TIMEOUT)
+    t.need(tr.proc.rc == 0 and tr.out_path.exists(), "run: %s" % tr.proc.describe())
+    out = cli(t, ["report", tr.out_path])
+    line = next((ln for ln in out.splitlines() if ln.startswith("  in use at exit")), "")
+    if "~0 B" not in line:
+        from harness import Skip
+        raise Skip("a block in use at exit was sampled with this seed: %r" % line)
+    t.check("+-0" not in line, "in use at exit claims +-0: %r" % line)
+    t.check(re.search(r"no sample: under (2\.9\d|3\.00) MiB at 95%", line), "no bound: %r" % line)
+
+
 TESTS = [
     ("stacks.cxx_names", t_cxx_names),
     ("stacks.wrappers", t_wrappers),
@@ -314,4 +385,6 @@ TESTS = [
     ("stacks.git", t_git),
     ("stacks.width", t_width),
     ("stacks.color", t_color),
+    ("stacks.unwind_fp", t_unwind_fp),
+    ("stacks.sampled_zero", t_sampled_zero),
 ]

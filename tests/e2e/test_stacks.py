@@ -72,7 +72,7 @@ def cli(t, args, asan=True, env=None, rc=0):
     return text(p.out)
 
 
-def on_pty(t, args, cols=80, env=None):
+def on_pty(t, args, cols=80, env=None, rc=0):
     """heaptrail ARGS on a pseudo-terminal of cols columns (script(1)): its
     output, with the pty's CRs taken out."""
     t.need(shutil.which("script"), "script(1) is not installed")
@@ -81,7 +81,7 @@ def on_pty(t, args, cols=80, env=None):
     e.pop("NO_COLOR", None)
     e.update(env or {})
     p = run(["script", "-qec", cmd, "/dev/null"], TIMEOUT, env=e)
-    if p.timed_out or p.rc != 0:
+    if p.timed_out or p.rc != rc:
         t.fatal("script -c %r: %s: %s" % (cmd, p.describe(), tail(p.err)))
     return text(p.out).replace("\r\n", "\n")
 
@@ -297,6 +297,9 @@ def t_color(t):
     esc = "\x1b["
     t.check(esc in on_pty(t, ["report", path]), "a pty: no colour")
     t.check(esc in on_pty(t, ["leaks", path]), "leaks on a pty: no colour")
+    t.check(esc in on_pty(t, ["diff", path, path]), "diff on a pty: no colour")
+    t.check("\x1b[31mFAIL" in on_pty(t, ["check", "--fail-if", "allocations>0", path], rc=3),
+            "check on a pty: FAIL not in red")
     t.check(esc not in on_pty(t, ["report", path], env={"NO_COLOR": "1"}), "NO_COLOR=1 on a pty: colour")
     t.check(esc not in on_pty(t, ["report", "--color", "never", path]), "--color never on a pty: colour")
     t.check(esc not in cli(t, ["report", path]), "a pipe: colour")

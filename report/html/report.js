@@ -1,6 +1,7 @@
 /* report.js - the views of heaptrail's HTML report (report/html.c writes
  * the data, as JSON in the element #ht-data):
- *   frames  [function, file, line (0: unknown), module, address]
+ *   frames  [function, file, line (0: unknown), module, address, and for
+ *           a frame without a function its label, module+offset]
  *   nodes   flat pairs (parent + 1 (0: outermost caller), frame): the
  *           stacks as a tree; a site points at the node of its leaf
  *   sites   [node, allocations, bytes, peak bytes, leaked blocks, leaked
@@ -64,7 +65,7 @@
   const base = (p) => (p ? p.slice(p.lastIndexOf('/') + 1) : '');
   function fname(f) {
     const r = F[f];
-    return r[0] !== null ? r[0] : r[4] + (r[3] ? ' (' + base(r[3]) + ')' : '');
+    return r[0] !== null ? r[0] : r[5] || r[4];
   }
   function floc(f) {
     const r = F[f];

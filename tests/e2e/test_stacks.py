@@ -226,6 +226,20 @@ def t_unsymbolized(t):
     t.check("[xmw] 0x" not in svg, "flame graph: an ASLR address label")
     t.eq("the same labels in folded and flame graph", flabels, slabels)
     t.check(labels <= flabels, "text labels not in the folded export: %s" % sorted(labels - flabels))
+    ev = cli(t, ["convert", "-f", "events", path])
+    elabels = set()
+    for ln in ev.splitlines():
+        o = json.loads(ln)
+        if o.get("kind") == "stack":
+            elabels |= {f.get("label") for f in o["frames"] if f.get("name") is None}
+    t.check(labels <= elabels, "events export: labels %s, text %s" % (sorted(map(str, elabels))[:4],
+                                                                   sorted(labels)[:4]))
+    html = t.tmp / "u.html"
+    cli(t, ["report", "-f", "html", "-o", html, path])
+    m = re.search(r'<script type="application/json"[^>]*>(.*?)</script>', html.read_text(), re.S)
+    t.need(m, "no data in the HTML report")
+    hl = {fr[5] for fr in json.loads(m.group(1))["frames"] if fr[0] is None and len(fr) > 5}
+    t.check(labels <= hl, "HTML report: labels %s, text %s" % (sorted(hl)[:4], sorted(labels)[:4]))
     # --debug-dir: the separate debug file by build-id gives the names back
     rep2 = json.loads(cli(t, ["report", "-f", "json", "--debug-dir", ddir, path]))
     by = sites_by_leaf(rep2)

@@ -160,6 +160,8 @@ static char *stack_key(const ht_model_t *m, ht_symbolizer_t *sym, const ht_tag_s
 			fprintf(mem, ":%d", f->line);
 		} else if (f->file) {
 			ht_text_put(mem, f->file);
+		} else if (!f->function) {
+			/* the label says where: module+offset */
 		} else if (f->module && (mi = ht_trace_module_for(m->trace, f->address,
 								ts->first_time)) >= 0) {
 			/* module+offset: tells frames apart without symbols, for addr2line */

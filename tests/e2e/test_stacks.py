@@ -20,6 +20,11 @@ width, colour only on a terminal.
                           build-id) gives the names back
   stacks.git              git (stripped, if installed): the hint once, labels
                           git+0x... in text and flame graph, no ASLR address
+  stacks.sqlite3          sqlite3 (if installed): no site starts in SQLite's
+                          allocation wrappers
+  stacks.unwind_fp        --unwind fp on code without frame pointers: run and
+                          report warn; with frame pointers they do not
+  stacks.sampled_zero     a sampled estimate of 0 says no sample bounds it
   stacks.width            --width 60 and a pty of 80 columns (`script`): no
                           line wider but for one word longer than the width,
                           the long C++ name whole across its lines; a pipe:
@@ -271,6 +276,31 @@ def t_git(t):
     t.check("git+0x" in svg and "[git] 0x" not in svg, "flame graph labels of git's frames")
 
 
+def t_sqlite3(t):
+    """sqlite3 (if installed): no site starts in SQLite's allocation
+    wrappers, the frames without symbols between them folded too; the hint
+    once in the text."""
+    sq = shutil.which("sqlite3")
+    if not sq:
+        from harness import Skip
+        raise Skip("sqlite3 is not installed")
+    need_tools(t)
+    tr = heaptrail_run([sq, ":memory:", "create table t(x text); "
+                        "insert into t values(hex(randomblob(100))); select count(*) from t;"],
+                       out_name="sq.ht", timeout=TIMEOUT)
+    t.need(tr.proc.rc == 0 and tr.out_path.exists(), "heaptrail run sqlite3: %s" % tr.proc.describe())
+    rep = json.loads(cli(t, ["report", "-f", "json", tr.out_path]))
+    wrappers = {"sqlite3Malloc", "sqlite3MallocZero", "sqlite3DbMallocRaw", "sqlite3DbMallocRawNN",
+                "sqlite3DbMallocZero", "sqlite3_malloc", "sqlite3_malloc64", "sqlite3Realloc",
+                "sqlite3DbRealloc", "sqlite3MemMalloc", "mallocWithAlarm", "dbMallocRawFinish"}
+    starts = {leaf(s) for s in rep["sites"]}
+    t.check(not (starts & wrappers), "sites start in SQLite's wrappers: %s" % sorted(starts & wrappers))
+    vias = {s["stack"][0].get("folded_via") for s in rep["sites"] if s.get("stack")}
+    t.check(vias & wrappers, "no site folded through SQLite's wrappers: %s" % sorted(map(str, vias))[:6])
+    out = cli(t, ["report", tr.out_path])
+    t.check(out.count("hint: frames without symbols") <= 1, "the hint more than once")
+
+
 def lines_over(out, width):
     """Lines wider than width that are more than one word past their
     indentation (a word longer than the width may overflow)."""
@@ -400,6 +430,7 @@ TESTS = [
     ("stacks.wrappers", t_wrappers),
     ("stacks.unsymbolized", t_unsymbolized),
     ("stacks.git", t_git),
+    ("stacks.sqlite3", t_sqlite3),
     ("stacks.width", t_width),
     ("stacks.color", t_color),
     ("stacks.unwind_fp", t_unwind_fp),

@@ -25,6 +25,7 @@ width, colour only on a terminal.
   stacks.unwind_fp        --unwind fp on code without frame pointers: run and
                           report warn; with frame pointers they do not
   stacks.sampled_zero     a sampled estimate of 0 says no sample bounds it
+  stacks.growth_header    leaks --growth: the title counts what the list shows
   stacks.width            --width 60 and a pty of 80 columns (`script`): no
                           line wider but for one word longer than the width,
                           the long C++ name whole across its lines; a pipe:
@@ -425,6 +426,23 @@ def t_sampled_zero(t):
     t.check(re.search(r"no sample: under (2\.9\d|3\.00) MiB at 95%", line), "no bound: %r" % line)
 
 
+def t_growth_header(t):
+    """leaks --growth: the title counts the rising sites the list shows and
+    the suspects among them (tests/programs/growth.c: 3 rising, 1 suspect);
+    with --top 1, "top 1 of 3"."""
+    path = traced(t, "growth")
+    out = cli(t, ["leaks", "--growth", path])
+    m = re.search(r"^RISING SITES \((\d+); (\d+) suspects?\)", out, re.M)
+    t.need(m, "no title counting the rising sites: %s" % tail(out.encode(), 600))
+    listed = re.findall(r"^#\d+ +(SUSPECT|rising)", out, re.M)
+    t.eq("rising sites in the title and in the list", int(m.group(1)), len(listed))
+    t.eq("suspects in the title and in the list", int(m.group(2)), listed.count("SUSPECT"))
+    t.eq("suspects (growth.c: cache_add)", 1, listed.count("SUSPECT"))
+    o1 = cli(t, ["leaks", "--growth", "-n", "1", path])
+    t.check(re.search(r"^RISING SITES \(top 1 of %d; " % len(listed), o1, re.M),
+            "--top 1: the title does not say top 1 of %d: %s" % (len(listed), tail(o1.encode(), 300)))
+
+
 TESTS = [
     ("stacks.cxx_names", t_cxx_names),
     ("stacks.wrappers", t_wrappers),
@@ -435,4 +453,5 @@ TESTS = [
     ("stacks.color", t_color),
     ("stacks.unwind_fp", t_unwind_fp),
     ("stacks.sampled_zero", t_sampled_zero),
+    ("stacks.growth_header", t_growth_header),
 ]

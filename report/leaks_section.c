@@ -139,6 +139,22 @@ int ht_section_leaks(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym,
 							 : "no leaks");
 	else if (!lost)
 		ht_emit_printf(e, "  no leaks: every block live at the end is still reachable\n");
+	if (l->classified && l->nshown && t->ending != HT_ENDING_EXEC &&
+	    l->bytes[HT_LEAK_DEFINITE] + l->bytes[HT_LEAK_INDIRECT]) {
+		/* the two words: all that was live at the end, and what of it
+		 * nothing pointed to any more */
+		uint64_t lb = l->bytes[HT_LEAK_DEFINITE] + l->bytes[HT_LEAK_INDIRECT];
+		uint64_t lk = l->blocks[HT_LEAK_DEFINITE] + l->blocks[HT_LEAK_INDIRECT];
+		uint64_t ub = l->supp_bytes, uk = l->supp_blocks;
+		for (unsigned k = 0; k < HT_LEAK_KINDS; k++)
+			ub += l->bytes[k], uk += l->blocks[k];
+		char d[HT_FMT_LEN];
+		ht_emit_printf(e, "  lost (definitely and indirectly): %s%s in %s%s %s, of %s%s in %s%s %s "
+				  "in use at exit\n",
+			       approx(m), ht_fmt_size(a, lb), approx(m), ht_fmt_count(b, lk),
+			       ht_blocks_word(lk), approx(m), ht_fmt_size(c, ub), approx(m),
+			       ht_fmt_count(d, uk), ht_blocks_word(uk));
+	}
 	/* the JSON lists every group; the text the top ones of each class,
 	 * the still-reachable ones as one line unless asked */
 	ht_emit_arr_begin(e, "leaks");

@@ -26,6 +26,9 @@ width, colour only on a terminal.
                           report warn; with frame pointers they do not
   stacks.sampled_zero     a sampled estimate of 0 says no sample bounds it
   stacks.growth_header    leaks --growth: the title counts what the list shows
+  stacks.words            "lost" of "in use at exit" in the leak section, as
+                          the JSON's figures; no "leaked" in the text report
+                          or the flame graph
   stacks.width            --width 60 and a pty of 80 columns (`script`): no
                           line wider but for one word longer than the width,
                           the long C++ name whole across its lines; a pipe:
@@ -443,6 +446,25 @@ def t_growth_header(t):
             "--top 1: the title does not say top 1 of %d: %s" % (len(listed), tail(o1.encode(), 300)))
 
 
+def t_words(t):
+    """The two words: the leak section says what was lost of what was in
+    use at exit, with the JSON's figures (definite + indirect of
+    leaked_bytes); the site lines say "in use at exit", never "leaked"."""
+    path = traced(t, "leak_classes")
+    tot = json.loads(cli(t, ["leaks", "-f", "json", path]))["totals"]
+    out = cli(t, ["leaks", path])
+    m = re.search(r"^  lost \(definitely and indirectly\): .*?\b([\d,]+) blocks?, of .*? in ([\d,]+) "
+                  r"blocks? in use at exit$", out, re.M)
+    t.need(m, "no lost line: %s" % tail(out.encode(), 600))
+    t.eq("lost blocks", tot["definite_blocks"] + tot["indirect_blocks"], int(m.group(1).replace(",", "")))
+    t.eq("blocks in use at exit", tot["leaked_blocks"], int(m.group(2).replace(",", "")))
+    rep = cli(t, ["report", path])
+    t.check(not re.search(r"\bleaked\b", rep), "the text report says leaked: %s" %
+            [ln for ln in rep.splitlines() if re.search(r"\bleaked\b", ln)][:3])
+    svg = cli(t, ["convert", "-f", "flamegraph", path])
+    t.check("in use at exit" in svg and not re.search(r"\bleaked\b", svg), "flame graph words")
+
+
 TESTS = [
     ("stacks.cxx_names", t_cxx_names),
     ("stacks.wrappers", t_wrappers),
@@ -454,4 +476,5 @@ TESTS = [
     ("stacks.unwind_fp", t_unwind_fp),
     ("stacks.sampled_zero", t_sampled_zero),
     ("stacks.growth_header", t_growth_header),
+    ("stacks.words", t_words),
 ]

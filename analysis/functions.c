@@ -594,3 +594,53 @@ long ht_fn_children(const ht_fn_profile_t *p, uint32_t n, uint32_t **kids, size_
 		qsort(*kids, k, sizeof(**kids), node_cmp);
 	return (long)k;
 }
+
+/* Add node ni's total to its function unless the function is already on
+ * the path above it (on[f]: its calls on the path), then its children.
+ * Depth is bounded by HT_FN_MAX_DEPTH. */
+static void flat_walk(const ht_fn_profile_t *p, uint32_t ni, uint64_t *total, uint32_t *on)
+{
+	const ht_fn_node_t *n = &p->nodes[ni];
+	bool fn = n->func != HT_FN_NONE;
+	if (fn) {
+		if (!on[n->func])
+			total[n->func] += n->total_ns;
+		on[n->func]++;
+	}
+	for (uint32_t c = n->first_child; c != HT_FN_NONE; c = p->nodes[c].next_sibling)
+		flat_walk(p, c, total, on);
+	if (fn)
+		on[n->func]--;
+}
+
+static const uint64_t *flat_total;
+
+static int flat_cmp(const void *a, const void *b)
+{
+	size_t ia = *(const size_t *)a, ib = *(const size_t *)b;
+	const ht_fn_func_t *x = &sort_p->funcs[ia], *y = &sort_p->funcs[ib];
+	if (x->self_ns != y->self_ns)
+		return x->self_ns > y->self_ns ? -1 : 1;
+	if (flat_total[ia] != flat_total[ib])
+		return flat_total[ia] > flat_total[ib] ? -1 : 1;
+	if (x->calls != y->calls)
+		return x->calls > y->calls ? -1 : 1;
+	return (ia > ib) - (ia < ib);
+}
+
+int ht_fn_flat(const ht_fn_profile_t *p, uint64_t *total, size_t *idx)
+{
+	uint32_t *on = calloc(p->nfuncs ? p->nfuncs : 1, sizeof(*on));
+	if (!on)
+		return -ENOMEM;
+	memset(total, 0, p->nfuncs * sizeof(*total));
+	for (size_t i = 0; i < p->nthreads; i++)
+		flat_walk(p, p->threads[i].root, total, on);
+	free(on);
+	for (size_t i = 0; i < p->nfuncs; i++)
+		idx[i] = i;
+	sort_p = p;
+	flat_total = total;
+	qsort(idx, p->nfuncs, sizeof(*idx), flat_cmp);
+	return 0;
+}

@@ -108,6 +108,14 @@ void ht_fn_free(ht_fn_profile_t *p);
  * (ties: the other figure, then lower address). Returns how many. */
 size_t ht_fn_sort_funcs(const ht_fn_profile_t *p, bool by_count, size_t *idx);
 
+/* The flat profile, as gprof's: each function's calls (all of them,
+ * recursive ones too: ht_fn_func_t.calls), self time, and its total time
+ * counted once per outermost call, so that a recursive function's time is
+ * not added up at every level: total[i] for funcs[i] (room for p->nfuncs).
+ * idx (room for p->nfuncs) gets the functions by self time, most first
+ * (ties: total, calls, lower index). Returns 0 or -ENOMEM. */
+int ht_fn_flat(const ht_fn_profile_t *p, uint64_t *total, size_t *idx);
+
 /* The children of node n, ordered by total_ns descending (ties: first
  * called first), into *kids (capacity *cap, grown as needed, owned by the
  * caller). Returns how many, or -ENOMEM. */

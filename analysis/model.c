@@ -8,6 +8,7 @@
  */
 #include "analysis/model.h"
 #include "analysis/badfree.h"
+#include "analysis/frames.h"
 #include "analysis/mapped.h"
 
 #include <errno.h>
@@ -1295,6 +1296,50 @@ void ht_model_add_modules(const ht_model_t *m, ht_symbolizer_t *sym)
 	ht_trace_add_modules(m->trace, sym);
 }
 
+/* Whether a module is where threads start: libc (__libc_start_call_main,
+ * start_thread, clone3) or the dynamic linker (_dl_start_user, which runs
+ * the constructors). */
+static bool entry_module(const char *path)
+{
+	const char *b = path ? ht_base_name(path) : "";
+	return !strncmp(b, "libc.so", 7) || !strncmp(b, "libc-", 5) || !strncmp(b, "ld-linux", 8) ||
+	       !strncmp(b, "ld-", 3) || !strncmp(b, "ld.so", 5);
+}
+
+const char *ht_model_fp_broken(const ht_model_t *m, size_t *bad, size_t *total)
+{
+	const ht_trace_t *t = m->trace;
+	const char *where = NULL;
+	*bad = *total = 0;
+	if (!(t->proc_flags & HT_PROC_UNWIND_FP))
+		return NULL;
+	for (size_t i = 0; i < m->nsites; i++) {
+		const ht_site_t *s = &m->sites[i];
+		if (!s->stack || !s->stack->depth)
+			continue;
+		++*total;
+		uint32_t d = s->stack->depth;
+		const char *cut = NULL;
+		for (uint32_t k = 1; k < d && !cut; k++)
+			if (ht_trace_module_for(t, t->ips[s->stack->first + k], s->first_time) < 0)
+				cut = "no module";
+		if (!cut && (!t->max_depth || d < t->max_depth)) {
+			long mi = ht_trace_module_for(t, t->ips[s->stack->first + d - 1], s->first_time);
+			const char *path = mi >= 0 ? module_path(t, &t->modules[mi]) : NULL;
+			if (mi < 0)
+				cut = "no module";
+			else if (!entry_module(path))
+				cut = path ? path : "an unnamed module";
+		}
+		if (cut) {
+			++*bad;
+			if (!where)
+				where = cut;
+		}
+	}
+	return *bad >= 2 && *bad * 10 >= *total ? where : NULL;
+}
+
 void ht_trace_add_modules(const ht_trace_t *t, ht_symbolizer_t *sym)
 {
 	/* keyed by index, not the trace's id: unambiguous even if ids repeat */
@@ -1359,9 +1404,12 @@ long ht_model_frames(const ht_model_t *m, ht_symbolizer_t *sym, const ht_site_t 
 		}
 		/* the symbolizer may not know the module (missing file): name it */
 		if (mi >= 0) {
-			for (size_t j = 0; j < k; j++)
+			for (size_t j = 0; j < k; j++) {
 				if (!tmp[j].module)
 					tmp[j].module = module_path(t, &t->modules[mi]);
+				tmp[j].has_offset = true;
+				tmp[j].offset = ip - t->modules[mi].bias;
+			}
 		}
 		size_t skip = 0;
 		/* drop allocator frames at the leaf, keeping at least one frame */
@@ -1374,6 +1422,8 @@ long ht_model_frames(const ht_model_t *m, ht_symbolizer_t *sym, const ht_site_t 
 			memcpy(*frames + n, tmp + skip, (k - skip) * sizeof(*tmp));
 		n += k - skip;
 	}
+	if (sym) /* names to fold by: not with --by-address */
+		n = ht_frames_fold(*frames, n);
 	return (long)n;
 }
 

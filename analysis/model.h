@@ -242,6 +242,17 @@ static inline const char *ht_site_placeholder(const ht_site_t *s)
 	return s->overflow ? "[all other sites: the summary's site table was full]" : "[unknown stack]";
 }
 
+/* A trace recorded with the frame-pointer walker (HT_PROC_UNWIND_FP) from
+ * code built without frame pointers. A complete walk ends where the thread
+ * started: in libc (__libc_start_call_main, start_thread) or the dynamic
+ * linker (constructors), or at the depth limit; a walk through a frame
+ * without a frame pointer stops in that frame's module (the register
+ * holds something else) or follows garbage to a "return address" in no
+ * module. Counts the sites whose stack ends so: *bad of *total. Returns
+ * the module of the first such stack ("no module" for none), when at
+ * least 2 sites and 10% of them are cut; else NULL. */
+const char *ht_model_fp_broken(const ht_model_t *m, size_t *bad, size_t *total);
+
 /* Declare every module of the trace to the symbolizer. */
 void ht_model_add_modules(const ht_model_t *m, ht_symbolizer_t *sym);
 void ht_trace_add_modules(const ht_trace_t *t, ht_symbolizer_t *sym);

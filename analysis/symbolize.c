@@ -20,6 +20,7 @@
  *    out point into it and stay valid until ht_symbolizer_free().
  *  - Not thread-safe: one symbolizer per thread.
  */
+#include "analysis/frames.h"
 #include "analysis/safe.h"
 #include "analysis/symbolize.h"
 #include "analysis/util.h"
@@ -306,7 +307,19 @@ static const char *demangle(ht_symbolizer_t *s, const char *name)
 		char *d = __cxa_demangle(name, NULL, NULL, &status);
 		/* intern() may rehash the table: keep no pointer into it. */
 		const char *mangled = e->str;
-		const char *out = (status == 0 && d) ? intern(s, d) : NULL;
+		const char *out = NULL;
+		if (status == 0 && d && !ht_frames_opts()->full_names) {
+			/* the name people read (frames.h); --full-names keeps it whole */
+			size_t need = ht_cxx_shorten(d, NULL, 0) + 1;
+			char *sh = malloc(need);
+			if (sh) {
+				ht_cxx_shorten(d, sh, need);
+				out = intern(s, sh);
+				free(sh);
+			}
+		}
+		if (!out && status == 0 && d)
+			out = intern(s, d);
 		free(d);
 		e = intern_entry(s, mangled);
 		if (!e)
@@ -323,6 +336,9 @@ static const char *demangle(ht_symbolizer_t *s, const char *name)
 
 ht_symbolizer_t *ht_symbolizer_new(void)
 {
+	/* --debug-dir: searched before libdw's default path */
+	if (ht_frames_opts()->debug_dirs)
+		debuginfo_path = (char *)ht_frames_debuginfo_path();
 	return calloc(1, sizeof(ht_symbolizer_t));
 }
 

@@ -28,6 +28,11 @@ typedef struct ht_frame {
 	const char *module;   /* path of the ELF object, or NULL */
 	uint64_t address;     /* the raw return address from the trace */
 	bool inlined;
+	/* set by the model (ht_model_frames), 0 from the symbolizer: */
+	bool has_offset;      /* offset is known: module holds the address */
+	uint64_t offset;      /* address - the module's load bias (addr2line -e module) */
+	unsigned folded;      /* frames folded below this one (analysis/frames.h) */
+	const char *folded_via; /* the outermost of them, when folded */
 } ht_frame_t;
 
 /* One PT_LOAD segment of a module, as in HT_REC_MODULE. */

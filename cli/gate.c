@@ -1,6 +1,7 @@
 /* gate.c - the conditions of `heaptrail check` and `diff --fail-if`
  * (gate.h): parsed, given each trace's figures from its model and leak
  * classes, evaluated, and written as text and JUnit XML. */
+#include "report/report.h"
 #include "cli/gate.h"
 
 #include <errno.h>
@@ -393,7 +394,11 @@ void ht_gate_print(FILE *out, const ht_gate_t *g, const ht_gate_result_t *r, siz
 		/* a figure not known fails too: its detail says why */
 		const char *word = r[i].outcome == HT_GATE_PASS ? "pass" : "FAIL";
 		failed += r[i].outcome != HT_GATE_PASS;
-		fprintf(out, "  %s  ", word);
+		/* coloured where the text is (standard output on a terminal) */
+		bool col = out == stdout && ht_text_style.color;
+		fprintf(out, "  %s%s%s  ",
+			col ? (r[i].outcome == HT_GATE_PASS ? HT_GREEN : HT_RED) : "", word,
+			col ? HT_RESET : "");
 		ht_text_put(out, g[i].expr);
 		fputs(": ", out);
 		ht_text_put(out, r[i].detail);

@@ -43,6 +43,10 @@
 #include "analysis/pass.h"
 #include "analysis/progress.h"
 #include "analysis/resources.h"
+#include "analysis/frames.h"
+
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 static const char usage_text[] =
 	"usage: heaptrail run [-o FILE] [--depth N] [--unwind fp|libunwind] [--no-follow-fork]\n"
@@ -189,8 +193,8 @@ static const char help_diff[] =
 	"heaptrail diff [options] BASE NEW\n"
 	"  Compare two traces: the totals side by side with their change, then the sites\n"
 	"  whose figures changed most (bytes allocated, allocations, bytes at the peak,\n"
-	"  leaked bytes), matched across the traces by their symbolized stacks. Two\n"
-	"  runs (run files or directories) are compared by program.\n"
+	"  bytes in use at exit), matched across the traces by their symbolized stacks.\n"
+	"  Two runs (run files or directories) are compared by program.\n"
 	"    -f, --format text|json|html  output format (default text); html: one\n"
 	"                            self-contained interactive page (needs -o)\n"
 	"    -o, --output FILE       with --format html: the file to write (- for stdout)\n"
@@ -231,12 +235,28 @@ static const char help_convert[] =
 	"    -o OUT                  output file (default: standard output); a name ending\n"
 	"                            in .zst or .gz is compressed with zstd or gzip\n"
 	"    --cost bytes|allocations|peak|leaked|temporary\n"
-	"                            what a stack weighs (folded, flamegraph)\n"
+	"                            what a stack weighs (folded, flamegraph; leaked:\n"
+	"                            the bytes in use at exit)\n"
 	"    --icicle                flamegraph with the root at the top\n"
 	"    --by-address            one site per stack of return addresses\n"
 	"    --pid N                 of a run: the process to convert (folded takes every\n"
 	"                            process, each stack under a root frame naming it)\n"
 	"    --program NAME          of a run: the process of program NAME\n"
+	"\n";
+
+static const char help_view[] =
+	"Stacks and text (report, leaks, diff, check, convert):\n"
+	"    --width N               fit text to N columns (default: the terminal's; a file\n"
+	"                            or a pipe: no limit); long names wrap, never cut\n"
+	"    --full-names            C++ names as demangled (default shortened: std::string,\n"
+	"                            template arguments as <>)\n"
+	"    --fold-frames REGEX     fold frames whose function matches REGEX (extended,\n"
+	"                            repeatable), as the built-in allocation wrappers are\n"
+	"    --no-fold               every frame: no allocator plumbing or wrapper folded\n"
+	"    --debug-dir DIR         look for separate debug files in DIR first (by build-id:\n"
+	"                            DIR/.build-id/xx/rest.debug; repeatable)\n"
+	"    --color auto|always|never  colour the text (default auto: on a terminal,\n"
+	"                            unless NO_COLOR is set)\n"
 	"\n";
 
 static const char help_env[] =
@@ -253,11 +273,11 @@ static const struct {
 	const char *const *sections; /* NULL-terminated */
 } help_of[] = {
 	{ "run", (const char *const[]){ help_run, help_supp, help_env, NULL } },
-	{ "report", (const char *const[]){ help_report, help_supp, help_env, NULL } },
-	{ "leaks", (const char *const[]){ help_leaks, help_supp, help_env, NULL } },
-	{ "diff", (const char *const[]){ help_diff, help_env, NULL } },
-	{ "check", (const char *const[]){ help_check, help_supp, help_env, NULL } },
-	{ "convert", (const char *const[]){ help_convert, help_env, NULL } },
+	{ "report", (const char *const[]){ help_report, help_supp, help_view, help_env, NULL } },
+	{ "leaks", (const char *const[]){ help_leaks, help_supp, help_view, help_env, NULL } },
+	{ "diff", (const char *const[]){ help_diff, help_view, help_env, NULL } },
+	{ "check", (const char *const[]){ help_check, help_supp, help_view, help_env, NULL } },
+	{ "convert", (const char *const[]){ help_convert, help_view, help_env, NULL } },
 };
 #define NCOMMANDS (sizeof(help_of) / sizeof(help_of[0]))
 
@@ -278,6 +298,7 @@ static void print_help(const char *cmd)
 		fputs(help_diff, stdout);
 		fputs(help_check, stdout);
 		fputs(help_convert, stdout);
+		fputs(help_view, stdout);
 		fputs(help_env, stdout);
 		return;
 	}
@@ -930,6 +951,8 @@ static int cmd_report_one(const char *path, const char *shown, bool json, bool s
 	if (load_analyses(path, html ? HT_HTML_TL_BUCKETS : ht_report_timeline_buckets(json), by_address,
 			  report_wants, &rv, &t, &m, &sym, &an))
 		return 1;
+	if (!json && !html)
+		ht_wrap_stdout(ht_text_style.width);
 	FILE *hout = stdout;
 	int oerr = 0;
 	if (out_path && !(hout = ht_open_output(out_path, true, 0666, have_in ? &in_st : NULL, &oerr))) {
@@ -1095,6 +1118,8 @@ static int leaks_one(const char *path, const char *shown, bool json, bool show_r
 		ht_trace_free(t);
 		return 1;
 	}
+	if (!json)
+		ht_wrap_stdout(ht_text_style.width);
 	ht_leaks_t lk;
 	int r = ht_leaks_build(m, sym, supps, &lk);
 	if (!r && growth) {
@@ -1344,6 +1369,7 @@ static int cmd_check(int argc, char **argv)
 		ht_gate_side_t side = { m, sym, &lk, !m->sample_rate && !t->have_summary };
 		char suite[1100];
 		snprintf(suite, sizeof suite, "heaptrail check %s", shown);
+		ht_wrap_stdout(ht_text_style.width);
 		printf("heaptrail check: %s\n", HT_TEXT(shown));
 		ret = ht_gates_run(gates, ngates, NULL, &side, stdout, suite, junit);
 	}
@@ -1497,6 +1523,8 @@ static int diff_one(const char *paths[2], const char *shown[2], ht_diff_match_t 
 		sd->m = m[k];
 		sd->temporary_known = !m[k]->sample_rate && !t[k]->have_summary;
 	}
+	if (!ret && !json && !html)
+		ht_wrap_stdout(ht_text_style.width);
 	FILE *hout = stdout;
 	if (!ret && out_path) {
 		/* neither trace is ever overwritten (checked on the open file too) */
@@ -2072,6 +2100,98 @@ static int list_options(const char *cmd)
 	return 0;
 }
 
+/* The options of help_view, which every command that reads traces takes:
+ * taken out of argv (up to a "--") before the command parses the rest, and
+ * applied to the frame rules (analysis/frames.h) and the text style.
+ * Returns -1, or the status to exit with. */
+static int view_options(int *argcp, char **argv, const char *cmd)
+{
+	static const char *fold[64], *dirs[16];
+	static char dirbuf[4096];
+	ht_frame_opts_t fo = { 0 };
+	size_t nfold = 0, ndirs = 0;
+	long width = -1;
+	const char *color = "auto";
+	int argc = *argcp, o = 1;
+	bool rest = false;
+	char what[96];
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v;
+		bool missing = false;
+		if (rest || !strcmp(a, "--")) {
+			rest = true;
+			argv[o++] = argv[i];
+			continue;
+		}
+		if (!strcmp(a, "--full-names")) {
+			fo.full_names = true;
+		} else if (!strcmp(a, "--no-fold")) {
+			fo.no_fold = true;
+		} else if ((v = opt_value(argc, argv, &i, "--width", &missing)) || missing) {
+			unsigned long long n;
+			if (missing || !parse_uint(v, 100000, &n)) {
+				snprintf(what, sizeof what, "%s: --width needs a number of columns, not '%%s'",
+					 cmd);
+				return usage_error(missing ? "%s: --width needs a value" : what,
+						   missing ? cmd : v);
+			}
+			width = (long)n;
+		} else if ((v = opt_value(argc, argv, &i, "--fold-frames", &missing)) || missing) {
+			if (missing || nfold == sizeof fold / sizeof fold[0])
+				return usage_error(missing ? "%s: --fold-frames needs a regex"
+							   : "%s: too many --fold-frames",
+						   cmd);
+			fold[nfold++] = v;
+		} else if ((v = opt_value(argc, argv, &i, "--debug-dir", &missing)) || missing) {
+			struct stat st;
+			if (missing)
+				return usage_error("%s: --debug-dir needs a directory", cmd);
+			if (stat(v, &st) || !S_ISDIR(st.st_mode))
+				return usage_error("--debug-dir: '%s' is not a directory", v);
+			if (ndirs < sizeof dirs / sizeof dirs[0])
+				dirs[ndirs++] = v;
+		} else if ((v = opt_value(argc, argv, &i, "--color", &missing)) || missing) {
+			if (missing || (strcmp(v, "auto") && strcmp(v, "always") && strcmp(v, "never")))
+				return usage_error(missing ? "%s: --color needs auto, always or never"
+							   : "--color: '%s' is not auto, always or never",
+						   missing ? cmd : v);
+			color = v;
+		} else {
+			argv[o++] = argv[i];
+		}
+	}
+	argv[o] = NULL;
+	*argcp = o;
+	size_t used = 0;
+	for (size_t k = 0; k < ndirs; k++) {
+		int w = snprintf(dirbuf + used, sizeof dirbuf - used, "%s%s", k ? ":" : "", dirs[k]);
+		if (w < 0 || (size_t)w >= sizeof dirbuf - used)
+			return usage_error("%s: --debug-dir: the directories are too long", cmd);
+		used += (size_t)w;
+	}
+	fo.debug_dirs = ndirs ? dirbuf : NULL;
+	fo.fold_regex = fold;
+	fo.nfold_regex = nfold;
+	char why[300];
+	if (ht_frames_configure(&fo, why, sizeof why))
+		return usage_error("%s", why);
+	/* a terminal gets its width and colours; a file or a pipe neither */
+	bool tty = isatty(STDOUT_FILENO);
+	if (width >= 0) {
+		ht_text_style.width = (size_t)width;
+	} else if (tty) {
+		struct winsize ws;
+		if (!ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_col > 0)
+			ht_text_style.width = ws.ws_col;
+	}
+	const char *nc = getenv("NO_COLOR"), *term = getenv("TERM");
+	if (!strcmp(color, "always"))
+		ht_text_style.color = true;
+	else if (!strcmp(color, "auto"))
+		ht_text_style.color = tty && !(nc && *nc) && !(term && !strcmp(term, "dumb"));
+	return -1;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -2090,8 +2210,13 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	/* the commands that read whole traces: a progress line on a terminal */
-	if (strcmp(cmd, "run"))
+	if (strcmp(cmd, "run") && known_command(cmd)) {
+		int vargc = argc - 1, st = view_options(&vargc, argv + 1, cmd);
+		if (st >= 0)
+			return st;
+		argc = vargc + 1;
 		ht_progress_enable();
+	}
 	if (!strcmp(cmd, "report"))
 		return cmd_report(argc - 1, argv + 1);
 	if (!strcmp(cmd, "run"))

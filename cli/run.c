@@ -510,7 +510,34 @@ static void print_totals(const ht_totals_t *tt, uint64_t sample_rate, bool summa
 			plural(tt->temporary));
 }
 
-static void print_summary(const entry_t *ent, const char *shown, ht_supp_list_t *supps)
+/* --unwind fp over code without frame pointers (ht_model_fp_broken). */
+static void fp_warning(const ht_model_t *m)
+{
+	size_t fp_bad, fp_total;
+	const char *fp_where = ht_model_fp_broken(m, &fp_bad, &fp_total);
+	if (fp_where)
+		fprintf(stderr,
+			"heaptrail: warning: --unwind fp, but %zu of %zu stacks end before the "
+			"thread's start (the first in %s): code without frame pointers cut them "
+			"short or led them astray; run again with the default --unwind libunwind (or "
+			"build with -fno-omit-frame-pointer)\n",
+			fp_bad, fp_total, HT_TEXT(fp_where));
+}
+
+/* The same for a trace the summary does not read back. */
+static void fp_warning_of(const char *path)
+{
+	ht_trace_t *t = NULL;
+	ht_model_t *m = NULL;
+	if (ht_reader_load_file(path, NULL, &t) >= 0 && (t->proc_flags & HT_PROC_UNWIND_FP) &&
+	    !ht_model_build(t, &m))
+		fp_warning(m);
+	ht_model_free(m);
+	ht_trace_free(t);
+}
+
+static void print_summary(const entry_t *ent, const char *shown, ht_supp_list_t *supps,
+			  bool unwind_fp)
 {
 	const char *path = ent->path;
 	struct stat st;
@@ -533,6 +560,8 @@ static void print_summary(const entry_t *ent, const char *shown, ht_supp_list_t 
 			.duration_ns = ent->duration_ns,
 		};
 		print_totals(&tt, 0, false);
+		if (unwind_fp)
+			fp_warning_of(path);
 		return;
 	}
 	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
@@ -567,6 +596,7 @@ static void print_summary(const entry_t *ent, const char *shown, ht_supp_list_t 
 		return;
 	}
 	print_totals(&m->totals, m->sample_rate ? t->sample_rate : 0, t->have_summary);
+	fp_warning(m);
 	if (t->error)
 		fprintf(stderr, "heaptrail: warning: %s\n", HT_TEXT(t->message));
 	if (t->ending == HT_ENDING_CUT_SHORT && !ent->lost) {
@@ -862,7 +892,8 @@ static char *report_traces(int manifest, pid_t child, int wstatus, const ht_run_
 		if (main_i > i)
 			main_i--;
 	}
-	print_summary(&ent[main_i], display_path(ent[main_i].path, cwd), supps);
+	print_summary(&ent[main_i], display_path(ent[main_i].path, cwd), supps,
+		      o->unwind && !strcmp(o->unwind, "fp"));
 	if (ent[main_i].own_malloc)
 		fprintf(stderr, "heaptrail: note: %s defines its own malloc: the program's "
 				"allocations go there, not through libc, and heaptrail sees none "

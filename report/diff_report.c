@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "trace_format.h"
 #include "analysis/diff.h"
 #include "report/report.h"
 #include "analysis/util.h"
@@ -33,10 +34,11 @@ static const struct {
 	{ "bytes_allocated", "bytes allocated", FIG_SIZE },
 	{ "peak_heap_bytes", "peak heap", FIG_SIZE },
 	{ "peak_rss_bytes", "peak RSS", FIG_SIZE },
-	{ "leaked_bytes", "leaked bytes", FIG_SIZE },
-	{ "leaked_blocks", "leaked blocks", FIG_COUNT },
+	{ "leaked_bytes", "in use at exit", FIG_SIZE },
+	{ "leaked_blocks", "blocks at exit", FIG_COUNT },
 	{ "temporary_allocations", "temporary allocs", FIG_COUNT },
 	{ "duration_seconds", "run time", FIG_TIME },
+	{ "lost_bytes", "lost", FIG_SIZE }, /* definitely + indirectly lost */
 };
 #define NTOTALS (sizeof(totals_def) / sizeof(totals_def[0]))
 
@@ -53,7 +55,15 @@ static bool total(const ht_diff_side_t *sd, size_t i, uint64_t *v)
 	case 5: *v = tt->leaked_bytes; return true;
 	case 6: *v = tt->leaked_blocks; return true;
 	case 7: *v = tt->temporary; return sd->temporary_known;
-	default: *v = tt->duration_ns; return true;
+	case 8: *v = tt->duration_ns; return true;
+	default: /* lost: what the exit leak check classed definite or indirect */
+		*v = 0;
+		for (size_t k = 0; k < sd->m->nlive_end; k++) {
+			const ht_live_block_t *b = &sd->m->live_end[k];
+			if (b->kind == HT_LEAK_DEFINITE || b->kind == HT_LEAK_INDIRECT)
+				*v += b->size;
+		}
+		return sd->m->leaks_classified && !sd->m->sample_rate;
 	}
 }
 
@@ -151,7 +161,7 @@ static void head(FILE *out, const ht_diff_site_t *s, ht_site_order_t order)
 			ht_fmt_count(a, va), ht_fmt_count(b, vb));
 		break;
 	case HT_BY_LEAKED:
-		fprintf(out, "%12s  %s B in %s %s -> %s B in %s %s leaked",
+		fprintf(out, "%12s  %s B in %s %s -> %s B in %s %s in use at exit",
 			change_text(c, va, vb, FIG_SIZE), ht_fmt_count(a, va),
 			ht_fmt_count(e, fa->leaked_blocks), ht_blocks_word(fa->leaked_blocks),
 			ht_fmt_count(b, vb), ht_fmt_count(f, fb->leaked_blocks),
@@ -252,7 +262,7 @@ int ht_report_diff_text(FILE *out, const ht_diff_t *d, size_t top)
 	print_list(&c, "LARGEST CHANGES IN BYTES ALLOCATED", HT_BY_BYTES, top, idx);
 	print_list(&c, "LARGEST CHANGES IN NUMBER OF ALLOCATIONS", HT_BY_COUNT, top, idx);
 	print_list(&c, "LARGEST CHANGES IN BYTES AT THE PEAK", HT_BY_PEAK, top, idx);
-	print_list(&c, "LARGEST CHANGES IN LEAKED BYTES", HT_BY_LEAKED, top, idx);
+	print_list(&c, "LARGEST CHANGES IN BYTES IN USE AT EXIT", HT_BY_LEAKED, top, idx);
 	fputc('\n', out);
 
 	free(idx);

@@ -7,10 +7,12 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/frames.h"
 #include "analysis/leaks.h"
 #include "report/emitter.h"
 #include "report/badfree_section.h"
@@ -27,7 +29,6 @@
 #define MAX_TEXT_FRAMES 16 /* frames shown per stack; the JSON has them all */
 #define REPEAT_FRAMES 3	   /* frames shown when a stack was printed above */
 #define MAX_FUNC_COL 48	   /* function column width, longer names overflow */
-#define MAX_FUNC_LEN 120   /* longer (template) names are shortened */
 
 /* ---- warnings (shared with json.c) ---------------------------------------- */
 
@@ -40,6 +41,14 @@ size_t ht_report_warnings(const ht_model_t *m, char buf[][HT_WARN_LEN], size_t m
 		if (n < max && snprintf(buf[n], HT_WARN_LEN, __VA_ARGS__) >= 0) \
 			n++;                                        \
 	} while (0)
+	size_t fp_bad, fp_total;
+	const char *fp_where = ht_model_fp_broken(m, &fp_bad, &fp_total);
+	if (fp_where)
+		WARN("--unwind fp, but %zu of %zu stacks end before the thread's start (the first in "
+		     "%s): code without frame pointers cut them short or led them astray; record "
+		     "again with the default --unwind libunwind (or build with "
+		     "-fno-omit-frame-pointer)",
+		     fp_bad, fp_total, HT_TEXT(fp_where));
 	if (t->checksum_bad)
 		WARN("the zstd frame at file offset %" PRIu64 " fails its checksum: a byte changed "
 		     "after the trace was written; figures from decompressed offset %" PRIu64
@@ -115,9 +124,11 @@ void ht_report_list_rule(FILE *out, const char *title, size_t shown, size_t n)
 
 void ht_report_rule(FILE *out, const char *title)
 {
-	size_t n = strlen(title);
-	fprintf(out, "\n%s ", title);
-	for (size_t i = n + 1; i < WIDTH; i++)
+	size_t n = strlen(title), w = ht_text_style.width && ht_text_style.width < WIDTH
+						? ht_text_style.width
+						: WIDTH;
+	fprintf(out, "\n%s%s%s ", HT_BOLD, title, HT_RESET);
+	for (size_t i = n + 1; i < w; i++)
 		fputc('-', out);
 	fputc('\n', out);
 }
@@ -217,42 +228,106 @@ static bool is_runtime_frame(const ht_frame_t *f)
 	return false;
 }
 
-static void frame_function(const ht_frame_t *f, char *buf, size_t len)
+ht_text_style_t ht_text_style;
+
+/* Where a long name or line may break: after ", " or "(", never inside an
+ * identifier. */
+static bool break_before(const char *s, size_t i)
 {
-	if (f->function) { /* escaped, longer ones cut with "..." */
-		char tmp[MAX_FUNC_LEN + 1];
-		snprintf(buf, len, "%s", ht_text_safe(tmp, sizeof(tmp), f->function));
-	} else if (f->module) {
-		snprintf(buf, len, "??"); /* the location names module+offset */
-	} else {
-		snprintf(buf, len, "0x%" PRIx64, f->address);
+	return i > 1 && ((s[i - 1] == ' ' && s[i - 2] == ',') || (s[i - 1] == '(' && s[i] != ')'));
+}
+
+/* Print s (safe text) from column *col, breaking it where it may break when
+ * it would pass ht_text_style.width; continuation lines start at column
+ * indent. A piece without a break point longer than the width overflows:
+ * names are never cut. */
+static void put_wrapped(FILE *out, const char *s, size_t *col, size_t indent)
+{
+	size_t w = ht_text_style.width, n = strlen(s), i = 0;
+	while (i < n) {
+		size_t room = w > *col ? w - *col : 0, brk = 0, j;
+		if (!w || n - i <= room) {
+			fputs(s + i, out);
+			*col += n - i;
+			return;
+		}
+		/* the last break point that fits */
+		for (j = i + 1; j < n && j - i <= room; j++)
+			if (break_before(s, j))
+				brk = j;
+		if (!brk && *col > indent) {
+			/* nothing fits on this line: try a fresh one */
+			fprintf(out, "\n%*s", (int)indent, "");
+			*col = indent;
+			continue;
+		}
+		if (!brk) /* not even there: up to the first break, overflowing */
+			for (brk = i + 1; brk < n && !break_before(s, brk); brk++)
+				;
+		/* the space of ", " ends no line */
+		size_t k = brk - (s[brk - 1] == ' ');
+		fwrite(s + i, 1, k - i, out);
+		*col += k - i;
+		i = brk;
+		if (i < n) {
+			fprintf(out, "\n%*s", (int)indent, "");
+			*col = indent;
+		}
 	}
 }
 
-/* Location column of a frame: file:line, else module+offset, for addr2line */
-static void frame_location(textctx_t *c, const ht_site_t *s, const ht_frame_t *f, char *buf,
-			   size_t len)
+/* The function column of a frame, escaped: its name whole, or for a frame
+ * without one the label every output gives it (module+offset). malloc'd. */
+static char *frame_function(const ht_frame_t *f)
 {
-	char tmp[4096];
+	char lab[HT_FRAME_LABEL_LEN];
+	const char *name = f->function ? f->function : ht_frame_label(f, lab, sizeof lab);
+	size_t need = ht_text_len(name) + 8;
+	char *buf = malloc(need);
+	if (buf) {
+		const char *t = ht_text_safe(buf, need, name);
+		if (t != buf)
+			memcpy(buf, t, strlen(t) + 1);
+	}
+	return buf;
+}
+
+/* Location column of a frame: file:line, else module+offset (for
+ * addr2line) when the function is known; empty when the label says it. */
+static void frame_location(const ht_frame_t *f, char *buf, size_t len)
+{
+	char tmp[4096], lab[HT_FRAME_LABEL_LEN];
 	if (f->file && f->line > 0) {
 		snprintf(buf, len, "%s:%d", ht_text_safe(tmp, sizeof(tmp), f->file), f->line);
 	} else if (f->file) {
 		snprintf(buf, len, "%s", ht_text_safe(tmp, sizeof(tmp), f->file));
-	} else if (f->module) {
-		const ht_trace_t *t = c->m->trace;
-		long mi = ht_trace_module_for(t, f->address, s->first_time);
-		const char *mod = ht_text_safe(tmp, sizeof(tmp), ht_base_name(f->module));
-		if (mi >= 0)
-			snprintf(buf, len, "in %s+0x%" PRIx64, mod, f->address - t->modules[mi].bias);
-		else
-			snprintf(buf, len, "in %s", mod);
-	} else {
+	} else if (f->function && (f->module || f->has_offset)) {
+		snprintf(buf, len, "in %s", ht_text_safe(tmp, sizeof tmp, ht_frame_label(f, lab, sizeof lab)));
+	} else if (f->function) {
 		snprintf(buf, len, "in an unknown module");
+	} else {
+		buf[0] = 0;
 	}
 }
 
+/* The hint about frames without symbols, once per command. */
+static bool symbols_hint_given;
+
+/* How many frames from f[i] on lack a function and lie in f[i]'s module. */
+static size_t unknown_run(const ht_frame_t *f, size_t i, size_t n)
+{
+	size_t k = i;
+	while (k < n && !f[k].function &&
+	       (f[k].module == f[i].module ||
+		(f[k].module && f[i].module && !strcmp(f[k].module, f[i].module))))
+		k++;
+	return k - i;
+}
+
 /* Print a site's stack leaf first: all of it (up to MAX_TEXT_FRAMES) the
- * first time, its top frames when an earlier list already showed it. */
+ * first time, its top frames when an earlier list already showed it. The
+ * frames folded at the leaf (frames.h) are one marker line; a run of
+ * frames of one module without symbols is one line. */
 static void print_stack(textctx_t *c, const ht_site_t *s, bool repeat)
 {
 	FILE *out = c->out;
@@ -285,27 +360,96 @@ static void print_stack(textctx_t *c, const ht_site_t *s, bool repeat)
 		fputs("     (empty stack)\n", out);
 		return;
 	}
+	const ht_frame_t *fr = c->frames;
+	if (fr[0].folded && fr[0].folded_via) {
+		char *via = frame_function(&(ht_frame_t){ .function = fr[0].folded_via });
+		size_t col = 5;
+		fprintf(out, "     %s[", HT_DIM);
+		col++;
+		put_wrapped(out, via ? via : "?", &col, 7);
+		fprintf(out, ": %u allocator frame%s folded]%s\n", fr[0].folded,
+			fr[0].folded == 1 ? "" : "s", HT_RESET);
+		free(via);
+	}
 	size_t max = repeat ? REPEAT_FRAMES : MAX_TEXT_FRAMES;
-	size_t shown = (size_t)n > max ? max : (size_t)n;
-	char fn[MAX_FUNC_LEN + 8], loc[4200];
-	size_t col = 0;
-	for (size_t i = 0; i < shown; i++) {
-		frame_function(&c->frames[i], fn, sizeof(fn));
-		size_t l = strlen(fn);
-		if (l > col && l <= MAX_FUNC_COL)
-			col = l;
+	/* the lines to print: a frame, or a run of unknown frames */
+	size_t lines = 0, end = 0, col = 0;
+	for (size_t i = 0; i < (size_t)n && lines < max; lines++) {
+		size_t run = fr[i].function ? 1 : unknown_run(fr, i, (size_t)n);
+		if (run == 1) {
+			char *fn = frame_function(&fr[i]);
+			size_t l = fn ? strlen(fn) : 0;
+			if (l > col && l <= MAX_FUNC_COL)
+				col = l;
+			free(fn);
+		}
+		i += run;
+		end = i;
 	}
-	for (size_t i = 0; i < shown; i++) {
-		const ht_frame_t *f = &c->frames[i];
-		frame_function(f, fn, sizeof(fn));
-		frame_location(c, s, f, loc, sizeof(loc));
-		fprintf(out, "     %-*s  %s%s\n", (int)col, fn, loc, f->inlined ? "  (inlined)" : "");
+	size_t w = ht_text_style.width;
+	if (w && col > w / 2)
+		col = w / 2;
+	bool unknown = false;
+	char loc[4200];
+	for (size_t i = 0; i < end;) {
+		const ht_frame_t *f = &fr[i];
+		size_t run = f->function ? 1 : unknown_run(fr, i, end);
+		if (run > 1) {
+			char *a = frame_function(f), *b = frame_function(&fr[i + run - 1]);
+			fprintf(out, "     %s%s .. %s  (%zu frames without symbols)%s\n", HT_DIM,
+				a ? a : "?", b ? b : "?", run, HT_RESET);
+			free(a);
+			free(b);
+			unknown = true;
+			i += run;
+			continue;
+		}
+		if (!f->function)
+			unknown = true;
+		char *fn = frame_function(f);
+		frame_location(f, loc, sizeof loc);
+		size_t l = fn ? strlen(fn) : 0, pos = 5;
+		fputs("     ", out);
+		fputs(f->function ? HT_FN : HT_DIM, out);
+		put_wrapped(out, fn ? fn : "?", &pos, 7);
+		fputs(HT_RESET, out);
+		const char *inl = f->inlined ? "  (inlined)" : "";
+		size_t tail = strlen(loc) + strlen(inl);
+		if (tail) {
+			size_t pad = l < col && pos == 5 + l ? col - l : 0;
+			if (w && pos + pad + 2 + tail > w && pos > 9) {
+				/* the location on a line of its own, under the name */
+				fprintf(out, "\n%*s", 9, "");
+				pos = 9;
+			} else {
+				fprintf(out, "%*s  ", (int)pad, "");
+				pos += pad + 2;
+			}
+			fprintf(out, "%s%s%s%s", HT_DIM, loc, inl, HT_RESET);
+		}
+		fputc('\n', out);
+		free(fn);
+		i++;
 	}
-	if ((size_t)n > shown && repeat)
+	if ((size_t)n > end && repeat)
 		fprintf(out, "     ... (the whole stack is listed above)\n");
-	else if ((size_t)n > shown)
-		fprintf(out, "     ... %zu more frames (--format json lists them all)\n",
-			(size_t)n - shown);
+	else if ((size_t)n > end)
+		fprintf(out, "     ... %zu more frames (--format json lists them all)\n", (size_t)n - end);
+	if (unknown && !symbols_hint_given) {
+		symbols_hint_given = true;
+		const char *mod = NULL;
+		for (size_t i = 0; i < end && !mod; i++)
+			if (!fr[i].function)
+				mod = fr[i].module;
+		char tmp[4096], hint[4400];
+		snprintf(hint, sizeof hint,
+			 "hint: frames without symbols show module+offset (addr2line -e MODULE OFFSET); "
+			 "for symbols, install the debug package of %s (Debian, Ubuntu: its -dbgsym "
+			 "package; Fedora: debuginfo-install), or give --debug-dir DIR of separate "
+			 "debug files",
+			 mod ? ht_text_safe(tmp, sizeof tmp, mod) : "the module");
+		fprintf(out, "     %s%s%s\n", HT_YELLOW, hint, HT_RESET);
+	}
 }
 
 int ht_report_stack_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const ht_site_t *s,
@@ -348,13 +492,22 @@ static uint64_t round_sat(double x)
 	return x + 0.5 >= 0x1p64 ? UINT64_MAX : (uint64_t)(x + 0.5);
 }
 
-/* " (+-X)" for an estimate of variance var, X a size when bytes; "" when
- * m is exact (buf: 2 * HT_FMT_LEN). */
-static char *est_ci(char *buf, const ht_model_t *m, double var, bool bytes)
+/* " (+-X)" for an estimate v of variance var, X a size when bytes; "" when
+ * m is exact (buf: 2 * HT_FMT_LEN). An estimate of 0 has no sample to
+ * bound it: the samples' variance is 0, not the uncertainty. A run of B
+ * bytes goes unsampled with probability exp(-B/R), under 5% past
+ * B = R ln 20, which bounds the bytes. */
+static char *est_ci(char *buf, const ht_model_t *m, uint64_t v, double var, bool bytes)
 {
 	char tmp[HT_FMT_LEN];
 	buf[0] = 0;
-	if (m->sample_rate) {
+	if (m->sample_rate && v == 0 && !(var > 0)) {
+		if (bytes)
+			snprintf(buf, 2 * HT_FMT_LEN, " (no sample: under %s at 95%%)",
+				 ht_fmt_size(tmp, round_sat(m->sample_rate * log(20.0))));
+		else
+			snprintf(buf, 2 * HT_FMT_LEN, " (no sample)");
+	} else if (m->sample_rate) {
 		uint64_t h = round_sat(ht_ci95(var));
 		snprintf(buf, 2 * HT_FMT_LEN, " (+-%s)", bytes ? ht_fmt_size(tmp, h) : ht_fmt_count(tmp, h));
 	}
@@ -375,7 +528,7 @@ static void print_summary(FILE *out, const ht_model_t *m)
 		exact ? ht_fmt_count(a, tt->allocations) : est_count(a, m, tt->allocations));
 	if (tt->duration_ns)
 		fprintf(out, "   %s per second", ht_fmt_count(b, round_sat(tt->allocs_per_second)));
-	fputs(exact ? "" : est_ci(d, m, e->var_allocations, false), out);
+	fputs(exact ? "" : est_ci(d, m, tt->allocations, e->var_allocations, false), out);
 	fputc('\n', out);
 	fprintf(out, "  %-18s %14s", "frees",
 		exact ? ht_fmt_count(a, tt->frees) : est_count(a, m, tt->frees));
@@ -391,10 +544,10 @@ static void print_summary(FILE *out, const ht_model_t *m)
 	fprintf(out, "  %-18s %14s   %s B%s\n", "bytes allocated",
 		exact ? ht_fmt_size(a, tt->bytes_allocated) : est_size(a, m, tt->bytes_allocated),
 		ht_fmt_count(b, tt->bytes_allocated),
-		exact ? "" : est_ci(d, m, e->var_bytes_allocated, true));
+		exact ? "" : est_ci(d, m, tt->bytes_allocated, e->var_bytes_allocated, true));
 	fprintf(out, "  %-18s %14s   %s B at %s%s\n", "peak heap", est_size(a, m, tt->peak_heap_bytes),
 		ht_fmt_count(b, tt->peak_heap_bytes), ht_fmt_duration(cbuf, tt->peak_time_ns),
-		est_ci(d, m, e->var_peak_bytes, true));
+		est_ci(d, m, tt->peak_heap_bytes, e->var_peak_bytes, true));
 	if (tt->peak_rss_bytes && tt->peak_rss_sample_bytes == tt->peak_rss_bytes)
 		fprintf(out, "  %-18s %14s   %s B at %s\n", "peak RSS", ht_fmt_size(a, tt->peak_rss_bytes),
 			ht_fmt_count(b, tt->peak_rss_bytes), ht_fmt_duration(cbuf, tt->peak_rss_time_ns));
@@ -414,9 +567,9 @@ static void print_summary(FILE *out, const ht_model_t *m)
 	fprintf(out, "  %-18s %14s   %s B%s in %s %s%s\n",
 		m->trace->ending == HT_ENDING_EXEC ? "in use at exec" : "in use at exit",
 		est_size(a, m, tt->leaked_bytes), ht_fmt_count(b, tt->leaked_bytes),
-		est_ci(d, m, e->var_leaked_bytes, true), est_count(cbuf, m, tt->leaked_blocks),
+		est_ci(d, m, tt->leaked_bytes, e->var_leaked_bytes, true), est_count(cbuf, m, tt->leaked_blocks),
 		ht_blocks_word(tt->leaked_blocks),
-		m->sample_rate ? est_ci(d + HT_FMT_LEN, m, e->var_leaked_blocks, false) : "");
+		m->sample_rate ? est_ci(d + HT_FMT_LEN, m, tt->leaked_blocks, e->var_leaked_blocks, false) : "");
 	if (m->sample_rate)
 		fprintf(out, "  %-18s %14s   not known from samples", "temporary allocs", "?");
 	else if (m->trace->have_summary)
@@ -436,13 +589,13 @@ static void head_bytes(FILE *out, const ht_site_t *s, const ht_model_t *m)
 {
 	char a[2 * HT_FMT_LEN], b[HT_FMT_LEN], c[2 * HT_FMT_LEN], d[2 * HT_FMT_LEN];
 	fprintf(out, "%10s  %s B%s in %s allocation%s%s", est_size(a, m, s->bytes_allocated),
-		ht_fmt_count(b, s->bytes_allocated), est_ci(d, m, s->est.var_bytes_allocated, true),
+		ht_fmt_count(b, s->bytes_allocated), est_ci(d, m, s->bytes_allocated, s->est.var_bytes_allocated, true),
 		est_count(c, m, s->allocations), s->allocations == 1 ? "" : "s",
-		est_ci(d + HT_FMT_LEN, m, s->est.var_allocations, false));
+		est_ci(d + HT_FMT_LEN, m, s->allocations, s->est.var_allocations, false));
 	if (s->peak_bytes)
 		fprintf(out, ", %s at peak", est_size(a, m, s->peak_bytes));
 	if (s->leaked_bytes)
-		fprintf(out, ", %s leaked", est_size(a, m, s->leaked_bytes));
+		fprintf(out, ", %s in use at exit", est_size(a, m, s->leaked_bytes));
 }
 
 static void head_count(FILE *out, const ht_site_t *s, const ht_model_t *m)
@@ -450,7 +603,7 @@ static void head_count(FILE *out, const ht_site_t *s, const ht_model_t *m)
 	const ht_totals_t *tt = &m->totals;
 	char a[2 * HT_FMT_LEN], b[2 * HT_FMT_LEN], d[2 * HT_FMT_LEN];
 	fprintf(out, "%10s  allocation%s%s", est_count(a, m, s->allocations),
-		s->allocations == 1 ? "" : "s", est_ci(d, m, s->est.var_allocations, false));
+		s->allocations == 1 ? "" : "s", est_ci(d, m, s->allocations, s->est.var_allocations, false));
 	if (tt->allocations)
 		fprintf(out, " (%.1f%%)", 100.0 * (double)s->allocations / (double)tt->allocations);
 	fprintf(out, ", %s total", est_size(b, m, s->bytes_allocated));
@@ -463,7 +616,7 @@ static void head_peak(FILE *out, const ht_site_t *s, const ht_model_t *m)
 	const ht_totals_t *tt = &m->totals;
 	char a[2 * HT_FMT_LEN], b[HT_FMT_LEN], d[2 * HT_FMT_LEN];
 	fprintf(out, "%10s  %s B%s live at the peak", est_size(a, m, s->peak_bytes),
-		ht_fmt_count(b, s->peak_bytes), est_ci(d, m, s->est.var_peak_bytes, true));
+		ht_fmt_count(b, s->peak_bytes), est_ci(d, m, s->peak_bytes, s->est.var_peak_bytes, true));
 	if (tt->peak_heap_bytes)
 		fprintf(out, " (%.1f%%)", 100.0 * (double)s->peak_bytes / (double)tt->peak_heap_bytes);
 }
@@ -484,6 +637,10 @@ static void print_list(textctx_t *c, const char *title, ht_site_order_t order, h
 	size_t n = ht_model_sort(m, order, idx);
 	size_t shown = n < top ? n : top;
 	ht_report_list_rule(out, title, shown, n);
+	if (order == HT_BY_TEMPORARY && n)
+		fputs("  (a temporary allocation is a block freed before its thread allocated "
+		      "again)\n",
+		      out);
 	if (!n) {
 		fprintf(out, "  %s\n", none);
 		return;
@@ -736,10 +893,10 @@ int ht_report_write(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym,
 			c.err = ht_report_timeline_text(out, m); /* memory over time, peak marked */
 		print_list(&c, "TOP SITES BY BYTES ALLOCATED", HT_BY_BYTES, head_bytes, top, idx,
 			   "no allocations");
-		print_list(&c, "TOP SITES BY NUMBER OF ALLOCATIONS", HT_BY_COUNT, head_count, top,
-			   idx, "no allocations");
 		print_list(&c, "TOP SITES BY CONTRIBUTION TO THE PEAK", HT_BY_PEAK, head_peak, top,
 			   idx, "nothing was live at the peak");
+		print_list(&c, "TOP SITES BY NUMBER OF ALLOCATIONS", HT_BY_COUNT, head_count, top,
+			   idx, "no allocations");
 	}
 	/* leaks: every unsuppressed group of blocks live at the end, by class
 	 * and stack, largest first (the suppressed ones are counted in

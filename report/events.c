@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/frames.h"
 #include "report/export.h"
 #include "report/report.h"
 #include "trace_format.h"
@@ -131,7 +132,13 @@ static int define_stack(ht_events_writer_t *w, uint64_t id, uint64_t time)
 			fputs(", \"line\": null", w->out);
 		fputs(", \"module\": ", w->out);
 		ht_json_str(w->out, f->module);
-		fprintf(w->out, ", \"inlined\": %s}", f->inlined ? "true" : "false");
+		fprintf(w->out, ", \"inlined\": %s", f->inlined ? "true" : "false");
+		if (!f->function) { /* the label every output gives it */
+			char lab[HT_FRAME_LABEL_LEN];
+			fputs(", \"label\": ", w->out);
+			ht_json_str(w->out, ht_frame_label(f, lab, sizeof lab));
+		}
+		fputc('}', w->out);
 	}
 	fputs("]}\n", w->out);
 	return 0;

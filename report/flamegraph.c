@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/frames.h"
 #include "report/export.h"
 #include "analysis/util.h"
 
@@ -42,6 +43,8 @@ typedef struct node {
 	const char *file;   /* of the first occurrence */
 	const char *module;
 	uint64_t address;
+	bool has_offset;
+	uint64_t offset; /* in its module: the label of a frame without a name */
 	int lines[MAX_LINES];
 	int nlines;
 	bool more_lines;    /* more distinct lines than MAX_LINES */
@@ -115,6 +118,8 @@ static uint32_t child_for(tree_t *t, uint32_t parent, const ht_frame_t *f)
 		n->file = f->file;
 		n->module = f->module;
 		n->address = f->address;
+		n->has_offset = f->has_offset;
+		n->offset = f->offset;
 	}
 	node_t *n = &t->n[k];
 	if (f->line > 0) {
@@ -174,15 +179,17 @@ static int build_tree(const ht_model_t *m, ht_symbolizer_t *sym, ht_cost_t cost,
 
 /* ---- labels and colours ---------------------------------------------------------- */
 
-/* A box's label: the function, else "module+0xoffset"-like "[module] 0xaddr". */
+/* A box's label: the function, else module+offset as every output has it
+ * (ht_frame_label). */
 static void node_label(const node_t *n, char *buf, size_t len)
 {
-	if (n->name)
+	if (n->name) {
 		snprintf(buf, len, "%s", n->name);
-	else if (n->module)
-		snprintf(buf, len, "[%s] 0x%" PRIx64, ht_base_name(n->module), n->address);
-	else
-		snprintf(buf, len, "0x%" PRIx64, n->address);
+	} else {
+		ht_frame_t f = { .module = n->module, .address = n->address,
+				 .has_offset = n->has_offset, .offset = n->offset };
+		ht_frame_label(&f, buf, len);
+	}
 }
 
 /* The program's own frames burn red-orange, shared libraries (libc,
@@ -212,7 +219,7 @@ static const char *cost_unit(ht_cost_t c)
 	switch (c) {
 	case HT_COST_ALLOCATIONS: return "allocations";
 	case HT_COST_PEAK: return "bytes at peak";
-	case HT_COST_LEAKED: return "bytes leaked";
+	case HT_COST_LEAKED: return "bytes in use at exit";
 	case HT_COST_TEMPORARY: return "temporary allocations";
 	case HT_COST_BYTES:
 	default: return "bytes allocated";
@@ -488,7 +495,7 @@ int ht_export_flamegraph(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 			sum.leaked_blocks += m->sites[i].leaked_blocks;
 		}
 		fprintf(out,
-			"~%s allocations \xc2\xb7 ~%s bytes allocated \xc2\xb7 peak ~%s bytes \xc2\xb7 leaked"
+			"~%s allocations \xc2\xb7 ~%s bytes allocated \xc2\xb7 peak ~%s bytes \xc2\xb7 in use at exit"
 			" ~%s bytes in ~%s blocks \xc2\xb7 ? temporary",
 			ht_fmt_count(a, sum.allocations), ht_fmt_count(b, sum.bytes_allocated),
 			ht_fmt_count(c, sum.peak_bytes), ht_fmt_count(d, sum.leaked_bytes),
@@ -497,7 +504,7 @@ int ht_export_flamegraph(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
 			ht_fmt_count(a, tt->allocations), ht_fmt_count(b, tt->bytes_allocated));
 	} else {
 		fprintf(out,
-			"%s allocations \xc2\xb7 %s bytes allocated \xc2\xb7 peak %s bytes \xc2\xb7 leaked %s"
+			"%s allocations \xc2\xb7 %s bytes allocated \xc2\xb7 peak %s bytes \xc2\xb7 in use at exit %s"
 			" bytes in %s blocks \xc2\xb7 %s temporary",
 			ht_fmt_count(a, tt->allocations), ht_fmt_count(b, tt->bytes_allocated),
 			ht_fmt_count(c, tt->peak_heap_bytes), ht_fmt_count(d, tt->leaked_bytes),

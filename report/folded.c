@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/frames.h"
 #include "report/export.h"
 #include "analysis/util.h"
 
@@ -85,6 +86,8 @@ static const char *frame_name(const ht_model_t *m, const ht_site_t *s, const ht_
 {
 	if (f->function && f->function[0])
 		return f->function;
+	if (f->has_offset && f->module)
+		return ht_frame_label(f, buf, size);
 	const ht_trace_t *t = m->trace;
 	long mi = s->stack ? ht_trace_module_for(t, f->address, s->first_time) : -1;
 	if (mi < 0) {

@@ -11,6 +11,9 @@
  * from the longest thread) so that columns compare at a glance; the JSON has
  * integer nanoseconds.
  */
+#include "report/emitter.h"
+#include "report/report.h"
+#include "analysis/frames.h"
 #include "report/functions_section.h"
 #include "report/report.h"
 
@@ -89,12 +92,11 @@ static uint32_t name_of(names_t *nm, const ht_trace_t *t, ht_symbolizer_t *sym, 
 	if (fn) {
 		snprintf(buf, sizeof(buf), "%s", fn);
 	} else {
-		const char *base = mod ? strrchr(mod, '/') : NULL;
-		base = base ? base + 1 : mod;
-		if (base && *base)
-			snprintf(buf, sizeof(buf), "0x%" PRIx64 " (%s)", addr, base);
-		else
-			snprintf(buf, sizeof(buf), "0x%" PRIx64, addr);
+		/* module+offset, as every output labels a frame without a name */
+		long mi = ht_trace_module_for(t, addr, when);
+		ht_frame_t f = { .module = mod && *mod ? mod : NULL, .address = addr,
+				 .has_offset = mi >= 0, .offset = mi >= 0 ? addr - t->modules[mi].bias : 0 };
+		ht_frame_label(&f, buf, sizeof buf);
 	}
 	char *copy = strdup(buf);
 	if (!copy || ht_map_put(&nm->map, addr, (uint32_t)nm->n)) {
@@ -229,6 +231,28 @@ static void heap_cells(tw_t *w, uint64_t bytes, uint64_t allocs)
 	fprintf(w->out, "  %10s %8s", ht_fmt_size(a, bytes), ht_fmt_count(b, allocs));
 }
 
+static void print_node(tw_t *w, uint32_t ni);
+
+/* The children kids[0..k) of a node at depth, longest first: with --top N
+ * the first N and a line for the rest. */
+static void print_kids(tw_t *w, const uint32_t *kids, long k, uint32_t depth)
+{
+	size_t top = w->o->top && w->o->top != SIZE_MAX ? w->o->top : SIZE_MAX;
+	for (long i = 0; i < k && !w->err; i++) {
+		if ((size_t)i >= top) {
+			char a[HT_FMT_LEN];
+			uint64_t calls = 0;
+			for (long j = i; j < k; j++)
+				calls += w->p->nodes[kids[j]].calls;
+			uint32_t d = depth < MAX_INDENT_DEPTH ? depth : MAX_INDENT_DEPTH;
+			fprintf(w->out, "  %*s... %ld more callee%s (%s calls; --top 0 shows all)\n",
+				2 * (int)d, "", k - i, k - i == 1 ? "" : "s", ht_fmt_count(a, calls));
+			break;
+		}
+		print_node(w, kids[i]);
+	}
+}
+
 /* Row of node ni, then its subtree, children longest first. */
 static void print_node(tw_t *w, uint32_t ni)
 {
@@ -262,8 +286,7 @@ static void print_node(tw_t *w, uint32_t ni)
 	long k = ht_fn_children(p, ni, &kids, &cap);
 	if (k < 0)
 		w->err = (int)k;
-	for (long i = 0; i < k && !w->err; i++)
-		print_node(w, kids[i]);
+	print_kids(w, kids, k, n->depth);
 	free(kids);
 }
 
@@ -307,8 +330,7 @@ static void print_thread(tw_t *w, const ht_fn_thread_t *th)
 	long k = ht_fn_children(p, th->root, &kids, &cap);
 	if (k < 0)
 		w->err = (int)k;
-	for (long i = 0; i < k && !w->err; i++)
-		print_node(w, kids[i]);
+	print_kids(w, kids, k, 0);
 	free(kids);
 
 	if (th->closed_at_end)
@@ -361,6 +383,49 @@ static void print_top(tw_t *w, bool by_count, size_t *idx)
 	}
 }
 
+/* The flat profile (ht_fn_flat), through the emitter: one row per
+ * function, most self time first, up to the top. */
+static void print_flat(tw_t *w, ht_emitter_t *e, const uint64_t *total, const size_t *idx)
+{
+	const ht_fn_profile_t *p = w->p;
+	size_t top = w->o->top ? w->o->top : DEFAULT_TOP;
+	size_t n = p->nfuncs < top ? p->nfuncs : top;
+	uint64_t all = 0;
+	for (size_t i = 0; i < p->nthreads; i++)
+		all += p->nodes[p->threads[i].root].total_ns;
+	char title[128];
+	if (n < p->nfuncs)
+		snprintf(title, sizeof title, "FLAT PROFILE (top %zu of %zu functions)", n, p->nfuncs);
+	else
+		snprintf(title, sizeof title, "FLAT PROFILE (%zu function%s)", n, n == 1 ? "" : "s");
+	ht_emit_rule(e, title);
+	ht_emit_printf(e, "  by self time; calls counts every call, recursive ones too; total "
+			  "counts each outermost call once\n");
+	ht_emit_printf(e, "  %12s %6s %12s %10s %12s", "self", "%self", "total", "calls", "self/call");
+	if (w->o->memory)
+		ht_emit_printf(e, "  %10s %8s", "own heap", "allocs");
+	ht_emit_printf(e, "  function\n");
+	for (size_t i = 0; i < n && !w->err; i++) {
+		const ht_fn_func_t *f = &p->funcs[idx[i]];
+		char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN], d[HT_FMT_LEN];
+		uint32_t ni = name_of(&w->names, p->trace, w->sym, f->addr, f->first_time);
+		if (ni == HT_MAP_NONE) {
+			w->err = -ENOMEM;
+			break;
+		}
+		ht_emit_printf(e, "  %12s %5.1f%% %12s %10s %12s", fmt_time(a, f->self_ns, w->unit),
+			       all ? 100.0 * (double)f->self_ns / (double)all : 0.0,
+			       fmt_time(b, total[idx[i]], w->unit), ht_fmt_count(c, f->calls),
+			       fmt_time(d, f->calls ? f->self_ns / f->calls : 0, w->unit));
+		if (w->o->memory)
+			ht_emit_printf(e, "  %10s %8s", ht_fmt_size(a, f->own_bytes),
+				       ht_fmt_count(b, f->own_allocs));
+		ht_emit_printf(e, "  ");
+		ht_emit_put(e, w->names.name[ni]);
+		ht_emit_printf(e, "\n");
+	}
+}
+
 int ht_report_functions_text(FILE *out, const ht_fn_profile_t *p, ht_symbolizer_t *sym,
 			     const ht_fn_report_opts_t *o)
 {
@@ -410,21 +475,31 @@ int ht_report_functions_text(FILE *out, const ht_fn_profile_t *p, ht_symbolizer_
 			     "caller\n",
 			HT_FN_MAX_NODES);
 
+	/* the tables first, then the trees (bounded by --top) */
+	size_t *idx = malloc((p->nfuncs ? p->nfuncs : 1) * sizeof(*idx));
+	uint64_t *total = malloc((p->nfuncs ? p->nfuncs : 1) * sizeof(*total));
+	if (!idx || !total)
+		w.err = -ENOMEM;
+	if (!w.err)
+		w.err = ht_fn_flat(p, total, idx);
+	if (!w.err) {
+		ht_emitter_t e;
+		ht_emit_init(&e, out, HT_EMIT_TEXT);
+		print_flat(&w, &e, total, idx);
+	}
+	if (o->memory && !w.err) {
+		print_top(&w, false, idx);
+		print_top(&w, true, idx);
+	}
+	free(idx);
+	free(total);
+	if (!w.err)
+		ht_report_rule(out, o->top && o->top != SIZE_MAX ? "CALL TREES (--top callees per call)"
+								 : "CALL TREES");
 	for (size_t i = 0; i < p->nthreads; i++)
 		measure(&w, p->threads[i].root);
 	for (size_t i = 0; i < p->nthreads && !w.err; i++)
 		print_thread(&w, &p->threads[i]);
-
-	if (o->memory && !w.err) {
-		size_t *idx = malloc((p->nfuncs ? p->nfuncs : 1) * sizeof(*idx));
-		if (!idx) {
-			w.err = -ENOMEM;
-		} else {
-			print_top(&w, false, idx);
-			print_top(&w, true, idx);
-			free(idx);
-		}
-	}
 	names_free(&w.names);
 	if (w.err)
 		return w.err;
@@ -532,6 +607,12 @@ int ht_report_functions_json(FILE *out, const ht_fn_profile_t *p, ht_symbolizer_
 	if (!idx && !w.err)
 		w.err = -ENOMEM;
 	size_t n = 0;
+	/* each function's total, counted once per outermost call (ht_fn_flat) */
+	uint64_t *total = malloc((p->nfuncs ? p->nfuncs : 1) * sizeof(*total));
+	if (idx && total && !w.err)
+		w.err = ht_fn_flat(p, total, idx);
+	else if (!w.err)
+		w.err = -ENOMEM;
 	if (idx) {
 		n = ht_fn_sort_funcs(p, false, idx);
 		/* then the functions that allocated nothing, in address order */
@@ -545,10 +626,11 @@ int ht_report_functions_json(FILE *out, const ht_fn_profile_t *p, ht_symbolizer_
 		json_fn_fields(&w, f->addr, f->first_time);
 		fprintf(out,
 			", \"calls\": %" PRIu64 ", \"self_ns\": %" PRIu64 ", \"own_bytes\": %" PRIu64
-			", \"own_allocations\": %" PRIu64 "}",
-			f->calls, f->self_ns, f->own_bytes, f->own_allocs);
+			", \"own_allocations\": %" PRIu64 ", \"total_ns\": %" PRIu64 "}",
+			f->calls, f->self_ns, f->own_bytes, f->own_allocs, total ? total[idx[i]] : 0);
 	}
 	free(idx);
+	free(total);
 	fputs("]}", out);
 	names_free(&w.names);
 	if (w.err)

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/frames.h"
 #include "report/html.h"
 #include "analysis/blocks.h"
 #include "analysis/diff.h"
@@ -63,7 +64,13 @@ static void put_stack_tree(FILE *out, const stacks_t *st)
 		ht_json_str(out, f->file);
 		fprintf(out, ", %d, ", f->line > 0 ? f->line : 0);
 		ht_json_str(out, f->module);
-		fprintf(out, ", \"0x%" PRIx64 "\"]", f->address);
+		fprintf(out, ", \"0x%" PRIx64 "\"", f->address);
+		if (!f->function) { /* the label every output gives it */
+			char lab[HT_FRAME_LABEL_LEN];
+			fputs(", ", out);
+			ht_json_str(out, ht_frame_label(f, lab, sizeof lab));
+		}
+		fputc(']', out);
 	}
 	fputs("],\n\"nodes\": [", out);
 	for (size_t i = 0; i < 2 * st->nn; i++)

@@ -26,6 +26,10 @@ void ht_emit_frames(ht_emitter_t *e, const char *key, const ht_frame_t *f, long 
 		ht_emit_str(e, "module", f[i].module);
 		ht_emit_hex(e, "address", f[i].address);
 		ht_emit_bool(e, "inlined", f[i].inlined);
+		if (f[i].folded) { /* the allocator frames folded below it */
+			ht_emit_u64(e, "folded_frames", f[i].folded);
+			ht_emit_str(e, "folded_via", f[i].folded_via);
+		}
 		ht_emit_obj_end(e);
 	}
 	ht_emit_arr_end(e);

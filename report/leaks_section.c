@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/frames.h"
 #include "analysis/leaks.h"
 #include "report/report.h"
 #include "trace_format.h"
@@ -138,6 +139,22 @@ int ht_section_leaks(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym,
 							 : "no leaks");
 	else if (!lost)
 		ht_emit_printf(e, "  no leaks: every block live at the end is still reachable\n");
+	if (l->classified && l->nshown && t->ending != HT_ENDING_EXEC &&
+	    l->bytes[HT_LEAK_DEFINITE] + l->bytes[HT_LEAK_INDIRECT]) {
+		/* the two words: all that was live at the end, and what of it
+		 * nothing pointed to any more */
+		uint64_t lb = l->bytes[HT_LEAK_DEFINITE] + l->bytes[HT_LEAK_INDIRECT];
+		uint64_t lk = l->blocks[HT_LEAK_DEFINITE] + l->blocks[HT_LEAK_INDIRECT];
+		uint64_t ub = l->supp_bytes, uk = l->supp_blocks;
+		for (unsigned k = 0; k < HT_LEAK_KINDS; k++)
+			ub += l->bytes[k], uk += l->blocks[k];
+		char d[HT_FMT_LEN];
+		ht_emit_printf(e, "  lost (definitely and indirectly): %s%s in %s%s %s, of %s%s in %s%s %s "
+				  "in use at exit\n",
+			       approx(m), ht_fmt_size(a, lb), approx(m), ht_fmt_count(b, lk),
+			       ht_blocks_word(lk), approx(m), ht_fmt_size(c, ub), approx(m),
+			       ht_fmt_count(d, uk), ht_blocks_word(uk));
+	}
 	/* the JSON lists every group; the text the top ones of each class,
 	 * the still-reachable ones as one line unless asked */
 	ht_emit_arr_begin(e, "leaks");
@@ -241,10 +258,8 @@ static void site_leaf(FILE *out, const ht_frame_t *f, long n)
 		fputs("(stack unknown)", out);
 		return;
 	}
-	if (f->function)
-		ht_text_put(out, f->function);
-	else
-		fprintf(out, "0x%" PRIx64, f->address);
+	char lab[HT_FRAME_LABEL_LEN];
+	ht_text_put(out, f->function ? f->function : ht_frame_label(f, lab, sizeof lab));
 	if (f->file && f->line > 0) {
 		fputs("  ", out);
 		ht_text_put(out, f->file);
@@ -372,8 +387,15 @@ int ht_section_growth(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym
 	size_t ns = 0;
 	for (size_t i = 0; i < n; i++)
 		ns += g[i].suspect;
-	char title[128];
-	snprintf(title, sizeof(title), "GROWTH SUSPECTS (%zu of %zu rising sites)", ns, n);
+	char title[160];
+	size_t shown = n < top ? n : top;
+	/* the title counts what the list shows: rising sites, suspects among them */
+	if (shown < n)
+		snprintf(title, sizeof(title), "RISING SITES (top %zu of %zu; %zu suspect%s)", shown, n,
+			 ns, ns == 1 ? "" : "s");
+	else
+		snprintf(title, sizeof(title), "RISING SITES (%zu; %zu suspect%s)", n, ns,
+			 ns == 1 ? "" : "s");
 	ht_emit_rule(e, title);
 	ht_emit_printf(e, "  live bytes of each site at %d points over %s; trend = least-squares "
 			  "slope,\n  fit = R^2, highs = share of points setting a new high; suspects "
@@ -381,6 +403,8 @@ int ht_section_growth(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym
 		       HT_GROWTH_POINTS, ht_fmt_duration(a, m->growth_span_ns));
 	if (!n)
 		ht_emit_printf(e, "  no site's live bytes rise over the run\n");
+	else if (!ns)
+		ht_emit_printf(e, "  no suspect: these sites rise, but none steadily enough\n");
 	ht_emit_obj_begin(e, "growth");
 	ht_emit_u64(e, "points", HT_GROWTH_POINTS);
 	ht_emit_dbl(e, "span_seconds", 9, (double)m->growth_span_ns / 1e9);

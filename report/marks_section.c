@@ -7,6 +7,7 @@
  * and grouped after cutting to --depth frames: with --depth 1 the view is
  * "which functions allocate this tag" (Crystal's TRACE_BACKTRACE_LIMIT).
  */
+#include "analysis/frames.h"
 #include "report/marks_section.h"
 
 #include <errno.h>
@@ -151,18 +152,16 @@ static char *stack_key(const ht_model_t *m, ht_symbolizer_t *sym, const ht_tag_s
 		const ht_frame_t *f = &(*frames)[i];
 		long mi;
 		/* escaped here: tabs and newlines separate the key's fields */
-		if (f->function)
-			ht_text_put(mem, f->function);
-		else if (!f->module)
-			fprintf(mem, "0x%" PRIx64, f->address);
-		else
-			fputs("??", mem);
+		char lab[HT_FRAME_LABEL_LEN];
+		ht_text_put(mem, f->function ? f->function : ht_frame_label(f, lab, sizeof lab));
 		fputc('\t', mem);
 		if (f->file && f->line > 0) {
 			ht_text_put(mem, f->file);
 			fprintf(mem, ":%d", f->line);
 		} else if (f->file) {
 			ht_text_put(mem, f->file);
+		} else if (!f->function) {
+			/* the label says where: module+offset */
 		} else if (f->module && (mi = ht_trace_module_for(m->trace, f->address,
 								ts->first_time)) >= 0) {
 			/* module+offset: tells frames apart without symbols, for addr2line */

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/frames.h"
 #include "report/timeline.h"
 #include "analysis/util.h"
 
@@ -193,7 +194,8 @@ static void put_label(FILE *out, const node_t *n)
 	}
 	const ht_frame_t *f = &n->f;
 	fprintf(out, "0x%" PRIX64 ": ", f->address);
-	ht_text_put(out, f->function ? f->function : "???");
+	char lab[HT_FRAME_LABEL_LEN];
+	ht_text_put(out, f->function ? f->function : ht_frame_label(f, lab, sizeof lab));
 	if (f->file) {
 		fputs(" (", out);
 		ht_text_put(out, f->file);

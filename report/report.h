@@ -20,6 +20,29 @@
 struct ht_leaks;
 struct ht_diff;
 
+/* How the text views lay out, set once by the command (--width, --color):
+ * width 0 is no limit (a file: lines as long as their content); color
+ * adds ANSI SGR colours to headings, figures and function names. */
+typedef struct ht_text_style {
+	size_t width;
+	bool color;
+} ht_text_style_t;
+extern ht_text_style_t ht_text_style;
+
+/* Make stdout break the lines longer than width (report/wrap.c); 0: as it
+ * is. For the text views only. Returns 0 or -errno. */
+int ht_wrap_stdout(size_t width);
+
+/* The colours of the text views: "" when ht_text_style.color is off. */
+#define HT_SGR(code) (ht_text_style.color ? "\033[" code "m" : "")
+#define HT_BOLD HT_SGR("1")
+#define HT_FN HT_SGR("1")       /* a function name of the user's frames */
+#define HT_DIM HT_SGR("2")      /* locations, markers */
+#define HT_RED HT_SGR("31")     /* lost memory, a worse figure */
+#define HT_GREEN HT_SGR("32")   /* a better figure */
+#define HT_YELLOW HT_SGR("33")  /* warnings, hints */
+#define HT_RESET HT_SGR("0")
+
 typedef struct ht_report_opts {
 	const char *trace_path; /* shown in the text header; may be NULL */
 	size_t top;		/* entries per list; 0 = writer default (text 10, json all) */

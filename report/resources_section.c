@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/frames.h"
 #include "report/emitter.h"
 #include "report/report.h"
 #include "analysis/resources.h"
@@ -61,13 +62,17 @@ static void print_stack(FILE *out, const ht_trace_t *t, uint64_t when, const ht_
 	long shown = n > MAX_TEXT_FRAMES ? MAX_TEXT_FRAMES : n;
 	int col = 0;
 	for (long i = 0; i < shown; i++) {
-		int l = f[i].function ? (int)ht_text_len(f[i].function) : 2;
+		char lab[HT_FRAME_LABEL_LEN];
+		int l = (int)ht_text_len(f[i].function ? f[i].function
+						     : ht_frame_label(&f[i], lab, sizeof lab));
 		if (l > col && l <= 48)
 			col = l;
 	}
 	for (long i = 0; i < shown; i++) {
 		fputs("     ", out);
-		ht_text_pad(out, f[i].function ? f[i].function : "??", col);
+		char lab[HT_FRAME_LABEL_LEN];
+		ht_text_pad(out, f[i].function ? f[i].function : ht_frame_label(&f[i], lab, sizeof lab),
+			    col);
 		fputs("  ", out);
 		if (f[i].file && f[i].line > 0) {
 			ht_text_put(out, f[i].file);

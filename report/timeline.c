@@ -17,8 +17,11 @@
 
 #include "analysis/mapped.h"
 #include "analysis/util.h"
+#include "report/report.h"
 
-#define TL_COLS 76	   /* chart columns: 12 + 76 + 12 = a 100-column line */
+#define TL_MAX_COLS 76	   /* chart columns: 12 + 76 + 12 = a 100-column line */
+/* narrower to fit --width or the terminal (ht_text_style) */
+#define TL_COLS tl_cols()
 #define TL_ROWS 12	   /* chart rows */
 #define TL_JSON_BUCKETS 200 /* JSON series: at most 401 points */
 
@@ -88,6 +91,12 @@ static void rstrip_print(FILE *out, char *line, size_t len)
 	fprintf(out, "%.*s\n", (int)len, line);
 }
 
+static size_t tl_cols(void)
+{
+	size_t w = ht_text_style.width;
+	return w && w < 100 ? (w > 24 + 20 ? w - 24 : 20) : TL_MAX_COLS;
+}
+
 static const char *time_label(char *buf, uint64_t ns)
 {
 	if (!ns)
@@ -104,11 +113,7 @@ int ht_report_timeline_text(FILE *out, const ht_model_t *m)
 {
 	const ht_totals_t *tt = &m->totals;
 	char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN], d[HT_FMT_LEN], f[HT_FMT_LEN];
-	const char *title = "MEMORY OVER TIME ";
-	fprintf(out, "\n%s", title);
-	for (size_t i = strlen(title); i < 100; i++)
-		fputc('-', out);
-	fputc('\n', out);
+	ht_report_rule(out, "MEMORY OVER TIME");
 	if (!tt->allocations) {
 		fputs("  no allocations: nothing to chart\n", out);
 		return ferror(out) ? -EIO : 0;
@@ -142,7 +147,7 @@ int ht_report_timeline_text(FILE *out, const ht_model_t *m)
 		fputs("   . RSS (right axis, sampled)", out);
 	fputs("   v peak\n", out);
 
-	char grid[TL_ROWS][TL_COLS];
+	char grid[TL_ROWS][TL_MAX_COLS];
 	memset(grid, ' ', sizeof(grid));
 	for (size_t x = 0; x < TL_COLS; x++) {
 		/* the slice's highest: its events' or the level carried in */
@@ -162,7 +167,7 @@ int ht_report_timeline_text(FILE *out, const ht_model_t *m)
 	}
 
 	/* the peak marker above its column, its figures beside it */
-	char line[12 + TL_COLS + 40];
+	char line[12 + TL_MAX_COLS + 40];
 	size_t len = sizeof(line) - 1;
 	memset(line, ' ', len);
 	size_t px = 12 + tl.peak;

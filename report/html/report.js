@@ -1,6 +1,7 @@
 /* report.js - the views of heaptrail's HTML report (report/html.c writes
  * the data, as JSON in the element #ht-data):
- *   frames  [function, file, line (0: unknown), module, address]
+ *   frames  [function, file, line (0: unknown), module, address, and for
+ *           a frame without a function its label, module+offset]
  *   nodes   flat pairs (parent + 1 (0: outermost caller), frame): the
  *           stacks as a tree; a site points at the node of its leaf
  *   sites   [node, allocations, bytes, peak bytes, leaked blocks, leaked
@@ -67,7 +68,7 @@
   const base = (p) => (p ? p.slice(p.lastIndexOf('/') + 1) : '');
   function fname(f) {
     const r = F[f];
-    return r[0] !== null ? r[0] : r[4] + (r[3] ? ' (' + base(r[3]) + ')' : '');
+    return r[0] !== null ? r[0] : r[5] || r[4];
   }
   /* each frame's function name once, and a number per distinct name that
    * keys the trees' children (cheaper than the string, with 100k sites) */
@@ -100,7 +101,7 @@
     { key: 'bytes', label: 'bytes allocated', col: 2, bytes: true },
     { key: 'allocations', label: 'allocations', col: 1 },
     { key: 'peak', label: 'peak bytes', col: 3, bytes: true },
-    { key: 'leaked', label: 'leaked bytes', col: 5, bytes: true },
+    { key: 'leaked', label: 'bytes in use at exit', col: 5, bytes: true },
     { key: 'temporary', label: 'temporary allocations', col: 6 },
   ];
   const tempKnown = T.temporary_allocations !== null;
@@ -888,7 +889,7 @@
     const R = D.rows, B = D.base, W2 = D.new;
     const DCOSTS = [
       { label: 'bytes allocated', k: 1, bytes: true }, { label: 'allocations', k: 0 },
-      { label: 'peak bytes', k: 3, bytes: true }, { label: 'leaked bytes', k: 5, bytes: true },
+      { label: 'peak bytes', k: 3, bytes: true }, { label: 'bytes in use at exit', k: 5, bytes: true },
       { label: 'temporary allocations', k: 6 }, { label: 'frees', k: 2 },
     ];
     const bv = (r, c) => r[4 + DCOSTS[c].k] || 0, nv = (r, c) => r[11 + DCOSTS[c].k] || 0;
@@ -929,8 +930,8 @@
       box.append(prog);
       box.append(el('h2', { text: 'Totals' }));
       const TOT = [['allocations', 'allocations', false], ['frees', 'frees', false], ['bytes_allocated', 'bytes allocated', true],
-        ['peak_heap_bytes', 'peak heap', true], ['peak_rss_bytes', 'peak RSS', true], ['leaked_bytes', 'leaked bytes', true],
-        ['leaked_blocks', 'leaked blocks', false], ['temporary_allocations', 'temporary allocations', false], ['duration_seconds', 'run time', 't'], ['sites', 'sites', false]];
+        ['peak_heap_bytes', 'peak heap', true], ['peak_rss_bytes', 'peak RSS', true], ['leaked_bytes', 'in use at exit', true],
+        ['leaked_blocks', 'blocks in use at exit', false], ['temporary_allocations', 'temporary allocations', false], ['duration_seconds', 'run time', 't'], ['sites', 'sites', false]];
       const t = el('table', { class: 'grid', id: 'dtotals' }, el('thead', null, el('tr', null, el('th', { text: 'total' }),
         el('th', { class: 'num', text: 'base' }), el('th', { class: 'num', text: 'new' }), el('th', { class: 'num', text: 'change' }), el('th', { class: 'num', text: '%' }))));
       const tb = el('tbody');
@@ -1141,7 +1142,7 @@
     const wm = el('select', { id: 'flt-winmode' }, el('option', { value: 'alloc', text: 'allocated in it' }),
       el('option', { value: 'end', text: 'live at its end' }), el('option', { value: 'high', text: 'live at its high-water mark' }));
     wm.addEventListener('change', () => { winMode = wm.value; filtersChanged(); });
-    bar.append(th, md, el('label', null, fn, ' ', ex), el('label', null, lk, ' only leaked'), el('label', null, tp, ' only temporaries'),
+    bar.append(th, md, el('label', null, fn, ' ', ex), el('label', null, lk, ' only in use at exit'), el('label', null, tp, ' only temporaries'),
       el('label', null, 'alive at ', num('flt-alive-at', 'aliveAt', 1), ' s'),
       el('label', null, 'alive \u2265 ', num('flt-min-life', 'minLife', 1e-3), ' ms'),
       el('label', null, 'window counts ', wm));

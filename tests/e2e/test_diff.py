@@ -151,7 +151,7 @@ def t_text(t):
                 r"^  sites +matched by function names: 2 changed, 1 new, 1 gone, 1 the same$",
                 r"^  allocations +[\d,]+ +[\d,]+ +\+10 ",
                 r"^  bytes allocated .* \+2\.34 KiB .*\(\+2,400 B\)$",
-                r"^  leaked blocks +1 +2 +\+1 +\+100\.0%$",
+                r"^  blocks at exit +1 +2 +\+1 +\+100\.0%$",
                 r"^LARGEST CHANGES IN BYTES ALLOCATED \(4 sites\) -+$",
                 r"^#1 +\+1000 B  1,000 B -> 2,000 B in 10 -> 20 allocations \(\+100\.0%\)  \[site 1\]\n"
                 r" +grow +\S*diffprog\.c:\d+$",
@@ -159,7 +159,7 @@ def t_text(t):
                 r"^#\d +-200 B  200 B -> 0 B in 4 -> 0 allocations \(-100\.0%\)  \[gone\]  "
                 r"\[site \d\]\n +only_old ",
                 r"^LARGEST CHANGES IN BYTES AT THE PEAK \(1 site\)",
-                r"^#1 +\+1000 B  1,000 B in 1 block -> 2,000 B in 2 blocks leaked \(\+100\.0%\)"):
+                r"^#1 +\+1000 B  1,000 B in 1 block -> 2,000 B in 2 blocks in use at exit \(\+100\.0%\)"):
         t.check(re.search(pat, out, re.M), "no line matching %r in:\n%s" % (pat, out))
     t.check("steady" not in out, "an unchanged site is listed")
 

@@ -22,6 +22,8 @@ by construction.
 Reports run with the ASan+UBSan CLI, so a memory error fails the test.
 """
 
+import re
+
 from harness import (PROGS, heaptrail_run, memo, need_tools, report, report_cli, run, tail,
                      text)
 
@@ -283,6 +285,48 @@ def t_text(t):
     t.check("functions" not in plain.data, "\"functions\" in the JSON report without --functions")
 
 
+def t_flat(t):
+    """The flat profile comes first, one line per function with all its
+    calls (rec: 300, its recursive calls too) and a total counted once per
+    outermost call (rec's is at most main's); --top bounds the trees."""
+    path, _, fn = traced(t, "fn_calls")
+    cli = report_cli()
+    p = run([cli, "report", "--functions", "--time-unit", "ns", "-n", "0", path], TIMEOUT)
+    t.need(p.rc == 0, "report --functions exited %s: %s" % (p.rc, tail(p.err)))
+    out = text(p.out)
+    t.check(out.find("FLAT PROFILE") >= 0 and out.find("FLAT PROFILE") < out.find("CALL TREES"),
+            "the flat profile does not come before the trees: %s" % tail(out, 400))
+    flat = out[out.find("FLAT PROFILE"):out.find("CALL TREES")]
+    rows = {}
+    for line in flat.splitlines():
+        f = line.split()
+        if len(f) >= 6 and f[-1] in ("main", "rec", "leaf", "own_alloc", "busy"):
+            t.check(f[-1] not in rows, "%s has two lines in the flat profile" % f[-1])
+            rows[f[-1]] = f
+    t.eq("flat: rec's calls (recursive ones too)", "300", rows.get("rec", [None] * 4)[3])
+    t.eq("flat: leaf's calls", "1,000", rows.get("leaf", [None] * 4)[3])
+    num = lambda v: float(v.replace(",", ""))
+    if "rec" in rows and "main" in rows:
+        t.check(num(rows["rec"][2]) <= num(rows["main"][2]),
+                "rec's total %s exceeds main's %s: counted at every level" % (rows["rec"][2], rows["main"][2]))
+    first = [ln.split() for ln in flat.splitlines() if ln.split()[-1:] and ln.split()[-1] in rows]
+    t.check(first and first[0][-1] == "busy", "busy (it spins) is not first by self time: %s"
+            % (first[0] if first else None))
+    # JSON: each function's total once per outermost call
+    bf = {f.get("function"): f for f in fn.get("by_function", [])}
+    if "rec" in bf and "main" in bf:
+        t.check(0 < bf["rec"]["total_ns"] <= bf["main"]["total_ns"], "JSON total_ns: rec %s, main %s"
+                % (bf["rec"].get("total_ns"), bf["main"].get("total_ns")))
+    # --top 1: one callee per call, the rest in one line
+    all_lines = len(out.splitlines())
+    p = run([cli, "report", "--functions", "-n", "1", path], TIMEOUT)
+    t.need(p.rc == 0, "report --functions -n 1: %s" % tail(p.err))
+    o1 = text(p.out)
+    t.check(re.search(r"^ +\.\.\. \d+ more callees \([\d,]+ calls; --top 0 shows all\)$", o1, re.M),
+            "--top 1: no 'more callees' line: %s" % tail(o1, 600))
+    t.check(len(o1.splitlines()) < all_lines, "--top 1 does not bound the tree")
+
+
 def t_noflag(t):
     need_tools(t)
     prog = PROGS / "peak"
@@ -350,6 +394,7 @@ TESTS = [
     ("functions.threads", t_threads),
     ("functions.manual", t_manual),
     ("functions.text", t_text),
+    ("functions.flat", t_flat),
     ("functions.noflag", t_noflag),
     ("functions.chrome", t_chrome),
 ]

@@ -231,7 +231,7 @@ def t_report(t):
         if not r:
             continue
         for h, k in (("allocations", "allocations"), ("bytes allocated", "bytes_allocated"),
-                     ("peak bytes", "peak_bytes"), ("leaked bytes", "leaked_bytes"),
+                     ("peak bytes", "peak_bytes"), ("bytes in use at exit", "leaked_bytes"),
                      ("temporary allocations", "temporary_allocations")):
             t.eq("site %s: %s" % (fn, h), s[k], r[col[h]])
     ai = col["allocations"]

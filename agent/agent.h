@@ -754,6 +754,17 @@ void ht_writer_move_fd(int fd);
 bool ht_writer_fd_is_trace(int fd);
 uint64_t ht_read_rss(void);
 
+/* ---- heaptrail attach (agent/attach.c) ------------------------------------- */
+/* Set when the agent was started by heaptrail attach: no preload, no
+ * signal handlers of its own, the PROCESS record says so. */
+extern bool ht_attaching;
+/* The options heaptrail attach gave, read instead of HEAPTRAIL_OPTIONS. */
+extern const char *ht_attach_options;
+/* True when the library was loaded after the process started (dlopen). */
+bool ht_attach_loaded_late(void);
+/* Resolves the real allocation functions (hooks.c). */
+void ht_hooks_resolve(void);
+
 /* ---- life cycle (agent/lifecycle.c) --------------------------------------- */
 void ht_init(void);
 /* Flush all, write END and close the trace. Idempotent. */

@@ -185,6 +185,12 @@ HT_NOINLINE HT_COLD static void resolve_reals(void)
 	atomic_store((_Atomic(void *) *)&real_malloc, m);
 }
 
+void ht_hooks_resolve(void)
+{
+	if (!real_malloc)
+		resolve_reals();
+}
+
 /* Returns true if this call should be recorded. The first call of the
  * process starts the agent. */
 static inline bool should_record(void)
@@ -1263,6 +1269,10 @@ static void *next_symbol(const char *name)
 {
 	ht_guard++;
 	void *f = dlsym(RTLD_NEXT, name);
+	/* attached (agent/attach.c): the process's own definition, in the
+	 * global scope, which the agent is not in */
+	if (!f && ht_attaching)
+		f = dlsym(RTLD_DEFAULT, name);
 	ht_guard--;
 	if (!f) {
 		ht_log("no next definition of ", name);
@@ -1372,7 +1382,8 @@ HT_NOINLINE HT_COLD static int cxx_lookup(void)
 	int mask = 0;
 	for (int i = 0; i < CXX_NOPS; i++) {
 		void *f = dlsym(RTLD_DEFAULT, cxx_names[i]);
-		if (f && !ht_addr_in_agent((uintptr_t)f))
+		if (f && !ht_addr_in_agent((uintptr_t)f) &&
+		    !(ht_attaching && cxx_runtime(f, malloc_base)))
 			mask |= 1 << i; /* the executable's, or a library's before us */
 		else if ((f = dlsym(RTLD_NEXT, cxx_names[i])) && !cxx_runtime(f, malloc_base))
 			mask |= 1 << i; /* a library's after us */

@@ -144,7 +144,7 @@ static bool is_file(const char *p)
 }
 
 /* Absolute path of the agent into buf, or -ENOENT. */
-static int find_agent(char *buf, size_t len)
+int ht_find_agent(char *buf, size_t len)
 {
 	const char *env = getenv("HEAPTRAIL_AGENT");
 	if (env && *env) {
@@ -821,7 +821,7 @@ static int open_manifest(void)
 int ht_run(const ht_run_opts_t *o)
 {
 	char agent[PATH_MAX];
-	if (find_agent(agent, sizeof(agent)))
+	if (ht_find_agent(agent, sizeof(agent)))
 		return 1;
 
 	int mfd = open_manifest();

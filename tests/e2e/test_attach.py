@@ -1,0 +1,380 @@
+"""test_attach.py - heaptrail attach and detach on real running processes:
+the counts of the attached window against the program's own, the programs
+running on correctly after the detach, and the refusals."""
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from harness import HT, PROGS, report, scratch_dir, tail, text
+
+STEP = 30  # seconds any one step may take before the test fails
+
+
+class Target:
+    """A program started by the test, stdin and stdout piped."""
+
+    def __init__(self, t, args, env=None):
+        self.t = t
+        self.p = subprocess.Popen([str(a) for a in args], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        self.pid = self.p.pid
+
+    def line(self):
+        """The next stdout line; fails the test after STEP seconds."""
+        import select
+        r, _, _ = select.select([self.p.stdout], [], [], STEP)
+        if not r:
+            self.kill()
+            self.t.fatal("no output from %s within %ss" % (self.pid, STEP))
+        return text(self.p.stdout.readline()).strip()
+
+    def expect(self, prefix):
+        got = self.line()
+        if not got.startswith(prefix):
+            self.kill()
+            self.t.fatal("program printed %r, expected %r" % (got, prefix))
+        return got
+
+    def finish(self, data=b""):
+        """Writes data, closes stdin, waits: (status, rest of stdout, stderr)."""
+        try:
+            out, err = self.p.communicate(data, timeout=STEP)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            self.t.fatal("program %s did not end within %ss after the detach" % (self.pid, STEP))
+        return self.p.returncode, text(out), text(err)
+
+    def kill(self):
+        try:
+            self.p.kill()
+            self.p.communicate(timeout=5)
+        except Exception:  # noqa: BLE001 - best effort in a failing test
+            pass
+
+
+def attach(t, pid, out, extra=()):
+    """Starts heaptrail attach; returns the Popen once it says it attached."""
+    a = subprocess.Popen([str(HT), "attach", str(pid), "-o", str(out)] + list(extra),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    import select
+    deadline = time.monotonic() + STEP
+    err = b""
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([a.stderr], [], [], max(0.0, deadline - time.monotonic()))
+        if not r:
+            break
+        ln = a.stderr.readline()
+        if not ln:
+            break
+        err += ln
+        if b"attached to process" in ln:
+            return a, text(ln)
+    a.kill()
+    rest = a.communicate()[1]
+    t.fatal("heaptrail attach did not attach within %ss: %s" % (STEP, tail(err + rest)))
+
+
+def attach_end(t, a):
+    try:
+        _, err = a.communicate(timeout=STEP)
+    except subprocess.TimeoutExpired:
+        a.kill()
+        t.fatal("heaptrail attach did not end within %ss of the detach" % STEP)
+    t.eq("heaptrail attach's status", 0, a.returncode)
+    return text(err)
+
+
+def detach(t, pid):
+    p = subprocess.run([str(HT), "detach", str(pid)], capture_output=True, timeout=STEP)
+    t.check(p.returncode == 0, "heaptrail detach %s: exit %s: %s" % (pid, p.returncode, tail(p.stderr)))
+    return text(p.stderr)
+
+
+def counts(line):
+    return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", line)}
+
+
+def need_report(t, path):
+    rep = report(path)
+    if rep.err:
+        t.fatal(rep.err)
+    return rep.data
+
+
+def pause_of(line):
+    m = re.search(r"paused ([\d.]+) ms", line)
+    return float(m.group(1)) if m else None
+
+
+def window_test(t, prog):
+    """Attach while the workers are paused, let them run, pause them, detach:
+    the trace holds exactly what they did in between."""
+    out = scratch_dir("attach") / "w.ht"
+    p = Target(t, [PROGS / prog])
+    p.expect("ready")
+    time.sleep(0.2)
+    p.p.send_signal(signal.SIGUSR1)
+    a0 = counts(p.expect("paused"))
+    a, said = attach(t, p.pid, out)
+    p.p.send_signal(signal.SIGUSR1)
+    p.expect("running")
+    time.sleep(0.5)
+    p.p.send_signal(signal.SIGUSR1)
+    b0 = counts(p.expect("paused"))
+    detach(t, p.pid)
+    attach_end(t, a)
+    p.p.send_signal(signal.SIGUSR1)
+    p.expect("running")
+    time.sleep(0.2)
+    p.p.send_signal(signal.SIGTERM)
+    rc, rest, err = p.finish()
+    t.eq("%s's status after the detach" % prog, 0, rc)
+    t.check("done" in rest, "%s did not finish: %r %s" % (prog, rest, tail(err)))
+    rep = need_report(t, out)
+    tot = rep["totals"]
+    allocs, frees = b0["allocs"] - a0["allocs"], b0["frees"] - a0["frees"]
+    t.check(allocs > 1000, "the window is too short to mean anything: %d allocations" % allocs)
+    t.eq("allocations in the window", allocs, tot["allocations"])
+    t.eq("bytes allocated in the window", b0["bytes"] - a0["bytes"], tot["bytes_allocated"])
+    bad = rep["invalid_frees"]
+    # every free of the window: of a block the trace saw, or of one from before
+    t.eq("frees in the window (seen + before the attach)", frees,
+         tot["frees"] + bad["before_trace"])
+    t.eq("frees of blocks from before the attach (4 threads x 8 kept)", 32, bad["before_trace"])
+    t.eq("invalid or double frees", (0, 0, 0), (bad["invalid"], bad["double"], bad["mismatched"]))
+    t.eq("how the trace ends", "detach", rep["program"]["ending"])
+    t.check(pause_of(said) is not None, "no pause figure in %r" % said)
+
+
+def t_loop_window(t):
+    window_test(t, "attach_loop")
+
+
+def t_cxx_window(t):
+    window_test(t, "attach_cxx")
+
+
+def real_python():
+    for c in ("/usr/bin/python3", sys.executable):
+        if c and os.path.exists(c):
+            return c
+    return None
+
+
+PY_SCRIPT = r"""
+import sys, time
+sys.stdout.write("ready\n"); sys.stdout.flush()
+total = 0
+deadline = time.monotonic() + 60
+for line in sys.stdin:
+    n = int(line)
+    d = {}
+    for i in range(n):
+        d[str(i)] = [i] * (i % 7)
+    total += sum(len(v) for v in d.values())
+    sys.stdout.write("ok %d\n" % total); sys.stdout.flush()
+sys.stdout.write("total %d\n" % total)
+"""
+
+
+def t_python(t):
+    py = real_python()
+    if not py:
+        t.skip("no python3")
+    out = scratch_dir("attach") / "py.ht"
+    env = dict(os.environ, PYTHONMALLOC="malloc")
+    p = Target(t, [py, "-c", PY_SCRIPT], env=env)
+    p.expect("ready")
+    a, _ = attach(t, p.pid, out, ["--for", "1"])
+    expect = 0
+    for k in range(5):
+        p.p.stdin.write(b"2000\n")
+        p.p.stdin.flush()
+        expect += sum(i % 7 for i in range(2000))
+        t.eq("python's answer while attached", "ok %d" % expect, p.line())
+    attach_end(t, a)
+    p.p.stdin.write(b"3000\n")
+    p.p.stdin.flush()
+    expect += sum(i % 7 for i in range(3000))
+    t.eq("python's answer after the detach", "ok %d" % expect, p.line())
+    rc, rest, err = p.finish()
+    t.eq("python's status", 0, rc)
+    t.eq("python's last line", "total %d" % expect, rest.strip())
+    rep = need_report(t, out)
+    t.check(rep["totals"]["allocations"] > 10000,
+            "python's attached window holds %d allocations" % rep["totals"]["allocations"])
+    t.eq("invalid frees", 0, rep["invalid_frees"]["invalid"] + rep["invalid_frees"]["double"])
+
+
+def t_sqlite(t):
+    sq = shutil.which("sqlite3")
+    if not sq:
+        t.skip("no sqlite3")
+    out = scratch_dir("attach") / "sq.ht"
+    p = Target(t, [sq, ":memory:"])
+    p.p.stdin.write(b"create table t(a integer, b blob);\nselect 'ready';\n")
+    p.p.stdin.flush()
+    p.expect("ready")
+    a, _ = attach(t, p.pid, out)
+    for k in range(20):
+        p.p.stdin.write(b"insert into t select value, randomblob(200) from generate_series(1, 500);\n")
+    p.p.stdin.write(b"select 'inserted', count(*) from t;\n")
+    p.p.stdin.flush()
+    t.eq("sqlite3's answer while attached", "inserted|10000", p.line())
+    detach(t, p.pid)
+    attach_end(t, a)
+    rc, rest, err = p.finish(b"delete from t where a % 2 = 0;\nselect count(*), sum(a) from t;\n")
+    t.eq("sqlite3's status", 0, rc)
+    t.eq("sqlite3's answer after the detach", "5000|%d" % (20 * sum(range(1, 501, 2))), rest.strip())
+    rep = need_report(t, out)
+    t.check(rep["totals"]["allocations"] > 1000,
+            "sqlite3's window holds %d allocations" % rep["totals"]["allocations"])
+    t.eq("invalid frees", 0, rep["invalid_frees"]["invalid"] + rep["invalid_frees"]["double"])
+
+
+def t_blocked_read(t):
+    """cat blocked in read(0): its read goes on after the attach and detach."""
+    out = scratch_dir("attach") / "cat.ht"
+    p = Target(t, ["cat"])
+    time.sleep(0.3)
+    a, _ = attach(t, p.pid, out, ["--for", "0.3"])
+    attach_end(t, a)
+    rc, rest, err = p.finish(b"hello\nworld\n")
+    t.eq("cat's status", 0, rc)
+    t.eq("cat's output", "hello\nworld\n", rest)
+
+
+def t_blocked_sleep(t):
+    """sleep 2 blocked in clock_nanosleep: it sleeps its time, no less."""
+    out = scratch_dir("attach") / "sleep.ht"
+    t0 = time.monotonic()
+    p = Target(t, ["sleep", "2"])
+    time.sleep(0.5)
+    a, _ = attach(t, p.pid, out, ["--for", "0.2"])
+    attach_end(t, a)
+    rc, _, _ = p.finish()
+    took = time.monotonic() - t0
+    t.eq("sleep's status", 0, rc)
+    t.check(1.9 < took < 6, "sleep 2 took %.2f s across an attach" % took)
+
+
+def t_signals(t):
+    """Real-time signals sent all along the attach and detach: every one is
+    handled once."""
+    out = scratch_dir("attach") / "sig.ht"
+    p = Target(t, [PROGS / "attach_signals"])
+    p.expect("ready")
+    sent = 0
+    sig = signal.SIGRTMIN
+
+    def burst(n):
+        nonlocal sent
+        for _ in range(n):
+            os.kill(p.pid, sig)
+            sent += 1
+            time.sleep(0.001)
+    burst(50)
+    a = subprocess.Popen([str(HT), "attach", str(p.pid), "-o", str(out), "--for", "0.5"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    while a.poll() is None and sent < 2000:
+        burst(10)
+    try:
+        _, err = a.communicate(timeout=STEP)
+    except subprocess.TimeoutExpired:
+        a.kill()
+        t.fatal("heaptrail attach did not end")
+    t.eq("heaptrail attach's status", 0, a.returncode)
+    burst(50)
+    time.sleep(0.3)
+    rc, rest, err2 = p.finish()
+    t.eq("the program's status", 0, rc)
+    t.eq("signals handled", "signals=%d" % sent, rest.strip())
+    rep = need_report(t, out)
+    t.check(rep["totals"]["allocations"] > 100, "few allocations recorded: %d" % rep["totals"]["allocations"])
+    t.eq("invalid frees", 0, rep["invalid_frees"]["invalid"] + rep["invalid_frees"]["double"])
+
+
+def refused(t, pid, what, extra_env=None, cmd_prefix=()):
+    out = scratch_dir("attach") / "no.ht"
+    if cmd_prefix:  # another user's heaptrail: a directory it may write to
+        out = Path("/tmp") / ("heaptrail-attach-refused.%d.ht" % os.getpid())
+    p = subprocess.run(list(cmd_prefix) + [str(HT), "attach", str(pid), "-o", str(out), "--for", "1"],
+                       capture_output=True, timeout=STEP, env=extra_env)
+    t.eq("heaptrail attach's status (%s)" % what, 1, p.returncode)
+    t.check(b"not touched" in p.stderr, "%s: no 'not touched' in %r" % (what, tail(p.stderr)))
+    t.check(not out.exists(), "%s: a trace was written" % what)
+    return text(p.stderr)
+
+
+def t_refuse_traced(t):
+    p = Target(t, ["cat"])
+    tr = subprocess.Popen([str(PROGS / "attach_tracer"), str(p.pid)], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    t.eq("tracer", b"tracing\n", tr.stdout.readline())
+    err = refused(t, p.pid, "already traced")
+    t.check("already traced" in err, "no reason in %r" % err)
+    tr.communicate(b"", timeout=STEP)
+    rc, rest, _ = p.finish(b"still here\n")
+    t.eq("cat after the refusal", (0, "still here\n"), (rc, rest))
+
+
+def t_refuse_static(t):
+    d = scratch_dir("attach")
+    src = d / "s.c"
+    src.write_text("#include <unistd.h>\nint main(void){char b[64];long n;"
+                   "while((n=read(0,b,64))>0)write(1,b,n);return 0;}\n")
+    c = subprocess.run(["cc", "-static", "-o", str(d / "s"), str(src)], capture_output=True)
+    if c.returncode:
+        t.skip("no static libc to build a static program")
+    p = Target(t, [d / "s"])
+    err = refused(t, p.pid, "static")
+    t.check("statically linked" in err, "no reason in %r" % err)
+    rc, rest, _ = p.finish(b"echo\n")
+    t.eq("the static program after the refusal", (0, "echo\n"), (rc, rest))
+
+
+def t_refuse_user(t):
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        t.skip("needs root and setpriv to try as another user")
+    p = Target(t, ["cat"])
+    err = refused(t, p.pid, "another user",
+                  cmd_prefix=["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"])
+    t.check("not permitted" in err, "no reason in %r" % err)
+    rc, rest, _ = p.finish(b"x\n")
+    t.eq("cat after the refusal", (0, "x\n"), (rc, rest))
+
+
+def t_refuse_twice(t):
+    """A second attach to a process whose agent ran already is refused."""
+    out = scratch_dir("attach") / "one.ht"
+    p = Target(t, ["cat"])
+    time.sleep(0.2)
+    a, _ = attach(t, p.pid, out, ["--for", "0.2"])
+    attach_end(t, a)
+    err = refused(t, p.pid, "attached before")
+    t.check("loaded already" in err, "no reason in %r" % err)
+    d = subprocess.run([str(HT), "detach", str(p.pid)], capture_output=True, timeout=STEP)
+    t.eq("detach of a detached process", 1, d.returncode)
+    rc, rest, _ = p.finish(b"y\n")
+    t.eq("cat after all that", (0, "y\n"), (rc, rest))
+
+
+TESTS = [
+    ("attach.loop_window", t_loop_window),
+    ("attach.cxx_window", t_cxx_window),
+    ("attach.python", t_python),
+    ("attach.sqlite3", t_sqlite),
+    ("attach.blocked_read", t_blocked_read),
+    ("attach.blocked_sleep", t_blocked_sleep),
+    ("attach.signals", t_signals),
+    ("attach.refuse_traced", t_refuse_traced),
+    ("attach.refuse_static", t_refuse_static),
+    ("attach.refuse_user", t_refuse_user),
+    ("attach.refuse_twice", t_refuse_twice),
+]

@@ -14,9 +14,15 @@
  * libc functions the slots held, so a block allocated before the attach
  * and freed after it, or the other way round, reaches the allocator that
  * made it; the trace counts such frees apart (PROCESS flag HT_PROC_ATTACHED).
+ * The slots of exit, _exit and the exec family go to the agent's hooks too,
+ * so that the trace ends complete when the process does.
  *
- * dlopen itself is not wrapped: glibc's dlopen finds the RUNPATH to search
- * from its caller's address, which a wrapper would make the agent's.
+ * dlopen's slots go to attach_dlopen, which patches a library as soon as
+ * dlopen returns it, before the program calls into it. glibc's dlopen finds
+ * the RUNPATH and $ORIGIN to search from its caller's return address, so
+ * attach_dlopen hands a bare name, or a path with '$', to the real dlopen by
+ * a sibling call (the return address stays the caller's) and leaves that
+ * library to the control thread's next look.
  *
  * heaptrail detach (and attach's own end) asks for the detach by writing
  * heaptrail_attach_ctl.request with process_vm_writev: the process is not
@@ -50,6 +56,7 @@ enum {
 	HT_ATTACH_STOPPING = 2,
 	HT_ATTACH_DETACHED = 3,
 	HT_ATTACH_FAILED = 4,
+	HT_ATTACH_ENDED = 5, /* the process finished the trace itself (exit, exec) */
 };
 #define HT_ATTACH_CTL_VERSION 1
 struct heaptrail_attach_ctl {
@@ -77,6 +84,9 @@ static const char *const hooked[] = {
 	"_ZdaPvRKSt9nothrow_t", "_ZdlPvSt11align_val_t", "_ZdaPvSt11align_val_t",
 	"_ZdlPvmSt11align_val_t", "_ZdaPvmSt11align_val_t",
 	"_ZdlPvSt11align_val_tRKSt9nothrow_t", "_ZdaPvSt11align_val_tRKSt9nothrow_t",
+	"exit", "_exit", "_Exit", "quick_exit", "execve", "execv", "execvp", "execvpe",
+	"execl", "execlp", "execle", "fexecve", "execveat",
+	"dlopen", /* last: attach_dlopen, not a hook of hooks.c */
 };
 #define HT_NHOOKED (sizeof hooked / sizeof hooked[0])
 static uintptr_t ours[HT_NHOOKED];
@@ -243,6 +253,42 @@ static unsigned scan_all(bool restore)
 	return sc.objects;
 }
 
+/* ---- dlopen ---------------------------------------------------------------- */
+
+static void *(*real_dlopen)(const char *, int);
+
+/* A path dlopen opens as it is: no search (RUNPATH), no $ORIGIN. */
+static inline bool plain_path(const char *f)
+{
+	bool slash = false;
+	for (; f && *f; f++) {
+		if (*f == '$')
+			return false;
+		slash |= *f == '/';
+	}
+	return slash;
+}
+
+HT_NOINLINE static void *dlopen_then_scan(const char *file, int mode)
+{
+	void *h = real_dlopen(file, mode);
+	if (h && atomic_load(&ht_state) == HT_STATE_RECORDING) {
+		ht_guard++;
+		heaptrail_attach_ctl.objects += scan_all(false);
+		ht_guard--;
+	}
+	return h;
+}
+
+/* Both returns are sibling calls: dlopen sees the caller's return address
+ * where it searches (bare names); the agent's where it does not. */
+static void *attach_dlopen(const char *file, int mode)
+{
+	if (!plain_path(file))
+		return real_dlopen(file, mode);
+	return dlopen_then_scan(file, mode);
+}
+
 static void set_error(const char *a, const char *b)
 {
 	size_t n = ht_append_str(heaptrail_attach_ctl.error, 0, sizeof heaptrail_attach_ctl.error, a);
@@ -280,7 +326,7 @@ static void *control_main(void *arg)
 	}
 	/* the process finished the trace itself (exit, exec) */
 	if (atomic_load(&heaptrail_attach_ctl.status) == HT_ATTACH_RECORDING)
-		atomic_store(&heaptrail_attach_ctl.status, HT_ATTACH_DETACHED);
+		atomic_store(&heaptrail_attach_ctl.status, HT_ATTACH_ENDED);
 	return NULL;
 }
 
@@ -332,13 +378,15 @@ const char *heaptrail_attach_start(const char *options)
 	void *self = NULL;
 	if (dladdr((void *)&heaptrail_attach_start, &info) && info.dli_fname)
 		self = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
-	for (unsigned k = 0; self && k < HT_NHOOKED; k++)
+	for (unsigned k = 0; self && k + 1 < HT_NHOOKED; k++)
 		ours[k] = (uintptr_t)dlsym(self, hooked[k]);
+	ours[HT_NHOOKED - 1] = (uintptr_t)&attach_dlopen;
+	*(void **)&real_dlopen = dlsym(RTLD_NEXT, "dlopen");
 	if (self)
 		dlclose(self);
 	slots = ht_mmap(HT_SLOTS_MAX * sizeof(slot_t));
 	ht_guard--;
-	if (!self || !ours[0] || !slots) {
+	if (!self || !ours[0] || !real_dlopen || !slots) {
 		set_error("the agent cannot find its own hooks", NULL);
 		atomic_store(&heaptrail_attach_ctl.status, HT_ATTACH_FAILED);
 		return heaptrail_attach_ctl.error;

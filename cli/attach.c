@@ -41,7 +41,7 @@
 #include "cli/opts.h"
 
 /* The agent's control block (agent/attach.c): the same layout. */
-enum { ST_LOADED = 0, ST_RECORDING = 1, ST_STOPPING = 2, ST_DETACHED = 3, ST_FAILED = 4 };
+enum { ST_LOADED = 0, ST_RECORDING = 1, ST_STOPPING = 2, ST_DETACHED = 3, ST_FAILED = 4, ST_ENDED = 5 };
 struct ctl {
 	uint32_t version, request, status, slots;
 	uint64_t patch_ns, restore_ns, objects;
@@ -878,6 +878,7 @@ int ht_detach(pid_t pid, bool quiet)
 	if (c.status != ST_RECORDING) {
 		fprintf(stderr, "heaptrail: process %d (%s) is not attached (%s)\n", (int)pid, comm,
 			c.status == ST_DETACHED ? "detached already"
+			: c.status == ST_ENDED	  ? "its trace ended with an exit or exec"
 			: c.status == ST_STOPPING ? "it is detaching now"
 						  : "the agent runs under heaptrail run, or never started");
 		return 1;
@@ -975,7 +976,7 @@ int ht_attach(const ht_attach_opts_t *o)
 		if (o->for_seconds > 0 && now_s() - t0 >= o->for_seconds)
 			break;
 		if (read_ctl(pid, ctl_at, &c) || c.status != ST_RECORDING) {
-			if (!alive(pid) || read_ctl(pid, ctl_at, &c))
+			if (!alive(pid) || read_ctl(pid, ctl_at, &c) || c.status == ST_ENDED)
 				fprintf(stderr, "heaptrail: process %d ended; its trace %s is complete\n",
 					(int)pid, c.path);
 			else

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from harness import HT, PROGS, report, scratch_dir, tail, text
+from harness import HT, PROGS, by_leaf, report, scratch_dir, tail, text
 
 STEP = 30  # seconds any one step may take before the test fails
 
@@ -365,6 +365,107 @@ def t_refuse_twice(t):
     t.eq("cat after all that", (0, "y\n"), (rc, rest))
 
 
+DL_SCRIPT = r"""
+import ctypes, os, sys
+sys.stdout.write("ready\n"); sys.stdout.flush()
+sys.stdin.readline()
+lib = ctypes.CDLL(sys.argv[1])
+lib.plugin_leak.restype = ctypes.c_void_p
+lib.plugin_leak(12345)
+lib.plugin_leak(12345)
+pid = os.fork()
+if pid == 0:
+    lib.plugin_leak(777)
+    os._exit(7)
+_, st = os.waitpid(pid, 0)
+sys.stdout.write("child %d\n" % os.waitstatus_to_exitcode(st)); sys.stdout.flush()
+sys.stdin.read()
+"""
+
+
+def t_dlopen_later(t):
+    """A library dlopen'ed while attached is recorded from its first call;
+    a fork child runs on untraced."""
+    py = real_python()
+    if not py:
+        t.skip("no python3")
+    out = scratch_dir("attach") / "dl.ht"
+    p = Target(t, [py, "-c", DL_SCRIPT, PROGS / "libdlplugin.so"])
+    p.expect("ready")
+    a, _ = attach(t, p.pid, out)
+    p.p.stdin.write(b"go\n")
+    p.p.stdin.flush()
+    t.eq("the fork child's status", "child 7", p.line())
+    detach(t, p.pid)
+    attach_end(t, a)
+    rc, _, err = p.finish()
+    t.eq("python's status", 0, rc)
+    rep = need_report(t, out)
+    got = by_leaf(rep).get("plugin_leak", {})
+    t.eq("plugin_leak's allocations (2 calls x 2)", 4, got.get("allocations"))
+    t.eq("plugin_leak's bytes", 2 * (12345 + 13345), got.get("bytes_allocated"))
+    t.check(len(list(out.parent.iterdir())) == 1, "the fork child wrote a trace: %s"
+            % list(out.parent.iterdir()))
+
+
+def t_exit_while_attached(t):
+    """The process ends while attached: the trace is complete, its exit
+    status in it, and heaptrail attach ends by itself."""
+    out = scratch_dir("attach") / "exit.ht"
+    p = Target(t, [PROGS / "attach_loop", "stdin"])
+    p.expect("ready")
+    a, _ = attach(t, p.pid, out)
+    time.sleep(0.3)
+    rc, rest, _ = p.finish()
+    t.eq("the program's status", 0, rc)
+    err = attach_end(t, a)
+    t.check("ended" in err, "heaptrail attach did not say the process ended: %r" % err)
+    rep = need_report(t, out)
+    t.eq("how the trace ends", "exit", rep["program"]["ending"])
+    # a return from main reaches exit() inside libc, which no slot sees
+    t.check(rep["program"]["exit_code"] in (0, None), "exit code %r" % rep["program"]["exit_code"])
+    d = counts(rest)
+    t.check(0 < rep["totals"]["allocations"] <= d["allocs"], "allocations %d of %d"
+            % (rep["totals"]["allocations"], d["allocs"]))
+    t.eq("invalid frees", 0, rep["invalid_frees"]["invalid"] + rep["invalid_frees"]["double"])
+
+
+def t_underscore_exit(t):
+    """os._exit while attached (the _exit slot): the trace has its status."""
+    py = real_python()
+    if not py:
+        t.skip("no python3")
+    out = scratch_dir("attach") / "uexit.ht"
+    p = Target(t, [py, "-c", "import os, sys\nprint('ready', flush=True)\n"
+                   "x = [str(i) for i in range(int(sys.stdin.readline()))]\nos._exit(5)\n"])
+    p.expect("ready")
+    a, _ = attach(t, p.pid, out)
+    rc, _, _ = p.finish(b"5000\n")
+    t.eq("python's status", 5, rc)
+    attach_end(t, a)
+    rep = need_report(t, out)
+    t.eq("how the trace ends", ("_exit", 5), (rep["program"]["ending"], rep["program"]["exit_code"]))
+
+
+def t_ctrl_c(t):
+    """Ctrl-C on heaptrail attach detaches; the program runs on."""
+    out = scratch_dir("attach") / "int.ht"
+    p = Target(t, [PROGS / "attach_loop", "stdin"])
+    p.expect("ready")
+    a, _ = attach(t, p.pid, out)
+    time.sleep(0.3)
+    a.send_signal(signal.SIGINT)
+    err = attach_end(t, a)
+    t.check("detached from process" in err, "no detach said: %r" % err)
+    time.sleep(0.2)
+    rc, rest, _ = p.finish()
+    t.eq("the program's status", 0, rc)
+    t.check(rest.startswith("done"), "the program's end: %r" % rest)
+    rep = need_report(t, out)
+    t.eq("how the trace ends", "detach", rep["program"]["ending"])
+    t.check(rep["totals"]["allocations"] > 100, "allocations: %d" % rep["totals"]["allocations"])
+
+
 TESTS = [
     ("attach.loop_window", t_loop_window),
     ("attach.cxx_window", t_cxx_window),
@@ -373,6 +474,10 @@ TESTS = [
     ("attach.blocked_read", t_blocked_read),
     ("attach.blocked_sleep", t_blocked_sleep),
     ("attach.signals", t_signals),
+    ("attach.dlopen_later", t_dlopen_later),
+    ("attach.exit_while_attached", t_exit_while_attached),
+    ("attach.ctrl_c", t_ctrl_c),
+    ("attach.underscore_exit", t_underscore_exit),
     ("attach.refuse_traced", t_refuse_traced),
     ("attach.refuse_static", t_refuse_static),
     ("attach.refuse_user", t_refuse_user),

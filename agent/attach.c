@@ -101,6 +101,7 @@ typedef struct slot {
 static slot_t *slots;
 static uint32_t nslots;
 static ht_lock_t slot_lock;
+static bool detaching; /* under slot_lock: no more patching */
 static unsigned long long seen_adds; /* dlpi_adds at the last scan */
 
 static uint64_t hash_name(const char *s)
@@ -136,12 +137,15 @@ static bool in_agent_or_deps(uintptr_t a)
 	return false;
 }
 
-/* Writes v at slot a, inside [rlo, rhi) (RELRO, read-only by now) or not. */
+/* Writes v at slot a of an object whose PT_GNU_RELRO is [rlo, rhi). The
+ * loader made the whole pages of it read-only (from rlo's page to the page
+ * rhi is in, not that one: it holds writable data), and so does this. */
 static void slot_write(uintptr_t a, uintptr_t v, uintptr_t rlo, uintptr_t rhi)
 {
 	long page = sysconf(_SC_PAGESIZE);
-	uintptr_t pg = a & ~(uintptr_t)(page - 1);
-	bool ro = a >= rlo && a < rhi;
+	uintptr_t mask = ~(uintptr_t)(page - 1);
+	uintptr_t pg = a & mask;
+	bool ro = pg >= (rlo & mask) && pg < (rhi & mask);
 	if (ro && mprotect((void *)pg, (size_t)page, PROT_READ | PROT_WRITE) != 0)
 		return;
 	__atomic_store_n((uintptr_t *)a, v, __ATOMIC_RELEASE);
@@ -247,6 +251,12 @@ static unsigned scan_all(bool restore)
 {
 	struct scan sc = {restore, 0};
 	ht_lock(&slot_lock);
+	if (restore)
+		detaching = true; /* a dlopen on another thread patches no more */
+	else if (detaching) {
+		ht_unlock(&slot_lock);
+		return 0;
+	}
 	dl_iterate_phdr(count_adds, &seen_adds);
 	dl_iterate_phdr(scan_object, &sc);
 	ht_unlock(&slot_lock);

@@ -579,6 +579,23 @@ static int inject(pid_t pid, const char *agent, const char *opts, double *pause_
 			(int)pid, comm);
 		return 1;
 	}
+	char stp[64], stat[512] = "";
+	snprintf(stp, sizeof stp, "/proc/%d/stat", (int)pid);
+	FILE *sf = fopen(stp, "re");
+	if (sf) {
+		if (!fgets(stat, sizeof stat, sf))
+			stat[0] = 0;
+		fclose(sf);
+	}
+	const char *paren = strrchr(stat, ')');
+	if (paren && (paren[2] == 'T' || paren[2] == 't' || paren[2] == 'Z')) {
+		fprintf(stderr, "heaptrail: process %d (%s) is %s: heaptrail attach needs it running%s. "
+				"The process was not touched.\n",
+			(int)pid, comm,
+			paren[2] == 'Z' ? "a zombie" : "stopped (SIGSTOP, or a debugger's stop)",
+			paren[2] == 'Z' ? "" : "; continue it first");
+		return 1;
+	}
 	pid_t tracer = tracer_of(pid);
 	if (tracer) {
 		char tc[64];

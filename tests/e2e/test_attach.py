@@ -466,6 +466,34 @@ def t_ctrl_c(t):
     t.check(rep["totals"]["allocations"] > 100, "allocations: %d" % rep["totals"]["allocations"])
 
 
+def t_refuse_run_and_stopped(t):
+    """A process under heaptrail run, and a stopped one, are refused."""
+    out = scratch_dir("attach") / "run.ht"
+    r = subprocess.Popen([str(HT), "run", "-o", str(out), "--", "cat"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    pid = None
+    for _ in range(100):
+        kids = subprocess.run(["pgrep", "-P", str(r.pid)], capture_output=True, text=True).stdout.split()
+        if kids and "libheaptrail" in open("/proc/%s/maps" % kids[0]).read():
+            pid = int(kids[0])
+            break
+        time.sleep(0.05)
+    if pid is None:
+        r.kill()
+        t.fatal("heaptrail run's program did not start")
+    err = refused(t, pid, "under heaptrail run")
+    t.check("loaded already" in err, "no reason in %r" % err)
+    got, _ = r.communicate(b"z\n", timeout=STEP)
+    t.eq("heaptrail run after the refusal", (0, b"z\n"), (r.returncode, got))
+    p = Target(t, ["cat"])
+    os.kill(p.pid, signal.SIGSTOP)
+    err = refused(t, p.pid, "stopped")
+    t.check("stopped" in err, "no reason in %r" % err)
+    os.kill(p.pid, signal.SIGCONT)
+    rc, rest, _ = p.finish(b"w\n")
+    t.eq("cat after the refusal", (0, "w\n"), (rc, rest))
+
+
 TESTS = [
     ("attach.loop_window", t_loop_window),
     ("attach.cxx_window", t_cxx_window),
@@ -482,4 +510,5 @@ TESTS = [
     ("attach.refuse_static", t_refuse_static),
     ("attach.refuse_user", t_refuse_user),
     ("attach.refuse_twice", t_refuse_twice),
+    ("attach.refuse_run_and_stopped", t_refuse_run_and_stopped),
 ]

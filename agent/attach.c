@@ -57,6 +57,8 @@ enum {
 	HT_ATTACH_DETACHED = 3,
 	HT_ATTACH_FAILED = 4,
 	HT_ATTACH_ENDED = 5, /* the process finished the trace itself (exit, exec) */
+	HT_ATTACH_REFUSED = 6, /* refused before the agent started: may be tried again */
+	HT_ATTACH_PRELOADED = 7, /* preloaded (heaptrail run, LD_PRELOAD) */
 };
 #define HT_ATTACH_CTL_VERSION 1
 struct heaptrail_attach_ctl {
@@ -347,17 +349,17 @@ bool ht_attach_loaded_late(void)
 {
 	Dl_info info;
 	struct link_map *self = NULL;
-	if (!dladdr1((void *)&ht_attach_loaded_late, &info, (void **)&self, RTLD_DL_LINKMAP) || !self)
-		return false;
-	for (struct link_map *m = self->l_prev; m; m = m->l_prev) {
-		const char *n = m->l_name ? m->l_name : "";
-		const char *base = n;
-		for (const char *c = n; *c; c++)
-			if (*c == '/')
-				base = c + 1;
-		if (!ht_strncmp(base, "libc.so", 7))
-			return true;
-	}
+	if (dladdr1((void *)&ht_attach_loaded_late, &info, (void **)&self, RTLD_DL_LINKMAP) && self)
+		for (struct link_map *m = self->l_prev; m; m = m->l_prev) {
+			const char *n = m->l_name ? m->l_name : "";
+			const char *base = n;
+			for (const char *c = n; *c; c++)
+				if (*c == '/')
+					base = c + 1;
+			if (!ht_strncmp(base, "libc.so", 7))
+				return true;
+		}
+	atomic_store(&heaptrail_attach_ctl.status, HT_ATTACH_PRELOADED);
 	return false;
 }
 
@@ -398,7 +400,26 @@ const char *heaptrail_attach_start(const char *options)
 	ht_guard--;
 	if (!self || !ours[0] || !real_dlopen || !slots) {
 		set_error("the agent cannot find its own hooks", NULL);
-		atomic_store(&heaptrail_attach_ctl.status, HT_ATTACH_FAILED);
+		atomic_store(&heaptrail_attach_ctl.status, HT_ATTACH_REFUSED);
+		return heaptrail_attach_ctl.error;
+	}
+	/* The process creates the trace with its own rights: a directory it
+	 * cannot write is refused before the agent starts (it starts once). */
+	char dir[4096];
+	size_t dl = 0;
+	if (!ht_strncmp(options, "output=", 7))
+		for (const char *c = options + 7; *c && *c != ',' && dl + 1 < sizeof dir; c++)
+			dir[dl++] = *c;
+	while (dl && dir[dl - 1] != '/')
+		dl--;
+	dir[dl > 1 ? dl - 1 : dl] = 0;
+	if (dl && access(dir, W_OK | X_OK) != 0) {
+		set_error("the process cannot create its trace in ", dir);
+		size_t n = ht_strlen(heaptrail_attach_ctl.error);
+		ht_append_str(heaptrail_attach_ctl.error, n, sizeof heaptrail_attach_ctl.error,
+			      " (it writes the trace with its own user's rights): give -o a directory "
+			      "it may write to");
+		atomic_store(&heaptrail_attach_ctl.status, HT_ATTACH_REFUSED);
 		return heaptrail_attach_ctl.error;
 	}
 	ht_attaching = true;

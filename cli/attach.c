@@ -41,7 +41,16 @@
 #include "cli/opts.h"
 
 /* The agent's control block (agent/attach.c): the same layout. */
-enum { ST_LOADED = 0, ST_RECORDING = 1, ST_STOPPING = 2, ST_DETACHED = 3, ST_FAILED = 4, ST_ENDED = 5 };
+enum {
+	ST_LOADED = 0,
+	ST_RECORDING = 1,
+	ST_STOPPING = 2,
+	ST_DETACHED = 3,
+	ST_FAILED = 4,
+	ST_ENDED = 5,
+	ST_REFUSED = 6, /* an attach was refused before the agent started */
+	ST_PRELOADED = 7,
+};
 struct ctl {
 	uint32_t version, request, status, slots;
 	uint64_t patch_ns, restore_ns, objects;
@@ -344,7 +353,8 @@ static int wait_stop(pid_t tid, int *status)
 	}
 }
 
-/* Stops tid at a safe point; false (tid let go) if it reached none. */
+/* Stops tid at a safe point; false if it reached none (tid stopped, or
+ * gone). */
 static bool stop_safe(thread_t *t, const maps_t *ms, int tries)
 {
 	for (int k = 0; k < tries; k++) {
@@ -364,6 +374,8 @@ static bool stop_safe(thread_t *t, const maps_t *ms, int tries)
 			return false;
 		if (safe_point(ms, &t->regs))
 			return true;
+		if (k + 1 == tries)
+			break; /* left stopped: PTRACE_DETACH needs that */
 		if (ptrace(PTRACE_CONT, t->tid, 0, 0))
 			return false;
 		sleep_us(k < 10 ? 50 : 1000);
@@ -616,15 +628,19 @@ static int inject(pid_t pid, const char *agent, const char *opts, double *pause_
 	}
 	char had[PATH_MAX];
 	uint64_t old_ctl;
-	if (find_ctl(pid, &ms, &old_ctl, had, sizeof had) != 1) {
-		struct ctl c;
-		bool attached = !read_ctl(pid, old_ctl, &c) && c.status == ST_RECORDING;
+	struct ctl old;
+	int found = find_ctl(pid, &ms, &old_ctl, had, sizeof had);
+	int got = found == 1 ? -1 : read_ctl(pid, old_ctl, &old);
+	/* loaded by an attach that was refused before the agent started: the
+	 * agent may start now */
+	if (found != 1 && (got || (old.status != ST_LOADED && old.status != ST_REFUSED))) {
 		fprintf(stderr, "heaptrail: process %d (%s) has heaptrail's agent loaded already (%s): %s. "
 				"The process was not touched.\n",
 			(int)pid, comm, had,
-			attached ? "it is attached now; heaptrail detach stops that"
-				 : "it ran under heaptrail run or was attached before, and the agent "
-				   "starts once per process");
+			!got && old.status == ST_RECORDING ? "it is attached now; heaptrail detach stops that"
+			: !got && old.status == ST_PRELOADED
+				? "it runs under heaptrail run (or LD_PRELOAD)"
+				: "it was attached before, and the agent starts once per process");
 		free(ms.m);
 		return 1;
 	}

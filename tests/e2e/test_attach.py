@@ -494,6 +494,33 @@ def t_refuse_run_and_stopped(t):
     t.eq("cat after the refusal", (0, "w\n"), (rc, rest))
 
 
+def t_other_user_dir(t):
+    """Root attaching to another user's process whose trace directory that
+    user cannot write: refused before the agent starts, so a second attach
+    with a directory it can write works."""
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        t.skip("needs root and setpriv to run a process as another user")
+    p = Target(t, ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "cat"])
+    time.sleep(0.3)
+    bad = scratch_dir("attach") / "no.ht"  # the scratch directory is root's, mode 700
+    r = subprocess.run([str(HT), "attach", str(p.pid), "-o", str(bad), "--for", "0.2"],
+                       capture_output=True, timeout=STEP)
+    t.eq("attach with a directory the process cannot write", 1, r.returncode)
+    t.check(b"cannot create its trace" in r.stderr, "no reason in %r" % tail(r.stderr))
+    good = Path("/tmp") / ("heaptrail-attach-nobody.%d.ht" % os.getpid())
+    try:
+        a, _ = attach(t, p.pid, good, ["--for", "0.2"])
+        attach_end(t, a)
+        t.check(good.exists() and good.stat().st_uid == 65534, "the trace is not the process's")
+        rep = need_report(t, good)
+        t.eq("how the trace ends", "detach", rep["program"]["ending"])
+    finally:
+        if good.exists():
+            good.unlink()
+    rc, rest, _ = p.finish(b"v\n")
+    t.eq("cat after all that", (0, "v\n"), (rc, rest))
+
+
 TESTS = [
     ("attach.loop_window", t_loop_window),
     ("attach.cxx_window", t_cxx_window),
@@ -511,4 +538,5 @@ TESTS = [
     ("attach.refuse_user", t_refuse_user),
     ("attach.refuse_twice", t_refuse_twice),
     ("attach.refuse_run_and_stopped", t_refuse_run_and_stopped),
+    ("attach.other_user_dir", t_other_user_dir),
 ]

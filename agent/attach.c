@@ -434,9 +434,10 @@ const char *heaptrail_attach_start(const char *options)
 		atomic_store(&heaptrail_attach_ctl.status, HT_ATTACH_FAILED);
 		return heaptrail_attach_ctl.error;
 	}
-	/* the trace's path, for heaptrail: what the descriptor names */
+	/* the trace's path, for heaptrail: what the descriptor names (thread-self:
+	 * /proc/self is empty once the main thread has ended) */
 	char link[64];
-	size_t n = ht_append_str(link, 0, sizeof link, "/proc/self/fd/");
+	size_t n = ht_append_str(link, 0, sizeof link, "/proc/thread-self/fd/");
 	ht_append_u64(link, n, sizeof link, (uint64_t)atomic_load(&ht_trace_fd));
 	long len = readlink(link, heaptrail_attach_ctl.path, sizeof heaptrail_attach_ctl.path - 1);
 	heaptrail_attach_ctl.path[len > 0 ? len : 0] = 0;

@@ -104,10 +104,72 @@ typedef struct maps {
 	size_t n;
 } maps_t;
 
+/* The thread's state letter from stat ('R', 'S', 'T', 'Z', ...), or 0. */
+static char task_state(const char *dir)
+{
+	char p[96], stat[512] = "";
+	snprintf(p, sizeof p, "%s/stat", dir);
+	FILE *f = fopen(p, "re");
+	if (f) {
+		if (!fgets(stat, sizeof stat, f))
+			stat[0] = 0;
+		fclose(f);
+	}
+	const char *paren = strrchr(stat, ')');
+	return paren && paren[1] == ' ' ? paren[2] : 0;
+}
+
+/* /proc/PID, or, when the main thread has ended (pthread_exit: /proc/PID
+ * then shows no executable and no maps), /proc/PID/task/TID of a live one. */
+static void proc_dir(pid_t pid, char *buf, size_t len)
+{
+	snprintf(buf, len, "/proc/%d", (int)pid);
+	if (task_state(buf) != 'Z')
+		return;
+	char tp[64];
+	snprintf(tp, sizeof tp, "/proc/%d/task", (int)pid);
+	int dfd = open(tp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return;
+	char d[8192];
+	long n;
+	while ((n = syscall(SYS_getdents64, dfd, d, sizeof d)) > 0)
+		for (long off = 0; off < n;) {
+			struct dent {
+				uint64_t ino;
+				int64_t off;
+				unsigned short reclen;
+				unsigned char type;
+				char name[];
+			} *e = (void *)(d + off);
+			long tid = atol(e->name);
+			off += e->reclen;
+			char c[96];
+			snprintf(c, sizeof c, "/proc/%d/task/%ld", (int)pid, tid);
+			if (tid > 0 && tid != pid && task_state(c) != 'Z') {
+				snprintf(buf, len, "%s", c);
+				close(dfd);
+				return;
+			}
+		}
+	close(dfd);
+}
+
+/* A thread whose id reaches the process's memory (process_vm_readv): the
+ * process's id, or a live thread's when the main thread has ended. */
+static pid_t mem_tid(pid_t pid)
+{
+	char dir[96];
+	proc_dir(pid, dir, sizeof dir);
+	const char *t = strstr(dir, "/task/");
+	return t ? (pid_t)atol(t + 6) : pid;
+}
+
 static int read_maps(pid_t pid, maps_t *out)
 {
-	char p[64], line[1024];
-	snprintf(p, sizeof p, "/proc/%d/maps", (int)pid);
+	char p[128], line[1024], dir[96];
+	proc_dir(pid, dir, sizeof dir);
+	snprintf(p, sizeof p, "%s/maps", dir);
 	FILE *f = fopen(p, "re");
 	if (!f)
 		return -errno;
@@ -341,16 +403,29 @@ static bool safe_point(const maps_t *ms, const struct user_regs_struct *r)
 	return true;
 }
 
-/* Waits for tid's next stop; its status, or -1 if the process is gone. */
-static int wait_stop(pid_t tid, int *status)
+/* Waits up to timeout_ms for tid's next stop (its status): 0, -1 if the
+ * process is gone, -2 on the timeout. */
+static int wait_stop_for(pid_t tid, int *status, int timeout_ms)
 {
+	double until = now_s() + timeout_ms / 1e3;
+	long us = 20;
 	for (;;) {
-		pid_t w = waitpid(tid, status, __WALL);
+		pid_t w = waitpid(tid, status, __WALL | WNOHANG);
 		if (w == tid)
 			return WIFSTOPPED(*status) ? 0 : -1;
 		if (w < 0 && errno != EINTR)
 			return -1;
+		if (now_s() >= until)
+			return -2;
+		sleep_us(us);
+		if (us < 1000)
+			us *= 2;
 	}
+}
+
+static int wait_stop(pid_t tid, int *status)
+{
+	return wait_stop_for(tid, status, 1000) == 0 ? 0 : -1;
 }
 
 /* Stops tid at a safe point; false if it reached none (tid stopped, or
@@ -390,7 +465,7 @@ static int call_in(thread_t *t, uint64_t fn, uint64_t a0, uint64_t a1, uint64_t 
 {
 	struct user_regs_struct r = t->regs;
 	uint64_t zero = 0;
-	if (mem_write(t->pid, sp, &zero, sizeof zero)) {
+	if (mem_write(t->tid, sp, &zero, sizeof zero)) {
 		snprintf(err, elen, "cannot write the thread's stack: %s", strerror(errno));
 		return -1;
 	}
@@ -405,11 +480,17 @@ static int call_in(thread_t *t, uint64_t fn, uint64_t a0, uint64_t a1, uint64_t 
 		snprintf(err, elen, "ptrace: %s", strerror(errno));
 		return -1;
 	}
-	double t0 = now_s();
 	bool said = false;
 	for (;;) {
-		int st;
-		if (wait_stop(t->tid, &st)) {
+		int st, w;
+		while ((w = wait_stop_for(t->tid, &st, 5000)) == -2) {
+			if (!said)
+				fprintf(stderr, "heaptrail: still waiting for the process's thread %d "
+						"to return from the agent's loading...\n",
+					(int)t->tid);
+			said = true;
+		}
+		if (w) {
 			snprintf(err, elen, "the process ended during the call");
 			return -2;
 		}
@@ -428,11 +509,6 @@ static int call_in(thread_t *t, uint64_t fn, uint64_t a0, uint64_t a1, uint64_t 
 			}
 			snprintf(err, elen, "the call faulted at 0x%llx", (unsigned long long)now.rip);
 			return -1;
-		}
-		if (!said && now_s() - t0 > 5) {
-			fprintf(stderr, "heaptrail: still waiting for the process's thread %d...\n",
-				(int)t->tid);
-			said = true;
 		}
 		if (ptrace(PTRACE_CONT, t->tid, 0, (void *)(long)sig)) {
 			snprintf(err, elen, "ptrace: %s", strerror(errno));
@@ -520,7 +596,7 @@ static int find_ctl(pid_t pid, const maps_t *ms, uint64_t *ctl_addr, char *agent
 
 static int read_ctl(pid_t pid, uint64_t at, struct ctl *c)
 {
-	int e = mem_read(pid, at, c, sizeof *c);
+	int e = mem_read(mem_tid(pid), at, c, sizeof *c);
 	if (e)
 		return e;
 	c->path[sizeof c->path - 1] = 0;
@@ -565,7 +641,9 @@ static int inject(pid_t pid, const char *agent, const char *opts, double *pause_
 	char comm[64], p[PATH_MAX];
 	comm_of(pid, comm, sizeof comm);
 	/* the program: a 64-bit x86 one, dynamically linked */
-	snprintf(p, sizeof p, "/proc/%d/exe", (int)pid);
+	char dir[96];
+	proc_dir(pid, dir, sizeof dir);
+	snprintf(p, sizeof p, "%s/exe", dir);
 	elf_t exe;
 	int e = elf_load(p, &exe);
 	if (e == -EACCES || e == -EPERM) {
@@ -591,21 +669,13 @@ static int inject(pid_t pid, const char *agent, const char *opts, double *pause_
 			(int)pid, comm);
 		return 1;
 	}
-	char stp[64], stat[512] = "";
-	snprintf(stp, sizeof stp, "/proc/%d/stat", (int)pid);
-	FILE *sf = fopen(stp, "re");
-	if (sf) {
-		if (!fgets(stat, sizeof stat, sf))
-			stat[0] = 0;
-		fclose(sf);
-	}
-	const char *paren = strrchr(stat, ')');
-	if (paren && (paren[2] == 'T' || paren[2] == 't' || paren[2] == 'Z')) {
+	char state = task_state(dir);
+	if (state == 'T' || state == 't' || state == 'Z') {
 		fprintf(stderr, "heaptrail: process %d (%s) is %s: heaptrail attach needs it running%s. "
 				"The process was not touched.\n",
 			(int)pid, comm,
-			paren[2] == 'Z' ? "a zombie" : "stopped (SIGSTOP, or a debugger's stop)",
-			paren[2] == 'Z' ? "" : "; continue it first");
+			state == 'Z' ? "a zombie" : "stopped (SIGSTOP, or a debugger's stop)",
+			state == 'Z' ? "" : "; continue it first");
 		return 1;
 	}
 	pid_t tracer = tracer_of(pid);
@@ -683,7 +753,10 @@ static int inject(pid_t pid, const char *agent, const char *opts, double *pause_
 	/* a thread to borrow: the main thread first */
 	pid_t tids[4096];
 	size_t nt = 0;
-	tids[nt++] = pid;
+	char lead[64];
+	snprintf(lead, sizeof lead, "/proc/%d", (int)pid);
+	if (task_state(lead) != 'Z') /* not ended by pthread_exit */
+		tids[nt++] = pid;
 	{
 		char cmd[96];
 		snprintf(cmd, sizeof cmd, "/proc/%d/task", (int)pid);
@@ -774,7 +847,7 @@ static int inject(pid_t pid, const char *agent, const char *opts, double *pause_
 	char err[PATH_MAX + 1024] = "";
 	int rc = 0;
 	uint64_t ret = 0;
-	if (mem_write(pid, agent_at, agent, alen) || mem_write(pid, opts_at, opts, olen)) {
+	if (mem_write(t.tid, agent_at, agent, alen) || mem_write(t.tid, opts_at, opts, olen)) {
 		snprintf(err, sizeof err, "cannot write the thread's stack: %s", strerror(errno));
 		rc = -1;
 	}
@@ -782,7 +855,7 @@ static int inject(pid_t pid, const char *agent, const char *opts, double *pause_
 		char why[512] = "dlopen failed";
 		uint64_t msg = 0;
 		if (dlerror_at && !call_in(&t, dlerror_at, 0, 0, sp, &msg, err, sizeof err) && msg)
-			read_cstr(pid, msg, why, sizeof why);
+			read_cstr(t.tid, msg, why, sizeof why);
 		snprintf(err, sizeof err, "the process could not load %s: %s", agent, why);
 		rc = -1;
 	}
@@ -816,7 +889,7 @@ static int inject(pid_t pid, const char *agent, const char *opts, double *pause_
 	}
 	if (!rc && !(rc = call_in(&t, start_at, opts_at, 0, sp, &ret, err, sizeof err)) && ret) {
 		char why[512];
-		read_cstr(pid, ret, why, sizeof why);
+		read_cstr(t.tid, ret, why, sizeof why);
 		snprintf(err, sizeof err, "the agent did not start: %s", why);
 		rc = -1;
 	}
@@ -917,7 +990,7 @@ int ht_detach(pid_t pid, bool quiet)
 		return 1;
 	}
 	uint32_t one = 1;
-	if ((e = mem_write(pid, at + offsetof(struct ctl, request), &one, sizeof one))) {
+	if ((e = mem_write(mem_tid(pid), at + offsetof(struct ctl, request), &one, sizeof one))) {
 		if (e == -EPERM || e == -EACCES)
 			permission_hint(pid, "its memory cannot be written");
 		else

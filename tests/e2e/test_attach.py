@@ -521,6 +521,30 @@ def t_other_user_dir(t):
     t.eq("cat after all that", (0, "v\n"), (rc, rest))
 
 
+def t_main_thread_ended(t):
+    """The main thread ended by pthread_exit: another thread is borrowed,
+    and the window's counts are exact."""
+    out = scratch_dir("attach") / "mainexit.ht"
+    p = Target(t, [PROGS / "attach_mainexit"])
+    p.p.stdin.write(b"10\n")  # stdio's buffers before the attach
+    p.p.stdin.flush()
+    t.eq("warm-up", "ok 10", p.line())
+    a, said = attach(t, p.pid, out)
+    t.check(str(out.parent) in said, "no trace path in %r" % said)
+    for n in (100, 2000, 37):
+        p.p.stdin.write(b"%d\n" % n)
+        p.p.stdin.flush()
+        p.line()
+    detach(t, p.pid)
+    attach_end(t, a)
+    rc, rest, _ = p.finish(b"5\n")
+    t.eq("the program's end", (0, "ok 2152\ntotal 2152"), (rc, rest.strip()))
+    rep = need_report(t, out)
+    t.eq("allocations in the window", 2137, rep["totals"]["allocations"])
+    t.eq("frees in the window", 2137, rep["totals"]["frees"])
+    t.eq("bytes in the window", 2137 * 48, rep["totals"]["bytes_allocated"])
+
+
 TESTS = [
     ("attach.loop_window", t_loop_window),
     ("attach.cxx_window", t_cxx_window),
@@ -529,6 +553,7 @@ TESTS = [
     ("attach.blocked_read", t_blocked_read),
     ("attach.blocked_sleep", t_blocked_sleep),
     ("attach.signals", t_signals),
+    ("attach.main_thread_ended", t_main_thread_ended),
     ("attach.dlopen_later", t_dlopen_later),
     ("attach.exit_while_attached", t_exit_while_attached),
     ("attach.ctrl_c", t_ctrl_c),

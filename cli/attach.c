@@ -428,11 +428,50 @@ static int wait_stop(pid_t tid, int *status)
 	return wait_stop_for(tid, status, 1000) == 0 ? 0 : -1;
 }
 
+/* System calls that the kernel does not restart after a stop but fail
+ * with EINTR (signal(7): epoll_wait, sigtimedwait, semop, io_getevents...;
+ * gdb's and strace's attach do that to them too). */
+static bool nr_eintr_prone(long nr)
+{
+	switch (nr) {
+	case SYS_epoll_wait: case SYS_epoll_pwait: case SYS_rt_sigtimedwait:
+	case SYS_semop: case SYS_semtimedop: case SYS_io_getevents:
+#ifdef SYS_epoll_pwait2
+	case SYS_epoll_pwait2:
+#endif
+#ifdef SYS_io_pgetevents
+	case SYS_io_pgetevents:
+#endif
+		return true;
+	}
+	return false;
+}
+
+/* Whether thread tid waits in a system call that a stop makes fail with
+ * EINTR. Read from /proc without stopping it. */
+static bool eintr_prone(pid_t pid, pid_t tid)
+{
+	char p[96], line[64] = "";
+	snprintf(p, sizeof p, "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
+	FILE *f = fopen(p, "re");
+	if (!f)
+		return false;
+	if (!fgets(line, sizeof line, f))
+		line[0] = 0;
+	fclose(f);
+	char *end;
+	long nr = strtol(line, &end, 10);
+	return end != line && nr_eintr_prone(nr); /* else "running" */
+}
+
 /* Stops tid at a safe point; false if it reached none (tid stopped, or
- * gone). */
+ * gone). A thread waiting where a stop makes it fail with EINTR is given
+ * up to half a second to come out first. */
 static bool stop_safe(thread_t *t, const maps_t *ms, int tries)
 {
 	for (int k = 0; k < tries; k++) {
+		for (int w = 0; w < 500 && eintr_prone(t->pid, t->tid); w++)
+			sleep_us(1000);
 		if (ptrace(PTRACE_INTERRUPT, t->tid, 0, 0))
 			return false;
 		int st;
@@ -782,6 +821,14 @@ static int inject(pid_t pid, const char *agent, const char *opts, double *pause_
 			close(dfd);
 		}
 	}
+	/* the threads that a stop would not make fail with EINTR first, the
+	 * main thread first among them */
+	for (size_t i = 0, j = 0; i < nt; i++)
+		if (!eintr_prone(pid, tids[i])) {
+			pid_t x = tids[i];
+			memmove(&tids[j + 1], &tids[j], (i - j) * sizeof *tids);
+			tids[j++] = x;
+		}
 	static thread_t t;
 	memset(&t, 0, sizeof t);
 	t.pid = pid;
@@ -823,6 +870,12 @@ static int inject(pid_t pid, const char *agent, const char *opts, double *pause_
 			(int)pid, comm);
 		return 1;
 	}
+	if ((long)t.regs.orig_rax >= 0 && nr_eintr_prone((long)t.regs.orig_rax) &&
+	    (long)t.regs.rax == -EINTR)
+		fprintf(stderr, "heaptrail: note: thread %d of process %d was waiting in system call %ld, "
+				"which fails with EINTR after any stop (as under gdb or strace -p); "
+				"programs retry it\n",
+			(int)t.tid, (int)pid, (long)t.regs.orig_rax);
 	/* what the thread had: registers, vector state, signal mask */
 	t.xs.iov_base = t.xstate;
 	t.xs.iov_len = sizeof t.xstate;

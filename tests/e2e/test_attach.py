@@ -545,6 +545,25 @@ def t_main_thread_ended(t):
     t.eq("bytes in the window", 2137 * 48, rep["totals"]["bytes_allocated"])
 
 
+def t_epoll_not_broken(t):
+    """The main thread waits in epoll_wait (a stop would break it with
+    EINTR), a worker in read: the worker is the thread borrowed."""
+    out = scratch_dir("attach") / "epoll.ht"
+    p = Target(t, [PROGS / "attach_epoll"])
+    p.p.stdin.write(b"warm\n")
+    p.p.stdin.flush()
+    t.eq("warm-up", "ok 5", p.line())
+    a, _ = attach(t, p.pid, out, ["--for", "0.3"])
+    p.p.stdin.write(b"abc\n")
+    p.p.stdin.flush()
+    t.eq("while attached", "ok 9", p.line())
+    attach_end(t, a)
+    rc, rest, _ = p.finish(b"de\n")
+    t.eq("the program's end", (0, "ok 12\nepoll ok"), (rc, rest.strip()))
+    rep = need_report(t, out)
+    t.eq("allocations while attached (strdup)", 1, rep["totals"]["allocations"])
+
+
 TESTS = [
     ("attach.loop_window", t_loop_window),
     ("attach.cxx_window", t_cxx_window),
@@ -554,6 +573,7 @@ TESTS = [
     ("attach.blocked_sleep", t_blocked_sleep),
     ("attach.signals", t_signals),
     ("attach.main_thread_ended", t_main_thread_ended),
+    ("attach.epoll_not_broken", t_epoll_not_broken),
     ("attach.dlopen_later", t_dlopen_later),
     ("attach.exit_while_attached", t_exit_while_attached),
     ("attach.ctrl_c", t_ctrl_c),

@@ -11,7 +11,7 @@
  * later too (it looks for new objects every HT_ATTACH_POLL_MS), and on
  * detach puts every slot back, finishes the trace (END how=DETACH) and
  * leaves the agent idle in the process. The hooks forward to the same
- * libc functions the slots held, so a block allocated before the attach
+ * functions the slots held (glibc's, or a preloaded allocator's), so a block allocated before the attach
  * and freed after it, or the other way round, reaches the allocator that
  * made it; the trace counts such frees apart (PROCESS flag HT_PROC_ATTACHED).
  * The slots of exit, _exit and the exec family go to the agent's hooks too,
@@ -219,13 +219,13 @@ static int scan_object(struct dl_phdr_info *info, size_t size, void *arg)
 			if (sc->restore) {
 				if (v != ours[k])
 					continue;
-				/* what it held, else the next definition (libc's) */
+				/* what it held, else the process's definition */
 				uintptr_t old = 0;
 				for (uint32_t j = 0; j < nslots; j++)
 					if (slots[j].at == a && slots[j].which == (uint32_t)k)
 						old = slots[j].old;
 				if (!old)
-					old = (uintptr_t)dlsym(RTLD_NEXT, hooked[k]);
+					old = (uintptr_t)dlsym(RTLD_DEFAULT, hooked[k]);
 				if (old)
 					slot_write(a, old, rlo, rhi);
 				any = true;
@@ -393,7 +393,7 @@ const char *heaptrail_attach_start(const char *options)
 	for (unsigned k = 0; self && k + 1 < HT_NHOOKED; k++)
 		ours[k] = (uintptr_t)dlsym(self, hooked[k]);
 	ours[HT_NHOOKED - 1] = (uintptr_t)&attach_dlopen;
-	*(void **)&real_dlopen = dlsym(RTLD_NEXT, "dlopen");
+	*(void **)&real_dlopen = dlsym(RTLD_DEFAULT, "dlopen");
 	if (self)
 		dlclose(self);
 	slots = ht_mmap(HT_SLOTS_MAX * sizeof(slot_t));

@@ -126,11 +126,16 @@ static size_t boot_size(const void *p)
 
 static _Atomic int resolving;
 
-#define RESOLVE(name) *(void **)&real_##name = dlsym(RTLD_NEXT, #name)
+/* Where the real functions are: the next definitions after the preloaded
+ * agent; attached (agent/attach.c), the process's own, in the global scope
+ * the agent is not in (a preloaded jemalloc's, or glibc's): the ones its
+ * objects' slots held. */
+#define HT_NEXT_SCOPE (ht_attaching ? RTLD_DEFAULT : RTLD_NEXT)
+#define RESOLVE(name) *(void **)&real_##name = dlsym(HT_NEXT_SCOPE, #name)
 /* __libc_NAME, or else the public NAME (then no program can call it) */
 #define RESOLVE_LIBC(name, public)                                             \
 	do {                                                                   \
-		*(void **)&real_libc_##name = dlsym(RTLD_NEXT, "__libc_" #name); \
+		*(void **)&real_libc_##name = dlsym(HT_NEXT_SCOPE, "__libc_" #name); \
 		if (!real_libc_##name)                                         \
 			*(void **)&real_libc_##name = (void *)(public);        \
 	} while (0)
@@ -166,7 +171,7 @@ HT_NOINLINE HT_COLD static void resolve_reals(void)
 	RESOLVE(sigset);
 	RESOLVE(signal);
 	/* malloc last: a non-NULL real_malloc means everything is resolved. */
-	void *m = dlsym(RTLD_NEXT, "malloc");
+	void *m = dlsym(HT_NEXT_SCOPE, "malloc");
 	RESOLVE_LIBC(malloc, m);
 	RESOLVE_LIBC(free, real_free);
 	RESOLVE_LIBC(calloc, real_calloc);
@@ -1268,11 +1273,7 @@ void *__libc_pvalloc(size_t size)
 static void *next_symbol(const char *name)
 {
 	ht_guard++;
-	void *f = dlsym(RTLD_NEXT, name);
-	/* attached (agent/attach.c): the process's own definition, in the
-	 * global scope, which the agent is not in */
-	if (!f && ht_attaching)
-		f = dlsym(RTLD_DEFAULT, name);
+	void *f = dlsym(HT_NEXT_SCOPE, name);
 	ht_guard--;
 	if (!f) {
 		ht_log("no next definition of ", name);
@@ -1377,7 +1378,7 @@ HT_NOINLINE HT_COLD static int cxx_lookup(void)
 	int e = errno;
 	ht_guard++;
 	Dl_info info;
-	void *m = dlsym(RTLD_NEXT, "malloc"); /* real_malloc, resolved or not */
+	void *m = dlsym(HT_NEXT_SCOPE, "malloc"); /* real_malloc, resolved or not */
 	void *malloc_base = m && dladdr(m, &info) ? info.dli_fbase : NULL;
 	int mask = 0;
 	for (int i = 0; i < CXX_NOPS; i++) {
@@ -1385,7 +1386,7 @@ HT_NOINLINE HT_COLD static int cxx_lookup(void)
 		if (f && !ht_addr_in_agent((uintptr_t)f) &&
 		    !(ht_attaching && cxx_runtime(f, malloc_base)))
 			mask |= 1 << i; /* the executable's, or a library's before us */
-		else if ((f = dlsym(RTLD_NEXT, cxx_names[i])) && !cxx_runtime(f, malloc_base))
+		else if ((f = dlsym(HT_NEXT_SCOPE, cxx_names[i])) && !cxx_runtime(f, malloc_base))
 			mask |= 1 << i; /* a library's after us */
 	}
 	ht_guard--;

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from harness import HT, PROGS, by_leaf, report, scratch_dir, tail, text
+from harness import HT, PROGS, by_leaf, find_library, report, scratch_dir, tail, text
 
 STEP = 30  # seconds any one step may take before the test fails
 
@@ -112,11 +112,11 @@ def pause_of(line):
     return float(m.group(1)) if m else None
 
 
-def window_test(t, prog):
+def window_test(t, prog, env=None):
     """Attach while the workers are paused, let them run, pause them, detach:
     the trace holds exactly what they did in between."""
     out = scratch_dir("attach") / "w.ht"
-    p = Target(t, [PROGS / prog])
+    p = Target(t, [PROGS / prog], env=env)
     p.expect("ready")
     time.sleep(0.2)
     p.p.send_signal(signal.SIGUSR1)
@@ -158,6 +158,15 @@ def t_loop_window(t):
 
 def t_cxx_window(t):
     window_test(t, "attach_cxx")
+
+
+def t_jemalloc_window(t):
+    """A process whose malloc is jemalloc's (preloaded): the hooks hand
+    every call to jemalloc, never to glibc's allocator."""
+    lib = find_library("libjemalloc.so.2")
+    if not lib:
+        t.skip("libjemalloc.so.2 not installed")
+    window_test(t, "attach_loop", env=dict(os.environ, LD_PRELOAD=lib))
 
 
 def real_python():
@@ -567,6 +576,7 @@ def t_epoll_not_broken(t):
 TESTS = [
     ("attach.loop_window", t_loop_window),
     ("attach.cxx_window", t_cxx_window),
+    ("attach.jemalloc_window", t_jemalloc_window),
     ("attach.python", t_python),
     ("attach.sqlite3", t_sqlite),
     ("attach.blocked_read", t_blocked_read),

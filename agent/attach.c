@@ -11,9 +11,10 @@
  * later too (it looks for new objects every HT_ATTACH_POLL_MS), and on
  * detach puts every slot back, finishes the trace (END how=DETACH) and
  * leaves the agent idle in the process. The hooks forward to the same
- * functions the slots held (glibc's, or a preloaded allocator's), so a block allocated before the attach
- * and freed after it, or the other way round, reaches the allocator that
- * made it; the trace counts such frees apart (PROCESS flag HT_PROC_ATTACHED).
+ * functions the slots held (glibc's, or a preloaded allocator's), so a
+ * block allocated before the attach and freed after it, or the other way
+ * round, reaches the allocator that made it; the trace counts such frees
+ * apart (PROCESS flag HT_PROC_ATTACHED).
  * The slots of exit, _exit and the exec family go to the agent's hooks too,
  * so that the trace ends complete when the process does.
  *

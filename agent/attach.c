@@ -16,7 +16,8 @@
  * round, reaches the allocator that made it; the trace counts such frees
  * apart (PROCESS flag HT_PROC_ATTACHED).
  * The slots of exit, _exit and the exec family go to the agent's hooks too,
- * so that the trace ends complete when the process does.
+ * so that the trace ends complete when the process does, and those of
+ * pthread_getattr_np, which the hooks must know a thread is in.
  *
  * dlopen's slots go to attach_dlopen, which patches a library as soon as
  * dlopen returns it, before the program calls into it. glibc's dlopen finds
@@ -89,6 +90,9 @@ static const char *const hooked[] = {
 	"_ZdlPvSt11align_val_tRKSt9nothrow_t", "_ZdaPvSt11align_val_tRKSt9nothrow_t",
 	"exit", "_exit", "_Exit", "quick_exit", "execve", "execv", "execvp", "execvpe",
 	"execl", "execlp", "execle", "fexecve", "execveat",
+	/* it holds the thread's lock around its own mallocs, which the
+	 * agent's first look at a thread's stack takes (hooks.c) */
+	"pthread_getattr_np",
 	"dlopen", /* last: attach_dlopen, not a hook of hooks.c */
 };
 #define HT_NHOOKED (sizeof hooked / sizeof hooked[0])

@@ -573,6 +573,26 @@ def t_epoll_not_broken(t):
     t.eq("allocations while attached (strdup)", 1, rep["totals"]["allocations"])
 
 
+def t_getattr_first(t):
+    """The main thread's first allocation after the attach is inside
+    pthread_getattr_np, which holds the lock the agent's first look at the
+    thread's stack takes: no deadlock, the allocations recorded."""
+    out = scratch_dir("attach") / "getattr.ht"
+    p = Target(t, [PROGS / "attach_getattr"])
+    p.expect("ready")
+    a, _ = attach(t, p.pid, out)
+    for _ in range(3):
+        p.p.stdin.write(b"x\n")
+        p.p.stdin.flush()
+        t.eq("pthread_getattr_np while attached", "ok", p.line())
+    detach(t, p.pid)
+    attach_end(t, a)
+    rc, rest, _ = p.finish()
+    t.eq("the program's end", (0, "done"), (rc, rest.strip()))
+    rep = need_report(t, out)
+    t.check(rep["totals"]["allocations"] >= 3, "allocations: %d" % rep["totals"]["allocations"])
+
+
 TESTS = [
     ("attach.loop_window", t_loop_window),
     ("attach.cxx_window", t_cxx_window),
@@ -584,6 +604,7 @@ TESTS = [
     ("attach.signals", t_signals),
     ("attach.main_thread_ended", t_main_thread_ended),
     ("attach.epoll_not_broken", t_epoll_not_broken),
+    ("attach.getattr_first", t_getattr_first),
     ("attach.dlopen_later", t_dlopen_later),
     ("attach.exit_while_attached", t_exit_while_attached),
     ("attach.ctrl_c", t_ctrl_c),

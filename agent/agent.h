@@ -762,6 +762,10 @@ extern bool ht_attaching;
 extern const char *ht_attach_options;
 /* True when the library was loaded after the process started (dlopen). */
 bool ht_attach_loaded_late(void);
+/* The process's own definition of name, which its objects bound to: in
+ * the global scope, which a late-loaded agent is not in, but never a
+ * non-PIE executable's PLT entry standing for it (attach.c). */
+void *ht_attach_next(const char *name);
 /* Resolves the real allocation functions (hooks.c). */
 void ht_hooks_resolve(void);
 

@@ -97,6 +97,10 @@ static const char *const hooked[] = {
 };
 #define HT_NHOOKED (sizeof hooked / sizeof hooked[0])
 static uintptr_t ours[HT_NHOOKED];
+/* the process's definitions, for a slot the agent did not patch itself
+ * (found at attach: not looked up from inside dl_iterate_phdr, under the
+ * loader's lock) */
+static uintptr_t theirs[HT_NHOOKED];
 static uint64_t hooked_hash[HT_NHOOKED];
 
 /* One patched slot and what it held. */
@@ -230,7 +234,7 @@ static int scan_object(struct dl_phdr_info *info, size_t size, void *arg)
 					if (slots[j].at == a && slots[j].which == (uint32_t)k)
 						old = slots[j].old;
 				if (!old)
-					old = (uintptr_t)dlsym(RTLD_DEFAULT, hooked[k]);
+					old = theirs[k];
 				if (old)
 					slot_write(a, old, rlo, rhi);
 				any = true;
@@ -268,6 +272,76 @@ static unsigned scan_all(bool restore)
 	dl_iterate_phdr(scan_object, &sc);
 	ht_unlock(&slot_lock);
 	return sc.objects;
+}
+
+/* ---- the process's definitions ----------------------------------------------- */
+
+/* A non-PIE executable that takes a function's address makes its PLT entry
+ * the function's address for the whole process: dlsym(RTLD_DEFAULT) gives
+ * that entry (an undefined symbol with a value), which jumps through the
+ * executable's own slot, one the agent points at itself. The definition is
+ * then the first object's in load order (the preloaded ones first) that
+ * defines the name, as the loader binds the slots. */
+#define HT_DEF_OBJECTS 1024
+struct def_objects {
+	const char *name[HT_DEF_OBJECTS];
+	uintptr_t lo[HT_DEF_OBJECTS], hi[HT_DEF_OBJECTS];
+	unsigned n;
+};
+
+static int list_objects(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	struct def_objects *o = arg;
+	if (!info->dlpi_name || !info->dlpi_name[0] || o->n >= HT_DEF_OBJECTS)
+		return 0; /* the executable, the vDSO */
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+		if (a < lo)
+			lo = a;
+		if (a + ph->p_memsz > hi)
+			hi = a + ph->p_memsz;
+	}
+	o->name[o->n] = info->dlpi_name;
+	o->lo[o->n] = lo;
+	o->hi[o->n] = hi;
+	o->n++;
+	return 0;
+}
+
+static bool is_definition(void *f)
+{
+	Dl_info info;
+	const ElfW(Sym) *sym = NULL;
+	return f && dladdr1(f, &info, (void **)&sym, RTLD_DL_SYMENT) && sym &&
+	       sym->st_shndx != SHN_UNDEF;
+}
+
+void *ht_attach_next(const char *name)
+{
+	void *f = dlsym(RTLD_DEFAULT, name);
+	if (!f || is_definition(f))
+		return f;
+	static struct def_objects o; /* under the caller's resolving flag */
+	o.n = 0;
+	dl_iterate_phdr(list_objects, &o);
+	Dl_info self;
+	uintptr_t own = dladdr((void *)&ht_attach_next, &self) ? (uintptr_t)self.dli_fbase : 0;
+	for (unsigned i = 0; i < o.n; i++) {
+		if (own >= o.lo[i] && own < o.hi[i])
+			continue;
+		void *h = dlopen(o.name[i], RTLD_LAZY | RTLD_NOLOAD);
+		void *g = h ? dlsym(h, name) : NULL;
+		if (h)
+			dlclose(h);
+		if (g && (uintptr_t)g >= o.lo[i] && (uintptr_t)g < o.hi[i] && is_definition(g))
+			return g;
+	}
+	return dlsym(RTLD_NEXT, name);
 }
 
 /* ---- dlopen ---------------------------------------------------------------- */
@@ -398,7 +472,9 @@ const char *heaptrail_attach_start(const char *options)
 	for (unsigned k = 0; self && k + 1 < HT_NHOOKED; k++)
 		ours[k] = (uintptr_t)dlsym(self, hooked[k]);
 	ours[HT_NHOOKED - 1] = (uintptr_t)&attach_dlopen;
-	*(void **)&real_dlopen = dlsym(RTLD_DEFAULT, "dlopen");
+	for (unsigned k = 0; k < HT_NHOOKED; k++)
+		theirs[k] = (uintptr_t)ht_attach_next(hooked[k]);
+	*(void **)&real_dlopen = (void *)theirs[HT_NHOOKED - 1];
 	if (self)
 		dlclose(self);
 	slots = ht_mmap(HT_SLOTS_MAX * sizeof(slot_t));

@@ -1384,7 +1384,9 @@ HT_NOINLINE HT_COLD static int cxx_lookup(void)
 	void *malloc_base = m && dladdr(m, &info) ? info.dli_fbase : NULL;
 	int mask = 0;
 	for (int i = 0; i < CXX_NOPS; i++) {
-		void *f = dlsym(RTLD_DEFAULT, cxx_names[i]);
+		/* attached, the process's own definition (not a PLT entry of a
+		 * non-PIE executable's standing for it) */
+		void *f = ht_attaching ? next_def(cxx_names[i]) : dlsym(RTLD_DEFAULT, cxx_names[i]);
 		if (f && !ht_addr_in_agent((uintptr_t)f) &&
 		    !(ht_attaching && cxx_runtime(f, malloc_base)))
 			mask |= 1 << i; /* the executable's, or a library's before us */

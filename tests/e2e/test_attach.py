@@ -149,6 +149,7 @@ def window_test(t, prog, env=None):
     t.eq("frees of blocks from before the attach (4 threads x 8 kept)", 32, bad["before_trace"])
     t.eq("invalid or double frees", (0, 0, 0), (bad["invalid"], bad["double"], bad["mismatched"]))
     t.eq("how the trace ends", "detach", rep["program"]["ending"])
+    t.eq("the trace says it was attached", True, rep["program"].get("attached"))
     t.check(pause_of(said) is not None, "no pause figure in %r" % said)
 
 

@@ -121,6 +121,7 @@ def window_test(t, prog, env=None):
     time.sleep(0.2)
     p.p.send_signal(signal.SIGUSR1)
     a0 = counts(p.expect("paused"))
+    threads = len(os.listdir("/proc/%d/task" % p.pid))
     a, said = attach(t, p.pid, out)
     p.p.send_signal(signal.SIGUSR1)
     p.expect("running")
@@ -129,6 +130,11 @@ def window_test(t, prog, env=None):
     b0 = counts(p.expect("paused"))
     detach(t, p.pid)
     attach_end(t, a)
+    # the agent's threads end with the detach (the digester looks every second)
+    deadline = time.monotonic() + 5
+    while len(os.listdir("/proc/%d/task" % p.pid)) != threads and time.monotonic() < deadline:
+        time.sleep(0.05)
+    t.eq("threads after the detach", threads, len(os.listdir("/proc/%d/task" % p.pid)))
     p.p.send_signal(signal.SIGUSR1)
     p.expect("running")
     time.sleep(0.2)

@@ -447,7 +447,7 @@ void ht_init(void)
 		return;
 	}
 	ht_modules_refresh();
-	if (!ht_attaching) /* attached: every object's malloc is libc's by then */
+	if (!ht_attaching) /* attached, the global scope is the process's alone */
 		note_own_malloc();
 	/* The header, PROCESS and module records reach the disk now: even a
 	 * program killed at once leaves a readable (empty) trace. */

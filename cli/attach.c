@@ -39,6 +39,7 @@
 
 #include "cli/run.h"
 #include "cli/opts.h"
+#include "analysis/safe.h"
 
 /* The agent's control block (agent/attach.c): the same layout. */
 enum {
@@ -691,28 +692,28 @@ static int inject(pid_t pid, const char *agent, const char *opts, double *pause_
 	}
 	if (e) {
 		fprintf(stderr, "heaptrail: cannot read the executable of process %d (%s): %s\n",
-			(int)pid, comm, strerror(-e));
+			(int)pid, HT_TEXT(comm), strerror(-e));
 		return 1;
 	}
 	free(exe.data);
 	if (exe.cls != ELFCLASS64 || exe.machine != EM_X86_64) {
 		fprintf(stderr, "heaptrail: process %d (%s) is not an x86-64 program: heaptrail attach "
 				"supports x86-64 only. The process was not touched.\n",
-			(int)pid, comm);
+			(int)pid, HT_TEXT(comm));
 		return 1;
 	}
 	if (!exe.has_interp) {
 		fprintf(stderr, "heaptrail: process %d (%s) runs a statically linked program: there is "
 				"no dynamic loader in it to load the agent with (use heaptrail run on a "
 				"dynamically linked build). The process was not touched.\n",
-			(int)pid, comm);
+			(int)pid, HT_TEXT(comm));
 		return 1;
 	}
 	char state = task_state(dir);
 	if (state == 'T' || state == 't' || state == 'Z') {
 		fprintf(stderr, "heaptrail: process %d (%s) is %s: heaptrail attach needs it running%s. "
 				"The process was not touched.\n",
-			(int)pid, comm,
+			(int)pid, HT_TEXT(comm),
 			state == 'Z' ? "a zombie" : "stopped (SIGSTOP, or a debugger's stop)",
 			state == 'Z' ? "" : "; continue it first");
 		return 1;
@@ -723,7 +724,7 @@ static int inject(pid_t pid, const char *agent, const char *opts, double *pause_
 		comm_of(tracer, tc, sizeof tc);
 		fprintf(stderr, "heaptrail: process %d (%s) is already traced by process %d (%s): a "
 				"process has one tracer at a time. The process was not touched.\n",
-			(int)pid, comm, (int)tracer, tc);
+			(int)pid, HT_TEXT(comm), (int)tracer, HT_TEXT(tc));
 		return 1;
 	}
 	maps_t ms = {0};
@@ -745,7 +746,7 @@ static int inject(pid_t pid, const char *agent, const char *opts, double *pause_
 	if (found != 1 && (got || (old.status != ST_LOADED && old.status != ST_REFUSED))) {
 		fprintf(stderr, "heaptrail: process %d (%s) has heaptrail's agent loaded already (%s): %s. "
 				"The process was not touched.\n",
-			(int)pid, comm, had,
+			(int)pid, HT_TEXT(comm), HT_TEXT(had),
 			!got && old.status == ST_RECORDING ? "it is attached now; heaptrail detach stops that"
 			: !got && old.status == ST_PRELOADED
 				? "it runs under heaptrail run (or LD_PRELOAD)"
@@ -757,7 +758,7 @@ static int inject(pid_t pid, const char *agent, const char *opts, double *pause_
 	if (!libc) {
 		fprintf(stderr, "heaptrail: process %d (%s) has no libc mapped (not a glibc program?): "
 				"nothing to load the agent with. The process was not touched.\n",
-			(int)pid, comm);
+			(int)pid, HT_TEXT(comm));
 		free(ms.m);
 		return 1;
 	}
@@ -781,7 +782,7 @@ static int inject(pid_t pid, const char *agent, const char *opts, double *pause_
 	if (!dlopen_at) {
 		fprintf(stderr, "heaptrail: cannot find dlopen in %s of process %d. The process was not "
 				"touched.\n",
-			libc->path, (int)pid);
+			HT_TEXT(libc->path), (int)pid);
 		free(ms.m);
 		return 1;
 	}
@@ -843,7 +844,7 @@ static int inject(pid_t pid, const char *agent, const char *opts, double *pause_
 				if (tracer_of(pid)) {
 					fprintf(stderr, "heaptrail: process %d (%s) is already traced by "
 							"process %d. The process was not touched.\n",
-						(int)pid, comm, (int)tracer_of(pid));
+						(int)pid, HT_TEXT(comm), (int)tracer_of(pid));
 				} else {
 					permission_hint(pid, strerror(errno));
 				}
@@ -867,7 +868,7 @@ static int inject(pid_t pid, const char *agent, const char *opts, double *pause_
 		fprintf(stderr, "heaptrail: no thread of process %d (%s) came out of libc's allocator "
 				"or the loader within a second: not attached, the process runs on "
 				"untouched\n",
-			(int)pid, comm);
+			(int)pid, HT_TEXT(comm));
 		return 1;
 	}
 	if ((long)t.regs.orig_rax >= 0 && nr_eintr_prone((long)t.regs.orig_rax) &&
@@ -958,7 +959,8 @@ static int inject(pid_t pid, const char *agent, const char *opts, double *pause_
 	}
 	*pause_s = now_s() - t_stop;
 	if (rc) {
-		fprintf(stderr, "heaptrail: cannot attach to process %d (%s): %s\n", (int)pid, comm, err);
+		fprintf(stderr, "heaptrail: cannot attach to process %d (%s): %s\n", (int)pid,
+			HT_TEXT(comm), HT_TEXT(err));
 		return 1;
 	}
 	return 0;
@@ -1031,11 +1033,11 @@ int ht_detach(pid_t pid, bool quiet)
 	if (f || read_ctl(pid, at, &c)) {
 		fprintf(stderr, "heaptrail: process %d (%s) is not attached: heaptrail's agent is not "
 				"loaded in it\n",
-			(int)pid, comm);
+			(int)pid, HT_TEXT(comm));
 		return 1;
 	}
 	if (c.status != ST_RECORDING) {
-		fprintf(stderr, "heaptrail: process %d (%s) is not attached (%s)\n", (int)pid, comm,
+		fprintf(stderr, "heaptrail: process %d (%s) is not attached (%s)\n", (int)pid, HT_TEXT(comm),
 			c.status == ST_DETACHED ? "detached already"
 			: c.status == ST_ENDED	  ? "its trace ended with an exit or exec"
 			: c.status == ST_STOPPING ? "it is detaching now"
@@ -1063,7 +1065,7 @@ int ht_detach(pid_t pid, bool quiet)
 			fprintf(stderr,
 				"heaptrail: detached from process %d (%s) in %.1f ms (slots restored in "
 				"%.2f ms; the process was not stopped); trace %s\n",
-				(int)pid, comm, (now_s() - t0) * 1e3, (double)c.restore_ns / 1e6, c.path);
+				(int)pid, HT_TEXT(comm), (now_s() - t0) * 1e3, (double)c.restore_ns / 1e6, HT_TEXT(c.path));
 		else
 			fprintf(stderr, "heaptrail: process %d ended; its trace is complete\n", (int)pid);
 	}
@@ -1089,7 +1091,7 @@ int ht_attach(const ht_attach_opts_t *o)
 		return 1;
 	int e = ht_output_dir_check(out, why, sizeof why);
 	if (e) {
-		fprintf(stderr, "heaptrail: -o %s: %s\n", out, why);
+		fprintf(stderr, "heaptrail: -o %s: %s\n", HT_TEXT(out), HT_TEXT(why));
 		return 1;
 	}
 	if (agent_options(o, out, opts, sizeof opts)) {
@@ -1125,7 +1127,8 @@ int ht_attach(const ht_attach_opts_t *o)
 	fprintf(stderr,
 		"heaptrail: attached to process %d (%s): one thread paused %.1f ms (agent start and "
 		"%u slots in %" PRIu64 " objects: %.2f ms), the others ran on; recording to %s\n",
-		(int)pid, comm, pause_s * 1e3, c.slots, c.objects, (double)c.patch_ns / 1e6, c.path);
+		(int)pid, HT_TEXT(comm), pause_s * 1e3, c.slots, c.objects, (double)c.patch_ns / 1e6,
+		HT_TEXT(c.path));
 	if (o->for_seconds > 0)
 		fprintf(stderr, "heaptrail: detaching in %g s (Ctrl-C: now)\n", o->for_seconds);
 	else
@@ -1137,11 +1140,11 @@ int ht_attach(const ht_attach_opts_t *o)
 		if (read_ctl(pid, ctl_at, &c) || c.status != ST_RECORDING) {
 			if (!alive(pid) || read_ctl(pid, ctl_at, &c) || c.status == ST_ENDED)
 				fprintf(stderr, "heaptrail: process %d ended; its trace %s is complete\n",
-					(int)pid, c.path);
+					(int)pid, HT_TEXT(c.path));
 			else
 				fprintf(stderr, "heaptrail: process %d was detached (heaptrail detach); "
 						"trace %s\n",
-					(int)pid, c.path);
+					(int)pid, HT_TEXT(c.path));
 			return 0;
 		}
 		sleep_us(20000);

@@ -218,7 +218,8 @@ static bool is_unsafe_object(const char *path)
 {
 	const char *b = base_name(path);
 	return is_libc(path) || !strncmp(b, "ld-linux", 8) || !strncmp(b, "ld-2.", 5) ||
-	       !strncmp(b, "libpthread", 10) || !strncmp(b, "libdl", 5);
+	       !strncmp(b, "libpthread.so", 13) || !strncmp(b, "libpthread-", 11) ||
+	       !strncmp(b, "libdl.so", 8) || !strncmp(b, "libdl-", 6);
 }
 
 /* The first mapping of the file whose basename test accepts. */

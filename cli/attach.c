@@ -379,23 +379,33 @@ typedef struct thread {
 	bool have_x;
 } thread_t;
 
-static bool pc_unsafe(const maps_t *ms, uint64_t pc)
+/* The mapping pc is in, or NULL. */
+static const map_t *map_of(const maps_t *ms, uint64_t pc)
 {
 	for (size_t i = 0; i < ms->n; i++)
 		if (pc >= ms->m[i].lo && pc < ms->m[i].hi)
-			return is_unsafe_object(ms->m[i].path);
-	return false;
+			return &ms->m[i];
+	return NULL;
+}
+
+static bool is_loader(const char *path)
+{
+	const char *b = base_name(path);
+	return !strncmp(b, "ld-linux", 8) || !strncmp(b, "ld-2.", 5);
 }
 
 /* Whether a thread stopped with regs can run the loader: its pc is out of
- * libc and the loader, or it waits in a system call there that is not
- * malloc's own (mmap, brk, ... inside an arena's lock). */
+ * libc and the loader, or it waits in a system call in libc that is not
+ * malloc's own (mmap, brk, ... inside an arena's lock). Never in the
+ * loader, even in a system call: it makes them holding its lock, in the
+ * middle of changing its list of objects (a dlopen reading a file). */
 static bool safe_point(const maps_t *ms, const struct user_regs_struct *r)
 {
-	if (!pc_unsafe(ms, r->rip))
+	const map_t *m = map_of(ms, r->rip);
+	if (!m || !is_unsafe_object(m->path))
 		return true;
 	long nr = (long)r->orig_rax;
-	if (nr < 0)
+	if (nr < 0 || is_loader(m->path))
 		return false;
 	switch (nr) {
 	case SYS_mmap: case SYS_munmap: case SYS_mprotect: case SYS_brk:

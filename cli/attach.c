@@ -476,6 +476,10 @@ static bool eintr_prone(pid_t pid, pid_t tid)
 	return end != line && nr_eintr_prone(nr); /* else "running" */
 }
 
+/* Set by stop_safe when the process was stopped (SIGSTOP, SIGTSTP) by the
+ * time its thread stopped for heaptrail. */
+static bool group_stopped;
+
 /* Stops tid at a safe point; false if it reached none (tid stopped, or
  * gone). A thread waiting where a stop makes it fail with EINTR is given
  * up to half a second to come out first. */
@@ -490,6 +494,12 @@ static bool stop_safe(thread_t *t, const maps_t *ms, int tries)
 		for (;;) {
 			if (wait_stop(t->tid, &st))
 				return false;
+			if ((st >> 16) == PTRACE_EVENT_STOP && WSTOPSIG(st) != SIGTRAP) {
+				/* a group stop (the process was being stopped): it
+				 * stays stopped once detached */
+				group_stopped = true;
+				return false;
+			}
 			if ((st >> 16) == PTRACE_EVENT_STOP)
 				break;
 			/* a signal on its way to the program: it goes on its way */
@@ -872,9 +882,18 @@ static int inject(pid_t pid, const char *agent, const char *opts, double *pause_
 			t_stop = now_s();
 		} else {
 			ptrace(PTRACE_DETACH, t.tid, 0, 0);
+			if (group_stopped)
+				break;
 		}
 	}
 	free(ms.m);
+	if (group_stopped) {
+		fprintf(stderr, "heaptrail: process %d (%s) is stopped (SIGSTOP, or a debugger's stop): "
+				"heaptrail attach needs it running; continue it first. The process was "
+				"not touched.\n",
+			(int)pid, HT_TEXT(comm));
+		return 1;
+	}
 	if (!stopped) {
 		fprintf(stderr, "heaptrail: no thread of process %d (%s) came out of libc's allocator "
 				"or the loader within a second: not attached, the process runs on "

@@ -502,7 +502,12 @@ def t_refuse_run_and_stopped(t):
     got, _ = r.communicate(b"z\n", timeout=STEP)
     t.eq("heaptrail run after the refusal", (0, b"z\n"), (r.returncode, got))
     p = Target(t, ["cat"])
+    time.sleep(0.2)
     os.kill(p.pid, signal.SIGSTOP)
+    deadline = time.monotonic() + STEP  # a stop that has taken effect
+    while open("/proc/%d/stat" % p.pid).read().rsplit(")", 1)[1].split()[0] != "T":
+        t.need(time.monotonic() < deadline, "cat did not stop")
+        time.sleep(0.01)
     err = refused(t, p.pid, "stopped")
     t.check("stopped" in err, "no reason in %r" % err)
     os.kill(p.pid, signal.SIGCONT)

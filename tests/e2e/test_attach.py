@@ -152,7 +152,10 @@ def window_test(t, prog, env=None):
     # every free of the window: of a block the trace saw, or of one from before
     t.eq("frees in the window (seen + before the attach)", frees,
          tot["frees"] + bad["before_trace"])
-    t.eq("frees of blocks from before the attach (4 threads x 8 kept)", 32, bad["before_trace"])
+    # each thread frees its 8 blocks from before the attach in its first 8
+    # iterations after it (a thread the machine starved may do fewer)
+    kept = sum(min(8, b0["it%d" % i] - a0["it%d" % i]) for i in range(4))
+    t.eq("frees of blocks from before the attach (8 per thread)", kept, bad["before_trace"])
     t.eq("invalid or double frees", (0, 0, 0), (bad["invalid"], bad["double"], bad["mismatched"]))
     t.eq("how the trace ends", "detach", rep["program"]["ending"])
     t.eq("the trace says it was attached", True, rep["program"].get("attached"))

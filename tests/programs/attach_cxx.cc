@@ -6,7 +6,8 @@
  * realloc'ed after it. The main thread waits for SIGUSR1 in sigwaitinfo
  * (a blocked system call to attach across) and toggles: the first stops
  * the workers at a barrier and prints "paused" with the totals so far, the
- * next lets them go ("running"), and so on; SIGTERM (or stdin's end when
+ * next lets them go ("running"), and so on (the totals end with each
+ * thread's iterations so far); SIGTERM (or stdin's end when
  * given "stdin") stops them for good, and the program checks its blocks
  * and prints "done" with its totals, exiting 0. While paused, no thread
  * allocates: the trace's counts for an attach made and undone while paused
@@ -28,7 +29,7 @@ static std::atomic<int> paused, quit;
 static std::atomic<int> waiting;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-static unsigned long allocs[NT], frees[NT], bytes[NT];
+static unsigned long allocs[NT], frees[NT], bytes[NT], iters[NT];
 static int bad;
 
 static void *worker(void *arg)
@@ -73,6 +74,7 @@ static void *worker(void *arg)
 		frees[id]++;
 		bytes[id] += sizeof(obj);
 		it++;
+		iters[id] = it;
 		if (it % 64 == 0)
 			usleep(100);
 	}
@@ -94,8 +96,10 @@ static void totals(const char *what)
 		f += frees[i];
 		b += bytes[i];
 	}
-	char line[160];
-	int n = snprintf(line, sizeof line, "%s allocs=%lu frees=%lu bytes=%lu\n", what, a, f, b);
+	char line[256];
+	int n = snprintf(line, sizeof line,
+			 "%s allocs=%lu frees=%lu bytes=%lu it0=%lu it1=%lu it2=%lu it3=%lu\n", what, a, f,
+			 b, iters[0], iters[1], iters[2], iters[3]);
 	if (write(1, line, (size_t)n) != n)
 		_exit(3);
 }

@@ -7,7 +7,8 @@
  * realloc'ed after it. The main thread waits for SIGUSR1 in sigwaitinfo
  * (a blocked system call to attach across) and toggles: the first stops
  * the workers at a barrier and prints "paused" with the totals so far, the
- * next lets them go ("running"), and so on; SIGTERM (or stdin's end when
+ * next lets them go ("running"), and so on (the totals end with each
+ * thread's iterations so far); SIGTERM (or stdin's end when
  * given "stdin") stops them for good, and the program checks its blocks
  * and prints "done" with its totals, exiting 0 ("busy": the workers never
  * sleep, for the benchmark). While paused, no thread
@@ -29,7 +30,7 @@ static _Atomic int paused, quit;
 static _Atomic int waiting;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-static unsigned long allocs[NT], frees[NT], bytes[NT];
+static unsigned long allocs[NT], frees[NT], bytes[NT], iters[NT];
 static int bad;
 static int busy; /* "busy": no pause every 64 iterations (the benchmark) */
 
@@ -74,6 +75,7 @@ static void *worker(void *arg)
 		allocs[id]++;
 		bytes[id] += n;
 		it++;
+		iters[id] = it;
 		if (it % 64 == 0 && !busy)
 			usleep(100);
 	}
@@ -95,8 +97,10 @@ static void totals(const char *what)
 		f += frees[i];
 		b += bytes[i];
 	}
-	char line[160];
-	int n = snprintf(line, sizeof line, "%s allocs=%lu frees=%lu bytes=%lu\n", what, a, f, b);
+	char line[256];
+	int n = snprintf(line, sizeof line,
+			 "%s allocs=%lu frees=%lu bytes=%lu it0=%lu it1=%lu it2=%lu it3=%lu\n", what, a, f,
+			 b, iters[0], iters[1], iters[2], iters[3]);
 	if (write(1, line, (size_t)n) != n)
 		_exit(3);
 }

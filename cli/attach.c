@@ -1086,8 +1086,13 @@ int ht_detach(pid_t pid, bool quiet)
 	double t0 = now_s();
 	int w = wait_detached(pid, at, &c, 120);
 	if (w < 0) {
-		fprintf(stderr, "heaptrail: process %d did not finish its trace within 2 minutes\n",
-			(int)pid);
+		char dir[96];
+		proc_dir(pid, dir, sizeof dir);
+		fprintf(stderr, "heaptrail: process %d did not finish its trace within 2 minutes%s\n",
+			(int)pid,
+			task_state(dir) == 'T' ? ": it is stopped (SIGSTOP); the trace is finished "
+						 "when it is continued"
+					       : "");
 		return 1;
 	}
 	if (!quiet) {

@@ -358,6 +358,42 @@ def t_refuse_static(t):
     t.eq("the static program after the refusal", (0, "echo\n"), (rc, rest))
 
 
+NOLIBC = r"""
+#include <sys/syscall.h>
+static long sys3(long n, long a, long b, long c)
+{
+	long r;
+	__asm__ volatile("syscall" : "=a"(r) : "a"(n), "D"(a), "S"(b), "d"(c) : "rcx", "r11", "memory");
+	return r;
+}
+void _start(void)
+{
+	char buf[64];
+	long n;
+	while ((n = sys3(SYS_read, 0, (long)buf, 64)) > 0)
+		sys3(SYS_write, 1, (long)buf, n);
+	sys3(SYS_exit, 0, 0, 0);
+}
+"""
+
+
+def t_refuse_no_libc(t):
+    """A dynamically linked program without libc (-nostdlib): nothing to
+    load the agent with."""
+    d = scratch_dir("attach")
+    (d / "n.c").write_text(NOLIBC)
+    c = subprocess.run(["cc", "-nostdlib", "-fPIE", "-pie", "-o", str(d / "n"), str(d / "n.c")],
+                       capture_output=True)
+    if c.returncode:
+        t.skip("cannot build a program without libc: %s" % tail(c.stderr))
+    p = Target(t, [d / "n"])
+    time.sleep(0.2)
+    err = refused(t, p.pid, "no libc")
+    t.check("no libc" in err, "no reason in %r" % err)
+    rc, rest, _ = p.finish(b"still\n")
+    t.eq("the program after the refusal", (0, "still\n"), (rc, rest))
+
+
 def t_refuse_user(t):
     if os.geteuid() != 0 or not shutil.which("setpriv"):
         t.skip("needs root and setpriv to try as another user")
@@ -626,6 +662,7 @@ TESTS = [
     ("attach.underscore_exit", t_underscore_exit),
     ("attach.refuse_traced", t_refuse_traced),
     ("attach.refuse_static", t_refuse_static),
+    ("attach.refuse_no_libc", t_refuse_no_libc),
     ("attach.refuse_user", t_refuse_user),
     ("attach.refuse_twice", t_refuse_twice),
     ("attach.refuse_run_and_stopped", t_refuse_run_and_stopped),

@@ -16,6 +16,18 @@ from harness import HT, PROGS, by_leaf, find_library, report, scratch_dir, tail,
 STEP = 30  # seconds any one step may take before the test fails
 
 
+def need_ptrace(t):
+    """Skips a test that attaches where ptrace to a process that is not
+    heaptrail's child is not allowed (kernel.yama.ptrace_scope >= 1
+    without root)."""
+    try:
+        scope = int(open("/proc/sys/kernel/yama/ptrace_scope").read())
+    except (OSError, ValueError):
+        scope = 0
+    if scope >= 3 or (scope >= 1 and os.geteuid() != 0):
+        t.skip("kernel.yama.ptrace_scope is %d: heaptrail may not attach here" % scope)
+
+
 class Target:
     """A program started by the test, stdin and stdout piped."""
 
@@ -115,6 +127,7 @@ def pause_of(line):
 def window_test(t, prog, env=None):
     """Attach while the workers are paused, let them run, pause them, detach:
     the trace holds exactly what they did in between."""
+    need_ptrace(t)
     out = scratch_dir("attach") / "w.ht"
     p = Target(t, [PROGS / prog], env=env)
     p.expect("ready")
@@ -163,16 +176,19 @@ def window_test(t, prog, env=None):
 
 
 def t_loop_window(t):
+    need_ptrace(t)
     window_test(t, "attach_loop")
 
 
 def t_cxx_window(t):
+    need_ptrace(t)
     window_test(t, "attach_cxx")
 
 
 def t_jemalloc_window(t):
     """A process whose malloc is jemalloc's (preloaded): the hooks hand
     every call to jemalloc, never to glibc's allocator."""
+    need_ptrace(t)
     lib = find_library("libjemalloc.so.2")
     if not lib:
         t.skip("libjemalloc.so.2 not installed")
@@ -203,6 +219,7 @@ sys.stdout.write("total %d\n" % total)
 
 
 def t_python(t):
+    need_ptrace(t)
     py = real_python()
     if not py:
         t.skip("no python3")
@@ -232,6 +249,7 @@ def t_python(t):
 
 
 def t_sqlite(t):
+    need_ptrace(t)
     sq = shutil.which("sqlite3")
     if not sq:
         t.skip("no sqlite3")
@@ -259,6 +277,7 @@ def t_sqlite(t):
 
 def t_blocked_read(t):
     """cat blocked in read(0): its read goes on after the attach and detach."""
+    need_ptrace(t)
     out = scratch_dir("attach") / "cat.ht"
     p = Target(t, ["cat"])
     time.sleep(0.3)
@@ -271,6 +290,7 @@ def t_blocked_read(t):
 
 def t_blocked_sleep(t):
     """sleep 2 blocked in clock_nanosleep: it sleeps its time, no less."""
+    need_ptrace(t)
     out = scratch_dir("attach") / "sleep.ht"
     t0 = time.monotonic()
     p = Target(t, ["sleep", "2"])
@@ -286,6 +306,7 @@ def t_blocked_sleep(t):
 def t_signals(t):
     """Real-time signals sent all along the attach and detach: every one is
     handled once."""
+    need_ptrace(t)
     out = scratch_dir("attach") / "sig.ht"
     p = Target(t, [PROGS / "attach_signals"])
     p.expect("ready")
@@ -332,6 +353,7 @@ def refused(t, pid, what, extra_env=None, cmd_prefix=()):
 
 
 def t_refuse_traced(t):
+    need_ptrace(t)
     p = Target(t, ["cat"])
     tr = subprocess.Popen([str(PROGS / "attach_tracer"), str(p.pid)], stdin=subprocess.PIPE,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -344,6 +366,7 @@ def t_refuse_traced(t):
 
 
 def t_refuse_static(t):
+    need_ptrace(t)
     d = scratch_dir("attach")
     src = d / "s.c"
     src.write_text("#include <unistd.h>\nint main(void){char b[64];long n;"
@@ -380,6 +403,7 @@ void _start(void)
 def t_refuse_no_libc(t):
     """A dynamically linked program without libc (-nostdlib): nothing to
     load the agent with."""
+    need_ptrace(t)
     d = scratch_dir("attach")
     (d / "n.c").write_text(NOLIBC)
     c = subprocess.run(["cc", "-nostdlib", "-fPIE", "-pie", "-o", str(d / "n"), str(d / "n.c")],
@@ -395,6 +419,7 @@ def t_refuse_no_libc(t):
 
 
 def t_refuse_user(t):
+    need_ptrace(t)
     if os.geteuid() != 0 or not shutil.which("setpriv"):
         t.skip("needs root and setpriv to try as another user")
     p = Target(t, ["cat"])
@@ -407,6 +432,7 @@ def t_refuse_user(t):
 
 def t_refuse_twice(t):
     """A second attach to a process whose agent ran already is refused."""
+    need_ptrace(t)
     out = scratch_dir("attach") / "one.ht"
     p = Target(t, ["cat"])
     time.sleep(0.2)
@@ -441,6 +467,7 @@ sys.stdin.read()
 def t_dlopen_later(t):
     """A library dlopen'ed while attached is recorded from its first call;
     a fork child runs on untraced."""
+    need_ptrace(t)
     py = real_python()
     if not py:
         t.skip("no python3")
@@ -466,6 +493,7 @@ def t_dlopen_later(t):
 def t_exit_while_attached(t):
     """The process ends while attached: the trace is complete, its exit
     status in it, and heaptrail attach ends by itself."""
+    need_ptrace(t)
     out = scratch_dir("attach") / "exit.ht"
     p = Target(t, [PROGS / "attach_loop", "stdin"])
     p.expect("ready")
@@ -487,6 +515,7 @@ def t_exit_while_attached(t):
 
 def t_underscore_exit(t):
     """os._exit while attached (the _exit slot): the trace has its status."""
+    need_ptrace(t)
     py = real_python()
     if not py:
         t.skip("no python3")
@@ -504,6 +533,7 @@ def t_underscore_exit(t):
 
 def t_ctrl_c(t):
     """Ctrl-C on heaptrail attach detaches; the program runs on."""
+    need_ptrace(t)
     out = scratch_dir("attach") / "int.ht"
     p = Target(t, [PROGS / "attach_loop", "stdin"])
     p.expect("ready")
@@ -523,6 +553,7 @@ def t_ctrl_c(t):
 
 def t_refuse_run_and_stopped(t):
     """A process under heaptrail run, and a stopped one, are refused."""
+    need_ptrace(t)
     out = scratch_dir("attach") / "run.ht"
     r = subprocess.Popen([str(HT), "run", "-o", str(out), "--", "cat"], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -558,6 +589,7 @@ def t_other_user_dir(t):
     """Root attaching to another user's process whose trace directory that
     user cannot write: refused before the agent starts, so a second attach
     with a directory it can write works."""
+    need_ptrace(t)
     if os.geteuid() != 0 or not shutil.which("setpriv"):
         t.skip("needs root and setpriv to run a process as another user")
     p = Target(t, ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "cat"])
@@ -584,6 +616,7 @@ def t_other_user_dir(t):
 def t_main_thread_ended(t):
     """The main thread ended by pthread_exit: another thread is borrowed,
     and the window's counts are exact."""
+    need_ptrace(t)
     out = scratch_dir("attach") / "mainexit.ht"
     p = Target(t, [PROGS / "attach_mainexit"])
     p.p.stdin.write(b"10\n")  # stdio's buffers before the attach
@@ -608,6 +641,7 @@ def t_main_thread_ended(t):
 def t_epoll_not_broken(t):
     """The main thread waits in epoll_wait (a stop would break it with
     EINTR), a worker in read: the worker is the thread borrowed."""
+    need_ptrace(t)
     out = scratch_dir("attach") / "epoll.ht"
     p = Target(t, [PROGS / "attach_epoll"])
     p.p.stdin.write(b"warm\n")
@@ -628,6 +662,7 @@ def t_getattr_first(t):
     """The main thread's first allocation after the attach is inside
     pthread_getattr_np, which holds the lock the agent's first look at the
     thread's stack takes: no deadlock, the allocations recorded."""
+    need_ptrace(t)
     out = scratch_dir("attach") / "getattr.ht"
     p = Target(t, [PROGS / "attach_getattr"])
     p.expect("ready")

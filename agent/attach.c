@@ -326,22 +326,26 @@ void *ht_attach_next(const char *name)
 	void *f = dlsym(RTLD_DEFAULT, name);
 	if (!f || is_definition(f))
 		return f;
-	static struct def_objects o; /* under the caller's resolving flag */
-	o.n = 0;
-	dl_iterate_phdr(list_objects, &o);
+	/* threads may look up at once (the C++ operators' first calls) */
+	struct def_objects *o = ht_mmap(sizeof *o);
+	if (!o)
+		return dlsym(RTLD_NEXT, name);
+	dl_iterate_phdr(list_objects, o);
 	Dl_info self;
 	uintptr_t own = dladdr((void *)&ht_attach_next, &self) ? (uintptr_t)self.dli_fbase : 0;
-	for (unsigned i = 0; i < o.n; i++) {
-		if (own >= o.lo[i] && own < o.hi[i])
+	void *found = NULL;
+	for (unsigned i = 0; i < o->n && !found; i++) {
+		if (own >= o->lo[i] && own < o->hi[i])
 			continue;
-		void *h = dlopen(o.name[i], RTLD_LAZY | RTLD_NOLOAD);
+		void *h = dlopen(o->name[i], RTLD_LAZY | RTLD_NOLOAD);
 		void *g = h ? dlsym(h, name) : NULL;
 		if (h)
 			dlclose(h);
-		if (g && (uintptr_t)g >= o.lo[i] && (uintptr_t)g < o.hi[i] && is_definition(g))
-			return g;
+		if (g && (uintptr_t)g >= o->lo[i] && (uintptr_t)g < o->hi[i] && is_definition(g))
+			found = g;
 	}
-	return dlsym(RTLD_NEXT, name);
+	ht_munmap(o, sizeof *o);
+	return found ? found : dlsym(RTLD_NEXT, name);
 }
 
 /* ---- dlopen ---------------------------------------------------------------- */

@@ -40,6 +40,9 @@
 #include "cli/run.h"
 #include "cli/opts.h"
 #include "analysis/safe.h"
+#include "analysis/model.h"
+#include "analysis/reader.h"
+#include "analysis/util.h"
 
 /* The agent's control block (agent/attach.c): the same layout. */
 enum {
@@ -1043,6 +1046,32 @@ static int wait_detached(pid_t pid, uint64_t ctl_at, struct ctl *c, double timeo
 	return -1;
 }
 
+/* The trace's totals on stderr, as heaptrail run prints them (a trace of
+ * at most 64 MiB: a larger one is left to heaptrail report). */
+static void summarize(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) || !S_ISREG(st.st_mode) || st.st_size > (64 << 20))
+		return;
+	ht_trace_t *t = NULL;
+	ht_model_t *m = NULL;
+	if (ht_reader_load_file(path, NULL, &t) < 0 || ht_model_build(t, &m)) {
+		ht_trace_free(t);
+		return;
+	}
+	const ht_totals_t *tt = &m->totals;
+	char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN], d[HT_FMT_LEN], e[HT_FMT_LEN],
+		f[HT_FMT_LEN];
+	fprintf(stderr, "heaptrail: %s allocations, %s frees (and %s of blocks from before the "
+			"attach), %s allocated, peak heap %s, in %s\n",
+		ht_fmt_count(a, tt->allocations), ht_fmt_count(b, tt->frees),
+		ht_fmt_count(c, tt->ignored_frees), ht_fmt_size(d, tt->bytes_allocated),
+		ht_fmt_size(e, tt->peak_heap_bytes), ht_fmt_duration(f, tt->duration_ns));
+	fprintf(stderr, "heaptrail: heaptrail report %s\n", HT_TEXT(path));
+	ht_model_free(m);
+	ht_trace_free(t);
+}
+
 int ht_detach(pid_t pid, bool quiet)
 {
 	maps_t ms = {0};
@@ -1096,13 +1125,16 @@ int ht_detach(pid_t pid, bool quiet)
 		return 1;
 	}
 	if (!quiet) {
-		if (w == 0)
+		if (w == 0) {
 			fprintf(stderr,
 				"heaptrail: detached from process %d (%s) in %.1f ms (slots restored in "
 				"%.2f ms; the process was not stopped); trace %s\n",
-				(int)pid, HT_TEXT(comm), (now_s() - t0) * 1e3, (double)c.restore_ns / 1e6, HT_TEXT(c.path));
-		else
+				(int)pid, HT_TEXT(comm), (now_s() - t0) * 1e3, (double)c.restore_ns / 1e6,
+				HT_TEXT(c.path));
+			summarize(c.path);
+		} else {
 			fprintf(stderr, "heaptrail: process %d ended; its trace is complete\n", (int)pid);
+		}
 	}
 	return 0;
 }
@@ -1164,6 +1196,8 @@ int ht_attach(const ht_attach_opts_t *o)
 		"%u slots in %" PRIu64 " objects: %.2f ms), the others ran on; recording to %s\n",
 		(int)pid, HT_TEXT(comm), pause_s * 1e3, c.slots, c.objects, (double)c.patch_ns / 1e6,
 		HT_TEXT(c.path));
+	char path[sizeof c.path];
+	snprintf(path, sizeof path, "%s", c.path);
 	if (o->for_seconds > 0)
 		fprintf(stderr, "heaptrail: detaching in %g s (Ctrl-C: now)\n", o->for_seconds);
 	else
@@ -1173,13 +1207,18 @@ int ht_attach(const ht_attach_opts_t *o)
 		if (o->for_seconds > 0 && now_s() - t0 >= o->for_seconds)
 			break;
 		if (read_ctl(pid, ctl_at, &c) || c.status != ST_RECORDING) {
-			if (!alive(pid) || read_ctl(pid, ctl_at, &c) || c.status == ST_ENDED)
+			if (!alive(pid) || read_ctl(pid, ctl_at, &c) || c.status == ST_ENDED) {
+				/* its exit finishes the trace: wait for its end */
+				for (int i = 0; i < 200 && alive(pid); i++)
+					sleep_us(10000);
 				fprintf(stderr, "heaptrail: process %d ended; its trace %s is complete\n",
-					(int)pid, HT_TEXT(c.path));
-			else
+					(int)pid, HT_TEXT(path));
+			} else {
 				fprintf(stderr, "heaptrail: process %d was detached (heaptrail detach); "
 						"trace %s\n",
-					(int)pid, HT_TEXT(c.path));
+					(int)pid, HT_TEXT(path));
+			}
+			summarize(path);
 			return 0;
 		}
 		sleep_us(20000);

@@ -141,7 +141,7 @@ def window_test(t, prog, env=None):
     time.sleep(0.5)
     p.p.send_signal(signal.SIGUSR1)
     b0 = counts(p.expect("paused"))
-    detach(t, p.pid)
+    said_detach = detach(t, p.pid)
     attach_end(t, a)
     # the agent's threads end with the detach (the digester looks every second)
     deadline = time.monotonic() + 5
@@ -172,6 +172,9 @@ def window_test(t, prog, env=None):
     t.eq("invalid or double frees", (0, 0, 0), (bad["invalid"], bad["double"], bad["mismatched"]))
     t.eq("how the trace ends", "detach", rep["program"]["ending"])
     t.eq("the trace says it was attached", True, rep["program"].get("attached"))
+    t.check("heaptrail: {:,} allocations, {:,} frees (and {} of blocks from before the attach)"
+            .format(allocs, tot["frees"], bad["before_trace"]) in said_detach,
+            "heaptrail detach's summary: %r" % said_detach)
     t.check(pause_of(said) is not None, "no pause figure in %r" % said)
 
 

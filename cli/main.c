@@ -9,7 +9,9 @@
  *           read at all, 2 usage error; 3 a --fail-if condition holds;
  *   check:  0 no condition holds, 1 a trace could not be read at all (or
  *           the JUnit file not written), 2 usage error, 3 a condition holds
- *           (HT_EXIT_GATE).
+ *           (HT_EXIT_GATE);
+ *   attach, detach: 0 the trace is complete, 1 could not attach (the
+ *           process untouched) or nothing to detach, 2 usage error.
  */
 #include <errno.h>
 #include <inttypes.h>

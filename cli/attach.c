@@ -604,6 +604,21 @@ static void permission_hint(pid_t pid, const char *why)
 	fprintf(stderr, ". The process was not touched.\n");
 }
 
+/* The signals pid ignores (SigIgn), bit N-1 for signal N. */
+static uint64_t ignored_signals(pid_t pid)
+{
+	char p[64], line[256];
+	snprintf(p, sizeof p, "/proc/%d/status", (int)pid);
+	FILE *f = fopen(p, "re");
+	unsigned long long mask = 0;
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "SigIgn: %llx", &mask) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return mask;
+}
+
 static pid_t tracer_of(pid_t pid)
 {
 	char p[64], line[256];
@@ -740,6 +755,14 @@ static int inject(pid_t pid, const char *agent, const char *opts, double *pause_
 			(int)pid, HT_TEXT(comm),
 			state == 'Z' ? "a zombie" : "stopped (SIGSTOP, or a debugger's stop)",
 			state == 'Z' ? "" : "; continue it first");
+		return 1;
+	}
+	/* the calls end in a fault at address 0; the kernel resets an ignored
+	 * SIGSEGV to its default when it forces one */
+	if (ignored_signals(pid) & (1ull << (SIGSEGV - 1))) {
+		fprintf(stderr, "heaptrail: process %d (%s) ignores SIGSEGV, which heaptrail attach "
+				"would reset to its default. The process was not touched.\n",
+			(int)pid, HT_TEXT(comm));
 		return 1;
 	}
 	pid_t tracer = tracer_of(pid);

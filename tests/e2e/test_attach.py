@@ -421,6 +421,23 @@ def t_refuse_no_libc(t):
     t.eq("the program after the refusal", (0, "still\n"), (rc, rest))
 
 
+def t_refuse_sigsegv_ignored(t):
+    """A process that ignores SIGSEGV: the calls' end (a fault at address
+    0) would make the kernel reset it, so heaptrail refuses."""
+    need_ptrace(t)
+    py = real_python()
+    if not py:
+        t.skip("no python3")
+    p = Target(t, [py, "-c", "import signal, sys\nsignal.signal(signal.SIGSEGV, signal.SIG_IGN)\n"
+                   "print('ready', flush=True)\nsys.stdin.read()\n"
+                   "print(signal.getsignal(signal.SIGSEGV) == signal.SIG_IGN)\n"])
+    p.expect("ready")
+    err = refused(t, p.pid, "SIGSEGV ignored")
+    t.check("ignores SIGSEGV" in err, "no reason in %r" % err)
+    rc, rest, _ = p.finish()
+    t.eq("SIGSEGV still ignored after the refusal", (0, "True"), (rc, rest.strip()))
+
+
 def t_refuse_user(t):
     need_ptrace(t)
     if os.geteuid() != 0 or not shutil.which("setpriv"):
@@ -701,6 +718,7 @@ TESTS = [
     ("attach.refuse_traced", t_refuse_traced),
     ("attach.refuse_static", t_refuse_static),
     ("attach.refuse_no_libc", t_refuse_no_libc),
+    ("attach.refuse_sigsegv_ignored", t_refuse_sigsegv_ignored),
     ("attach.refuse_user", t_refuse_user),
     ("attach.refuse_twice", t_refuse_twice),
     ("attach.refuse_run_and_stopped", t_refuse_run_and_stopped),

@@ -774,6 +774,21 @@ void ht_rss_tick(void);
 /* The highest sample so far, and when (0, 0: none). */
 void ht_rss_peak(uint64_t *bytes, uint64_t *time);
 
+/* ---- heaptrail attach (agent/attach.c) ------------------------------------- */
+/* Set when the agent was started by heaptrail attach: no preload, no
+ * signal handlers of its own, the PROCESS record says so. */
+extern bool ht_attaching;
+/* The options heaptrail attach gave, read instead of HEAPTRAIL_OPTIONS. */
+extern const char *ht_attach_options;
+/* True when the library was loaded after the process started (dlopen). */
+bool ht_attach_loaded_late(void);
+/* The process's own definition of name, which its objects bound to: in
+ * the global scope, which a late-loaded agent is not in, but never a
+ * non-PIE executable's PLT entry standing for it (attach.c). */
+void *ht_attach_next(const char *name);
+/* Resolves the real allocation functions (hooks.c). */
+void ht_hooks_resolve(void);
+
 /* ---- life cycle (agent/lifecycle.c) --------------------------------------- */
 void ht_init(void);
 /* Flush all, write END and close the trace. Idempotent. */

@@ -368,6 +368,9 @@ static void *digester_main(void *arg)
 	atomic_store(&digester_tid, (int)syscall(SYS_gettid));
 	bool looked = false; /* found blocks by looking, not woken for them */
 	for (;;) {
+		if (ht_attaching && atomic_load(&ht_state) == HT_STATE_FINISHED &&
+		    !atomic_load(&to_digest))
+			return NULL; /* detached: as the writer */
 		if (atomic_load(&to_digest) == 0) {
 			/* A block queued without a wake (a thread at its end)
 			 * waits at most this long, as in the idle writer; the
@@ -393,6 +396,9 @@ static void *writer_main(void *arg)
 	uint64_t held_since = 0; /* when unwritten data was first seen held */
 	uint64_t last_take = 0, last_look = 0;
 	for (;;) {
+		/* detached (agent/attach.c): the process runs on, the agent idle */
+		if (ht_attaching && atomic_load(&ht_state) == HT_STATE_FINISHED && !atomic_load(&queued))
+			return NULL;
 		uint64_t tick = ht_clock_ns();
 		if (tick - last_take >= (uint64_t)HT_TAKE_TICK_NS) {
 			last_take = tick;

@@ -126,11 +126,18 @@ static size_t boot_size(const void *p)
 
 static _Atomic int resolving;
 
-#define RESOLVE(name) *(void **)&real_##name = dlsym(RTLD_NEXT, #name)
+/* Where the real functions are: the next definitions after the preloaded
+ * agent; attached, the process's own (agent/attach.c, ht_attach_next): a
+ * preloaded jemalloc's, or glibc's, the ones its objects' slots held. */
+static void *next_def(const char *name)
+{
+	return ht_attaching ? ht_attach_next(name) : dlsym(RTLD_NEXT, name);
+}
+#define RESOLVE(name) *(void **)&real_##name = next_def(#name)
 /* __libc_NAME, or else the public NAME (then no program can call it) */
 #define RESOLVE_LIBC(name, public)                                             \
 	do {                                                                   \
-		*(void **)&real_libc_##name = dlsym(RTLD_NEXT, "__libc_" #name); \
+		*(void **)&real_libc_##name = next_def("__libc_" #name);     \
 		if (!real_libc_##name)                                         \
 			*(void **)&real_libc_##name = (void *)(public);        \
 	} while (0)
@@ -166,7 +173,7 @@ HT_NOINLINE HT_COLD static void resolve_reals(void)
 	RESOLVE(sigset);
 	RESOLVE(signal);
 	/* malloc last: a non-NULL real_malloc means everything is resolved. */
-	void *m = dlsym(RTLD_NEXT, "malloc");
+	void *m = next_def("malloc");
 	RESOLVE_LIBC(malloc, m);
 	RESOLVE_LIBC(free, real_free);
 	RESOLVE_LIBC(calloc, real_calloc);
@@ -183,6 +190,12 @@ HT_NOINLINE HT_COLD static void resolve_reals(void)
 		_exit(127);
 	}
 	atomic_store((_Atomic(void *) *)&real_malloc, m);
+}
+
+void ht_hooks_resolve(void)
+{
+	if (!real_malloc)
+		resolve_reals();
 }
 
 /* Returns true if this call should be recorded. The first call of the
@@ -1295,7 +1308,7 @@ void *__libc_pvalloc(size_t size)
 static void *next_symbol(const char *name)
 {
 	ht_guard++;
-	void *f = dlsym(RTLD_NEXT, name);
+	void *f = next_def(name);
 	ht_guard--;
 	if (!f) {
 		ht_log("no next definition of ", name);
@@ -1400,14 +1413,17 @@ HT_NOINLINE HT_COLD static int cxx_lookup(void)
 	int e = errno;
 	ht_guard++;
 	Dl_info info;
-	void *m = dlsym(RTLD_NEXT, "malloc"); /* real_malloc, resolved or not */
+	void *m = next_def("malloc"); /* real_malloc, resolved or not */
 	void *malloc_base = m && dladdr(m, &info) ? info.dli_fbase : NULL;
 	int mask = 0;
 	for (int i = 0; i < CXX_NOPS; i++) {
-		void *f = dlsym(RTLD_DEFAULT, cxx_names[i]);
-		if (f && !ht_addr_in_agent((uintptr_t)f))
+		/* attached, the process's own definition (not a PLT entry of a
+		 * non-PIE executable's standing for it) */
+		void *f = ht_attaching ? next_def(cxx_names[i]) : dlsym(RTLD_DEFAULT, cxx_names[i]);
+		if (f && !ht_addr_in_agent((uintptr_t)f) &&
+		    !(ht_attaching && cxx_runtime(f, malloc_base)))
 			mask |= 1 << i; /* the executable's, or a library's before us */
-		else if ((f = dlsym(RTLD_NEXT, cxx_names[i])) && !cxx_runtime(f, malloc_base))
+		else if ((f = next_def(cxx_names[i])) && !cxx_runtime(f, malloc_base))
 			mask |= 1 << i; /* a library's after us */
 	}
 	ht_guard--;

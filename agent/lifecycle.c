@@ -447,7 +447,8 @@ void ht_init(void)
 		return;
 	}
 	ht_modules_refresh();
-	note_own_malloc();
+	if (!ht_attaching) /* attached, the global scope is the process's alone */
+		note_own_malloc();
 	/* The header, PROCESS and module records reach the disk now: even a
 	 * program killed at once leaves a readable (empty) trace. */
 	ht_lock(&ht_writer_lock);
@@ -462,7 +463,10 @@ void ht_init(void)
 	 * process's life, as the agent does. */
 	__register_atfork(fork_prepare, fork_parent, fork_child, NULL);
 	at_quick_exit(quick_finish); /* the first registered: run last */
-	install_signal_handlers();
+	/* Attached, the agent leaves the signals as the program set them: its
+	 * sigaction hook is not in front of the program's to hide them. */
+	if (!ht_attaching)
+		install_signal_handlers();
 	if (ht_opt_snapshot_signal) {
 		/* Asked for explicitly: it replaces whatever the signal did. */
 		struct sigaction sa;
@@ -471,7 +475,8 @@ void ht_init(void)
 		sa.sa_flags = SA_RESTART;
 		sigaction(ht_opt_snapshot_signal, &sa, NULL);
 	}
-	install_leak_signal();
+	if (!ht_attaching)
+		install_leak_signal();
 	atomic_store(&ht_state, HT_STATE_RECORDING);
 	ht_guard--;
 }
@@ -534,14 +539,15 @@ void ht_finish(unsigned how, unsigned status)
 	 * memory: not in a fatal signal's handler, nor in a handler at all
 	 * (an _exit in one that interrupted dlclose's check would wait for
 	 * itself; one that interrupted dlclose's unmapping faulted) */
-	if (how != HT_END_SIGNAL && !in_agent)
+	if (how != HT_END_SIGNAL && how != HT_END_DETACH && !in_agent)
 		ht_modules_check_bypass(NULL);
 	/* The process ends with this finish: the program's threads that keep
 	 * calling malloc record nothing more, and wait in their hooks rather
 	 * than take the CPUs from it; they end with the process. Not before the loader's lock is done
 	 * with: a thread may hold it around a malloc (a constructor in
 	 * dlopen). */
-	ht_thread_park_begin(HT_PARK_MS);
+	if (how != HT_END_DETACH) /* a detach: the process goes on */
+		ht_thread_park_begin(HT_PARK_MS);
 	/* Then the threads in the middle of an event end it, before the
 	 * writer's lock is taken: one may be waiting for that lock (a module
 	 * record). Unless this thread's exec holds it: flush_all waits then. */
@@ -560,7 +566,7 @@ void ht_finish(unsigned how, unsigned status)
 		/* a crash inside the agent may leave the table's lock held
 		 * (by this thread: then the table may be half changed) */
 		if (ht_lock_timed(&ht_live_lock, how == HT_END_SIGNAL ? 2000 : 60000)) {
-			if (ht_opt_leak_check && how != HT_END_SIGNAL)
+			if (ht_opt_leak_check && how != HT_END_SIGNAL && how != HT_END_DETACH)
 				ht_leak_check(HT_LEAK_AT_EXIT, 0, sp);
 			if (ht_opt_summary)
 				ht_summary_write();
@@ -659,6 +665,8 @@ void ht_after_failed_exec(bool flushed)
 
 __attribute__((constructor)) static void agent_constructor(void)
 {
+	if (ht_attach_loaded_late())
+		return; /* heaptrail attach starts it (attach.c) */
 	ht_init();
 }
 

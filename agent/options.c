@@ -281,7 +281,7 @@ static void output_absolute(void)
 
 void ht_options_parse(void)
 {
-	const char *s = env_value("HEAPTRAIL_OPTIONS");
+	const char *s = ht_attach_options ? ht_attach_options : env_value("HEAPTRAIL_OPTIONS");
 	if (!s) {
 		output_absolute();
 		return;

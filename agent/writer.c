@@ -819,7 +819,8 @@ static void write_process_record(bool forked)
 			 (ht_opt_functions && ht_opt_stacks_shadow ? HT_PROC_STACKS_SHADOW : 0) |
 			 (ht_opt_start_off ? HT_PROC_START_OFF : 0) |
 			 (ht_opt_summary ? HT_PROC_SUMMARY : 0) |
-			 (ht_opt_sample_rate ? HT_PROC_SAMPLED : 0);
+			 (ht_opt_sample_rate ? HT_PROC_SAMPLED : 0) |
+			 (ht_attaching ? HT_PROC_ATTACHED : 0);
 	n += ht_varint_put(rec + n, flags);
 	n += ht_varint_put(rec + n, ht_opt_depth);
 	char exe[4096];

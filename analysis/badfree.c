@@ -313,9 +313,9 @@ static int find_end(void *ctx)
 	}
 	/* a free that found nothing, at an address never used before: a block
 	 * from before the trace began when the trace began late (a fork
-	 * child's parent's blocks, start=off), else a free of memory the
-	 * allocator never returned */
-	bool late = f->t->proc_flags & (HT_PROC_FORKED | HT_PROC_START_OFF);
+	 * child's parent's blocks, start=off, an attach), else a free of
+	 * memory the allocator never returned */
+	bool late = f->t->proc_flags & (HT_PROC_FORKED | HT_PROC_START_OFF | HT_PROC_ATTACHED);
 	size_t o = 0;
 	for (size_t k = 0; k < f->b->n; k++) {
 		ht_bad_free_t *x = &f->b->item[k];

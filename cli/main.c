@@ -9,7 +9,9 @@
  *           read at all, 2 usage error; 3 a --fail-if condition holds;
  *   check:  0 no condition holds, 1 a trace could not be read at all (or
  *           the JUnit file not written), 2 usage error, 3 a condition holds
- *           (HT_EXIT_GATE).
+ *           (HT_EXIT_GATE);
+ *   attach, detach: 0 the trace is complete, 1 could not attach (the
+ *           process untouched) or nothing to detach, 2 usage error.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -19,6 +21,7 @@
 #include <sys/stat.h>
 
 #include "cli/run.h"
+#include "cli/attach.h"
 #include "analysis/diff.h"
 #include "analysis/leaks.h"
 #include "analysis/functions.h"
@@ -56,6 +59,9 @@ static const char usage_text[] =
 	"                     [--no-leak-check] [--error-exitcode N] [--free-stacks] [--no-mmap]\n"
 	"                     [--gdb]\n"
 	"                     [SUPPRESSIONS] [--] PROGRAM [ARGS...]\n"
+	"       heaptrail attach PID [-o FILE] [--for DURATION] [--depth N] [--unwind fp|libunwind]\n"
+	"                        [--sample-rate BYTES] [--no-leak-check] [--free-stacks]\n"
+	"       heaptrail detach PID\n"
 	"       heaptrail report [-f text|json] [-n N] [--show-reachable] [--by-address]\n"
 	"                        [SUPPRESSIONS] [--functions [--memory]\n"
 	"                        [--time-unit ns|us|ms|s]] [--pid N|--program NAME] FILE...\n"
@@ -134,6 +140,30 @@ static const char help_run[] =
 	"                            with their 95% interval. 0: every allocation (default)\n"
 	"    --sample-seed N         seed the sampling, for reproducible runs\n"
 	"\n";
+
+static const char help_attach[] =
+	"heaptrail attach PID [options]\n"
+	"  Load the agent into the running process PID with ptrace (no debugger) and record\n"
+	"  its allocations as heaptrail run does, until --for ends, Ctrl-C, heaptrail detach\n"
+	"  PID or the process's end; then the agent lets go and the process runs on. Blocks\n"
+	"  allocated before the attach are unknown: their frees are counted apart, not as\n"
+	"  errors. x86-64, dynamically linked glibc programs; ptrace must be permitted.\n"
+	"  Exits 0 once the trace is complete, 1 when it could not attach (said why; the\n"
+	"  process was not touched).\n"
+	"    -o, --output FILE       trace path (%p: pid, %n: program name), written by the\n"
+	"                            process itself; default: heaptrail.%n.%p.ht here\n"
+	"    --for DURATION          detach after DURATION (10, 10s, 500ms, 2m, 1h)\n"
+	"    --depth N               frames per stack, 1..1024 (default 64)\n"
+	"    --unwind fp|libunwind   stack walker (default libunwind)\n"
+	"    --sample-rate BYTES     record one allocation per BYTES allocated on average\n"
+	"    --no-leak-check         no table of live blocks in the process\n"
+	"    --free-stacks           record every free's stack too\n";
+
+static const char help_detach[] =
+	"heaptrail detach PID\n"
+	"  Stop the recording that heaptrail attach started in PID: the agent puts the\n"
+	"  process's allocation entry points back, finishes the trace and stays idle; the\n"
+	"  process is not stopped for it. Exits 0 once the trace is complete.\n";
 
 static const char help_report[] =
 	"heaptrail report [options] FILE...\n"
@@ -273,6 +303,8 @@ static const struct {
 	const char *const *sections; /* NULL-terminated */
 } help_of[] = {
 	{ "run", (const char *const[]){ help_run, help_supp, help_env, NULL } },
+	{ "attach", (const char *const[]){ help_attach, NULL } },
+	{ "detach", (const char *const[]){ help_detach, NULL } },
 	{ "report", (const char *const[]){ help_report, help_supp, help_view, help_env, NULL } },
 	{ "leaks", (const char *const[]){ help_leaks, help_supp, help_view, help_env, NULL } },
 	{ "diff", (const char *const[]){ help_diff, help_view, help_env, NULL } },
@@ -1893,6 +1925,94 @@ static int convert_one(const ht_exporter_t *fmt, ht_export_opts_t *eop, const ch
 	return 0;
 }
 
+static bool parse_pid(const char *s, pid_t *pid)
+{
+	unsigned long long n;
+	if (!parse_uint(s, 4194304, &n) || n < 1)
+		return false;
+	*pid = (pid_t)n;
+	return true;
+}
+
+static int cmd_attach(int argc, char **argv)
+{
+	ht_attach_opts_t o;
+	memset(&o, 0, sizeof(o));
+	bool have_pid = false;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v;
+		bool missing = false;
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			print_help("attach");
+			return 0;
+		}
+		if (a[0] != '-') {
+			if (have_pid || !parse_pid(a, &o.pid))
+				return usage_error("attach: one process id, not '%s'", a);
+			have_pid = true;
+		} else if (!strcmp(a, "-o")) {
+			if (i + 1 >= argc || !*argv[i + 1])
+				return usage_error("attach: %s needs a value", "-o");
+			o.output = argv[++i];
+		} else if ((v = opt_value(argc, argv, &i, "--output", &missing)) || missing) {
+			if (missing || !*v)
+				return usage_error("attach: %s needs a value", "--output");
+			o.output = v;
+		} else if ((v = opt_value(argc, argv, &i, "--for", &missing)) || missing) {
+			if (missing)
+				return usage_error("attach: %s needs a value", "--for");
+			if (!ht_parse_duration(v, &o.for_seconds))
+				return usage_error("attach: --for takes a duration (10, 10s, 500ms, 2m, 1h), not '%s'", v);
+		} else if ((v = opt_value(argc, argv, &i, "--depth", &missing)) || missing) {
+			unsigned long long n;
+			if (missing)
+				return usage_error("attach: %s needs a value", "--depth");
+			if (!parse_uint(v, 1024, &n) || n < 1)
+				return usage_error("attach: --depth needs a number from 1 to 1024, not '%s'", v);
+			o.depth = (unsigned)n;
+		} else if ((v = opt_value(argc, argv, &i, "--unwind", &missing)) || missing) {
+			if (missing)
+				return usage_error("attach: %s needs a value", "--unwind");
+			if (strcmp(v, "fp") && strcmp(v, "libunwind"))
+				return usage_error("attach: --unwind is fp or libunwind, not '%s'", v);
+			o.unwind = v;
+		} else if ((v = opt_value(argc, argv, &i, "--sample-rate", &missing)) || missing) {
+			if (missing)
+				return usage_error("attach: %s needs a value", "--sample-rate");
+			if (!ht_parse_size(v, 1ull << 40, &o.sample_rate) || !o.sample_rate)
+				return usage_error("attach: --sample-rate needs a size (512K, 1M), not '%s'", v);
+		} else if (!strcmp(a, "--no-leak-check")) {
+			o.no_leak_check = true;
+		} else if (!strcmp(a, "--free-stacks")) {
+			o.free_stacks = true;
+		} else {
+			return unknown_option("attach", a);
+		}
+	}
+	if (!have_pid)
+		return usage_error("attach: no process id given%s", "");
+	return ht_attach(&o);
+}
+
+static int cmd_detach(int argc, char **argv)
+{
+	pid_t pid = 0;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			print_help("detach");
+			return 0;
+		}
+		if (argv[i][0] == '-')
+			return unknown_option("detach", argv[i]);
+		if (pid || !parse_pid(argv[i], &pid))
+			return usage_error("detach: one process id, not '%s'", argv[i]);
+	}
+	if (!pid)
+		return usage_error("detach: no process id given%s", "");
+	return ht_detach(pid, false);
+}
+
 static int cmd_run(int argc, char **argv)
 {
 	ht_run_opts_t o;
@@ -2210,7 +2330,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	/* the commands that read whole traces: a progress line on a terminal */
-	if (strcmp(cmd, "run") && known_command(cmd)) {
+	if (strcmp(cmd, "run") && strcmp(cmd, "attach") && strcmp(cmd, "detach") && known_command(cmd)) {
 		int vargc = argc - 1, st = view_options(&vargc, argv + 1, cmd);
 		if (st >= 0)
 			return st;
@@ -2221,6 +2341,10 @@ int main(int argc, char **argv)
 		return cmd_report(argc - 1, argv + 1);
 	if (!strcmp(cmd, "run"))
 		return cmd_run(argc - 1, argv + 1);
+	if (!strcmp(cmd, "attach"))
+		return cmd_attach(argc - 1, argv + 1);
+	if (!strcmp(cmd, "detach"))
+		return cmd_detach(argc - 1, argv + 1);
 	if (!strcmp(cmd, "convert"))
 		return cmd_convert(argc - 1, argv + 1);
 	if (!strcmp(cmd, "leaks"))

@@ -145,7 +145,7 @@ static bool is_file(const char *p)
 }
 
 /* Absolute path of the agent into buf, or -ENOENT. */
-static int find_agent(char *buf, size_t len)
+int ht_find_agent(char *buf, size_t len)
 {
 	const char *env = getenv("HEAPTRAIL_AGENT");
 	if (env && *env) {
@@ -1095,7 +1095,7 @@ static int run_gdb(const ht_run_opts_t *o, const char *agent)
 int ht_run(const ht_run_opts_t *o)
 {
 	char agent[PATH_MAX];
-	if (find_agent(agent, sizeof(agent)))
+	if (ht_find_agent(agent, sizeof(agent)))
 		return 1;
 	if (o->gdb)
 		return run_gdb(o, agent);

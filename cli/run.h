@@ -41,4 +41,8 @@ typedef struct ht_run_opts {
  * a trace of the run has a bad free. */
 int ht_run(const ht_run_opts_t *o);
 
+/* The agent's path (HEAPTRAIL_AGENT, beside the command, or its lib/): 0,
+ * or -errno having said why on stderr. */
+int ht_find_agent(char *buf, size_t len);
+
 #endif /* HEAPTRAIL_RUN_H */

@@ -196,6 +196,8 @@ enum ht_leak_kind {
 #define HT_PROC_START_OFF 0x20u /* recording started switched off (start=off) */
 #define HT_PROC_SUMMARY 0x80u /* summary mode: SITES records instead of events */
 #define HT_PROC_SAMPLED 0x40u /* allocations are sampled (PROCESS ends with varint sample_rate) */
+#define HT_PROC_ATTACHED 0x100u /* heaptrail attach started the agent in a running
+				   process: frees of blocks allocated before are expected */
 
 /* END.how */
 enum ht_end_how {

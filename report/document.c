@@ -171,6 +171,12 @@ void ht_report_command_text(FILE *out, const ht_trace_t *t)
 
 void ht_report_ending_text(FILE *out, const ht_trace_t *t)
 {
+	if (t->proc_flags & HT_PROC_ATTACHED)
+		fputs(t->ending == HT_ENDING_DETACH ? "attached while it ran, then detached"
+						    : "attached while it ran, then ",
+		      out);
+	if (t->proc_flags & HT_PROC_ATTACHED && t->ending == HT_ENDING_DETACH)
+		return;
 	switch (t->ending) {
 	case HT_ENDING_EXIT:
 		if (t->agent_flags & HT_AGENT_EXIT_CODE_UNKNOWN)

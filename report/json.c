@@ -75,6 +75,7 @@ void ht_emit_program(ht_emitter_t *e, const char *key, const ht_trace_t *t)
 	ht_emit_str(e, "ending", ending_name(t->ending));
 	ht_emit_str(e, "exec", t->ending == HT_ENDING_EXEC ? t->exec_path : NULL);
 	ht_emit_bool(e, "forked", t->proc_flags & HT_PROC_FORKED);
+	ht_emit_bool(e, "attached", t->proc_flags & HT_PROC_ATTACHED);
 	ht_emit_obj_end(e);
 }
 

@@ -126,7 +126,7 @@ int ht_report_timeline_text(FILE *out, const ht_model_t *m)
 	uint64_t ymax = tl.peak_bytes, rmax = tl.rss_max;
 	/* the program's own maps share the heap's axis: bytes beside bytes */
 	const ht_mapped_t *mp = m->mapped && m->mapped->nsteps ? m->mapped : NULL;
-	uint64_t mcol[TL_COLS] = {0};
+	uint64_t mcol[TL_MAX_COLS] = {0};
 	if (mp) {
 		size_t k = 0;
 		for (size_t x = 0; x < TL_COLS; x++) {

@@ -48,6 +48,7 @@ import test_hostile  # noqa: E402
 import test_gates  # noqa: E402
 import test_html  # noqa: E402
 import test_durable  # noqa: E402
+import test_attach  # noqa: E402
 import test_sites  # noqa: E402
 import test_cores  # noqa: E402
 import test_bad_frees  # noqa: E402
@@ -67,7 +68,7 @@ def all_tests():
             test_hostile.TESTS + test_gates.TESTS + test_html.TESTS + test_durable.TESTS +
             test_sites.TESTS + test_cores.TESTS +
             test_bad_frees.TESTS + test_mapped.TESTS + test_runs.TESTS +
-            test_stacks.TESTS)
+            test_stacks.TESTS + test_attach.TESTS)
 
 
 def run_one(name, fn, verbose):

@@ -111,7 +111,10 @@ def check_stack(err, where, st):
             err("%s.stack[0] is the allocator entry point %r (%s%s:%s in %s), not its caller %r" % (
                 where, fn, "inlined, " if f0.get("inlined") else "", f0.get("file"),
                 f0.get("line"), f0.get("module"), caller))
-        if isinstance(fn, str) and (fn.startswith("heaptrail_") or fn.startswith("ht_")):
+        # by name only where the module is the agent's or unknown: programs
+        # have functions named ht_* too (gcc's ht_create)
+        if (isinstance(fn, str) and (fn.startswith("heaptrail_") or fn.startswith("ht_"))
+                and (not st[0].get("module") or is_agent_module(st[0].get("module")))):
             err("%s.stack[0] is agent code %r" % (where, fn))
 
 

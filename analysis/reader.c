@@ -700,13 +700,18 @@ static void release_pages(uint8_t *p, size_t n)
  * block in between, and is kept by the parse instead. Raw bodies (no
  * compression, for debugging) are kept whole.
  *
- * A replay joins every packed block again (each merge's replay): the
- * 4-thread bench's report takes 1.2-1.5x as long. So the parse keeps
- * blocks until it holds a budget of joined events, a sixteenth of the
- * machine's memory between 256 MiB and 1 GiB (the environment's
- * HEAPTRAIL_READER_RESIDENT_MB overrides it, 0 for none), and only a
- * larger trace is replayed: with 1 GiB, reports of up to about 180
- * million events keep their speed, and larger ones their memory. */
+ * A replay joins every packed block again (each merge's replay): on one
+ * core the 4-thread bench's report takes 1.2-1.5x as long. So on one
+ * core (ht_threads() == 1) the parse keeps blocks until it holds a budget
+ * of joined events, a sixteenth of the machine's memory between 256 MiB
+ * and 1 GiB, and only a larger trace is replayed: with 1 GiB, reports of
+ * up to about 180 million events keep their speed, and larger ones their
+ * memory. With a second core the budget is 0: the merge, and so its
+ * replays, run on a worker beside the consumers (analysis/pass.c), so
+ * keeping nothing costs CPU but little time (churn's report: 286 MiB ->
+ * 48 MiB, the same time; the 4-thread bench's 473 -> 59 MiB, the worker
+ * then about 2 s longer than the consumers). The environment's
+ * HEAPTRAIL_READER_RESIDENT_MB overrides either, 0 for none. */
 #define HT_REPLAY_SLACK_NS 1000000000ull
 #define HT_READER_RESIDENT_MIN ((size_t)256 << 20)
 #define HT_READER_RESIDENT_MAX ((size_t)1 << 30)
@@ -718,6 +723,8 @@ static size_t resident_max(void)
 	unsigned long long mb = e && *e ? strtoull(e, &end, 10) : 0;
 	if (e && *e && !*end && mb < (SIZE_MAX >> 21))
 		return (size_t)mb << 20;
+	if (ht_threads() > 1)
+		return 0;
 	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
 	uint64_t ram = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
 	uint64_t budget = ram / 16;

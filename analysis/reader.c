@@ -700,13 +700,18 @@ static void release_pages(uint8_t *p, size_t n)
  * block in between, and is kept by the parse instead. Raw bodies (no
  * compression, for debugging) are kept whole.
  *
- * A replay joins every packed block again (each merge's replay): the
- * 4-thread bench's report takes 1.2-1.5x as long. So the parse keeps
- * blocks until it holds a budget of joined events, a sixteenth of the
- * machine's memory between 256 MiB and 1 GiB (the environment's
- * HEAPTRAIL_READER_RESIDENT_MB overrides it, 0 for none), and only a
- * larger trace is replayed: with 1 GiB, reports of up to about 180
- * million events keep their speed, and larger ones their memory. */
+ * A replay joins every packed block again (each merge's replay): on one
+ * core the 4-thread bench's report takes 1.2-1.5x as long. So on one
+ * core (ht_threads() == 1) the parse keeps blocks until it holds a budget
+ * of joined events, a sixteenth of the machine's memory between 256 MiB
+ * and 1 GiB, and only a larger trace is replayed: with 1 GiB, reports of
+ * up to about 180 million events keep their speed, and larger ones their
+ * memory. With a second core the budget is 0: the merge, and so its
+ * replays, run on a worker beside the consumers (analysis/pass.c), so
+ * keeping nothing costs CPU but little time (churn's report: 286 MiB ->
+ * 48 MiB, the same time; the 4-thread bench's 473 -> 59 MiB, the worker
+ * then about 2 s longer than the consumers). The environment's
+ * HEAPTRAIL_READER_RESIDENT_MB overrides either, 0 for none. */
 #define HT_REPLAY_SLACK_NS 1000000000ull
 #define HT_READER_RESIDENT_MIN ((size_t)256 << 20)
 #define HT_READER_RESIDENT_MAX ((size_t)1 << 30)
@@ -718,6 +723,8 @@ static size_t resident_max(void)
 	unsigned long long mb = e && *e ? strtoull(e, &end, 10) : 0;
 	if (e && *e && !*end && mb < (SIZE_MAX >> 21))
 		return (size_t)mb << 20;
+	if (ht_threads() > 1)
+		return 0;
 	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
 	uint64_t ram = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
 	uint64_t budget = ram / 16;
@@ -878,6 +885,170 @@ static int parse_thread_packed(ht_trace_t *t, size_t pos, size_t end, bool cut, 
 	return 0;
 }
 
+/* ---- joins ahead of the parse -------------------------------------------------------
+ * Joining a packed block's address codes is about two thirds of the
+ * parse, and the rest (checking and indexing the joined events) needs
+ * the joins in file order but not the streams. So with a second core, a
+ * batch's blocks are joined by a helper thread up to PIPE_AHEAD blocks
+ * ahead, in order, each into a buffer of its own, while this thread
+ * copies each joined block where parse_packed_block would have joined it
+ * and parses it there: the same blocks, bytes, messages and stream
+ * states, but for the states of a parse that stops at a bad event (the
+ * helper may have joined a few blocks more; nothing reads the streams
+ * after a parse has stopped). */
+#define PIPE_AHEAD 4u
+
+typedef struct pipe_block {
+	const uint8_t *col[HT_NCOLS];
+	size_t clen[HT_NCOLS];
+	uint64_t stream;
+	unsigned layout;
+} pipe_block_t;
+
+enum { PIPE_OK, PIPE_NOMEM, PIPE_UNSTARTED };
+
+typedef struct pipe {
+	trace_priv_t *p;
+	const pipe_block_t *blk;
+	size_t count;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	size_t made, taken; /* blocks joined by the helper, parsed here */
+	bool stop;	    /* this thread is done: the helper stops */
+	uint8_t *buf[PIPE_AHEAD];
+	size_t cap[PIPE_AHEAD];
+	size_t n[PIPE_AHEAD];
+	int status[PIPE_AHEAD];
+	bool bad[PIPE_AHEAD];
+} pipe_t;
+
+static void *pipe_main(void *arg)
+{
+	pipe_t *q = arg;
+	for (size_t i = 0; i < q->count; i++) {
+		pthread_mutex_lock(&q->mu);
+		while (q->made - q->taken == PIPE_AHEAD && !q->stop)
+			pthread_cond_wait(&q->cv, &q->mu);
+		bool stop = q->stop;
+		pthread_mutex_unlock(&q->mu);
+		if (stop)
+			return NULL;
+		const pipe_block_t *b = &q->blk[i];
+		size_t k = i % PIPE_AHEAD;
+		int status = PIPE_OK;
+		bool bad = false;
+		ht_pk_reader_t **sp = &q->p->streams[b->stream >> 1];
+		if (!*sp && !(*sp = calloc(1, sizeof(**sp))))
+			status = PIPE_NOMEM;
+		if (status == PIPE_OK && (b->stream & 1))
+			ht_pk_reader_reset(*sp);
+		if (status == PIPE_OK && !(*sp)->started)
+			status = PIPE_UNSTARTED;
+		size_t bound = ht_packed_join_bound(b->clen, b->layout);
+		bound = bound ? bound : 1;
+		if (status == PIPE_OK && q->cap[k] < bound) {
+			free(q->buf[k]);
+			q->cap[k] = 0;
+			if (!(q->buf[k] = malloc(bound)))
+				status = PIPE_NOMEM;
+			else
+				q->cap[k] = bound;
+		}
+		if (status == PIPE_OK)
+			q->n[k] = ht_packed_join(b->col, b->clen, q->buf[k], *sp, b->layout, &bad);
+		q->status[k] = status;
+		q->bad[k] = bad;
+		pthread_mutex_lock(&q->mu);
+		q->made++;
+		pthread_cond_broadcast(&q->cv);
+		pthread_mutex_unlock(&q->mu);
+		if (status != PIPE_OK || bad)
+			return NULL; /* the parse stops at this block */
+	}
+	return NULL;
+}
+
+/* Block i of the pipe, once joined: a parse_packed_block with the join
+ * done. */
+static int pipe_take(ht_trace_t *t, pipe_t *q, size_t i, size_t rec, uint64_t tid, uint64_t base,
+		     uint64_t *scratch)
+{
+	trace_priv_t *p = t->priv;
+	pthread_mutex_lock(&q->mu);
+	while (q->made <= i)
+		pthread_cond_wait(&q->cv, &q->mu);
+	pthread_mutex_unlock(&q->mu);
+	size_t k = i % PIPE_AHEAD;
+	int r = 0;
+	if (q->status[k] == PIPE_NOMEM)
+		return -ENOMEM;
+	if (q->status[k] == PIPE_UNSTARTED) {
+		fail(t, -HT_ECORRUPT, rec,
+		     "packed block of thread %" PRIu64 " continues stream %" PRIu64
+		     " after damage or without its start", tid, q->blk[i].stream >> 1);
+		return 1;
+	}
+	uint64_t seq = p->npk++;
+	size_t n = q->n[k];
+	uint8_t *out = joined_room(p, n ? n : 1);
+	if (!out)
+		return -ENOMEM;
+	if (n)
+		memcpy(out, q->buf[k], n);
+	bool bad = q->bad[k];
+	pthread_mutex_lock(&q->mu);
+	q->taken++; /* the buffer is free again */
+	pthread_cond_broadcast(&q->cv);
+	pthread_mutex_unlock(&q->mu);
+	p->chunk_fill += n;
+	p->in_joined = true;
+	p->packed_record = rec;
+	size_t nblocks = t->nblocks;
+	r = parse_block_events(t, out, tid, base, 0, n, false, scratch);
+	p->in_joined = false;
+	if (r >= 0)
+		keep_or_replay(t, nblocks, seq, n);
+	if (r)
+		return r;
+	if (bad) {
+		fail(t, -HT_ECORRUPT, rec,
+		     "damaged packed block of thread %" PRIu64 " (events before kept)", tid);
+		return 1;
+	}
+	return 0;
+}
+
+/* Joins blk[0..count) on a helper and parses them here, tid and base
+ * giving each block's thread and base time; as parse_packed_block. *ran
+ * false when no helper could be had: the caller parses them itself. */
+static int pipe_run(ht_trace_t *t, const pipe_block_t *blk, size_t count, size_t rec,
+		    const uint64_t *tid, const uint64_t *base, uint64_t *scratch, bool *ran)
+{
+	pipe_t q = { .p = t->priv, .blk = blk, .count = count };
+	*ran = false;
+	if (pthread_mutex_init(&q.mu, NULL))
+		return 0;
+	pthread_cond_init(&q.cv, NULL);
+	pthread_t th;
+	int r = 0;
+	if (pthread_create(&th, NULL, pipe_main, &q))
+		goto out;
+	*ran = true;
+	for (size_t i = 0; i < count && !r; i++)
+		r = pipe_take(t, &q, i, rec, tid[i], base[i], scratch);
+	pthread_mutex_lock(&q.mu);
+	q.stop = true;
+	pthread_cond_broadcast(&q.cv);
+	pthread_mutex_unlock(&q.mu);
+	pthread_join(th, NULL);
+out:
+	for (unsigned k = 0; k < PIPE_AHEAD; k++)
+		free(q.buf[k]);
+	pthread_cond_destroy(&q.cv);
+	pthread_mutex_destroy(&q.mu);
+	return r;
+}
+
 /* A THREAD_BATCH record (format 1.7): count packed blocks, their headers,
  * then column 0 of each block, column 1 of each, and so on; a block's
  * stack ids are in its column 0, after each event's first byte. With
@@ -902,6 +1073,8 @@ static int parse_thread_batch(ht_trace_t *t, size_t pos, size_t end, bool cut, b
 {
 	size_t rec = pos;
 	uint64_t count, nfirst[HT_NCOLS] = {0};
+	pipe_block_t *pb = NULL; /* the blocks for a helper's joins */
+	uint64_t *btid = NULL, *bbase = NULL;
 	int r = get_u(t->body, end, &pos, &count);
 	for (unsigned k = 0; split && !r && k < BATCH_SPLIT_COLS; k++)
 		r = get_u(t->body, end, &pos, &nfirst[batch_split_col[k]]);
@@ -975,6 +1148,30 @@ static int parse_thread_batch(ht_trace_t *t, size_t pos, size_t end, bool cut, b
 			goto split_damaged;
 		base[c] = joined[c];
 	}
+	/* with a second core, the joins run ahead on a helper (above) */
+	const trace_priv_t *tp = t->priv;
+	pb = count > 1 && !tp->of && ht_threads() > 1 ? malloc((size_t)count * sizeof(*pb)) : NULL;
+	btid = pb ? malloc((size_t)count * sizeof(*btid)) : NULL;
+	bbase = pb ? malloc((size_t)count * sizeof(*bbase)) : NULL;
+	if (pb && btid && bbase) {
+		for (uint64_t i = 0; i < count; i++) {
+			for (unsigned c = 0; c < HT_NCOLS; c++) {
+				pb[i].col[c] = base[c] + at[c];
+				pb[i].clen[c] = (size_t)blk[i].len[c];
+				at[c] += pb[i].clen[c];
+			}
+			pb[i].stream = blk[i].stream;
+			pb[i].layout = ht_pk_layout_of_flags(blk[i].flags);
+			btid[i] = blk[i].tid;
+			bbase[i] = blk[i].base;
+		}
+		bool ran;
+		r = pipe_run(t, pb, (size_t)count, rec, btid, bbase, scratch, &ran);
+		if (ran)
+			goto piped;
+		for (unsigned c = 0; c < HT_NCOLS; c++)
+			at[c] = 0; /* no helper: parse them here after all */
+	}
 	for (uint64_t i = 0; i < count; i++) {
 		const uint8_t *col[HT_NCOLS];
 		size_t clen[HT_NCOLS];
@@ -987,6 +1184,9 @@ static int parse_thread_batch(ht_trace_t *t, size_t pos, size_t end, bool cut, b
 					    clen, ht_pk_layout_of_flags(blk[i].flags), scratch)))
 			goto out;
 	}
+piped:
+	if (r)
+		goto out;
 	if (!cut && pos + total != end) {
 		fail(t, -HT_ECORRUPT, pos + total, "bytes after the columns of a batch");
 		r = 1;
@@ -1002,6 +1202,9 @@ out:
 	for (unsigned j = 0; j < HT_NCOLS; j++)
 		free(joined[j]);
 	free(blk);
+	free(pb);
+	free(btid);
+	free(bbase);
 	return r;
 }
 

@@ -896,7 +896,7 @@ int ht_report_write(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym,
 			      "pools and snapshots (their blocks are in the sites), no descriptors or "
 			      "handles.\n", out);
 		else if (!c.err)
-			c.err = ht_report_timeline_text(out, m); /* memory over time, peak marked */
+			c.err = ht_section_timeline(e, m); /* memory over time, peak marked */
 		print_list(&c, "TOP SITES BY BYTES ALLOCATED", HT_BY_BYTES, head_bytes, top, idx,
 			   "no allocations");
 		print_list(&c, "TOP SITES BY CONTRIBUTION TO THE PEAK", HT_BY_PEAK, head_peak, top,
@@ -919,9 +919,8 @@ int ht_report_write(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym,
 	/* memory over time: a bounded series, the exact peak marked */
 	if (json) {
 		ht_emit_nl(e, 1);
-		FILE *f = ht_emit_raw(e, NULL);
 		if (!c.err)
-			c.err = ht_report_timeline_json(f, m);
+			c.err = ht_section_timeline(e, m);
 	}
 	/* heaptrail.h's pools and snapshots: only when the trace has them (in
 	 * the JSON new members come last, so existing readers see the same
@@ -971,11 +970,11 @@ int ht_report_write(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym,
 	}
 	if (!err && json && p->marks && p->marks->tag_events) {
 		ht_emit_nl(e, 1);
-		err = ht_report_tags_json(ht_emit_raw(e, "tags"), p->marks);
+		err = ht_section_tags(e, p->marks);
 	}
 	if (!err && json && p->marks && p->marks->nphases) {
 		ht_emit_nl(e, 1);
-		err = ht_report_phases_json(ht_emit_raw(e, "phases"), p->marks);
+		err = ht_section_phases(e, p->marks);
 	}
 	/* double, invalid and mismatched frees (the text has them first), and
 	 * the program's own memory maps: members newer than the rest, last */
@@ -990,7 +989,7 @@ int ht_report_write(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym,
 	ht_emit_obj_end(e);
 	fputc('\n', out);
 	if (!err && !json && p->marks)
-		err = ht_report_phases_text(out, p->marks);
+		err = ht_section_phases(e, p->marks);
 	if (err && !c.err)
 		c.err = err;
 

@@ -30,22 +30,20 @@ static int done(FILE *out)
 
 /* ---- --by-tag ------------------------------------------------------------------- */
 
-int ht_report_by_tag_text(FILE *out, const ht_marks_t *mk, const char *trace_path)
+/* The tags' table (text) or the "tags" member (JSON). */
+int ht_section_tags(ht_emitter_t *e, const ht_marks_t *mk)
 {
 	size_t *idx = malloc((mk->ntags ? mk->ntags : 1) * sizeof(*idx));
 	if (!idx)
 		return -ENOMEM;
 	size_t n = ht_marks_sort_tags(mk, idx);
 	char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN], d[HT_FMT_LEN];
-	fprintf(out, "heaptrail report --by-tag%s", trace_path ? ": " : "");
-	ht_text_put(out, trace_path);
-	fputc('\n', out);
 	char title[96];
 	snprintf(title, sizeof(title), "ALLOCATIONS BY TAG (%zu tag%s)", mk->ntags - 1,
 		 mk->ntags == 2 ? "" : "s");
-	ht_report_rule(out, title);
+	ht_emit_rule(e, title);
 	if (mk->tag_events == 0)
-		fprintf(out, "  %s\n", ht_marks_no_tags_msg);
+		ht_emit_printf(e, "  %s\n", ht_marks_no_tags_msg);
 	/* the tag column fits the longest name, within reason */
 	int col = 8;
 	for (size_t i = 0; i < n; i++) {
@@ -53,39 +51,74 @@ int ht_report_by_tag_text(FILE *out, const ht_marks_t *mk, const char *trace_pat
 		if (l > (size_t)col && l <= 40)
 			col = (int)l;
 	}
-	fprintf(out, "  %-*s %13s %16s %13s %16s\n", col, "tag", "allocations", "bytes",
-		"live blocks", "live bytes");
+	ht_emit_printf(e, "  %-*s %13s %16s %13s %16s\n", col, "tag", "allocations", "bytes",
+		       "live blocks", "live bytes");
+	ht_emit_arr_begin(e, "tags");
 	uint64_t ta = 0, tb = 0, tlb = 0, tly = 0;
 	for (size_t i = 0; i < n; i++) {
 		const ht_tag_stat_t *g = &mk->tags[idx[i]];
-		fputs("  ", out);
-		ht_text_pad(out, g->name, col);
-		fprintf(out, " %13s %16s %13s %16s\n", ht_fmt_count(a, g->allocations),
-			ht_fmt_count(b, g->bytes_allocated), ht_fmt_count(c, g->live_blocks),
-			ht_fmt_count(d, g->live_bytes));
+		ht_emit_printf(e, "  ");
+		ht_emit_pad(e, g->name, col);
+		ht_emit_printf(e, " %13s %16s %13s %16s\n", ht_fmt_count(a, g->allocations),
+			       ht_fmt_count(b, g->bytes_allocated), ht_fmt_count(c, g->live_blocks),
+			       ht_fmt_count(d, g->live_bytes));
 		ta += g->allocations;
 		tb += g->bytes_allocated;
 		tlb += g->live_blocks;
 		tly += g->live_bytes;
+		ht_emit_nl(e, 2);
+		ht_emit_obj_begin(e, NULL);
+		ht_emit_str(e, "tag", g->name);
+		ht_emit_bool(e, "untagged", idx[i] == HT_MARKS_UNTAGGED);
+		ht_emit_u64(e, "allocations", g->allocations);
+		ht_emit_u64(e, "bytes_allocated", g->bytes_allocated);
+		ht_emit_u64(e, "live_blocks", g->live_blocks);
+		ht_emit_u64(e, "live_bytes", g->live_bytes);
+		/* by stack id: the frames are in "sites" under the same id */
+		ht_emit_nl(e, 3);
+		ht_emit_arr_begin(e, "stacks");
+		for (size_t k = 0; ht_emit_json(e) && k < g->nstacks; k++) {
+			const ht_tag_stack_t *st = &g->stacks[k];
+			ht_emit_obj_begin(e, NULL);
+			ht_emit_u64(e, "stack_id", st->stack_id);
+			ht_emit_u64(e, "allocations", st->allocations);
+			ht_emit_u64(e, "bytes_allocated", st->bytes_allocated);
+			ht_emit_u64(e, "live_blocks", st->live_blocks);
+			ht_emit_u64(e, "live_bytes", st->live_bytes);
+			ht_emit_obj_end(e);
+		}
+		ht_emit_arr_end(e);
+		ht_emit_obj_end(e);
 	}
-	fprintf(out, "  %-*s %13s %16s %13s %16s\n", col, "total", ht_fmt_count(a, ta),
-		ht_fmt_count(b, tb), ht_fmt_count(c, tlb), ht_fmt_count(d, tly));
-	fputs("\n  A block counts once, under the tag it had when freed (or at the end);"
-	      "\n  live = still allocated when the trace ended.\n",
-	      out);
+	ht_emit_arr_end(e);
+	ht_emit_printf(e, "  %-*s %13s %16s %13s %16s\n", col, "total", ht_fmt_count(a, ta),
+		       ht_fmt_count(b, tb), ht_fmt_count(c, tlb), ht_fmt_count(d, tly));
+	ht_emit_printf(e, "\n  A block counts once, under the tag it had when freed (or at the end);"
+			  "\n  live = still allocated when the trace ended.\n");
 	if (mk->trace->sample_rate)
-		fprintf(out, "  Sampled trace (one sample per %" PRIu64 " bytes on average): the "
-			     "figures are estimates,\n  and blocks that were not sampled left no tag.\n",
-			mk->trace->sample_rate);
+		ht_emit_printf(e,
+			       "  Sampled trace (one sample per %" PRIu64 " bytes on average): the "
+			       "figures are estimates,\n  and blocks that were not sampled left no tag.\n",
+			       mk->trace->sample_rate);
 	if (mk->retagged)
-		fprintf(out, "  %s block%s tagged again with another tag (counted under the last)\n",
-			ht_fmt_count(a, mk->retagged), mk->retagged == 1 ? " was" : "s were");
+		ht_emit_printf(e, "  %s block%s tagged again with another tag (counted under the last)\n",
+			       ht_fmt_count(a, mk->retagged), mk->retagged == 1 ? " was" : "s were");
 	if (mk->tags_ignored)
-		fprintf(out, "  %s tag%s named no live block and %s ignored\n",
-			ht_fmt_count(a, mk->tags_ignored), mk->tags_ignored == 1 ? "" : "s",
-			mk->tags_ignored == 1 ? "was" : "were");
+		ht_emit_printf(e, "  %s tag%s named no live block and %s ignored\n",
+			       ht_fmt_count(a, mk->tags_ignored), mk->tags_ignored == 1 ? "" : "s",
+			       mk->tags_ignored == 1 ? "was" : "were");
 	free(idx);
-	return done(out);
+	return ferror(e->out) ? -EIO : 0;
+}
+
+int ht_report_by_tag_text(FILE *out, const ht_marks_t *mk, const char *trace_path)
+{
+	fprintf(out, "heaptrail report --by-tag%s", trace_path ? ": " : "");
+	ht_text_put(out, trace_path);
+	fputc('\n', out);
+	ht_emitter_t e;
+	ht_emit_init(&e, out, HT_EMIT_TEXT);
+	return ht_section_tags(&e, mk);
 }
 
 /* ---- --tag NAME ------------------------------------------------------------------ */
@@ -336,26 +369,27 @@ int ht_report_tag_text(FILE *out, const ht_model_t *m, const ht_marks_t *mk,
 
 /* ---- phases ----------------------------------------------------------------------- */
 
-int ht_report_phases_text(FILE *out, const ht_marks_t *mk)
+int ht_section_phases(ht_emitter_t *e, const ht_marks_t *mk)
 {
-	if (!mk->nphases)
+	if (!mk->nphases && !ht_emit_json(e))
 		return 0;
-	size_t *idx = malloc(mk->nphases * sizeof(*idx));
+	size_t *idx = malloc((mk->nphases ? mk->nphases : 1) * sizeof(*idx));
 	if (!idx)
 		return -ENOMEM;
 	size_t n = ht_marks_sort_phases(mk, idx);
-	char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN], d[HT_FMT_LEN], e[HT_FMT_LEN];
+	char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN], d[HT_FMT_LEN], f[HT_FMT_LEN];
 	char title[64];
 	snprintf(title, sizeof(title), "PHASES (%zu)", n);
-	ht_report_rule(out, title);
+	ht_emit_rule(e, title);
 	int col = 8;
 	for (size_t i = 0; i < n; i++) {
 		size_t l = ht_text_len(mk->phases[idx[i]].name);
 		if (l > (size_t)col && l <= 40)
 			col = (int)l;
 	}
-	fprintf(out, "  %-*s %9s %13s %16s %18s %16s\n", col, "phase", "entered", "allocations",
-		"bytes", "net live change", "peak inside");
+	ht_emit_printf(e, "  %-*s %9s %13s %16s %18s %16s\n", col, "phase", "entered",
+		       "allocations", "bytes", "net live change", "peak inside");
+	ht_emit_arr_begin(e, "phases");
 	uint64_t open = 0;
 	for (size_t i = 0; i < n; i++) {
 		const ht_phase_stat_t *p = &mk->phases[idx[i]];
@@ -364,85 +398,37 @@ int ht_report_phases_text(FILE *out, const ht_marks_t *mk)
 		char sn[HT_FMT_LEN + 2];
 		snprintf(sn, sizeof(sn), "%s%s", net > 0 ? "+" : net < 0 ? "-" : "",
 			 ht_fmt_count(d, mag));
-		fputs("  ", out);
-		ht_text_pad(out, p->name, col);
-		fprintf(out, " %9s %13s %16s %18s %16s%s\n", ht_fmt_count(a, p->entered),
-			ht_fmt_count(b, p->allocations), ht_fmt_count(c, p->bytes_allocated), sn,
-			ht_fmt_count(e, p->peak_inside), p->open_at_end ? "  *" : "");
+		ht_emit_printf(e, "  ");
+		ht_emit_pad(e, p->name, col);
+		ht_emit_printf(e, " %9s %13s %16s %18s %16s%s\n", ht_fmt_count(a, p->entered),
+			       ht_fmt_count(b, p->allocations), ht_fmt_count(c, p->bytes_allocated),
+			       sn, ht_fmt_count(f, p->peak_inside), p->open_at_end ? "  *" : "");
 		open += p->open_at_end;
+		ht_emit_nl(e, 2);
+		ht_emit_obj_begin(e, NULL);
+		ht_emit_str(e, "phase", p->name);
+		ht_emit_u64(e, "entered", p->entered);
+		ht_emit_u64(e, "allocations", p->allocations);
+		ht_emit_u64(e, "bytes_allocated", p->bytes_allocated);
+		ht_emit_i64(e, "net_live_bytes", p->net_live_bytes);
+		ht_emit_u64(e, "peak_inside_bytes", p->peak_inside);
+		ht_emit_u64(e, "open_at_end", p->open_at_end);
+		ht_emit_obj_end(e);
 	}
-	fputs("\n  Allocations and bytes: made by the thread while the phase was open on it,"
-	      "\n  nested phases included. Net live change and peak inside: the whole heap,"
-	      "\n  from each entry to its exit, summed (net) or the highest (peak) over entries.\n",
-	      out);
+	ht_emit_arr_end(e);
+	ht_emit_printf(e, "\n  Allocations and bytes: made by the thread while the phase was open on it,"
+			  "\n  nested phases included. Net live change and peak inside: the whole heap,"
+			  "\n  from each entry to its exit, summed (net) or the highest (peak) over entries.\n");
 	if (open)
-		fprintf(out, "  * %s entr%s still open when the trace ended, closed there\n",
-			ht_fmt_count(a, open), open == 1 ? "y was" : "ies were");
+		ht_emit_printf(e, "  * %s entr%s still open when the trace ended, closed there\n",
+			       ht_fmt_count(a, open), open == 1 ? "y was" : "ies were");
 	if (mk->unmatched_ends)
-		fprintf(out, "  %s phase end%s had no open phase of that name and %s ignored\n",
-			ht_fmt_count(a, mk->unmatched_ends), mk->unmatched_ends == 1 ? "" : "s",
-			mk->unmatched_ends == 1 ? "was" : "were");
+		ht_emit_printf(e, "  %s phase end%s had no open phase of that name and %s ignored\n",
+			       ht_fmt_count(a, mk->unmatched_ends), mk->unmatched_ends == 1 ? "" : "s",
+			       mk->unmatched_ends == 1 ? "was" : "were");
 	if (mk->depth_capped)
-		fprintf(out, "  phases nested deeper than %d on a thread count as entered only\n",
-			HT_MARKS_MAX_DEPTH);
+		ht_emit_printf(e, "  phases nested deeper than %d on a thread count as entered only\n",
+			       HT_MARKS_MAX_DEPTH);
 	free(idx);
-	return done(out);
-}
-
-/* ---- JSON ----------------------------------------------------------------------------- */
-
-int ht_report_tags_json(FILE *out, const ht_marks_t *mk)
-{
-	size_t *idx = malloc((mk->ntags ? mk->ntags : 1) * sizeof(*idx));
-	if (!idx)
-		return -ENOMEM;
-	size_t n = ht_marks_sort_tags(mk, idx);
-	fputc('[', out);
-	for (size_t i = 0; i < n; i++) {
-		const ht_tag_stat_t *g = &mk->tags[idx[i]];
-		fputs(i ? ",\n  {\"tag\": " : "\n  {\"tag\": ", out);
-		ht_json_str(out, g->name);
-		fprintf(out,
-			", \"untagged\": %s, \"allocations\": %" PRIu64 ", \"bytes_allocated\": %" PRIu64
-			", \"live_blocks\": %" PRIu64 ", \"live_bytes\": %" PRIu64 ",\n   \"stacks\": [",
-			idx[i] == HT_MARKS_UNTAGGED ? "true" : "false", g->allocations,
-			g->bytes_allocated, g->live_blocks, g->live_bytes);
-		/* by stack id: the frames are in "sites" under the same id */
-		for (size_t k = 0; k < g->nstacks; k++) {
-			const ht_tag_stack_t *s = &g->stacks[k];
-			fprintf(out,
-				"%s{\"stack_id\": %" PRIu64 ", \"allocations\": %" PRIu64
-				", \"bytes_allocated\": %" PRIu64 ", \"live_blocks\": %" PRIu64
-				", \"live_bytes\": %" PRIu64 "}",
-				k ? ", " : "", s->stack_id, s->allocations, s->bytes_allocated,
-				s->live_blocks, s->live_bytes);
-		}
-		fputs("]}", out);
-	}
-	fputc(']', out);
-	free(idx);
-	return done(out);
-}
-
-int ht_report_phases_json(FILE *out, const ht_marks_t *mk)
-{
-	size_t *idx = malloc((mk->nphases ? mk->nphases : 1) * sizeof(*idx));
-	if (!idx)
-		return -ENOMEM;
-	size_t n = ht_marks_sort_phases(mk, idx);
-	fputc('[', out);
-	for (size_t i = 0; i < n; i++) {
-		const ht_phase_stat_t *p = &mk->phases[idx[i]];
-		fputs(i ? ",\n  {\"phase\": " : "\n  {\"phase\": ", out);
-		ht_json_str(out, p->name);
-		fprintf(out,
-			", \"entered\": %" PRIu64 ", \"allocations\": %" PRIu64
-			", \"bytes_allocated\": %" PRIu64 ", \"net_live_bytes\": %" PRId64
-			", \"peak_inside_bytes\": %" PRIu64 ", \"open_at_end\": %" PRIu64 "}",
-			p->entered, p->allocations, p->bytes_allocated, p->net_live_bytes,
-			p->peak_inside, p->open_at_end);
-	}
-	fputc(']', out);
-	free(idx);
-	return done(out);
+	return ferror(e->out) ? -EIO : 0;
 }

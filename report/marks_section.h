@@ -16,6 +16,7 @@
 #include "analysis/marks.h"
 #include "analysis/model.h"
 #include "analysis/symbolize.h"
+#include "report/emitter.h"
 
 /* The line the tag views print when a trace has no TAG events. */
 extern const char ht_marks_no_tags_msg[];
@@ -41,14 +42,14 @@ typedef struct ht_tag_report_opts {
 int ht_report_tag_text(FILE *out, const ht_model_t *m, const ht_marks_t *mk,
 		       ht_symbolizer_t *sym, const ht_tag_report_opts_t *o);
 
-/* The text report's PHASES section: one row per phase name (entered,
- * allocations, bytes, net live change, peak inside). Prints nothing when
- * the trace has no phases. Returns 0 or -EIO. */
-int ht_report_phases_text(FILE *out, const ht_marks_t *mk);
+/* Phases: in text the PHASES section, one row per phase name (entered,
+ * allocations, bytes, net live change, peak inside), nothing when the
+ * trace has no phases; in JSON the "phases" member. Returns 0, -ENOMEM or
+ * -EIO. */
+int ht_section_phases(ht_emitter_t *e, const ht_marks_t *mk);
 
-/* Values of the JSON report's "tags" and "phases" members (arrays; the
- * caller writes the keys). Returns 0 or -EIO. */
-int ht_report_tags_json(FILE *out, const ht_marks_t *mk);
-int ht_report_phases_json(FILE *out, const ht_marks_t *mk);
+/* Tags: in text the ALLOCATIONS BY TAG table of `--by-tag`; in JSON the
+ * "tags" member, each tag with its stacks. Returns 0, -ENOMEM or -EIO. */
+int ht_section_tags(ht_emitter_t *e, const ht_marks_t *mk);
 
 #endif /* HEAPTRAIL_REPORT_MARKS_H */

@@ -84,11 +84,11 @@ static void place(char *line, size_t len, size_t col, const char *s)
 		line[col + i] = s[i];
 }
 
-static void rstrip_print(FILE *out, char *line, size_t len)
+static void rstrip_print(ht_emitter_t *e, char *line, size_t len)
 {
 	while (len && line[len - 1] == ' ')
 		len--;
-	fprintf(out, "%.*s\n", (int)len, line);
+	ht_emit_printf(e, "%.*s\n", (int)len, line);
 }
 
 static size_t tl_cols(void)
@@ -109,20 +109,21 @@ size_t ht_report_timeline_buckets(bool json)
 	return json ? TL_JSON_BUCKETS : TL_COLS;
 }
 
-int ht_report_timeline_text(FILE *out, const ht_model_t *m)
+/* The text chart (the JSON back end writes nothing here). */
+static int timeline_chart(ht_emitter_t *e, const ht_model_t *m)
 {
 	const ht_totals_t *tt = &m->totals;
 	char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN], d[HT_FMT_LEN], f[HT_FMT_LEN];
-	ht_report_rule(out, "MEMORY OVER TIME");
+	ht_emit_rule(e, "MEMORY OVER TIME");
 	if (!tt->allocations) {
-		fputs("  no allocations: nothing to chart\n", out);
-		return ferror(out) ? -EIO : 0;
+		ht_emit_printf(e, "  no allocations: nothing to chart\n");
+		return 0;
 	}
 
 	ht_timeline_t tl;
-	int e = ht_model_timeline(m, TL_COLS, &tl);
-	if (e)
-		return e;
+	int err = ht_model_timeline(m, TL_COLS, &tl);
+	if (err)
+		return err;
 	uint64_t ymax = tl.peak_bytes, rmax = tl.rss_max;
 	/* the program's own maps share the heap's axis: bytes beside bytes */
 	const ht_mapped_t *mp = m->mapped && m->mapped->nsteps ? m->mapped : NULL;
@@ -140,12 +141,12 @@ int ht_report_timeline_text(FILE *out, const ht_model_t *m)
 		if (mp->peak > ymax)
 			ymax = mp->peak;
 	}
-	fprintf(out, "  # heap (left axis, highest in each %s)", time_label(a, tl.span_ns / TL_COLS));
+	ht_emit_printf(e, "  # heap (left axis, highest in each %s)", time_label(a, tl.span_ns / TL_COLS));
 	if (mp)
-		fputs("   m mapped (left axis)", out);
+		ht_emit_printf(e, "   m mapped (left axis)");
 	if (rmax)
-		fputs("   . RSS (right axis, sampled)", out);
-	fputs("   v peak\n", out);
+		ht_emit_printf(e, "   . RSS (right axis, sampled)");
+	ht_emit_printf(e, "   v peak\n");
 
 	char grid[TL_ROWS][TL_MAX_COLS];
 	memset(grid, ' ', sizeof(grid));
@@ -179,7 +180,7 @@ int ht_report_timeline_text(FILE *out, const ht_model_t *m)
 		place(line, len, px + 2, lbl);
 	else if (px >= strlen(lbl) + 1)
 		place(line, len, px - 1 - strlen(lbl), lbl);
-	rstrip_print(out, line, len);
+	rstrip_print(e, line, len);
 
 	for (unsigned r = 0; r < TL_ROWS; r++) {
 		unsigned level = TL_ROWS - r; /* rows from the bottom */
@@ -197,7 +198,7 @@ int ht_report_timeline_text(FILE *out, const ht_model_t *m)
 		line[12 + TL_COLS] = '|';
 		if (right[0])
 			place(line, len, 12 + TL_COLS + 2, right);
-		rstrip_print(out, line, len);
+		rstrip_print(e, line, len);
 	}
 
 	/* time axis: ticks at the quarters, labelled with the column's start */
@@ -224,61 +225,68 @@ int ht_report_timeline_text(FILE *out, const ht_model_t *m)
 		place(line, len, col, s);
 		free_from = col + l + 1;
 	}
-	rstrip_print(out, axis, len);
-	rstrip_print(out, line, len);
+	rstrip_print(e, axis, len);
+	rstrip_print(e, line, len);
 
-	fprintf(out, "  heap   peak %s at %s (%s %s), %s in %s %s at the end\n",
+	ht_emit_printf(e, "  heap   peak %s at %s (%s %s), %s in %s %s at the end\n",
 		ht_fmt_size(a, tl.peak_bytes), time_label(b, tl.peak_time_ns),
 		ht_fmt_count(c, tl.peak_blocks), ht_blocks_word(tl.peak_blocks),
 		ht_fmt_size(d, tt->leaked_bytes), ht_fmt_count(f, tt->leaked_blocks),
 		ht_blocks_word(tt->leaked_blocks));
 	if (mp)
-		fprintf(out, "  mapped peak %s at %s, %s at the end (the program's own maps)\n",
+		ht_emit_printf(e, "  mapped peak %s at %s, %s at the end (the program's own maps)\n",
 			ht_fmt_size(a, mp->peak), time_label(b, mp->peak_time), ht_fmt_size(c, mp->live));
 	if (tl.rss_samples)
-		fprintf(out, "  RSS    %s sample%s, highest %s at %s; peak RSS %s (the kernel's high-water mark)\n",
+		ht_emit_printf(e, "  RSS    %s sample%s, highest %s at %s; peak RSS %s (the kernel's high-water mark)\n",
 			ht_fmt_count(a, tl.rss_samples), tl.rss_samples == 1 ? "" : "s",
 			ht_fmt_size(b, rmax), time_label(d, tt->peak_rss_time_ns),
 			ht_fmt_size(c, tt->peak_rss_bytes));
 	else if (tt->peak_rss_bytes)
-		fprintf(out, "  RSS    not sampled during the run; peak RSS %s (the kernel's high-water mark)\n",
+		ht_emit_printf(e, "  RSS    not sampled during the run; peak RSS %s (the kernel's high-water mark)\n",
 			ht_fmt_size(a, tt->peak_rss_bytes));
 	else
-		fputs("  RSS    unknown: no samples in this trace\n", out);
+		ht_emit_printf(e, "  RSS    unknown: no samples in this trace\n");
 	ht_timeline_free(&tl);
-	return ferror(out) ? -EIO : 0;
+	return 0;
 }
 
 /* ---- JSON series -------------------------------------------------------------------- */
 
-int ht_report_timeline_json(FILE *out, const ht_model_t *m)
+/* The series (the text back end writes nothing here). */
+static int timeline_series(ht_emitter_t *e, const ht_model_t *m)
 {
 	ht_timeline_t tl;
 	ht_tl_point_t *p;
 	size_t n;
-	int e = ht_model_timeline(m, TL_JSON_BUCKETS, &tl);
-	if (e)
-		return e;
-	e = ht_timeline_points(&tl, &p, &n);
+	int err = ht_model_timeline(m, TL_JSON_BUCKETS, &tl);
+	if (err)
+		return err;
+	err = ht_timeline_points(&tl, &p, &n);
 	ht_timeline_free(&tl);
-	if (e)
-		return e;
-	fputs("\"timeline\": [", out);
+	if (err)
+		return err;
+	ht_emit_arr_begin(e, "timeline");
 	for (size_t i = 0; i < n; i++) {
-		fprintf(out,
-			"%s\n  {\"time_seconds\": %.9f, \"heap_bytes\": %" PRIu64
-			", \"heap_blocks\": %" PRIu64 ", \"rss_bytes\": ",
-			i ? "," : "", (double)p[i].time_ns / 1e9, p[i].heap_bytes, p[i].heap_blocks);
-		if (p[i].rss_bytes)
-			fprintf(out, "%" PRIu64, p[i].rss_bytes);
-		else
-			fputs("null", out);
+		ht_emit_nl(e, 2);
+		ht_emit_obj_begin(e, NULL);
+		ht_emit_dbl(e, "time_seconds", 9, (double)p[i].time_ns / 1e9);
+		ht_emit_u64(e, "heap_bytes", p[i].heap_bytes);
+		ht_emit_u64(e, "heap_blocks", p[i].heap_blocks);
+		ht_emit_u64_or_null(e, "rss_bytes", p[i].rss_bytes != 0, p[i].rss_bytes);
 		/* the program's own maps, when the trace has any */
 		if (m->mapped)
-			fprintf(out, ", \"mapped_bytes\": %" PRIu64, ht_mapped_at(m->mapped, p[i].time_ns));
-		fputs(p[i].peak ? ", \"peak\": true}" : "}", out);
+			ht_emit_u64(e, "mapped_bytes", ht_mapped_at(m->mapped, p[i].time_ns));
+		if (p[i].peak)
+			ht_emit_bool(e, "peak", true);
+		ht_emit_obj_end(e);
 	}
-	fputc(']', out);
+	ht_emit_arr_end(e);
 	free(p);
-	return ferror(out) ? -EIO : 0;
+	return 0;
+}
+
+int ht_section_timeline(ht_emitter_t *e, const ht_model_t *m)
+{
+	int err = ht_emit_json(e) ? timeline_series(e, m) : timeline_chart(e, m);
+	return err ? err : ferror(e->out) ? -EIO : 0;
 }

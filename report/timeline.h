@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "report/emitter.h"
 #include "report/export.h"
 #include "analysis/model.h"
 
@@ -32,20 +33,19 @@ typedef struct ht_tl_point {
  * -ENOMEM. */
 int ht_timeline_points(const ht_timeline_t *tl, ht_tl_point_t **out, size_t *n);
 
-/* The report's "MEMORY OVER TIME" section: an ASCII chart of the heap (left
- * axis) and the sampled RSS (right axis), ~100 columns by 12 rows, with the
- * peak marked. Returns 0, -ENOMEM or -EIO. */
-int ht_report_timeline_text(FILE *out, const ht_model_t *m);
+/* The report's memory over time: in text the "MEMORY OVER TIME" section,
+ * an ASCII chart of the heap (left axis) and the sampled RSS (right axis),
+ * ~100 columns by 12 rows, with the peak marked; in JSON the "timeline"
+ * member, [POINT, ...] with POINT = {"time_seconds", "heap_bytes",
+ * "heap_blocks", "rss_bytes" (null before the first sample), "peak": true
+ * on the peak}. Returns 0, -ENOMEM or -EIO. */
+int ht_section_timeline(ht_emitter_t *e, const ht_model_t *m);
 
 /* The buckets of the report's timeline in JSON or text: given to
  * ht_model_build_timed, the model's replay folds it, and the section needs
  * no replay of its own. */
 size_t ht_report_timeline_buckets(bool json);
 
-/* The JSON report's "timeline" member: `"timeline": [POINT, ...]` (no
- * leading comma), POINT = {"time_seconds", "heap_bytes", "heap_blocks",
- * "rss_bytes" (null before the first sample), "peak": true on the peak}. */
-int ht_report_timeline_json(FILE *out, const ht_model_t *m);
 
 /* heaptrail convert --format chrome / massif: their timelines (d->timeline)
  * have these many buckets; chrome's threads' activity HT_ACTIVITY_BUCKETS

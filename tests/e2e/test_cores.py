@@ -4,6 +4,7 @@ stderr only when stderr is a terminal."""
 
 import os
 import pty
+import re
 import select
 import subprocess
 import time
@@ -51,6 +52,29 @@ def t_threads_same(t):
                 t.check(out["1"][0] == 0 and out["1"][1], "%s: failed: %s" % (what, tail(out["1"][2])))
                 t.eq(what + ": 1 thread against 2", out["1"], out["2"])
                 t.eq(what + ": 1 thread against 4", out["1"], out["4"])
+
+
+def t_default_budget(t):
+    """Without HEAPTRAIL_READER_RESIDENT_MB the reader keeps the joined
+    events of a trace on one core (HEAPTRAIL_THREADS=1) and none with two,
+    where the merge's replays run on the worker; the reports are the same
+    bytes."""
+    need_tools(t)
+    for name, argv, opts, extra in CASES[:2]:
+        path = trace(t, name, argv, opts)
+        out, left = {}, {}
+        for n in ("1", "2"):
+            env = dict(os.environ, HEAPTRAIL_THREADS=n, HEAPTRAIL_READER_STATS="1")
+            env.pop("HEAPTRAIL_READER_RESIDENT_MB", None)
+            p = run([report_cli(), "report", "--format", "json"] + extra + [str(path)], 300, env=env)
+            t.check(not p.timed_out, "%s: timed out" % name)
+            stats = re.search(r"reader: (\d+) of (\d+) blocks left to replays", text(p.err))
+            t.need(stats, "%s, %s thread(s): no reader statistics: %s" % (name, n, tail(p.err)))
+            left[n] = int(stats.group(1))
+            out[n] = (p.rc, p.out, re.sub(r"heaptrail: reader: .*\n", "", text(p.err)))
+        t.eq("%s: blocks left to replays on one core" % name, 0, left["1"])
+        t.check(left["2"] > 0, "%s: no block left to replays with two threads" % name)
+        t.eq("%s: report with one thread against two" % name, out["1"], out["2"])
 
 
 def on_pty(cmd, env, timeout):
@@ -135,4 +159,5 @@ def t_progress(t):
 TESTS = [
     ("cores.threads_same_output", t_threads_same),
     ("cores.progress_on_terminal", t_progress),
+    ("cores.default_budget", t_default_budget),
 ]

@@ -44,9 +44,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			ht_marks_t *mk = NULL;
 			if (ht_marks_build(t, &mk) == 0) {
 				ht_report_by_tag_text(null_out, mk, "fuzz");
-				ht_report_phases_text(null_out, mk);
-				ht_report_tags_json(null_out, mk);
-				ht_report_phases_json(null_out, mk);
+				ht_emitter_t et, ej;
+				ht_emit_init(&et, null_out, HT_EMIT_TEXT);
+				ht_emit_init(&ej, null_out, HT_EMIT_JSON);
+				ht_section_phases(&et, mk);
+				ht_section_tags(&ej, mk);
+				ht_section_phases(&ej, mk);
 				for (size_t i = 0; i < mk->ntags && i < 3; i++) {
 					ht_tag_report_opts_t to = { "fuzz", mk->tags[i].name, i, 1, 3 };
 					ht_report_tag_text(null_out, m, mk, NULL, &to);

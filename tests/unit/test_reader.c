@@ -967,6 +967,15 @@ static const ht_phase_stat_t *phase_named(const ht_marks_t *mk, const char *name
 		fclose(out);                                 \
 	} while (0)
 
+/* A section written with an emitter of the given kind to out. */
+static int section_to(FILE *out, ht_emit_kind_t kind,
+		      int (*section)(ht_emitter_t *, const ht_marks_t *), const ht_marks_t *mk)
+{
+	ht_emitter_t e;
+	ht_emit_init(&e, out, kind);
+	return section(&e, mk);
+}
+
 static void test_marks(void)
 {
 	for (int z = 0; z < 2; z++) {
@@ -1108,19 +1117,19 @@ static void test_marks(void)
 		CHECK_STR(txt, "1 block was tagged again");
 		CHECK(txt && !strstr(txt, "edge")); /* nothing left under it */
 		free(txt);
-		CAPTURE(txt, ht_report_phases_text(out, mk));
+		CAPTURE(txt, section_to(out, HT_EMIT_TEXT, ht_section_phases, mk));
 		CHECK_STR(txt, "PHASES (2)");
 		CHECK_STR(txt, "  outer            1             3              100                -50              950  *\n");
 		CHECK_STR(txt, "  inner            2             2               90               -140              940\n");
 		CHECK_STR(txt, "1 entry was still open");
 		CHECK_STR(txt, "1 phase end had no open phase");
 		free(txt);
-		CAPTURE(txt, ht_report_phases_json(out, mk));
+		CAPTURE(txt, section_to(out, HT_EMIT_JSON, ht_section_phases, mk));
 		CHECK_STR(txt, "{\"phase\": \"outer\", \"entered\": 1, \"allocations\": 3, "
 			       "\"bytes_allocated\": 100, \"net_live_bytes\": -50, "
 			       "\"peak_inside_bytes\": 950, \"open_at_end\": 1}");
 		free(txt);
-		CAPTURE(txt, ht_report_tags_json(out, mk));
+		CAPTURE(txt, section_to(out, HT_EMIT_JSON, ht_section_tags, mk));
 		CHECK_STR(txt, "{\"tag\": \"node\", \"untagged\": false, \"allocations\": 3, "
 			       "\"bytes_allocated\": 220, \"live_blocks\": 1, \"live_bytes\": 70,");
 		CHECK_STR(txt, "{\"stack_id\": 2, \"allocations\": 1, \"bytes_allocated\": 70, "
@@ -1176,7 +1185,7 @@ static void test_marks(void)
 			CHECK_EQ(mk->tags[HT_MARKS_UNTAGGED].allocations, 4);
 			CHECK_EQ(mk->tags[HT_MARKS_UNTAGGED].live_bytes, 110);
 			char *txt = NULL;
-			CAPTURE(txt, ht_report_phases_text(out, mk));
+			CAPTURE(txt, section_to(out, HT_EMIT_TEXT, ht_section_phases, mk));
 			CHECK(txt && !*txt); /* no section at all */
 			free(txt);
 		}

@@ -2366,11 +2366,14 @@ int ht_reader_follow(const char *path, ht_trace_t **out)
 	if (fd < 0)
 		return -errno;
 	struct stat sb;
-	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+	if (fstat(fd, &sb) < 0) {
 		int e = errno;
-		bool dir = S_ISDIR(sb.st_mode);
 		close(fd);
-		return e ? -e : dir ? -EISDIR : -HT_ENOTREG;
+		return -e;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		close(fd);
+		return S_ISDIR(sb.st_mode) ? -EISDIR : -HT_ENOTREG;
 	}
 	ht_trace_t *t = trace_new();
 	if (!t) {
@@ -2476,10 +2479,11 @@ int ht_reader_follow_poll(ht_trace_t *t, bool *grew)
 				break;
 			memcpy(p->pend + p->npend, in, (size_t)n);
 			p->npend += (size_t)n;
-			if (p->fin < HT_FILE_HEADER_LEN)
-				continue;
 			const uint8_t *h = p->pend;
-			if (memcmp(h, HT_FILE_MAGIC, HT_FILE_MAGIC_LEN)) {
+			size_t have = p->npend < HT_FILE_MAGIC_LEN ? p->npend : HT_FILE_MAGIC_LEN;
+			if (p->fin < HT_FILE_HEADER_LEN && !memcmp(h, HT_FILE_MAGIC, have))
+				continue; /* a header still being written */
+			if (memcmp(h, HT_FILE_MAGIC, have) || p->fin < HT_FILE_HEADER_LEN) {
 				t->error = -HT_EMAGIC;
 				snprintf(t->message, sizeof(t->message),
 					 "not a heaptrail trace (bad magic at file offset 0)");

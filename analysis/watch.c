@@ -26,6 +26,8 @@ static int site_room(ht_watch_t *w, size_t site)
 void ht_watch_tick(ht_watch_t *w, uint64_t time)
 {
 	uint64_t s = time / NS;
+	if (time > w->now)
+		w->now = time;
 	if (!w->started) {
 		w->started = true;
 		w->sec0 = w->sec = s;
@@ -148,6 +150,10 @@ double ht_watch_rate(const ht_watch_t *w, unsigned n)
 		n = (unsigned)have;
 	if (n > HT_WATCH_HISTORY - 1)
 		n = HT_WATCH_HISTORY - 1;
+	if (!n) { /* less than a whole second: over the time there is */
+		uint64_t span = w->now - w->sec0 * NS;
+		return span ? (double)w->allocs * 1e9 / (double)span : 0;
+	}
 	for (unsigned k = 1; k <= n; k++)
 		sum += w->hist_allocs[(w->sec - k) % HT_WATCH_HISTORY];
 	return n ? (double)sum / n : 0;

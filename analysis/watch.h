@@ -33,6 +33,7 @@ typedef struct ht_watch {
 	uint64_t peak, peak_time; /* the largest heap in use, first reached at */
 	uint64_t allocs, frees, bytes;
 	uint64_t last_time; /* the latest event's */
+	uint64_t now;	    /* the latest time ht_watch_tick was given */
 	/* seconds: the first one seen, and the current one (by ht_watch_tick) */
 	uint64_t sec0, sec;
 	bool started;
@@ -52,7 +53,8 @@ void ht_watch_tick(ht_watch_t *w, uint64_t time);
  * seconds (n < HT_WATCH_WINDOW; fewer when the trace has fewer). */
 double ht_watch_site_rate(const ht_watch_t *w, size_t i, unsigned n);
 int64_t ht_watch_site_growth(const ht_watch_t *w, size_t i, unsigned n);
-/* Allocations per second over the last n whole seconds (0 with none). */
+/* Allocations per second over the last n whole seconds (with none, over
+ * the part of a second there is). */
 double ht_watch_rate(const ht_watch_t *w, unsigned n);
 void ht_watch_free(ht_watch_t *w);
 

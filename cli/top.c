@@ -1032,6 +1032,8 @@ static int view(top_t *tp, bool own_signals)
 			redraw = true;
 		}
 		if (redraw) {
+			free(fbuf); /* open_memstream makes a new one */
+			fbuf = NULL;
 			FILE *m = open_memstream(&fbuf, &flen);
 			if (!m || draw(tp, m, true)) {
 				if (m)
@@ -1062,6 +1064,8 @@ static int view(top_t *tp, bool own_signals)
 			resized |= !quit; /* show the change at once */
 			if (resized) {
 				resized = 0;
+				free(fbuf); /* open_memstream makes a new one */
+				fbuf = NULL;
 				FILE *m = open_memstream(&fbuf, &flen);
 				if (m && !draw(tp, m, true)) {
 					fclose(m);

@@ -52,6 +52,7 @@ import test_sites  # noqa: E402
 import test_cores  # noqa: E402
 import test_bad_frees  # noqa: E402
 import test_mapped  # noqa: E402
+import test_top  # noqa: E402
 
 
 def all_tests():
@@ -64,7 +65,7 @@ def all_tests():
             test_sampling.TESTS + test_diff.TESTS + test_hostile_names.TESTS +
             test_hostile.TESTS + test_gates.TESTS + test_html.TESTS + test_durable.TESTS +
             test_sites.TESTS + test_cores.TESTS +
-            test_bad_frees.TESTS + test_mapped.TESTS)
+            test_bad_frees.TESTS + test_mapped.TESTS + test_top.TESTS)
 
 
 def run_one(name, fn, verbose):

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 #include <zstd.h>
 
 #include "analysis/functions.h"
@@ -20,6 +21,7 @@
 #include "analysis/reader.h"
 #include "report/report.h"
 #include "analysis/resources.h"
+#include "analysis/watch.h"
 #include "test.h"
 #include "trace_format.h"
 #include "analysis/util.h"
@@ -2854,6 +2856,112 @@ static void test_batches(void)
 		free(bodies[i].p);
 }
 
+/* ---- following a trace as it grows ------------------------------------------------ */
+
+/* file written to a growing file chunk bytes at a time, followed: after
+ * each chunk a poll, and the pass advances to just before the latest
+ * block's base time (blocks of churn_body come in time order, so nothing
+ * later can be earlier); the figures at the end must be the full load's. */
+static void follow_once(const buf_t *file, size_t chunk, const ht_model_t *m)
+{
+	char path[] = "/tmp/heaptrail-follow.XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	if (fd < 0)
+		return;
+	ht_trace_t *t = NULL;
+	CHECK_EQ(ht_reader_follow(path, &t), 0);
+	ht_pass_t *p = NULL;
+	ht_watch_t w;
+	memset(&w, 0, sizeof w);
+	bool started = false;
+	for (size_t at = 0; t && at < file->len;) {
+		size_t n = file->len - at < chunk ? file->len - at : chunk;
+		CHECK_EQ(write(fd, file->p + at, n), (ssize_t)n);
+		at += n;
+		bool grew;
+		CHECK_EQ(ht_reader_follow_poll(t, &grew), 0);
+		CHECK(grew);
+		CHECK_EQ(t->error, 0);
+		if (t->error) {
+			fprintf(stderr, "follow, chunk %zu at %zu: %s\n", chunk, at, t->message);
+			break;
+		}
+		if (!started && t->have_process) {
+			CHECK_EQ(ht_pass_new(t, &p), 0);
+			CHECK_EQ(ht_watch_attach(p, &w), 0);
+			CHECK_EQ(ht_pass_follow(p), 0);
+			started = true;
+		}
+		uint64_t limit = 0;
+		for (size_t i = 0; i < t->nblocks; i++)
+			if (t->blocks[i].base_time > limit + 1)
+				limit = t->blocks[i].base_time - 1;
+		if (started)
+			CHECK_EQ(ht_pass_advance(p, at == file->len ? UINT64_MAX : limit), 0);
+	}
+	CHECK(started);
+	if (started) {
+		CHECK_EQ(ht_pass_finish(p), 0);
+		CHECK(!ht_reader_follow_pending(t));
+		CHECK_EQ(w.heap, m->totals.leaked_bytes);
+		CHECK_EQ(w.blocks, m->totals.leaked_blocks);
+		CHECK_EQ(w.peak, m->totals.peak_heap_bytes);
+		CHECK_EQ(ht_reader_follow_offset(t), file->len);
+		CHECK_EQ(t->ending, HT_ENDING_EXIT);
+	}
+	ht_pass_free(p);
+	ht_watch_free(&w);
+	ht_trace_free(t);
+	close(fd);
+	unlink(path);
+}
+
+static void test_follow(void)
+{
+	buf_t body = churn_body();
+	buf_t pk = as_layout(&body, true, 16, 0);
+	buf_t pkb = as_layout(&body, true, 16, HT_PK_BATCH);
+	buf_t bt = as_batches(&pkb, 3);
+	const buf_t *bodies[] = { &body, &pk, &bt };
+	for (size_t b = 0; b < 3; b++) {
+		for (int z = 0; z < 2; z++) {
+			buf_t file = make_file(bodies[b], z, HT_FORMAT_MAJOR);
+			ht_trace_t *t;
+			int rc;
+			ht_model_t *m = load(&file, &t, &rc);
+			CHECK(m != NULL && !t->error);
+			if (m) {
+				CHECK(m->totals.leaked_blocks > 0 && m->totals.peak_heap_bytes > 0);
+				static const size_t chunks[] = { 1, 7, 333, 4096, 1 << 20 };
+				for (size_t c = 0; c < sizeof chunks / sizeof chunks[0]; c++)
+					if (chunks[c] > 1 || file.len < 40000)
+						follow_once(&file, chunks[c], m);
+			}
+			ht_model_free(m);
+			ht_trace_free(t);
+			free(file.p);
+		}
+	}
+	free(bt.p);
+	free(pkb.p);
+	free(pk.p);
+	free(body.p);
+
+	/* not a trace: said once the first bytes are there, not waited for */
+	char path[] = "/tmp/heaptrail-follow.XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0 && write(fd, "hello", 5) == 5);
+	ht_trace_t *t;
+	CHECK_EQ(ht_reader_follow(path, &t), 0);
+	bool grew;
+	CHECK_EQ(ht_reader_follow_poll(t, &grew), 0);
+	CHECK_EQ(t->error, -HT_EMAGIC);
+	ht_trace_free(t);
+	close(fd);
+	unlink(path);
+}
+
 int main(void)
 {
 	test_bomb(); /* first: it measures the peak RSS */
@@ -2881,5 +2989,6 @@ int main(void)
 	test_packed_sizes();
 	test_packed_bin_ring();
 	test_packed_filter();
+	test_follow();
 	return TEST_DONE();
 }

@@ -273,6 +273,30 @@ static int has_agent(pid_t pid)
 	return found;
 }
 
+/* When process pid is `heaptrail run` (its comm is heaptrail), its one
+ * child with the agent loaded, else 0. */
+static long heaptrail_child(pid_t pid)
+{
+	char p[96], buf[256];
+	snprintf(p, sizeof p, "/proc/%ld/comm", (long)pid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0 || strncmp(buf, "heaptrail\n", 10))
+		return 0;
+	snprintf(p, sizeof p, "/proc/%ld/task/%ld/children", (long)pid, (long)pid);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	long kid = strtol(buf, NULL, 10);
+	return kid > 0 && has_agent((pid_t)kid) == 1 ? kid : 0;
+}
+
 /* The trace process pid writes: among its open regular files, the one
  * that starts with a trace's header and whose PROCESS record names pid
  * (the first such header when none does yet). Its /proc path goes to
@@ -558,6 +582,7 @@ typedef struct frame {
 	bool ansi;
 	char line[4096];
 	size_t len;
+	int nlines, maxlines; /* lines written, and at most (0: any) */
 } frame_t;
 
 static void fl(frame_t *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -577,6 +602,11 @@ static void fl(frame_t *f, const char *fmt, ...)
  * UTF-8 character one), erased to its end on the terminal. */
 static void fend(frame_t *f)
 {
+	if (f->maxlines && f->nlines >= f->maxlines) {
+		f->len = 0; /* a screen too small: no line may scroll it */
+		return;
+	}
+	f->nlines++;
 	int col = 0;
 	const char *s = f->line;
 	size_t i = 0;
@@ -743,7 +773,7 @@ static void status_text(const top_t *tp, char *buf, size_t len)
 
 static int draw(top_t *tp, FILE *out, bool ansi)
 {
-	frame_t f = { out, ansi ? tp->cols : TEXT_COLS, ansi, "", 0 };
+	frame_t f = { out, ansi ? tp->cols : TEXT_COLS, ansi, "", 0, 0, ansi ? tp->rows - 2 : 0 };
 	const ht_trace_t *t = tp->t;
 	const ht_watch_t *w = &tp->w;
 	char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN], d[HT_FMT_LEN], st[600];
@@ -822,6 +852,7 @@ static int draw(top_t *tp, FILE *out, bool ansi)
 	if (ansi) {
 		fputs("\x1b[J", out);
 		/* the note above the keys, the keys on the last line */
+		f.maxlines = 0;
 		if (tp->note[0]) {
 			fprintf(out, "\x1b[%d;1H", tp->rows - 1);
 			fl(&f, "%s", tp->note);
@@ -1154,9 +1185,14 @@ int ht_top(const ht_top_opts_t *o)
 			return 1;
 		}
 		if (!a) {
-			fprintf(stderr, "heaptrail top: process %ld does not have the heaptrail agent "
-					"loaded: start it with `heaptrail run`, or attach to it with "
-					"`heaptrail attach %ld`\n", pid, pid);
+			long kid = heaptrail_child((pid_t)pid);
+			if (kid > 0)
+				fprintf(stderr, "heaptrail top: process %ld is heaptrail itself: the program "
+						"it runs is process %ld (heaptrail top %ld)\n", pid, kid, kid);
+			else
+				fprintf(stderr, "heaptrail top: process %ld does not have the heaptrail agent "
+						"loaded: start it with `heaptrail run`, or attach to it with "
+						"`heaptrail attach %ld`\n", pid, pid);
 			return 1;
 		}
 		int e = find_trace_fd((pid_t)pid, path, sizeof path, tp.shown, sizeof tp.shown);

@@ -193,6 +193,9 @@ def t_live_pid(t):
     d = str(t.tmp)
     p, pid, trace = start_traced(t, d)
     phase1_at = time.monotonic()
+    r = run([TOP_CLI, "top", "--once", str(p.pid)], 30, env=asan_env())
+    t.check(r.rc == 1 and "is heaptrail itself: the program it runs is process %d" % pid in text(r.err),
+            "top of heaptrail run's own pid: %s: %s" % (r.describe(), tail(r.err)))
     tm = Tmux(t, "%s top %d 2>top.err" % (TOP_CLI, pid), d, env="LANG=C.UTF-8")
     try:
         s = tm.wait("phase 1's heap", lambda s: (heap_line(s) or (0,))[0] >= PHASE1_HEAP)
@@ -310,9 +313,20 @@ def t_growing_file(t):
             t.check(m and (num(m.group(1)), num(m.group(2))) == (tot["allocations"], tot["frees"]),
                     "allocations and frees on the screen %r, the report's %d and %d"
                     % (m and m.groups(), tot["allocations"], tot["frees"]))
-            tm.keys("q")
-            s = tm.wait("top's exit", lambda s: re.search(r"^-?icanon$", s, re.M))
-            t.check("EXIT=0" in s and re.search(r"^icanon$", s, re.M), "top's exit: " + s)
+            # a smaller window: redrawn to its width
+            subprocess.run(["tmux", "-L", tm.sock, "resize-window", "-t", "top", "-x", "72", "-y", "22"],
+                           capture_output=True, timeout=20)
+            s = tm.wait("the view redrawn at 72 columns", lambda s: "q quit" in s and
+                        max(len(line.rstrip()) for line in s.splitlines()) <= 72 and
+                        len(s.splitlines()) <= 22)
+            # SIGTERM: the terminal is given back
+            shell = subprocess.run(["tmux", "-L", tm.sock, "list-panes", "-t", "top", "-F", "#{pane_pid}"],
+                                   capture_output=True, timeout=20).stdout.split()[0]
+            kids = open("/proc/%s/task/%s/children" % (text(shell), text(shell))).read().split()
+            t.need(len(kids) == 1, "the pane's shell has %d children" % len(kids))
+            os.kill(int(kids[0]), 15)
+            s = tm.wait("top's exit on SIGTERM", lambda s: re.search(r"^-?icanon$", s, re.M))
+            t.check("EXIT=" in s and re.search(r"^icanon$", s, re.M), "the terminal after SIGTERM: " + s)
         finally:
             tm.close()
     finally:
@@ -376,6 +390,9 @@ def t_bad_targets(t):
         r = run([TOP_CLI, "top", notrace], 30, env=asan_env())
         t.check(r.rc == 2 and "not a terminal" in text(r.err),
                 "top without a terminal: %s: %s" % (r.describe(), tail(r.err)))
+        r = run([TOP_CLI, "top", "--once", str(os.getpid())], 30, env=asan_env())
+        t.check(r.rc == 1 and "does not have the heaptrail agent loaded" in text(r.err),
+                "top of a process without the agent: %s: %s" % (r.describe(), tail(r.err)))
         r = run([TOP_CLI, "run", "--live", "true"], 30, env=asan_env())
         t.check(r.rc == 2 and "needs a terminal" in text(r.err),
                 "run --live without a terminal: %s: %s" % (r.describe(), tail(r.err)))

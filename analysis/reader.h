@@ -202,7 +202,8 @@ void ht_trace_free(ht_trace_t *t);
 
 /* Following a trace as it grows (heaptrail top): ht_reader_follow opens
  * path and reads nothing yet; each ht_reader_follow_poll reads what was
- * appended since, decompresses it and parses the records that are whole,
+ * appended since (up to 8 MiB of the file: poll again while *grew),
+ * decompresses it and parses the records that are whole,
  * adding to *t as a load would (modules, stacks, threads, blocks, the
  * END). A record not whole yet waits for the next poll. Events are read
  * once, by one merge made with HT_MERGE_FOLLOW, which frees each block's

@@ -401,9 +401,29 @@ def t_bad_targets(t):
         sleeper.wait()
 
 
+def t_ctrl_c(t):
+    """Ctrl-C leaves the view of a finished trace and gives the terminal back."""
+    d = str(t.tmp)
+    trace = os.path.join(d, "peak.ht")
+    r = run([HT, "run", "-o", trace, PROGS / "peak"], 60)
+    t.need(r.rc == 0, "peak under heaptrail run: %s" % r.describe())
+    tm = Tmux(t, "%s top %s 2>top.err" % (TOP_CLI, sh_quote(trace)), d, env="LANG=C.UTF-8")
+    try:
+        s = tm.wait("the view of peak's trace", lambda s: "exited with status 0" in s)
+        t.eq("peak heap of peak.c (71,000 B by construction)", 71000, peak_line(s))
+        t.eq("in use at the end (alloc_e's 10 bytes)", (10, 1), heap_line(s))
+        tm.keys("C-c")
+        s = tm.wait("top's exit on Ctrl-C", lambda s: re.search(r"^-?icanon$", s, re.M))
+        t.check("EXIT=" in s and re.search(r"^icanon$", s, re.M), "the terminal after Ctrl-C: " + s)
+    finally:
+        tm.close()
+    check_no_sanitizer(t, os.path.join(d, "top.err"))
+
+
 TESTS = [
     ("top.live_pid", t_live_pid),
     ("top.growing_file", t_growing_file),
     ("top.run_live", t_run_live),
     ("top.bad_targets", t_bad_targets),
+    ("top.ctrl_c", t_ctrl_c),
 ]

@@ -441,6 +441,8 @@ static bool is_allocator(const char *fn)
 		"malloc", "calloc", "realloc", "reallocarray", "free", "posix_memalign",
 		"aligned_alloc", "memalign", "valloc", "pvalloc", "strdup", "strndup",
 		"__libc_malloc", "__libc_calloc", "__libc_realloc", "__libc_memalign",
+		/* heaptrail.h's inline wrappers: the program's allocator called them */
+		"heaptrail_alloc", "heaptrail_realloc", "heaptrail_pool_alloc",
 		"operator new(unsigned long)", "operator new[](unsigned long)",
 		"operator new(unsigned long, std::align_val_t)",
 		"operator new[](unsigned long, std::align_val_t)",

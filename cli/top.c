@@ -740,7 +740,12 @@ static void chart(top_t *tp, frame_t *f, int width)
 			top = v;
 	}
 	char span[HT_FMT_LEN], tops[HT_FMT_LEN];
-	ht_fmt_duration(span, have * NS);
+	if (have < 60)
+		snprintf(span, sizeof span, "%" PRIu64 " s", have);
+	else if (have % 60)
+		snprintf(span, sizeof span, "%" PRIu64 " min %" PRIu64 " s", have / 60, have % 60);
+	else
+		snprintf(span, sizeof span, "%" PRIu64 " min", have / 60);
 	fl(f, "heap in use, the last %s (%s per column; top %s)", span,
 	   per == 1 ? "1 s" : (snprintf(tops, sizeof tops, "%" PRIu64 " s", per), tops),
 	   ht_fmt_size((char[HT_FMT_LEN]){ 0 }, top));
@@ -927,6 +932,16 @@ static void snapshot(top_t *tp)
 		}
 	}
 	int e = src < 0 || mfd < 0 || out < 0 ? errno : 0;
+	if (!e) {
+		/* what the report below is of: the memfd's name means nothing */
+		char head[PATH_MAX + 256], at[HT_FMT_LEN];
+		int hn = snprintf(head, sizeof head,
+				  "heaptrail top: snapshot of %s, its first %" PRIu64 " bytes (read up to "
+				  "%s of the run; the last events in them may be cut short)\n\n",
+				  HT_TEXT(tp->shown), n, ht_fmt_duration(at, tp->now));
+		if (hn > 0 && write(out, head, (size_t)hn) != hn)
+			e = errno ? errno : EIO;
+	}
 	uint8_t buf[1 << 16];
 	for (uint64_t at = 0; !e && at < n;) {
 		ssize_t r = pread(src, buf, n - at < sizeof buf ? (size_t)(n - at) : sizeof buf, (off_t)at);

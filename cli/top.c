@@ -3,10 +3,10 @@
  * The trace is followed (ht_reader_follow): each refresh reads what the
  * file gained since the last one and hands its events to one pass
  * (ht_pass_advance) with a single consumer, analysis/watch.c. Events are
- * held back LAG_NS behind the clock: the agent ships a thread's events
- * within a few hundred milliseconds, so another thread's earlier events
- * may still be on their way; a trace that ended, or a file that has not
- * grown for QUIET_NS, is read to its end.
+ * held back LAG_NS behind the clock: an event reaches the file within
+ * 0.5 s at most (agent/flusher.c), so another thread's earlier events may
+ * still be on their way; a trace that ended, or a file that has not been
+ * written for QUIET_NS, is read to its end.
  *
  * The view is termios and ANSI escapes on the alternate screen; the
  * terminal is given back on every way out (q, SIGINT, SIGTERM, SIGHUP,

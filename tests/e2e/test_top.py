@@ -401,6 +401,52 @@ def t_bad_targets(t):
         sleeper.wait()
 
 
+def t_threads_live(t):
+    """top --batch following a 4-thread trace with cross-thread frees from
+    the moment it exists: its last frame, once the run has ended, holds the
+    report's figures exactly (events held back a second behind the clock
+    keep the threads in order)."""
+    d = str(t.tmp)
+    trace = os.path.join(d, "t.ht")
+    runp = subprocess.Popen([str(HT), "run", "-o", trace, str(PROGS / "top_threads")],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        wait_file(t, "the trace of top_threads", lambda: os.path.exists(trace))
+        out = open(os.path.join(d, "frames.txt"), "wb")
+        # the optimised CLI: it must keep up with the program to read in order
+        top = subprocess.Popen([str(HT), "top", "--batch", "100000", "--interval", "0.25", trace],
+                               stdout=out, stderr=subprocess.PIPE, start_new_session=True)
+        out.close()
+        try:
+            t.eq("top_threads under heaptrail run: exit status", 0, runp.wait(timeout=120))
+            frames = lambda: text(open(os.path.join(d, "frames.txt"), "rb").read())
+            wait_file(t, "a frame of the ended run", lambda: "exited with status 0" in frames())
+            time.sleep(0.5)
+        finally:
+            top.terminate()
+            _, err = top.communicate(timeout=60)
+        t.check(not SANITIZER_RE.search(text(err)), "sanitizer: %s" % tail(err, 1500))
+        all_frames = frames().split("\nheaptrail top ")
+        t.check(len(all_frames) >= 6, "%d frames while the program ran about 3 s" % len(all_frames))
+        last = all_frames[-2] if len(all_frames) > 1 and "exited" not in all_frames[-1] else all_frames[-1]
+        rep = final_report(t, trace)
+        tot = rep["totals"]
+        t.eq("heap in use at the end: last frame vs report", (tot["leaked_bytes"], tot["leaked_blocks"]),
+             heap_line(last))
+        t.eq("peak: last frame vs report", tot["peak_heap_bytes"], peak_line(last))
+        m = re.search(r"allocations\s+([\d,]+) .* frees ([\d,]+)", last)
+        t.eq("allocations and frees: last frame vs report", (tot["allocations"], tot["frees"]),
+             m and (num(m.group(1)), num(m.group(2))))
+        # while it ran: the frames show the heap growing and the allocations rising
+        counts = [num(x) for x in re.findall(r"allocations\s+([\d,]+) ", frames())]
+        t.check(len(set(counts)) >= 3, "the allocations did not rise over the frames: %r" % counts[:20])
+    finally:
+        if runp.poll() is None:
+            os.killpg(runp.pid, 9)
+            runp.wait()
+
+
 def t_ctrl_c(t):
     """Ctrl-C leaves the view of a finished trace and gives the terminal back."""
     d = str(t.tmp)
@@ -426,4 +472,5 @@ TESTS = [
     ("top.run_live", t_run_live),
     ("top.bad_targets", t_bad_targets),
     ("top.ctrl_c", t_ctrl_c),
+    ("top.threads_live", t_threads_live),
 ]

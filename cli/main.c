@@ -139,7 +139,8 @@ static const char help_top[] =
 	"  program runs on). NO_COLOR=1 turns colours off.\n"
 	"    --once                  print one frame as text and exit (for scripts)\n"
 	"    --batch N               print N frames as text, one per interval\n"
-	"    --sort live|rate|growth the first order of the sites (default live)\n"
+	"    --sort live|rate|growth\n"
+	"                            the first order of the sites (default live)\n"
 	"    -n, --top N             sites listed (default: as many as fit; text: 10)\n"
 	"    --interval SECONDS      time between refreshes (default 1; 0.1 to 60)\n"
 	"\n";

@@ -52,7 +52,7 @@ class Tmux:
         subprocess.run(["tmux", "-L", self.sock, "send-keys", "-t", "top"] + list(keys),
                        capture_output=True, timeout=20)
 
-    def wait(self, what, pred, timeout=20):
+    def wait(self, what, pred, timeout=60):
         """The screen once pred(screen) holds; fails the test after timeout."""
         end = time.monotonic() + timeout
         while True:
@@ -123,7 +123,7 @@ def phase(d):
         return ""
 
 
-def wait_file(t, what, pred, timeout=30):
+def wait_file(t, what, pred, timeout=60):
     end = time.monotonic() + timeout
     while not pred():
         if time.monotonic() > end:
@@ -145,7 +145,7 @@ def start_traced(t, d):
     return p, int(kids[0]), trace
 
 
-def finish(t, p, d, timeout=30):
+def finish(t, p, d, timeout=60):
     open(os.path.join(d, "go2"), "w").close()
     open(os.path.join(d, "stop"), "w").close()
     try:
@@ -219,14 +219,7 @@ def t_live_pid(t):
         t.check(two and two[0] == "1.00 MiB" and two[1] == 16, "phase_two's row %r" % (two,))
         lives = [r[0] for r in rows]
         t.check("sites by live bytes" in s, "the sort is not named:\n" + s)
-        # sorts
-        tm.keys("r")
-        s = tm.wait("the rate sort", lambda s: "sites by allocation rate" in s)
-        ch = site(s, "churn")
-        t.eq("first site by allocation rate", "churn", first_site(s))
-        t.check(ch and 50 <= ch[2] <= 110, "churn's rate %r, about 100/s by construction" % (ch,))
-        rates = [r[2] for r in site_rows(s)]
-        t.check(rates == sorted(rates, reverse=True), "rates not in order: %r" % rates)
+        # sorts: growth first, while phase 2 is in the last 10 s
         tm.keys("g")
         s = tm.wait("the growth sort", lambda s: "sites by growth" in s)
         t.eq("first site by growth", "phase_two", first_site(s))
@@ -235,6 +228,15 @@ def t_live_pid(t):
         t.eq("last site by growth", "phase_one", site_rows(s)[-1][4].split(" ")[0])
         tm.keys("Tab")
         tm.wait("Tab back to live bytes", lambda s: "sites by live bytes" in s)
+        tm.keys("r")
+        s = tm.wait("the rate sort", lambda s: "sites by allocation rate" in s)
+        ch = site(s, "churn")
+        t.eq("first site by allocation rate", "churn", first_site(s))
+        # 100/s by construction; fewer when the machine is so busy that its
+        # 10 ms sleeps run long
+        t.check(ch and 20 <= ch[2] <= 110, "churn's rate %r, about 100/s by construction" % (ch,))
+        rates = [r[2] for r in site_rows(s)]
+        t.check(rates == sorted(rates, reverse=True), "rates not in order: %r" % rates)
         # pause: nothing read while paused
         tm.keys("p")
         s1 = tm.wait("PAUSED", lambda s: "PAUSED" in s)
@@ -246,7 +248,7 @@ def t_live_pid(t):
         tm.wait("resumed", lambda s: "PAUSED" not in s and re.search(r" at (\S+ \S+)", s).group(1) != at1)
         # snapshot
         tm.keys("s")
-        s = tm.wait("the snapshot", lambda s: "snapshot written to" in s, timeout=60)
+        s = tm.wait("the snapshot", lambda s: "snapshot written to" in s, timeout=120)
         snap = re.search(r"snapshot written to (\S+)", s).group(1)
         body = text(open(os.path.join(d, snap), "rb").read())
         t.check("heaptrail report" in body and re.search(r"peak heap\s+5\.00 MiB\s+5,242,880 B", body),
@@ -299,7 +301,7 @@ def t_growing_file(t):
             tm.wait("phase 1 in the view of the file", lambda s: (heap_line(s) or (0,))[0] >= PHASE1_HEAP)
             rc = finish(t, p, d)
             t.eq("top_phases: exit status", 0, rc)
-            s = tm.wait("the end of the run", lambda s: "exited with status 0" in s, timeout=30)
+            s = tm.wait("the end of the run", lambda s: "exited with status 0" in s)
             esc = tm.screen(escapes=True)
             t.check(not re.search(r"\x1b\[[0-9;]*[1-9][0-9;]*m", esc),
                     "colours or attributes under NO_COLOR:\n%r" % esc[:800])
@@ -353,7 +355,7 @@ def t_run_live(t):
         t.check(alive(pid), "top_phases is gone after q")
         open(os.path.join(d, "go2"), "w").close()
         open(os.path.join(d, "stop"), "w").close()
-        s = tm.wait("heaptrail run's exit", lambda s: re.search(r"^-?icanon$", s, re.M), timeout=30)
+        s = tm.wait("heaptrail run's exit", lambda s: re.search(r"^-?icanon$", s, re.M))
         t.check("EXIT=0" in s, "heaptrail run --live: exit status: %s" % s)
         t.check(re.search(r"^icanon$", s, re.M), "the terminal is left without icanon:\n" + s)
         err = text(open(os.path.join(d, "run.err"), "rb").read())

@@ -2428,7 +2428,7 @@ static int follow_parse(ht_trace_t *t, uint64_t *scratch)
 		if (p->ffirst && tag != HT_REC_PROCESS) {
 			fail(t, -HT_ECORRUPT, 0, "first record has tag 0x%02x, not PROCESS", tag);
 			r = 1;
-		} else if ((r = replay_switch(t, 0)) == 0) {
+		} else {
 			r = parse_record(t, tag, 0, hlen, len, false, p->ffirst, scratch);
 		}
 		bool kept = t->nblocks != nblocks && t->blocks[nblocks].data == rb;

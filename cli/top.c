@@ -1074,7 +1074,7 @@ static int view(top_t *tp, bool own_signals)
 	char *fbuf = NULL;
 	size_t flen = 0;
 	int ret = 0;
-	bool quit = false;
+	bool quit = false, dirty = false;
 	uint64_t next = 0;
 	while (!quit && !quit_sig) {
 		uint64_t now = mono_ns();
@@ -1089,7 +1089,8 @@ static int view(top_t *tp, bool own_signals)
 				break;
 			resized = 1;
 		}
-		bool redraw = false;
+		bool redraw = dirty; /* a key's change, shown at once */
+		dirty = false;
 		if (resized) {
 			resized = 0;
 			window_size(tp);
@@ -1126,7 +1127,6 @@ static int view(top_t *tp, bool own_signals)
 			unsigned char keys[64];
 			ssize_t n = read(tty_in, keys, sizeof keys);
 			bool before_paused = tp->paused;
-			int before_sort = tp->sort;
 			for (ssize_t i = 0; i < n && !quit; i++) {
 				if (keys[i] == 0x1b) /* an escape sequence (arrows): skipped */
 					break;
@@ -1134,20 +1134,7 @@ static int view(top_t *tp, bool own_signals)
 			}
 			if (before_paused && !tp->paused)
 				next = 0;
-			(void)before_sort;
-			resized |= !quit; /* show the change at once */
-			if (resized) {
-				resized = 0;
-				free(fbuf); /* open_memstream makes a new one */
-				fbuf = NULL;
-				FILE *m = open_memstream(&fbuf, &flen);
-				if (m && !draw(tp, m, true)) {
-					fclose(m);
-					put_str(fbuf);
-				} else if (m) {
-					fclose(m);
-				}
-			}
+			dirty = !quit;
 		} else if (pr > 0 && (pfd.revents & (POLLHUP | POLLERR))) {
 			break; /* the terminal went away */
 		}

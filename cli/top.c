@@ -844,14 +844,24 @@ static int draw(top_t *tp, FILE *out, bool ansi)
 	   ht_fmt_duration(c, w->peak_time));
 	fend(&f);
 	fmt_rate(d, ht_watch_rate(w, RATE_SECONDS));
-	fl(&f, "allocations %10s  %s/s over the last %ds   frees %s   allocated %s",
-	   ht_fmt_count(a, w->allocs), d, RATE_SECONDS, ht_fmt_count(b, w->frees),
-	   ht_fmt_size(c, w->bytes));
+	/* a sampled trace: estimates, until the END's exact counts (as a
+	 * report shows them) */
+	bool exact = t->sample_rate && t->have_end_counts;
+	const char *est = t->sample_rate && !exact ? "~" : "";
+	fl(&f, "allocations %9s%1s  %s/s over the last %ds   frees %s%s   allocated %s%s",
+	   ht_fmt_count(a, exact ? t->end_allocs : w->allocs), est, d, RATE_SECONDS, est,
+	   ht_fmt_count(b, exact ? t->end_frees : w->frees), est,
+	   ht_fmt_size(c, exact ? t->end_bytes : w->bytes));
 	fend(&f);
+	if (t->sample_rate) {
+		fl(&f, "sampled: one allocation per %s allocated on average; heap and sites are "
+		       "estimates", ht_fmt_size(a, t->sample_rate));
+		fend(&f);
+	}
 	fend(&f);
 	chart(tp, &f, f.cols - 1);
 	fend(&f);
-	int used = 5 + 2 + CHART_ROWS + 2;
+	int used = 5 + 2 + CHART_ROWS + 2 + (t->sample_rate ? 1 : 0);
 	size_t room = tp->nsites ? tp->nsites
 		      : ansi ? (tp->rows - used - 3 > 1 ? (size_t)(tp->rows - used - 3) : 1)
 			     : 10;

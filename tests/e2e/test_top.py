@@ -468,6 +468,25 @@ def t_ctrl_c(t):
     check_no_sanitizer(t, os.path.join(d, "top.err"))
 
 
+def t_sampled(t):
+    """A sampled trace: the heap and peak are the report's estimates, the
+    counts its exact ones once the trace has ended, and the frame says so."""
+    d = str(t.tmp)
+    trace = os.path.join(d, "s.ht")
+    r = run([HT, "run", "--sample-rate", "4K", "--sample-seed", "7", "-o", trace, PROGS / "peak"], 60)
+    t.need(r.rc == 0, "peak under heaptrail run --sample-rate: %s" % r.describe())
+    r = run([TOP_CLI, "top", "--once", trace], 60, env=asan_env())
+    t.need(r.rc == 0, "top --once: %s: %s" % (r.describe(), tail(r.err)))
+    s = text(r.out)
+    tot = final_report(t, trace)["totals"]
+    t.eq("peak: top vs report", tot["peak_heap_bytes"], peak_line(s))
+    t.eq("heap at the end: top vs report", (tot["leaked_bytes"], tot["leaked_blocks"]), heap_line(s))
+    m = re.search(r"allocations\s+([\d,]+) .* frees ([\d,]+)", s)
+    t.eq("allocations and frees: top vs report (exact, from the END)",
+         (tot["allocations"], tot["frees"]), m and (num(m.group(1)), num(m.group(2))))
+    t.check("sampled: one allocation per 4.00 KiB" in s, "the frame does not say it is sampled:\n" + s)
+
+
 TESTS = [
     ("top.live_pid", t_live_pid),
     ("top.growing_file", t_growing_file),
@@ -475,4 +494,5 @@ TESTS = [
     ("top.bad_targets", t_bad_targets),
     ("top.ctrl_c", t_ctrl_c),
     ("top.threads_live", t_threads_live),
+    ("top.sampled", t_sampled),
 ]

@@ -2459,9 +2459,9 @@ int ht_reader_follow_poll(ht_trace_t *t, bool *grew)
 	uint8_t *in = malloc(1 << 16);
 	int r = scratch && in ? 0 : -ENOMEM;
 	/* a bounded read per poll: the merge frees each block's events once
-	 * past them, so a caller that advances between polls holds 8 MiB of
+	 * past them, so a caller that advances between polls holds 2 MiB of
 	 * the file's events at a time, not a long trace's */
-	for (uint64_t start = p->fin; !r && !t->error && p->fin - start < ((uint64_t)8 << 20);) {
+	for (uint64_t start = p->fin; !r && !t->error && p->fin - start < ((uint64_t)2 << 20);) {
 		size_t want = 1 << 16;
 		if (!p->fhead)
 			want = HT_FILE_HEADER_LEN - (size_t)p->fin;

@@ -202,7 +202,7 @@ void ht_trace_free(ht_trace_t *t);
 
 /* Following a trace as it grows (heaptrail top): ht_reader_follow opens
  * path and reads nothing yet; each ht_reader_follow_poll reads what was
- * appended since (up to 8 MiB of the file: poll again while *grew),
+ * appended since (up to 2 MiB of the file: poll again while *grew),
  * decompresses it and parses the records that are whole,
  * adding to *t as a load would (modules, stacks, threads, blocks, the
  * END). A record not whole yet waits for the next poll. Events are read

@@ -84,8 +84,9 @@ typedef struct top {
 	bool paused, tty, color, utf8;
 	unsigned interval_ms, nsites;
 	int rows, cols;
-	uint64_t last_grew; /* CLOCK_MONOTONIC of the file's last growth */
 	bool quiet;	    /* the file has not been written for QUIET_NS */
+	bool behind;	    /* the last read stopped short of the file's end, */
+	uint64_t size;	    /* which was this */
 	uint64_t now;	    /* the trace's time shown */
 	/* snapshots */
 	pid_t snap_pid;
@@ -374,8 +375,10 @@ static int top_read(top_t *tp)
 {
 	ht_trace_t *t = tp->t;
 	/* a long trace in steps of a poll each, its events handed on
-	 * between them (ht_reader_follow_poll) */
-	for (int k = 0; k < 64; k++) {
+	 * between them (ht_reader_follow_poll); two per refresh, so that
+	 * the view shows how far it has got and keys are read meanwhile */
+	tp->behind = false;
+	for (int k = 0; k < 2; k++) {
 		bool grew = false;
 		int e = ht_reader_follow_poll(t, &grew);
 		if (e) {
@@ -383,11 +386,13 @@ static int top_read(top_t *tp)
 				strerror(-e));
 			return e;
 		}
-		if (grew || !tp->last_grew)
-			tp->last_grew = mono_ns();
 		if ((e = top_advance(tp)) || !grew)
 			return e;
 	}
+	struct stat sb;
+	tp->behind = stat(tp->path, &sb) == 0 && (uint64_t)sb.st_size > ht_reader_follow_offset(t);
+	if (tp->behind)
+		tp->size = (uint64_t)sb.st_size;
 	return 0;
 }
 
@@ -414,8 +419,7 @@ static int top_advance(top_t *tp)
 	clock_gettime(CLOCK_REALTIME, &rt);
 	uint64_t rnow = (uint64_t)rt.tv_sec * NS + (uint64_t)rt.tv_nsec;
 	tp->quiet = stat(tp->path, &sb) == 0 &&
-		    rnow - ((uint64_t)sb.st_mtim.tv_sec * NS + (uint64_t)sb.st_mtim.tv_nsec) >= QUIET_NS &&
-		    now - tp->last_grew >= QUIET_NS / 4;
+		    rnow - ((uint64_t)sb.st_mtim.tv_sec * NS + (uint64_t)sb.st_mtim.tv_nsec) >= QUIET_NS;
 	uint64_t limit;
 	if (done || tp->quiet)
 		limit = UINT64_MAX;
@@ -774,6 +778,12 @@ static const char *const sort_names[HT_TOP_NSORTS] = { "live bytes", "allocation
 static void status_text(const top_t *tp, char *buf, size_t len)
 {
 	const ht_trace_t *t = tp->t;
+	if (tp->behind) {
+		char a[HT_FMT_LEN], b[HT_FMT_LEN];
+		snprintf(buf, len, "reading the trace: %s of %s", ht_fmt_size(a, ht_reader_follow_offset(t)),
+			 ht_fmt_size(b, tp->size));
+		return;
+	}
 	switch (t->ending) {
 	case HT_ENDING_EXIT:
 	case HT_ENDING_UNDERSCORE_EXIT:
@@ -1113,7 +1123,8 @@ static int view(top_t *tp, bool own_signals)
 				break;
 			}
 			snapshot_reap(tp, false);
-			next = now + (uint64_t)tp->interval_ms * 1000000u;
+			/* behind the file: on at once (keys are read between) */
+			next = tp->behind && !tp->paused ? now : now + (uint64_t)tp->interval_ms * 1000000u;
 			redraw = true;
 		}
 		if (redraw) {
@@ -1163,8 +1174,10 @@ static int batch(top_t *tp, unsigned frames)
 	for (unsigned i = 0; i < frames; i++) {
 		if (i)
 			usleep(tp->interval_ms * 1000u);
-		if (top_read(tp))
-			return 1;
+		do
+			if (top_read(tp))
+				return 1;
+		while (tp->behind);
 		if (i)
 			putchar('\n');
 		if (draw(tp, stdout, false))

@@ -127,6 +127,8 @@ struct ht_pass {
 	bool ran;
 	live_table_t table;
 	uint64_t *thread_seq; /* allocations made so far, per thread */
+	size_t nthread_seq;
+	ht_merge_t *follow;   /* ht_pass_follow's merge */
 	ht_map_t site_by_stack;
 	uint64_t *site_stack; /* site -> stack id */
 	size_t nsites, cap_sites;
@@ -173,6 +175,7 @@ void ht_pass_free(ht_pass_t *p)
 	free(p->hc);
 	free(p->table.slot);
 	free(p->thread_seq);
+	ht_merge_free(p->follow);
 	free(p->site_stack);
 	ht_map_free(&p->site_by_stack);
 	free(p);
@@ -415,23 +418,33 @@ out:
 	return e;
 }
 
-int ht_pass_run(ht_pass_t *p)
+/* The consumers of heap events, and the table for those that want it. */
+static int pass_setup(ht_pass_t *p)
 {
 	const ht_trace_t *t = p->t;
 	if (p->ran)
 		return -EINVAL;
 	p->ran = true;
-	int e = 0;
 	if (!(p->hc = malloc((p->nc ? p->nc : 1) * sizeof(*p->hc))))
 		return -ENOMEM;
 	for (size_t i = 0; i < p->nc; i++)
 		if (p->c[i].heap)
 			p->hc[p->nhc++] = i;
 	if (p->live) {
-		p->thread_seq = calloc(t->nthreads ? t->nthreads : 1, sizeof(*p->thread_seq));
+		p->nthread_seq = t->nthreads ? t->nthreads : 1;
+		p->thread_seq = calloc(p->nthread_seq, sizeof(*p->thread_seq));
 		if (!p->thread_seq || live_init(&p->table, 1024))
 			return -ENOMEM;
 	}
+	return 0;
+}
+
+int ht_pass_run(ht_pass_t *p)
+{
+	const ht_trace_t *t = p->t;
+	int e = pass_setup(p);
+	if (e)
+		return e;
 	/* a pass nobody needs events from (a consumer of EXT events in a trace
 	 * without any, say) merges nothing */
 	if (p->heap || p->flags) {
@@ -449,6 +462,49 @@ int ht_pass_run(ht_pass_t *p)
 		ht_merge_free(mg);
 	}
 	ht_progress_clear();
+	for (size_t i = 0; i < p->nc && !e; i++)
+		if (p->c[i].on_end)
+			e = p->c[i].on_end(p->c[i].ctx);
+	return e;
+}
+
+/* ---- following a growing trace ------------------------------------------------------- */
+
+int ht_pass_follow(ht_pass_t *p)
+{
+	int e = pass_setup(p);
+	if (e)
+		return e;
+	if ((e = ht_merge_new_ex(p->t, p->flags | HT_MERGE_FOLLOW, UINT32_MAX, &p->follow)))
+		return e;
+	ht_pass_merges++;
+	return 0;
+}
+
+int ht_pass_advance(ht_pass_t *p, uint64_t limit)
+{
+	const ht_trace_t *t = p->t;
+	if (!p->follow)
+		return -EINVAL;
+	if (p->live && t->nthreads > p->nthread_seq) {
+		size_t cap = p->nthread_seq;
+		if (ht_util_grow((void **)&p->thread_seq, &cap, t->nthreads, sizeof(*p->thread_seq)))
+			return -ENOMEM;
+		memset(p->thread_seq + p->nthread_seq, 0,
+		       (cap - p->nthread_seq) * sizeof(*p->thread_seq));
+		p->nthread_seq = cap;
+	}
+	int e = ht_merge_follow(p->follow, limit);
+	ht_event_t ev;
+	ht_live_t gone;
+	while (!e && ht_merge_next(p->follow, &ev))
+		e = pass_event(p, &ev, &gone);
+	return e;
+}
+
+int ht_pass_finish(ht_pass_t *p)
+{
+	int e = 0;
 	for (size_t i = 0; i < p->nc && !e; i++)
 		if (p->c[i].on_end)
 			e = p->c[i].on_end(p->c[i].ctx);

@@ -75,6 +75,15 @@ int ht_pass_add(ht_pass_t *p, const ht_pass_consumer_t *c);
 int ht_pass_run(ht_pass_t *p);
 void ht_pass_free(ht_pass_t *p);
 
+/* The same pass over a trace that grows (ht_reader_follow), instead of
+ * ht_pass_run: ht_pass_follow once, then each ht_pass_advance (after an
+ * ht_reader_follow_poll) hands the consumers the events up to limit
+ * (ht_merge_follow); ht_pass_finish calls their on_end. The table and
+ * sites are those of the events handed so far. */
+int ht_pass_follow(ht_pass_t *p);
+int ht_pass_advance(ht_pass_t *p, uint64_t limit);
+int ht_pass_finish(ht_pass_t *p);
+
 /* Merges ht_pass_run has made in this process (for measurements). */
 extern unsigned long ht_pass_merges;
 

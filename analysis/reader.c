@@ -99,6 +99,16 @@ typedef struct trace_priv {
 	size_t nchunks, cap_chunks, chunk_fill, chunk_size;
 	bool in_joined;	      /* parsing joined events: errors name the record */
 	size_t packed_record; /* the body offset of that record */
+	/* follow mode (ht_reader_follow): the file and how far it was read,
+	 * its decompression, the body bytes not yet parsed (pend), the body
+	 * offset of the current record (fbase: messages name it) and the
+	 * modules the segment index holds */
+	bool follow, fhead, ffirst;
+	int ffd;
+	uint64_t fin, fbase;
+	ZSTD_DStream *fz;
+	uint8_t *pend;
+	size_t npend, cap_pend, fmodules;
 	/* verify_checksums on a worker thread while the body is read */
 	bool verifying;
 	pthread_t verifier;
@@ -145,6 +155,7 @@ static void fail(ht_trace_t *t, int err, uint64_t off, const char *fmt, ...)
 	p->zdamage = false;
 	if (p->in_joined)
 		off = p->packed_record;
+	off += p->fbase;
 	t->error = err;
 	t->error_offset = off;
 	locate(t, off);
@@ -747,6 +758,18 @@ static void keep_or_replay(ht_trace_t *t, size_t nblocks, uint64_t seq, size_t n
 	}
 	ht_block_t *b = &t->blocks[nblocks];
 	b->pk_seq = seq;
+	if (p->follow) {
+		/* a buffer of its own, which the merge frees once past it;
+		 * without memory the block reads as empty */
+		uint8_t *own = malloc(n ? n : 1);
+		if (own)
+			memcpy(own, b->data, n);
+		else
+			b->off = b->end;
+		b->data = own;
+		p->chunk_fill -= n;
+		return;
+	}
 	if (!p->switched) {
 		p->resident += n;
 		return; /* kept: within the budget */
@@ -1593,6 +1616,193 @@ static inline void body_fill(ht_trace_t *t, size_t upto)
 		body_fill_on(t, upto);
 }
 
+/* One record's payload at body[pos, end) (tag; rec where its header
+ * starts; cut: the body ends inside it, for the thread records only;
+ * first: it is the first record). 0, 1 to stop (t->error says why), or
+ * -ENOMEM. */
+static int parse_record(ht_trace_t *t, uint8_t tag, size_t rec, size_t pos, size_t end, bool cut,
+			bool first, uint64_t *scratch)
+{
+	const uint8_t *b = t->body;
+	fields_t f = { b, pos, end, 0, 0, false };
+	int r = 0;
+	switch (tag) {
+	case HT_REC_PROCESS:
+		if (first)
+			r = parse_process(t, &f);
+		break;
+	case HT_REC_MODULE:
+		r = parse_module(t, &f);
+		break;
+	case HT_REC_MODULE_UNLOAD: {
+		uint64_t id = f_u(&f), when = f_u(&f);
+		if (f.err) {
+			r = field_fail(t, &f, "MODULE_UNLOAD");
+			break;
+		}
+		/* the latest still-loaded module with this id left */
+		for (size_t i = t->nmodules; i-- > 0;) {
+			if (t->modules[i].id == id && t->modules[i].unload_time == UINT64_MAX) {
+				t->modules[i].unload_time = when;
+				break;
+			}
+		}
+		break;
+	}
+	case HT_REC_THREAD_BLOCK:
+		r = parse_thread_block(t, pos, end, cut, scratch);
+		break;
+	case HT_REC_THREAD_COLUMNS:
+		r = parse_thread_columns(t, pos, end, cut, scratch);
+		break;
+	case HT_REC_THREAD_PACKED:
+	case HT_REC_THREAD_BATCH:
+	case HT_REC_THREAD_BATCH2:
+	case HT_REC_THREAD_BATCH3:
+		if (!(r = replay_switch(t, rec)))
+			r = parse_packed_record(t, tag, pos, end, cut, scratch);
+		break;
+	case HT_REC_EXEC: {
+		uint64_t when = f_u(&f);
+		char *path = f_str(&f, NULL);
+		if (!path) {
+			r = field_fail(t, &f, "EXEC");
+			break;
+		}
+		free(t->exec_path);
+		t->exec_path = path;
+		t->exec_time = when;
+		t->ending = HT_ENDING_EXEC;
+		t->summary_after_exec = t->nsummary_rows > 0;
+		break;
+	}
+	case HT_REC_END: {
+		uint64_t when = f_u(&f), how = f_u(&f), status = f_u(&f);
+		uint64_t rss = f_u(&f), flags = f_u(&f);
+		if (f.err) {
+			r = field_fail(t, &f, "END");
+			break;
+		}
+		t->end_time = when;
+		t->end_how_raw = how;
+		t->end_status = status;
+		t->end_peak_rss = rss;
+		t->agent_flags = flags;
+		/* the agent's exact counts (a sampled trace has no other) */
+		uint64_t na = f_u(&f), nf = f_u(&f), nb = f_u(&f);
+		if (!f.err) {
+			t->end_allocs = na;
+			t->end_frees = nf;
+			t->end_bytes = nb;
+			t->have_end_counts = true;
+		}
+		switch (how) {
+		case HT_END_EXIT: t->ending = HT_ENDING_EXIT; break;
+		case HT_END_UNDERSCORE_EXIT: t->ending = HT_ENDING_UNDERSCORE_EXIT; break;
+		case HT_END_SIGNAL: t->ending = HT_ENDING_SIGNAL; break;
+		default: t->ending = HT_ENDING_DETACH; break;
+		}
+		if (when > t->last_time)
+			t->last_time = when;
+		break;
+	}
+	case HT_REC_SITES: {
+		if (t->summary_after_exec) {
+			t->nsummary_rows = 0;
+			t->summary_after_exec = false;
+		}
+		uint64_t when = f_u(&f);
+		t->summary_peak_bytes = f_u(&f);
+		t->summary_peak_time = f_u(&f);
+		t->summary_live_blocks = f_u(&f);
+		t->summary_live_bytes = f_u(&f);
+		while (!f.err && f.pos < f.end) {
+			ht_summary_row_t row;
+			row.first_time = 0;
+			row.overflow = f_u(&f) & HT_SITE_OVERFLOW;
+			row.stack_id = f_u(&f);
+			row.allocations = f_u(&f);
+			row.bytes_allocated = f_u(&f);
+			row.frees = f_u(&f);
+			row.live_blocks = f_u(&f);
+			row.live_bytes = f_u(&f);
+			row.bytes_at_peak = f_u(&f);
+			row.max_live_bytes = f_u(&f);
+			row.largest = f_u(&f);
+			for (int k = 0; k < 4; k++) {
+				row.kind_blocks[k] = f_u(&f);
+				row.kind_bytes[k] = f_u(&f);
+			}
+			if (f.err)
+				break;
+			if (t->nsummary_rows == t->cap_summary_rows) {
+				size_t cap = t->cap_summary_rows ? t->cap_summary_rows * 2 : 64;
+				void *np = realloc(t->summary_rows, cap * sizeof *t->summary_rows);
+				if (!np) {
+					r = -ENOMEM;
+					break;
+				}
+				t->summary_rows = np;
+				t->cap_summary_rows = cap;
+			}
+			t->summary_rows[t->nsummary_rows++] = row;
+		}
+		if (r < 0)
+			break;
+		if (f.err) {
+			r = field_fail(t, &f, "SITES");
+			break;
+		}
+		t->have_summary = true;
+		if (when > t->last_time)
+			t->last_time = when;
+		break;
+	}
+	case HT_REC_SITE_TIMES: {
+		/* rows by stack id: the SITES records just before */
+		ht_map_t by_stack = {0};
+		for (size_t i = 0; i < t->nsummary_rows && r >= 0; i++)
+			if (!t->summary_rows[i].overflow &&
+			    ht_map_put(&by_stack, t->summary_rows[i].stack_id, (uint32_t)i))
+				r = -ENOMEM;
+		while (r >= 0 && !f.err && f.pos < f.end) {
+			uint64_t id = f_u(&f), when = f_u(&f);
+			uint32_t i = f.err ? HT_MAP_NONE : ht_map_get(&by_stack, id);
+			if (i != HT_MAP_NONE)
+				t->summary_rows[i].first_time = when;
+		}
+		ht_map_free(&by_stack);
+		if (r >= 0 && f.err)
+			r = field_fail(t, &f, "SITE_TIMES");
+		break;
+	}
+	case HT_REC_THREAD_NAME: {
+		uint64_t tid = f_u(&f);
+		char *name = f_str(&f, NULL);
+		uint32_t th;
+		if (!name) {
+			r = field_fail(t, &f, "THREAD_NAME");
+			break;
+		}
+		if (thread_index(t, tid, &th)) {
+			free(name);
+			r = -ENOMEM;
+			break;
+		}
+		free(t->threads[th].name);
+		t->threads[th].name = name;
+		break;
+	}
+	case HT_REC_LEAKS:
+		r = parse_leaks(t, &f);
+		break;
+	default:
+		t->skipped_records++; /* a newer minor's record: skip by length */
+		break;
+	}
+	return r;
+}
+
 static int parse_body(ht_trace_t *t)
 {
 	const uint8_t *b = t->body;
@@ -1646,182 +1856,7 @@ static int parse_body(ht_trace_t *t)
 			     " bytes declared, %zu present)", tag, plen, len - pos);
 			break;
 		}
-		fields_t f = { b, pos, end, 0, 0, false };
-		r = 0;
-		switch (tag) {
-		case HT_REC_PROCESS:
-			if (first)
-				r = parse_process(t, &f);
-			break;
-		case HT_REC_MODULE:
-			r = parse_module(t, &f);
-			break;
-		case HT_REC_MODULE_UNLOAD: {
-			uint64_t id = f_u(&f), when = f_u(&f);
-			if (f.err) {
-				r = field_fail(t, &f, "MODULE_UNLOAD");
-				break;
-			}
-			/* the latest still-loaded module with this id left */
-			for (size_t i = t->nmodules; i-- > 0;) {
-				if (t->modules[i].id == id && t->modules[i].unload_time == UINT64_MAX) {
-					t->modules[i].unload_time = when;
-					break;
-				}
-			}
-			break;
-		}
-		case HT_REC_THREAD_BLOCK:
-			r = parse_thread_block(t, pos, end, cut, scratch);
-			break;
-		case HT_REC_THREAD_COLUMNS:
-			r = parse_thread_columns(t, pos, end, cut, scratch);
-			break;
-		case HT_REC_THREAD_PACKED:
-		case HT_REC_THREAD_BATCH:
-		case HT_REC_THREAD_BATCH2:
-		case HT_REC_THREAD_BATCH3:
-			if (!(r = replay_switch(t, rec)))
-				r = parse_packed_record(t, tag, pos, end, cut, scratch);
-			break;
-		case HT_REC_EXEC: {
-			uint64_t when = f_u(&f);
-			char *path = f_str(&f, NULL);
-			if (!path) {
-				r = field_fail(t, &f, "EXEC");
-				break;
-			}
-			free(t->exec_path);
-			t->exec_path = path;
-			t->exec_time = when;
-			t->ending = HT_ENDING_EXEC;
-			t->summary_after_exec = t->nsummary_rows > 0;
-			break;
-		}
-		case HT_REC_END: {
-			uint64_t when = f_u(&f), how = f_u(&f), status = f_u(&f);
-			uint64_t rss = f_u(&f), flags = f_u(&f);
-			if (f.err) {
-				r = field_fail(t, &f, "END");
-				break;
-			}
-			t->end_time = when;
-			t->end_how_raw = how;
-			t->end_status = status;
-			t->end_peak_rss = rss;
-			t->agent_flags = flags;
-			/* the agent's exact counts (a sampled trace has no other) */
-			uint64_t na = f_u(&f), nf = f_u(&f), nb = f_u(&f);
-			if (!f.err) {
-				t->end_allocs = na;
-				t->end_frees = nf;
-				t->end_bytes = nb;
-				t->have_end_counts = true;
-			}
-			switch (how) {
-			case HT_END_EXIT: t->ending = HT_ENDING_EXIT; break;
-			case HT_END_UNDERSCORE_EXIT: t->ending = HT_ENDING_UNDERSCORE_EXIT; break;
-			case HT_END_SIGNAL: t->ending = HT_ENDING_SIGNAL; break;
-			default: t->ending = HT_ENDING_DETACH; break;
-			}
-			if (when > t->last_time)
-				t->last_time = when;
-			break;
-		}
-		case HT_REC_SITES: {
-			if (t->summary_after_exec) {
-				t->nsummary_rows = 0;
-				t->summary_after_exec = false;
-			}
-			uint64_t when = f_u(&f);
-			t->summary_peak_bytes = f_u(&f);
-			t->summary_peak_time = f_u(&f);
-			t->summary_live_blocks = f_u(&f);
-			t->summary_live_bytes = f_u(&f);
-			while (!f.err && f.pos < f.end) {
-				ht_summary_row_t row;
-				row.first_time = 0;
-				row.overflow = f_u(&f) & HT_SITE_OVERFLOW;
-				row.stack_id = f_u(&f);
-				row.allocations = f_u(&f);
-				row.bytes_allocated = f_u(&f);
-				row.frees = f_u(&f);
-				row.live_blocks = f_u(&f);
-				row.live_bytes = f_u(&f);
-				row.bytes_at_peak = f_u(&f);
-				row.max_live_bytes = f_u(&f);
-				row.largest = f_u(&f);
-				for (int k = 0; k < 4; k++) {
-					row.kind_blocks[k] = f_u(&f);
-					row.kind_bytes[k] = f_u(&f);
-				}
-				if (f.err)
-					break;
-				if (t->nsummary_rows == t->cap_summary_rows) {
-					size_t cap = t->cap_summary_rows ? t->cap_summary_rows * 2 : 64;
-					void *np = realloc(t->summary_rows, cap * sizeof *t->summary_rows);
-					if (!np) {
-						r = -ENOMEM;
-						break;
-					}
-					t->summary_rows = np;
-					t->cap_summary_rows = cap;
-				}
-				t->summary_rows[t->nsummary_rows++] = row;
-			}
-			if (r < 0)
-				break;
-			if (f.err) {
-				r = field_fail(t, &f, "SITES");
-				break;
-			}
-			t->have_summary = true;
-			if (when > t->last_time)
-				t->last_time = when;
-			break;
-		}
-		case HT_REC_SITE_TIMES: {
-			/* rows by stack id: the SITES records just before */
-			ht_map_t by_stack = {0};
-			for (size_t i = 0; i < t->nsummary_rows && r >= 0; i++)
-				if (!t->summary_rows[i].overflow &&
-				    ht_map_put(&by_stack, t->summary_rows[i].stack_id, (uint32_t)i))
-					r = -ENOMEM;
-			while (r >= 0 && !f.err && f.pos < f.end) {
-				uint64_t id = f_u(&f), when = f_u(&f);
-				uint32_t i = f.err ? HT_MAP_NONE : ht_map_get(&by_stack, id);
-				if (i != HT_MAP_NONE)
-					t->summary_rows[i].first_time = when;
-			}
-			ht_map_free(&by_stack);
-			if (r >= 0 && f.err)
-				r = field_fail(t, &f, "SITE_TIMES");
-			break;
-		}
-		case HT_REC_THREAD_NAME: {
-			uint64_t tid = f_u(&f);
-			char *name = f_str(&f, NULL);
-			uint32_t th;
-			if (!name) {
-				r = field_fail(t, &f, "THREAD_NAME");
-				break;
-			}
-			if (thread_index(t, tid, &th)) {
-				free(name);
-				r = -ENOMEM;
-				break;
-			}
-			free(t->threads[th].name);
-			t->threads[th].name = name;
-			break;
-		}
-		case HT_REC_LEAKS:
-			r = parse_leaks(t, &f);
-			break;
-		default:
-			t->skipped_records++; /* a newer minor's record: skip by length */
-			break;
-		}
+		r = parse_record(t, tag, rec, pos, end, cut, first, scratch);
 		if (r < 0) {
 			ret = r;
 			break;
@@ -2473,6 +2508,13 @@ void ht_trace_free(ht_trace_t *t)
 		free(p->seg_maxend);
 		free(p->marks);
 		ZSTD_freeDStream(p->zfill);
+		if (p->follow) {
+			ZSTD_freeDStream(p->fz);
+			free(p->pend);
+			close(p->ffd);
+			for (size_t i = 0; i < t->nblocks; i++)
+				free((void *)t->blocks[i].data);
+		}
 		if (p->zin_mapped)
 			munmap(p->zin_owned, p->zin_mapped);
 		else
@@ -2516,6 +2558,208 @@ void ht_trace_free(ht_trace_t *t)
 	else
 		free(t->body);
 	free(t);
+}
+
+/* ---- following a growing trace ------------------------------------------------ */
+
+int ht_reader_follow(const char *path, ht_trace_t **out)
+{
+	*out = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	struct stat sb;
+	if (fstat(fd, &sb) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		close(fd);
+		return S_ISDIR(sb.st_mode) ? -EISDIR : -HT_ENOTREG;
+	}
+	ht_trace_t *t = trace_new();
+	if (!t) {
+		close(fd);
+		return -ENOMEM;
+	}
+	trace_priv_t *p = t->priv;
+	p->follow = p->ffirst = true;
+	p->ffd = fd;
+	p->filled = SIZE_MAX; /* body_fill: every record is there whole */
+	*out = t;
+	return 0;
+}
+
+/* Room for n more bytes at the end of pend. */
+static int pend_room(trace_priv_t *p, size_t n)
+{
+	return ht_util_grow((void **)&p->pend, &p->cap_pend, p->npend + n, 1);
+}
+
+/* Parse the whole records at the start of pend, each from a buffer of
+ * its own: a THREAD_BLOCK's or THREAD_COLUMNS' becomes its block's data
+ * (the merge frees it), the others go once parsed. A record not whole
+ * yet waits for more of the file. */
+static int follow_parse(ht_trace_t *t, uint64_t *scratch)
+{
+	trace_priv_t *p = t->priv;
+	size_t pos = 0;
+	int r = 0;
+	while (!t->error && pos < p->npend) {
+		size_t at = pos + 1;
+		uint64_t plen;
+		int d = get_u(p->pend, p->npend, &at, &plen);
+		if (d == DEC_TRUNC)
+			break;
+		uint8_t tag = p->pend[pos];
+		if (d || plen > HT_MAX_RECORD) {
+			fail(t, -HT_ECORRUPT, 0, "bad record length (tag 0x%02x)", tag);
+			r = 1;
+			break;
+		}
+		if (plen > p->npend - at)
+			break;
+		size_t hlen = at - pos, len = hlen + (size_t)plen;
+		uint8_t *rb = malloc(len);
+		if (!rb)
+			return -ENOMEM;
+		memcpy(rb, p->pend + pos, len);
+		t->body = rb;
+		t->body_len = len;
+		size_t nblocks = t->nblocks;
+		if (p->ffirst && tag != HT_REC_PROCESS) {
+			fail(t, -HT_ECORRUPT, 0, "first record has tag 0x%02x, not PROCESS", tag);
+			r = 1;
+		} else {
+			r = parse_record(t, tag, 0, hlen, len, false, p->ffirst, scratch);
+		}
+		bool kept = t->nblocks != nblocks && t->blocks[nblocks].data == rb;
+		t->body = NULL;
+		t->body_len = 0;
+		if (!kept)
+			free(rb);
+		if (r)
+			break;
+		if (tag != HT_REC_EXEC && tag != HT_REC_END && t->ending == HT_ENDING_EXEC)
+			t->ending = HT_ENDING_CUT_SHORT;
+		p->ffirst = false;
+		pos += len;
+		p->fbase += len;
+	}
+	memmove(p->pend, p->pend + pos, p->npend - pos);
+	p->npend -= pos;
+	return r < 0 ? r : 0;
+}
+
+int ht_reader_follow_poll(ht_trace_t *t, bool *grew)
+{
+	trace_priv_t *p = t->priv;
+	*grew = false;
+	if (!p->follow)
+		return -EINVAL;
+	uint64_t *scratch = malloc(HT_MAX_DEPTH * sizeof(*scratch));
+	uint8_t *in = malloc(1 << 16);
+	int r = scratch && in ? 0 : -ENOMEM;
+	/* a bounded read per poll: the merge frees each block's events once
+	 * past them, so a caller that advances between polls holds 2 MiB of
+	 * the file's events at a time, not a long trace's */
+	for (uint64_t start = p->fin; !r && !t->error && p->fin - start < ((uint64_t)2 << 20);) {
+		size_t want = 1 << 16;
+		if (!p->fhead)
+			want = HT_FILE_HEADER_LEN - (size_t)p->fin;
+		ssize_t n = pread(p->ffd, in, want, (off_t)p->fin);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = -errno;
+			break;
+		}
+		if (n == 0)
+			break;
+		*grew = true;
+		p->fin += (uint64_t)n;
+		if (!p->fhead) {
+			/* the header, kept whole in pend until it is */
+			if ((r = pend_room(p, (size_t)n)))
+				break;
+			memcpy(p->pend + p->npend, in, (size_t)n);
+			p->npend += (size_t)n;
+			const uint8_t *h = p->pend;
+			size_t have = p->npend < HT_FILE_MAGIC_LEN ? p->npend : HT_FILE_MAGIC_LEN;
+			if (p->fin < HT_FILE_HEADER_LEN && !memcmp(h, HT_FILE_MAGIC, have))
+				continue; /* a header still being written */
+			if (memcmp(h, HT_FILE_MAGIC, have) || p->fin < HT_FILE_HEADER_LEN) {
+				t->error = -HT_EMAGIC;
+				snprintf(t->message, sizeof(t->message),
+					 "not a heaptrail trace (bad magic at file offset 0)");
+				break;
+			}
+			t->major = h[8] | (unsigned)h[9] << 8;
+			t->minor = h[10] | (unsigned)h[11] << 8;
+			t->file_flags = h[12] | (uint32_t)h[13] << 8 | (uint32_t)h[14] << 16 |
+					(uint32_t)h[15] << 24;
+			if (t->major != HT_FORMAT_MAJOR) {
+				t->error = -HT_EVERSION;
+				snprintf(t->message, sizeof(t->message),
+					 "trace format %u.%u is not the one this heaptrail reads (%d.x)",
+					 t->major, t->minor, HT_FORMAT_MAJOR);
+				break;
+			}
+			p->npend = 0;
+			p->fhead = true;
+			if ((t->file_flags & HT_FILE_ZSTD) && !(p->fz = ZSTD_createDStream())) {
+				r = -ENOMEM;
+				break;
+			}
+			continue;
+		}
+		if (!p->fz) {
+			if ((r = pend_room(p, (size_t)n)))
+				break;
+			memcpy(p->pend + p->npend, in, (size_t)n);
+			p->npend += (size_t)n;
+		} else {
+			ZSTD_inBuffer zin = { in, (size_t)n, 0 };
+			while (!r && zin.pos < zin.size) {
+				if ((r = pend_room(p, 1 << 17)))
+					break;
+				ZSTD_outBuffer zo = { p->pend, p->cap_pend, p->npend };
+				size_t zr = ZSTD_decompressStream(p->fz, &zo, &zin);
+				p->npend = zo.pos;
+				if (ZSTD_isError(zr)) {
+					fail(t, -HT_ECORRUPT, p->npend, "compressed body is damaged: %s",
+					     ZSTD_getErrorName(zr));
+					break;
+				}
+			}
+		}
+		if (!r && !t->error)
+			r = follow_parse(t, scratch);
+	}
+	free(in);
+	free(scratch);
+	if (!r && t->nmodules != p->fmodules) {
+		free(p->segs);
+		free(p->seg_maxend);
+		p->segs = NULL;
+		p->seg_maxend = NULL;
+		p->nsegs = 0;
+		r = build_segment_index(t);
+		p->fmodules = t->nmodules;
+	}
+	return r;
+}
+
+uint64_t ht_reader_follow_offset(const ht_trace_t *t)
+{
+	return ((const trace_priv_t *)t->priv)->fin;
+}
+
+bool ht_reader_follow_pending(const ht_trace_t *t)
+{
+	const trace_priv_t *p = t->priv;
+	return p->follow && p->npend > 0;
 }
 
 /* ---- merging -------------------------------------------------------------------- */
@@ -2567,6 +2811,11 @@ struct ht_merge {
 	uint8_t **rbuf;
 	uint32_t thread;     /* the one thread merged, or UINT32_MAX */
 	bool replay_lost;    /* a replay failed: the blocks left are missing */
+	/* HT_MERGE_FOLLOW: each thread's cursor (UINT32_MAX: none yet), the
+	 * cursors' room, and the latest time ht_merge_next goes to */
+	uint32_t *thread_cur;
+	size_t ncur, cap_cur;
+	uint64_t limit;
 	uint64_t span0, span1; /* the events' times, for the progress line */
 	unsigned nprog;
 	uint64_t scratch[HT_MAX_DEPTH];
@@ -2628,7 +2877,7 @@ static void cursor_enter(ht_merge_t *m, cursor_t *c, uint32_t bi)
 	c->block = bi;
 	c->pos = b->off;
 	c->st = (evstate_t){ b->base_time, 0, 0 };
-	c->data = b->data ? b->data : replay_get(m, bi);
+	c->data = b->data || (m->flags & HT_MERGE_FOLLOW) ? b->data : replay_get(m, bi);
 	if (!c->data)
 		c->pos = b->end;
 }
@@ -2636,6 +2885,13 @@ static void cursor_enter(ht_merge_t *m, cursor_t *c, uint32_t bi)
 /* The cursor is done with its block: a replayed block's buffer goes. */
 static void cursor_leave(ht_merge_t *m, cursor_t *c)
 {
+	if (m->flags & HT_MERGE_FOLLOW) { /* read once: its events go */
+		ht_block_t *b = &m->t->blocks[c->block];
+		free((void *)b->data);
+		b->data = NULL;
+		b->off = b->end;
+		return;
+	}
 	if (m->rbuf && m->rbuf[c->block]) {
 		free(m->rbuf[c->block]);
 		m->rbuf[c->block] = NULL;
@@ -2688,9 +2944,11 @@ static bool cursor_advance(ht_merge_t *m, cursor_t *c)
 			}
 			return true;
 		}
-		cursor_leave(m, c);
+		if (c->data)
+			cursor_leave(m, c);
+		c->data = NULL;
 		if (b->next == UINT32_MAX)
-			return false;
+			return false; /* following: parked until its thread's next block */
 		cursor_enter(m, c, b->next);
 	}
 }
@@ -2736,6 +2994,11 @@ int ht_merge_new_ex(const ht_trace_t *t, unsigned flags, uint32_t thread, ht_mer
 	m->t = t;
 	m->flags = flags;
 	m->thread = thread;
+	m->limit = UINT64_MAX;
+	if (flags & HT_MERGE_FOLLOW) { /* cursors come with ht_merge_follow */
+		*out = m;
+		return 0;
+	}
 	size_t n = t->nthreads ? t->nthreads : 1;
 	m->cur = calloc(n, sizeof(*m->cur));
 	m->heap = calloc(n, sizeof(*m->heap));
@@ -2769,6 +3032,73 @@ int ht_merge_new_ex(const ht_trace_t *t, unsigned flags, uint32_t thread, ht_mer
 			m->span1 = t->blocks[i].first_time;
 	}
 	*out = m;
+	return 0;
+}
+
+/* Sift cursor index i up from the heap's end. */
+static void sift_up(ht_merge_t *m, size_t i)
+{
+	while (i > 0) {
+		size_t up = (i - 1) / 2;
+		if (!cur_less(m, m->heap[i], m->heap[up]))
+			return;
+		uint32_t tmp = m->heap[i];
+		m->heap[i] = m->heap[up];
+		m->heap[up] = tmp;
+		i = up;
+	}
+}
+
+int ht_merge_follow(ht_merge_t *m, uint64_t limit)
+{
+	const ht_trace_t *t = m->t;
+	if (!(m->flags & HT_MERGE_FOLLOW))
+		return -EINVAL;
+	m->limit = limit;
+	if (t->nthreads > m->cap_cur) {
+		size_t cap = m->cap_cur, cap2 = m->cap_cur, cap3 = m->cap_cur;
+		if (ht_util_grow((void **)&m->cur, &cap, t->nthreads, sizeof(*m->cur)) ||
+		    ht_util_grow((void **)&m->heap, &cap2, t->nthreads, sizeof(*m->heap)) ||
+		    ht_util_grow((void **)&m->thread_cur, &cap3, t->nthreads, sizeof(*m->thread_cur)))
+			return -ENOMEM;
+		for (size_t i = m->cap_cur; i < cap3; i++)
+			m->thread_cur[i] = UINT32_MAX;
+		m->cap_cur = t->nthreads;
+	}
+	/* a cursor is in the heap while it has a head; else parked at its
+	 * thread's last block, read to its end */
+	bool *in_heap = calloc(m->ncur + t->nthreads + 1, sizeof(*in_heap));
+	if (!in_heap)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->nheap; i++)
+		in_heap[m->heap[i]] = true;
+	for (size_t i = 0; i < t->nthreads; i++) {
+		const ht_thread_t *th = &t->threads[i];
+		if (th->first_block == UINT32_MAX || (m->thread != UINT32_MAX && m->thread != i))
+			continue;
+		uint32_t ci = m->thread_cur[i];
+		cursor_t *c;
+		if (ci == UINT32_MAX) {
+			ci = m->thread_cur[i] = (uint32_t)m->ncur++;
+			c = &m->cur[ci];
+			memset(c, 0, sizeof(*c));
+			c->thread = (uint32_t)i;
+			cursor_enter(m, c, th->first_block);
+		} else {
+			c = &m->cur[ci];
+			if (in_heap[ci] || c->has_pending)
+				continue;
+			const ht_block_t *b = &t->blocks[c->block];
+			if (b->next == UINT32_MAX)
+				continue;
+			cursor_enter(m, c, b->next);
+		}
+		if (cursor_advance(m, c)) {
+			m->heap[m->nheap++] = ci;
+			sift_up(m, m->nheap - 1);
+		}
+	}
+	free(in_heap);
 	return 0;
 }
 
@@ -2864,7 +3194,7 @@ static void pool_track(ht_merge_t *m, ht_event_t *ev)
 /* Pop the earliest event of all threads. False when none is left. */
 static bool merge_pop(ht_merge_t *m, ht_event_t *ev)
 {
-	if (!m->nheap)
+	if (!m->nheap || m->cur[m->heap[0]].head.time > m->limit)
 		return false;
 	cursor_t *c = &m->cur[m->heap[0]];
 	*ev = c->head;
@@ -2915,6 +3245,7 @@ void ht_merge_free(ht_merge_t *m)
 	free(m->outq);
 	free(m->cur);
 	free(m->heap);
+	free(m->thread_cur);
 	if (m->rbuf)
 		for (size_t i = 0; i < m->t->nblocks; i++)
 			free(m->rbuf[i]);

@@ -200,6 +200,23 @@ int ht_reader_load_mem(const uint8_t *data, size_t len, const ht_reader_opts_t *
 int ht_reader_load_file(const char *path, const ht_reader_opts_t *opts, ht_trace_t **out);
 void ht_trace_free(ht_trace_t *t);
 
+/* Following a trace as it grows (heaptrail top): ht_reader_follow opens
+ * path and reads nothing yet; each ht_reader_follow_poll reads what was
+ * appended since (up to 2 MiB of the file: poll again while *grew),
+ * decompresses it and parses the records that are whole,
+ * adding to *t as a load would (modules, stacks, threads, blocks, the
+ * END). A record not whole yet waits for the next poll. Events are read
+ * once, by one merge made with HT_MERGE_FOLLOW, which frees each block's
+ * events once past them. *grew says whether the file grew. Damage stops
+ * the parse as a load's does (t->error, t->message); a poll returns
+ * 0, -ENOMEM, or -errno when the file cannot be read. */
+int ht_reader_follow(const char *path, ht_trace_t **out);
+int ht_reader_follow_poll(ht_trace_t *t, bool *grew);
+/* Bytes of a record not whole yet are waiting (a trace cut there). */
+bool ht_reader_follow_pending(const ht_trace_t *t);
+/* Bytes of the file read so far. */
+uint64_t ht_reader_follow_offset(const ht_trace_t *t);
+
 /* Stack by id, or NULL when the trace never defined it (id 0 never is). */
 const ht_stack_t *ht_trace_stack(const ht_trace_t *t, uint64_t id);
 
@@ -304,7 +321,16 @@ int ht_merge_new(const ht_trace_t *t, ht_merge_t **out);
  * and acquires sort like allocations on equal stamps, a LEAK_CHECK after
  * allocations (like a snapshot), the rest like frees. */
 #define HT_MERGE_EXT 0x10u
+/* HT_MERGE_FOLLOW merges a trace that ht_reader_follow_poll adds to: the
+ * merge starts empty; each ht_merge_follow takes in the blocks and
+ * threads added since and sets the time ht_merge_next stops before
+ * (events later than limit wait: another thread's earlier events may
+ * still be on their way). A thread read to the end of its last block
+ * waits for its next one. Blocks added behind the limit come out late
+ * but in their thread's order. */
+#define HT_MERGE_FOLLOW 0x20u
 int ht_merge_new_ex(const ht_trace_t *t, unsigned flags, uint32_t thread, ht_merge_t **out);
+int ht_merge_follow(ht_merge_t *m, uint64_t limit);
 /* Next event, or false at the end. */
 bool ht_merge_next(ht_merge_t *m, ht_event_t *ev);
 /* The progress line (analysis/progress.h) at an event of time `time` of

@@ -19,9 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/run.h"
 #include "cli/attach.h"
+#include "cli/top.h"
 #include "analysis/diff.h"
 #include "analysis/leaks.h"
 #include "analysis/functions.h"
@@ -77,6 +79,8 @@ static const char usage_text[] =
 	"                      BASE NEW\n"
 	"       heaptrail check --fail-if EXPR... [--junit FILE] [SUPPRESSIONS]\n"
 	"                       [--pid N|--program NAME] FILE\n"
+	"       heaptrail top [--once | --batch N] [--sort live|rate|growth] [-n N]\n"
+	"                     [--interval SECONDS] PID|FILE\n"
 	"       heaptrail COMMAND --help | heaptrail --help | --version\n";
 
 /* The help, one section per command: `heaptrail --help` prints them all,
@@ -139,6 +143,27 @@ static const char help_run[] =
 	"                            (Poisson sampling; 512K, 1M); reports show estimates\n"
 	"                            with their 95% interval. 0: every allocation (default)\n"
 	"    --sample-seed N         seed the sampling, for reproducible runs\n"
+	"    --live                  show the live view (heaptrail top) while the program\n"
+	"                            runs; its output goes to heaptrail.NAME.PID.out, its\n"
+	"                            input is /dev/null. q leaves the view, not the program\n"
+	"\n";
+
+static const char help_top[] =
+	"heaptrail top [options] PID|FILE\n"
+	"  A live view of a program's heap while it runs: heap in use and its peak,\n"
+	"  allocations per second, a chart of the last minutes, and the sites with the\n"
+	"  most live bytes, allocations per second or growth, refreshed every second.\n"
+	"  PID: a process running under `heaptrail run` or `heaptrail attach` (its\n"
+	"  trace is found among its open files); FILE: a trace, read as it grows.\n"
+	"  Keys: l r g (or Tab) sort by live bytes, rate, growth; p pause; s write a\n"
+	"  text report of what has been read to heaptrail-top.PID.N.txt; q quit (the\n"
+	"  program runs on). NO_COLOR=1 turns colours off.\n"
+	"    --once                  print one frame as text and exit (for scripts)\n"
+	"    --batch N               print N frames as text, one per interval\n"
+	"    --sort live|rate|growth\n"
+	"                            the first order of the sites (default live)\n"
+	"    -n, --top N             sites listed (default: as many as fit; text: 10)\n"
+	"    --interval SECONDS      time between refreshes (default 1; 0.1 to 60)\n"
 	"\n";
 
 static const char help_attach[] =
@@ -310,6 +335,7 @@ static const struct {
 	{ "diff", (const char *const[]){ help_diff, help_view, help_env, NULL } },
 	{ "check", (const char *const[]){ help_check, help_supp, help_view, help_env, NULL } },
 	{ "convert", (const char *const[]){ help_convert, help_view, help_env, NULL } },
+	{ "top", (const char *const[]){ help_top, NULL } },
 };
 #define NCOMMANDS (sizeof(help_of) / sizeof(help_of[0]))
 
@@ -2129,6 +2155,8 @@ static int cmd_run(int argc, char **argv)
 			if (!ht_parse_size(v, 1000000000ULL, &o.sample_rate))
 				return usage_error("run: --sample-rate needs a size in bytes up to "
 						   "1000000000 (512K, 1M), not '%s'", v);
+		} else if (!strcmp(a, "--live")) {
+			o.live = true;
 		} else if ((v = opt_value(argc, argv, &i, "--sample-seed", &missing)) || missing) {
 			if (missing)
 				return usage_error("run: %s needs a value", "--sample-seed");
@@ -2146,6 +2174,10 @@ static int cmd_run(int argc, char **argv)
 	if (o.error_exitcode >= 0 && (o.summary || o.sample_rate))
 		return usage_error("run: --error-exitcode needs every free recorded: it does not go "
 				   "with %s", o.summary ? "--summary" : "--sample-rate");
+	if (o.live && o.summary)
+		return usage_error("run: --live watches events; --summary writes none until the end%s", "");
+	if (o.live && (!isatty(STDOUT_FILENO) || access("/dev/tty", R_OK)))
+		return usage_error("run: --live needs a terminal%s", "");
 	if (no_report && o.leak_exitcode < 0)
 		return usage_error("run: --no-leak-report goes with --leak-exitcode%s", "");
 	if (o.gdb && (o.leak_exitcode >= 0 || o.error_exitcode >= 0))
@@ -2171,6 +2203,79 @@ static int cmd_run(int argc, char **argv)
 	int ret = ht_run(&o);
 	ht_supp_free(&supps);
 	return ret;
+}
+
+static int cmd_top(int argc, char **argv)
+{
+	ht_top_opts_t o;
+	memset(&o, 0, sizeof o);
+	int i = 1;
+	for (; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v;
+		bool missing = false;
+		if (a[0] != '-' || !a[1])
+			break;
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		}
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			print_help("top");
+			return 0;
+		}
+		if (!strcmp(a, "--once")) {
+			o.once = true;
+		} else if ((v = opt_value(argc, argv, &i, "--batch", &missing)) || missing) {
+			unsigned long long n;
+			if (missing)
+				return usage_error("top: %s needs a value", "--batch");
+			if (!parse_uint(v, 1000000, &n) || n < 1)
+				return usage_error("top: --batch needs a number of frames from 1, not '%s'", v);
+			o.batch = (unsigned)n;
+		} else if ((v = opt_value(argc, argv, &i, "--sort", &missing)) || missing) {
+			if (missing)
+				return usage_error("top: %s needs a value", "--sort");
+			if (!strcmp(v, "live"))
+				o.sort = HT_TOP_LIVE;
+			else if (!strcmp(v, "rate"))
+				o.sort = HT_TOP_RATE;
+			else if (!strcmp(v, "growth"))
+				o.sort = HT_TOP_GROWTH;
+			else
+				return usage_error("top: --sort is live, rate or growth, not '%s'", v);
+		} else if (!strcmp(a, "-n") || (v = opt_value(argc, argv, &i, "--top", &missing)) || missing) {
+			unsigned long long n;
+			if (!strcmp(a, "-n")) {
+				if (i + 1 >= argc)
+					return usage_error("top: %s needs a value", "-n");
+				v = argv[++i];
+			} else if (missing) {
+				return usage_error("top: %s needs a value", "--top");
+			}
+			if (!parse_uint(v, 100000, &n) || n < 1)
+				return usage_error("top: -n needs a number from 1, not '%s'", v);
+			o.nsites = (unsigned)n;
+		} else if ((v = opt_value(argc, argv, &i, "--interval", &missing)) || missing) {
+			if (missing)
+				return usage_error("top: %s needs a value", "--interval");
+			char *end;
+			double s = strtod(v, &end);
+			if (end == v || *end || !(s >= 0.1 && s <= 60))
+				return usage_error("top: --interval needs seconds from 0.1 to 60, not '%s'", v);
+			o.interval_ms = (unsigned)(s * 1000 + 0.5);
+		} else {
+			return unknown_option("top", a);
+		}
+	}
+	if (o.once && o.batch)
+		return usage_error("top: --once or --batch N, not both%s", "");
+	if (i >= argc)
+		return usage_error("top: no PID or trace file given%s", "");
+	if (i + 1 < argc)
+		return usage_error("top: one PID or trace file, not '%s' too", argv[i + 1]);
+	o.target = argv[i];
+	return ht_top(&o);
 }
 
 static bool known_command(const char *cmd)
@@ -2330,13 +2435,15 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	/* the commands that read whole traces: a progress line on a terminal */
-	if (strcmp(cmd, "run") && strcmp(cmd, "attach") && strcmp(cmd, "detach") && known_command(cmd)) {
+	if (strcmp(cmd, "run") && strcmp(cmd, "attach") && strcmp(cmd, "detach") && strcmp(cmd, "top") && known_command(cmd)) {
 		int vargc = argc - 1, st = view_options(&vargc, argv + 1, cmd);
 		if (st >= 0)
 			return st;
 		argc = vargc + 1;
 		ht_progress_enable();
 	}
+	if (!strcmp(cmd, "top"))
+		return cmd_top(argc - 1, argv + 1);
 	if (!strcmp(cmd, "report"))
 		return cmd_report(argc - 1, argv + 1);
 	if (!strcmp(cmd, "run"))

@@ -15,6 +15,7 @@
  * and its end is still summed up.
  */
 #include "cli/run.h"
+#include "cli/top.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -992,6 +993,51 @@ static char *report_traces(int manifest, pid_t child, int wstatus, const ht_run_
 
 /* ---- running -------------------------------------------------------------------- */
 
+/* --live: the program's output goes to this file, so that it cannot
+ * write over the view; its name is the trace's with .out. */
+static void live_output_name(char *buf, size_t len, const char *prog, long pid)
+{
+	const char *slash = strrchr(prog, '/');
+	snprintf(buf, len, "heaptrail.%s.%ld.out", slash && slash[1] ? slash + 1 : prog, pid);
+}
+
+/* --live: the trace process pid opened, from its first line in the
+ * manifest ("pid<TAB>path"), waited for up to 10 s while the program
+ * runs. Malloc'd, or NULL. */
+static char *live_trace(int mfd, pid_t pid)
+{
+	for (int tries = 0; tries < 1000; tries++) {
+		int rfd = fcntl(mfd, F_DUPFD_CLOEXEC, 0);
+		FILE *f = rfd < 0 || lseek(rfd, 0, SEEK_SET) < 0 ? NULL : fdopen(rfd, "r");
+		if (!f) {
+			if (rfd >= 0)
+				close(rfd);
+			return NULL;
+		}
+		char *line = NULL, *found = NULL;
+		size_t cap = 0;
+		ssize_t len;
+		while (!found && (len = getline(&line, &cap, f)) > 0) {
+			if (line[len - 1] != '\n')
+				break; /* being written */
+			line[len - 1] = '\0';
+			char *tab = strchr(line, '\t');
+			if (tab && strtol(line, NULL, 10) == (long)pid && !strchr(tab + 1, '\t'))
+				found = strdup(tab + 1);
+		}
+		free(line);
+		fclose(f);
+		if (found)
+			return found;
+		siginfo_t si;
+		memset(&si, 0, sizeof si);
+		if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid)
+			return NULL; /* ended without opening one */
+		usleep(10000);
+	}
+	return NULL;
+}
+
 /* The manifest: a file with no name, so that nothing is left behind
  * however we end (SIGKILL included). A memfd, else a file in $TMPDIR
  * unlinked at once. Close-on-exec: the agent opens it by its /proc link,
@@ -1168,6 +1214,18 @@ int ht_run(const ht_run_opts_t *o)
 		sigprocmask(SIG_SETMASK, &old_mask, NULL);
 		close(pfd[0]);
 		int err = setup_env(o, agent, manifest, run_id);
+		if (!err && o->live) {
+			/* the view has the terminal: output to a file, no input */
+			char name[PATH_MAX];
+			live_output_name(name, sizeof name, o->argv[0], (long)getpid());
+			int ofd = open(name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+			/* O_RDWR: the CLI's open() refuses a read-only open of a device
+			 * (analysis/symbolize.c) */
+			int nfd = open("/dev/null", O_RDWR | O_CLOEXEC);
+			if (ofd < 0 || nfd < 0 || dup2(ofd, STDOUT_FILENO) < 0 ||
+			    dup2(ofd, STDERR_FILENO) < 0 || dup2(nfd, STDIN_FILENO) < 0)
+				err = -errno;
+		}
 		if (!err) {
 			execvp(o->argv[0], o->argv);
 			err = -errno;
@@ -1196,6 +1254,22 @@ int ht_run(const ht_run_opts_t *o)
 		got = read(pfd[0], &err, sizeof(err));
 	while (got < 0 && errno == EINTR);
 	close(pfd[0]);
+
+	char live_out[PATH_MAX] = "";
+	if (o->live && got == 0) {
+		live_output_name(live_out, sizeof live_out, o->argv[0], (long)pid);
+		char *tpath = live_trace(mfd, pid);
+		if (!tpath)
+			fprintf(stderr, "heaptrail: no trace to watch: %s opened none\n", HT_TEXT(o->argv[0]));
+		else if (ht_top_live(tpath, pid, live_out) == 0) {
+			siginfo_t si;
+			memset(&si, 0, sizeof si);
+			if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && !si.si_pid)
+				fprintf(stderr, "heaptrail: left the live view; waiting for %s (pid %ld) to "
+						"end\n", HT_TEXT(o->argv[0]), (long)pid);
+		}
+		free(tpath);
+	}
 
 	/* The program ends; until it is reaped its pid cannot go to another
 	 * process, so forwarding stops before the reaping. */
@@ -1247,6 +1321,9 @@ int ht_run(const ht_run_opts_t *o)
 	} else {
 		ret = 1;
 	}
+	if (live_out[0])
+		fprintf(stderr, "heaptrail: the output of %s is in %s\n", HT_TEXT(o->argv[0]),
+			HT_TEXT(live_out));
 	char **others;
 	size_t nothers;
 	char *main_path = report_traces(mfd, pid, status, o, &others, &nothers);

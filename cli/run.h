@@ -28,6 +28,7 @@ typedef struct ht_run_opts {
 	unsigned long long sample_rate; /* agent option sample_rate; 0 = exact */
 	bool sample_seed_set;
 	unsigned long long sample_seed; /* agent option sample_seed */
+	bool live;	 /* the live view (cli/top.h) while it runs; its output to a file */
 	char **argv; /* PROGRAM ARGS..., NULL-terminated */
 } ht_run_opts_t;
 

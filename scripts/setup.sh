@@ -9,12 +9,12 @@ set -eu
 # clients of the export formats: go tool pprof, protoc, ms_print (valgrind),
 # heaptrack_print, Chromium and Firefox (the HTML report opens in both); npm for the JavaScript clients; jemalloc,
 # tcmalloc and mimalloc, whose operator new and fork handlers the tests run
-# under (skipped without).
+# under (skipped without); tmux, the terminal heaptrail top's tests drive.
 PKGS="build-essential pkg-config libdw-dev libelf-dev libunwind-dev \
 libzstd-dev zlib1g-dev libprotobuf-c-dev protobuf-c-compiler clang \
 libclang-rt-14-dev python3 valgrind heaptrack gdb file golang-go \
 protobuf-compiler chromium firefox-esr sqlite3 time zstd libjemalloc2 libtcmalloc-minimal4 \
-libmimalloc2.0"
+libmimalloc2.0 tmux"
 command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
 
 missing=""

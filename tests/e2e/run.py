@@ -55,6 +55,7 @@ import test_bad_frees  # noqa: E402
 import test_mapped  # noqa: E402
 import test_runs  # noqa: E402
 import test_stacks  # noqa: E402
+import test_top  # noqa: E402
 
 
 def all_tests():
@@ -68,7 +69,8 @@ def all_tests():
             test_hostile.TESTS + test_gates.TESTS + test_html.TESTS + test_durable.TESTS +
             test_sites.TESTS + test_cores.TESTS +
             test_bad_frees.TESTS + test_mapped.TESTS + test_runs.TESTS +
-            test_stacks.TESTS + test_attach.TESTS)
+            test_stacks.TESTS + test_attach.TESTS +
+            test_top.TESTS)
 
 
 def run_one(name, fn, verbose):

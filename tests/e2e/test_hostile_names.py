@@ -6,7 +6,7 @@ title, CSI colours, screen clearing), BEL, CR and newlines followed by a
 "FORGED ..." line, or UTF-8 that is not valid (a surrogate, U+FFFE/U+FFFF,
 above U+10FFFF, stray and overlong bytes); it runs with such arguments too.
 
-  hostile.text     every text view (report, --show-reachable, leaks, leaks
+  hostile.text     every text view (report, --show-reachable, top --once, leaks, leaks
                    --growth, --functions --memory, --by-tag, --tag, an unknown --tag,
                    diff, run's summary and --leak-exitcode's leak list):
                    no ESC, CR, BEL or other control byte but the line ends,
@@ -129,6 +129,9 @@ def t_text(t):
 
     out, _ = cli(t, ["report", "--show-reachable", path])
     check_clean(t, "report --show-reachable", out)
+    out, _ = cli(t, ["top", "--once", "-n", "100", path])
+    s = check_clean(t, "top --once", out)
+    t.check(PATH_TEXT in s, "top --once lacks the site in %s" % PATH_TEXT)
     out, _ = cli(t, ["leaks", path])
     s = check_clean(t, "leaks", out)
     t.check(EVIL_FN_TEXT in s and KIND_TEXT in s, "leaks lacks the names")

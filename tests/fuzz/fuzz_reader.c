@@ -3,12 +3,19 @@
  * (text, JSON, Chrome spans), and tags and phases with theirs, all without
  * symbolization.
  *
+ * The same bytes are then followed as heaptrail top follows a growing
+ * trace (ht_reader_follow), written in two parts with the pass advanced
+ * between, when the load found the body under the cap.
+ *
  * The reader must never crash, hang or leak on any input; the decompressed
  * body is capped so that a zstd bomb cannot exhaust the fuzzer's memory.
  */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "analysis/activity.h"
 #include "analysis/functions.h"
@@ -20,8 +27,50 @@
 #include "report/functions_section.h"
 #include "analysis/marks.h"
 #include "report/marks_section.h"
+#include "analysis/watch.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* data followed as it grows: its first part, a poll and an advance held
+ * at a time from the input, then the rest and everything */
+static void follow(const uint8_t *data, size_t size)
+{
+	int fd = memfd_create("fuzz-follow", MFD_CLOEXEC);
+	if (fd < 0)
+		return;
+	char path[64];
+	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	size_t half = size > 16 ? (size_t)data[size - 1] * size / 256 : size;
+	ht_trace_t *t = NULL;
+	ht_pass_t *p = NULL;
+	ht_watch_t w;
+	memset(&w, 0, sizeof w);
+	bool grew, started = false;
+	if (write(fd, data, half) == (ssize_t)half && ht_reader_follow(path, &t) == 0) {
+		for (int k = 0; k < 2; k++) {
+			if (k && write(fd, data + half, size - half) != (ssize_t)(size - half))
+				break;
+			do {
+				if (ht_reader_follow_poll(t, &grew))
+					goto out;
+				if (!started && t->have_process) {
+					if (ht_pass_new(t, &p) || ht_watch_attach(p, &w) || ht_pass_follow(p))
+						goto out;
+					started = true;
+				}
+				if (started && ht_pass_advance(p, k ? UINT64_MAX : (uint64_t)size * 1000))
+					goto out;
+			} while (grew);
+		}
+		if (started)
+			ht_pass_finish(p);
+	}
+out:
+	ht_pass_free(p);
+	ht_watch_free(&w);
+	ht_trace_free(t);
+	close(fd);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -78,6 +127,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		ht_fn_free(fp);
 	}
+	bool small = t && t->body_len < opts.max_body;
 	ht_trace_free(t);
+	if (small)
+		follow(data, size);
 	return 0;
 }

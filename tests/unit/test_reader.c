@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 #include <zstd.h>
 
 #include "analysis/functions.h"
@@ -20,6 +21,7 @@
 #include "analysis/reader.h"
 #include "report/report.h"
 #include "analysis/resources.h"
+#include "analysis/watch.h"
 #include "test.h"
 #include "trace_format.h"
 #include "analysis/util.h"
@@ -2863,6 +2865,182 @@ static void test_batches(void)
 		free(bodies[i].p);
 }
 
+/* ---- following a trace as it grows ------------------------------------------------ */
+
+/* file written to a growing file chunk bytes at a time, followed: after
+ * each chunk a poll, and the pass advances to just before the latest
+ * block's base time (blocks of churn_body come in time order, so nothing
+ * later can be earlier); the figures at the end must be the full load's. */
+static void follow_once(const buf_t *file, size_t chunk, const ht_model_t *m)
+{
+	char path[] = "/tmp/heaptrail-follow.XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	if (fd < 0)
+		return;
+	ht_trace_t *t = NULL;
+	CHECK_EQ(ht_reader_follow(path, &t), 0);
+	ht_pass_t *p = NULL;
+	ht_watch_t w;
+	memset(&w, 0, sizeof w);
+	bool started = false;
+	for (size_t at = 0; t && at < file->len;) {
+		size_t n = file->len - at < chunk ? file->len - at : chunk;
+		CHECK_EQ(write(fd, file->p + at, n), (ssize_t)n);
+		at += n;
+		bool grew;
+		CHECK_EQ(ht_reader_follow_poll(t, &grew), 0);
+		CHECK(grew);
+		CHECK_EQ(t->error, 0);
+		if (t->error) {
+			fprintf(stderr, "follow, chunk %zu at %zu: %s\n", chunk, at, t->message);
+			break;
+		}
+		if (!started && t->have_process) {
+			CHECK_EQ(ht_pass_new(t, &p), 0);
+			CHECK_EQ(ht_watch_attach(p, &w), 0);
+			CHECK_EQ(ht_pass_follow(p), 0);
+			started = true;
+		}
+		uint64_t limit = 0;
+		for (size_t i = 0; i < t->nblocks; i++)
+			if (t->blocks[i].base_time > limit + 1)
+				limit = t->blocks[i].base_time - 1;
+		if (started)
+			CHECK_EQ(ht_pass_advance(p, at == file->len ? UINT64_MAX : limit), 0);
+	}
+	CHECK(started);
+	if (started) {
+		CHECK_EQ(ht_pass_finish(p), 0);
+		CHECK(!ht_reader_follow_pending(t));
+		CHECK_EQ(w.heap, m->totals.leaked_bytes);
+		CHECK_EQ(w.blocks, m->totals.leaked_blocks);
+		CHECK_EQ(w.peak, m->totals.peak_heap_bytes);
+		CHECK_EQ(ht_reader_follow_offset(t), file->len);
+		CHECK_EQ(t->ending, HT_ENDING_EXIT);
+	}
+	ht_pass_free(p);
+	ht_watch_free(&w);
+	ht_trace_free(t);
+	close(fd);
+	unlink(path);
+}
+
+static void test_follow(void)
+{
+	buf_t body = churn_body();
+	buf_t pk = as_layout(&body, true, 16, 0);
+	buf_t pkb = as_layout(&body, true, 16, HT_PK_BATCH);
+	buf_t bt = as_batches(&pkb, 3);
+	const buf_t *bodies[] = { &body, &pk, &bt };
+	for (size_t b = 0; b < 3; b++) {
+		for (int z = 0; z < 2; z++) {
+			buf_t file = make_file(bodies[b], z, HT_FORMAT_MAJOR);
+			ht_trace_t *t;
+			int rc;
+			ht_model_t *m = load(&file, &t, &rc);
+			CHECK(m != NULL && !t->error);
+			if (m) {
+				CHECK(m->totals.leaked_blocks > 0 && m->totals.peak_heap_bytes > 0);
+				static const size_t chunks[] = { 1, 7, 333, 4096, 1 << 20 };
+				for (size_t c = 0; c < sizeof chunks / sizeof chunks[0]; c++)
+					if (chunks[c] > 1 || file.len < 40000)
+						follow_once(&file, chunks[c], m);
+			}
+			ht_model_free(m);
+			ht_trace_free(t);
+			free(file.p);
+		}
+	}
+	free(bt.p);
+	free(pkb.p);
+	free(pk.p);
+	free(body.p);
+
+	/* threads out of order in the file (test_threads' trace: thread 2's
+	 * block, first, frees a block thread 1's allocates before): taken
+	 * as they come, the free finds nothing and the block stays live;
+	 * held back behind a limit (top's clock), the merge orders them */
+	for (int held = 0; held < 2; held++) {
+		buf_t b2 = { 0 };
+		const char *argv[] = { "prog" };
+		uint64_t ips[] = { 0x401050 };
+		rec_process(&b2, 1, argv);
+		blk_t k;
+		blk_begin(&k, 2, 20);
+		ev_free(&k, 20, 0x5000);
+		blk_end(&b2, &k);
+		blk_begin(&k, 1, 10);
+		ev_stack(&k, 5, 1, ips);
+		ev_alloc(&k, 10, 0x5000, 16, 5);
+		blk_end(&b2, &k);
+		rec_end(&b2, 40, HT_END_EXIT, 0, 0);
+		buf_t f2 = make_file(&b2, false, HT_FORMAT_MAJOR);
+		char p2[] = "/tmp/heaptrail-follow.XXXXXX";
+		int fd2 = mkstemp(p2);
+		ht_trace_t *t2 = NULL;
+		ht_pass_t *pp = NULL;
+		ht_watch_t w2;
+		memset(&w2, 0, sizeof w2);
+		bool g;
+		CHECK_EQ(ht_reader_follow(p2, &t2), 0);
+		/* written in three steps: PROCESS and thread 2's block, thread
+		 * 1's block, the END */
+		size_t steps[3];
+		size_t at = 0, pos = 0, nrec = 0;
+		while (pos < b2.len && nrec < 3) {
+			size_t q = pos + 1;
+			uint64_t len = 0;
+			unsigned shift = 0;
+			while (b2.p[q] & 0x80) {
+				len |= (uint64_t)(b2.p[q++] & 0x7f) << shift;
+				shift += 7;
+			}
+			len |= (uint64_t)b2.p[q++] << shift;
+			pos = q + len;
+			if (nrec++ == 0)
+				continue; /* PROCESS goes with the first block */
+			steps[nrec - 2] = HT_FILE_HEADER_LEN + pos;
+		}
+		steps[2] = f2.len;
+		for (int s = 0; s < 3; s++) {
+			CHECK_EQ(write(fd2, f2.p + at, steps[s] - at), (ssize_t)(steps[s] - at));
+			at = steps[s];
+			CHECK_EQ(ht_reader_follow_poll(t2, &g), 0);
+			if (!pp) {
+				CHECK_EQ(ht_pass_new(t2, &pp), 0);
+				CHECK_EQ(ht_watch_attach(pp, &w2), 0);
+				CHECK_EQ(ht_pass_follow(pp), 0);
+			}
+			/* held: nothing past time 5 until the end; else all */
+			CHECK_EQ(ht_pass_advance(pp, held && s < 2 ? 5 : UINT64_MAX), 0);
+		}
+		CHECK_EQ(t2->nblocks, 2);
+		CHECK_EQ(w2.heap, held ? 0 : 16);
+		CHECK_EQ(w2.blocks, held ? 0 : 1);
+		ht_pass_free(pp);
+		ht_watch_free(&w2);
+		ht_trace_free(t2);
+		close(fd2);
+		unlink(p2);
+		free(f2.p);
+		free(b2.p);
+	}
+
+	/* not a trace: said once the first bytes are there, not waited for */
+	char path[] = "/tmp/heaptrail-follow.XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0 && write(fd, "hello", 5) == 5);
+	ht_trace_t *t;
+	CHECK_EQ(ht_reader_follow(path, &t), 0);
+	bool grew;
+	CHECK_EQ(ht_reader_follow_poll(t, &grew), 0);
+	CHECK_EQ(t->error, -HT_EMAGIC);
+	ht_trace_free(t);
+	close(fd);
+	unlink(path);
+}
+
 int main(void)
 {
 	test_bomb(); /* first: it measures the peak RSS */
@@ -2890,5 +3068,6 @@ int main(void)
 	test_packed_sizes();
 	test_packed_bin_ring();
 	test_packed_filter();
+	test_follow();
 	return TEST_DONE();
 }

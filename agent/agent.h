@@ -190,6 +190,7 @@ typedef struct ht_block {
 	uint64_t base_time;
 	bool digested; /* in the live table already (the digester's work) */
 	bool wake;     /* the producer asked for the writer to be woken */
+	bool packed;   /* written already: the digester gives it back */
 	uint8_t data[HT_BUF_SIZE];
 } ht_block_t;
 

@@ -10,14 +10,18 @@
  * doing both was the bottleneck, the process ends ~20% sooner. Without a
  * table to keep (leak_check=0), or in summary mode (where the table is all
  * that is kept and the writer digests), blocks go straight to the writer.
+ * Once a process has a second thread, each thread packs and compresses
+ * its own blocks (agent/packer.c) and only the digest queue is used: the
+ * writer thread keeps what is shared (idle threads' buffers, the packers'
+ * batches held too long, module maps, the end).
  * The digester is started on the first full block, so short programs
  * never get one; the writer is started at main's start (ht_flusher_start):
  * it also ships the buffers of threads that have gone quiet
  * (ht_thread_take_idle, which takes the registry's lock before
  * ht_writer_lock), and a program killed later needs those on disk.
  *
- * Locks: ht_writer_lock, then ht_live_lock, then queue_lock (never the
- * other way round). The writer pops and writes under ht_writer_lock, and
+ * Locks: ht_writer_lock, then a packer's (agent/packer.c), then
+ * ht_live_lock, then queue_lock (never the other way round). The writer pops and writes under ht_writer_lock, and
  * the digester pops, digests and passes on under ht_live_lock, so whoever
  * holds both (exit, exec, a fatal signal) can drain both queues itself and
  * know that no block is in flight elsewhere; digesting under the lock also
@@ -79,6 +83,7 @@ ht_block_t *ht_block_get(void)
 		b->next = NULL;
 		b->len = 0;
 		b->digested = false;
+		b->packed = false;
 	}
 	return b;
 }
@@ -89,17 +94,18 @@ static void block_put_locked(ht_block_t *b)
 	pool = b;
 }
 
-void ht_block_write_locked(const ht_block_t *b)
-{
-	ht_packer_pack_locked(b);
-}
-
 /* Gives a block back to the pool. */
 static void block_put(ht_block_t *b)
 {
 	ht_lock(&queue_lock);
 	block_put_locked(b);
 	ht_unlock(&queue_lock);
+}
+
+
+void ht_block_write_locked(const ht_block_t *b)
+{
+	ht_packer_pack_locked(b);
 }
 
 /* Whether full blocks go to the digester first. */
@@ -153,6 +159,10 @@ static bool digest_one_live_locked(bool digest, bool wake)
 		return false;
 	if (digest)
 		ht_live_digest(b);
+	if (b->packed) {
+		block_put(b);
+		return true;
+	}
 	b->digested = digest; /* else the writer skips it too: the lock is ours */
 	write_enqueue(b, b->wake || wake);
 	return true;
@@ -472,8 +482,20 @@ void ht_block_submit(ht_block_t *b, bool wake)
 	 * queued go first: a thread's blocks stay in their order. */
 	if (!queue_only && atomic_load_explicit(&ht_thread_states, memory_order_relaxed) > 1 &&
 	    atomic_load(&in_queues) == 0) {
+		/* The live table stays with the digester thread: digesting
+		 * on each thread under ht_live_lock cost the mailbox bench
+		 * 20% more CPU (the lock and the table's lines moving between
+		 * cores). Packed here, the block goes there to be read. */
+		bool digest = digest_stage();
+		b->digested = digest; /* not in pack_own */
 		ht_packer_pack_own(b);
-		block_put(b);
+		if (digest) {
+			b->digested = false;
+			b->packed = true;
+			digest_enqueue(b, wake, false);
+		} else {
+			block_put(b);
+		}
 		return;
 	}
 	atomic_fetch_add(&in_queues, 1);

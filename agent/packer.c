@@ -5,8 +5,9 @@
  * into columns (THREAD_BATCH3), and a zstd context of its own that
  * compresses each batch into one complete zstd frame. Once a process has
  * a second thread, a thread whose block fills packs it itself, on its own
- * core (ht_block_submit): no event crosses to another core, and threads
- * compress at once instead of waiting on one writer. A finished frame goes
+ * core (ht_block_submit), and threads compress at once instead of waiting
+ * on one writer; the block then goes to the digester thread only to be
+ * read into the live table (agent/flusher.c), which stays on one core. A finished frame goes
  * to the file at once when ht_writer_lock is free (ht_lock_try, once per
  * batch of about 2 MiB of events), else to a short queue of frames that
  * the next holder of the lock writes first; a frame is written whole, with

@@ -447,18 +447,19 @@ uint64_t ht_packers_lost(void)
 
 void ht_packers_fork_prepare(void)
 {
-	ht_lock(&frames_lock);
+	/* the packers first: their holders may queue a frame */
 	unsigned n = packer_count();
 	for (unsigned i = 0; i < n; i++)
 		ht_lock(&packers[i].lock);
+	ht_lock(&frames_lock);
 }
 
 void ht_packers_fork_parent(void)
 {
+	ht_unlock(&frames_lock);
 	unsigned n = packer_count();
 	for (unsigned i = n; i-- > 0;)
 		ht_unlock(&packers[i].lock);
-	ht_unlock(&frames_lock);
 }
 
 void ht_packers_fork_child(void)

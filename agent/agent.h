@@ -60,6 +60,7 @@ extern bool ht_opt_functions;	/* record function entry/exit */
 extern bool ht_opt_stacks_shadow; /* allocation stacks from the shadow stack */
 extern bool ht_opt_start_off;	/* recording starts switched off */
 extern int ht_opt_snapshot_signal; /* a signal that writes a snapshot, or 0 */
+extern bool ht_opt_own_pack;	/* threads pack their own blocks (agent/packer.c) */
 extern bool ht_opt_leak_check;	/* keep the live-block table, classify leaks */
 extern bool ht_opt_free_stacks;	/* every free records its stack (FREE_STACK) */
 extern bool ht_opt_mmap;	/* record mmap, munmap, mremap, madvise (agent/maps.c) */

@@ -480,7 +480,8 @@ void ht_block_submit(ht_block_t *b, bool wake)
 	 * the events would cross cores twice. A single-threaded program
 	 * leaves the work to the helpers, on the other core. Blocks already
 	 * queued go first: a thread's blocks stay in their order. */
-	if (!queue_only && atomic_load_explicit(&ht_thread_states, memory_order_relaxed) > 1 &&
+	if (!queue_only && ht_opt_own_pack &&
+	    atomic_load_explicit(&ht_thread_states, memory_order_relaxed) > 1 &&
 	    atomic_load(&in_queues) == 0) {
 		/* The live table stays with the digester thread: digesting
 		 * on each thread under ht_live_lock cost the mailbox bench

@@ -21,7 +21,7 @@
  * thread's blocks, and a stream's, reach the file in the order they were
  * made, which the reader's join relies on (each thread's blocks in file
  * order, merged across threads by time stamp). The packers are a few
- * (twice the CPUs, 4 to 16), each mapped on first use, so a program of a
+ * (one per CPU, 2 to 16), each mapped on first use, so a program of a
  * thousand threads costs what one of sixteen does: threads that share a
  * packer wait for it (a futex) for the length of one block's split, or of
  * one batch's compression.
@@ -92,8 +92,7 @@ static unsigned packer_count(void)
 	unsigned cpus = 1;
 	if (syscall(SYS_sched_getaffinity, 0, sizeof set, &set) > 0)
 		cpus = (unsigned)CPU_COUNT(&set);
-	n = 2 * cpus;
-	n = n < 4 ? 4 : n > HT_PACKERS_MAX ? HT_PACKERS_MAX : n;
+	n = cpus < 2 ? 2 : cpus > HT_PACKERS_MAX ? HT_PACKERS_MAX : cpus;
 	unsigned zero = 0;
 	atomic_compare_exchange_strong(&npackers, &zero, n);
 	return atomic_load(&npackers);

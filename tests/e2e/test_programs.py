@@ -684,7 +684,7 @@ add("threads.handoff", t_handoff)
 
 
 def t_many_packers(t):
-    """40 threads on at most 16 packers (4 on two CPUs), blocks handed
+    """40 threads on at most 16 packers (2 on two CPUs), blocks handed
     between threads: each thread's events are exactly its own, in order
     (no free without its allocation, no address allocated twice)."""
     need_tools(t)

@@ -60,6 +60,7 @@ extern bool ht_opt_functions;	/* record function entry/exit */
 extern bool ht_opt_stacks_shadow; /* allocation stacks from the shadow stack */
 extern bool ht_opt_start_off;	/* recording starts switched off */
 extern int ht_opt_snapshot_signal; /* a signal that writes a snapshot, or 0 */
+extern bool ht_opt_own_pack;	/* threads pack their own blocks (agent/packer.c) */
 extern bool ht_opt_leak_check;	/* keep the live-block table, classify leaks */
 extern bool ht_opt_free_stacks;	/* every free records its stack (FREE_STACK) */
 extern bool ht_opt_mmap;	/* record mmap, munmap, mremap, madvise (agent/maps.c) */
@@ -169,6 +170,8 @@ void ht_unlock(ht_lock_t *l);
 bool ht_lock_timed(ht_lock_t *l, int timeout_ms);
 /* True if this thread holds l. */
 bool ht_lock_held(ht_lock_t *l);
+/* Takes l if it is free, at once; false otherwise. */
+bool ht_lock_try(ht_lock_t *l);
 static inline void ht_lock_reset(ht_lock_t *l)
 {
 	atomic_store(&l->word, 0);
@@ -189,6 +192,7 @@ typedef struct ht_block {
 	uint64_t base_time;
 	bool digested; /* in the live table already (the digester's work) */
 	bool wake;     /* the producer asked for the writer to be woken */
+	bool packed;   /* written already: the digester gives it back */
 	uint8_t data[HT_BUF_SIZE];
 } ht_block_t;
 
@@ -224,6 +228,28 @@ unsigned ht_thread_take_idle(uint64_t age_ns);
  * while no thread records (agent/rss.c). False when every thread was busy. */
 bool ht_thread_post_rss(uint64_t now, uint64_t rss);
 uint64_t ht_flusher_self_writes(void);
+/* Wakes the writer thread: a packer's frame waits for ht_writer_lock. */
+void ht_flusher_wake(void);
+
+/* ---- the packers (agent/packer.c) ---------------------------------------------
+ * Each packs and compresses the blocks of the threads whose tid it serves
+ * into complete zstd frames. */
+/* Packs the calling thread's full block b on this thread. */
+void ht_packer_pack_own(const ht_block_t *b);
+/* Packs b; the caller holds ht_writer_lock. */
+void ht_packer_pack_locked(const ht_block_t *b);
+/* Compresses and writes the batches that wait (those whose first block is
+ * older than older_than_ns, passing busy packers by; 0: all), and the
+ * frames queued first; caller holds ht_writer_lock. */
+void ht_packers_emit_locked(uint64_t older_than_ns);
+/* Whether frames wait for ht_writer_lock, and writing them (lock held). */
+bool ht_packer_frames_waiting(void);
+void ht_packer_frames_write_locked(void);
+/* Blocks lost by packers out of memory. */
+uint64_t ht_packers_lost(void);
+void ht_packers_fork_prepare(void);
+void ht_packers_fork_parent(void);
+void ht_packers_fork_child(void);
 void ht_flusher_fork_prepare(void);
 void ht_flusher_fork_parent(void);
 void ht_flusher_fork_child(void);
@@ -720,18 +746,22 @@ void ht_writer_record2(uint8_t tag, const void *head, size_t head_len,
 		       const void *body, size_t body_len);
 /* One record made of nparts pieces, written one after the other. */
 void ht_writer_recordv(uint8_t tag, const void *const *part, const size_t *len, size_t nparts);
-/* Packed blocks wait in a batch and go out as one THREAD_BATCH record: when
- * the batch is full, before any other record, and at every flush. A block
- * is split straight into the batch: ht_writer_batch_room gives where its
- * columns go (col[HT_NCOLS], room bytes each; false when out of memory),
- * ht_writer_batch_add then takes it in with its header (tid, base time,
- * stream) and column lengths. */
-bool ht_writer_batch_room(size_t room, uint8_t **col);
-void ht_writer_batch_add(const uint8_t *head, size_t head_len, const size_t *len);
-/* True when blocks wait in the batch, or bytes in the compressor: a flush
- * has work to do. */
+/* A packer's finished frame (agent/packer.c), whole records only, written
+ * after the writer's own frame is ended; caller holds ht_writer_lock. */
+void ht_writer_put_frame(const uint8_t *data, size_t n);
+/* The level of a packer's next frame; false: the trace is not compressed. */
+bool ht_writer_frame_level(unsigned *level);
+/* A packer compressed in bytes in zstd_ns (for compress=auto's choice when
+ * the writer's lock holder did it). */
+void ht_writer_frame_done(uint64_t in, uint64_t zstd_ns);
+/* The workspace a packer's zstd context needs, and its settings. */
+size_t ht_writer_cstream_size(void);
+struct ZSTD_CCtx_s;
+void ht_writer_zstd_configure(struct ZSTD_CCtx_s *c, unsigned level);
+/* True when bytes wait in the compressor: a flush has work to do. */
 bool ht_writer_dirty(void);
-/* Push everything buffered to the file. end_frame: close the zstd frame. */
+/* Push everything buffered to the file, the packers' batches too.
+ * end_frame: close the zstd frame. */
 void ht_writer_flush(bool end_frame);
 /* Close the file: write END, end the frame, close. */
 void ht_writer_finish(unsigned how, unsigned status);

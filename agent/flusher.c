@@ -10,14 +10,18 @@
  * doing both was the bottleneck, the process ends ~20% sooner. Without a
  * table to keep (leak_check=0), or in summary mode (where the table is all
  * that is kept and the writer digests), blocks go straight to the writer.
+ * Once a process has a second thread, each thread packs and compresses
+ * its own blocks (agent/packer.c) and only the digest queue is used: the
+ * writer thread keeps what is shared (idle threads' buffers, the packers'
+ * batches held too long, module maps, the end).
  * The digester is started on the first full block, so short programs
  * never get one; the writer is started at main's start (ht_flusher_start):
  * it also ships the buffers of threads that have gone quiet
  * (ht_thread_take_idle, which takes the registry's lock before
  * ht_writer_lock), and a program killed later needs those on disk.
  *
- * Locks: ht_writer_lock, then ht_live_lock, then queue_lock (never the
- * other way round). The writer pops and writes under ht_writer_lock, and
+ * Locks: ht_writer_lock, then a packer's (agent/packer.c), then
+ * ht_live_lock, then queue_lock (never the other way round). The writer pops and writes under ht_writer_lock, and
  * the digester pops, digests and passes on under ht_live_lock, so whoever
  * holds both (exit, exec, a fatal signal) can drain both queues itself and
  * know that no block is in flight elsewhere; digesting under the lock also
@@ -59,6 +63,9 @@ static ht_block_t *pool;
 static _Atomic uint64_t idle_ns;     /* the writer thread's waits, summed */
 static _Atomic uint64_t self_writes; /* producers that wrote or digested themselves */
 static _Atomic bool writer_started, digester_started;
+/* Blocks submitted to the queues and not yet packed: while there are
+ * some, a thread's next block follows them there (its order). */
+static _Atomic unsigned in_queues;
 static _Atomic int digester_tid;
 uintptr_t ht_writer_stack_lo, ht_writer_stack_hi;
 uintptr_t ht_digester_stack_lo, ht_digester_stack_hi;
@@ -76,6 +83,7 @@ ht_block_t *ht_block_get(void)
 		b->next = NULL;
 		b->len = 0;
 		b->digested = false;
+		b->packed = false;
 	}
 	return b;
 }
@@ -86,89 +94,18 @@ static void block_put_locked(ht_block_t *b)
 	pool = b;
 }
 
-/* The address-coding streams (common/packed.h), under ht_writer_lock:
- * one per thread that wrote recently; the least recently used one goes to
- * a new thread, which goes on with it as it is (every code names an
- * address of the stream's own past, whichever thread made it). Starting
- * it afresh cleared ~900 KB of tables per new thread: most of the cost of
- * a short thread's life under the agent. */
-static struct {
-	ht_pk_writer_t *w; /* mmap'd on first use */
-	uint32_t tid;
-	bool started;
-	uint64_t last_use;
-} streams[HT_PK_STREAMS];
-static uint64_t stream_clock;
-
-/* The stream for tid's next block; *fresh when it starts afresh. */
-static unsigned stream_for(uint32_t tid, bool *fresh)
+/* Gives a block back to the pool. */
+static void block_put(ht_block_t *b)
 {
-	for (unsigned i = 0; i < HT_PK_STREAMS; i++) {
-		if (streams[i].started && streams[i].tid == tid) {
-			*fresh = false;
-			streams[i].last_use = ++stream_clock;
-			return i;
-		}
-	}
-	unsigned pick = 0; /* an unused stream, else the least recently used */
-	for (unsigned i = 0; i < HT_PK_STREAMS; i++) {
-		if (!streams[i].started) {
-			pick = i;
-			break;
-		}
-		if (streams[i].last_use < streams[pick].last_use)
-			pick = i;
-	}
-	streams[pick].tid = tid;
-	streams[pick].last_use = ++stream_clock;
-	if (streams[pick].started) {
-		*fresh = false;
-		return pick;
-	}
-	*fresh = true;
-	/* out of step, or a fork child's copy of the parent's: zeroed by the
-	 * kernel, page by page as they are used (a memset of its ~900 KB
-	 * copied every page of the parent's in each fork child) */
-	if (!streams[pick].w)
-		streams[pick].w = ht_mmap(sizeof(ht_pk_writer_t));
-	else if (madvise(streams[pick].w, sizeof(ht_pk_writer_t), MADV_DONTNEED) != 0)
-		memset(streams[pick].w, 0, sizeof(ht_pk_writer_t));
-	streams[pick].started = streams[pick].w != NULL;
-	return pick;
+	ht_lock(&queue_lock);
+	block_put_locked(b);
+	ht_unlock(&queue_lock);
 }
+
 
 void ht_block_write_locked(const ht_block_t *b)
 {
-	if ((ht_opt_leak_check || ht_opt_summary) && !b->digested &&
-	    !ht_lock_held(&ht_live_lock) /* see ht_blocks_drain_locked */) {
-		ht_lock(&ht_live_lock);
-		ht_live_digest(b);
-		ht_unlock(&ht_live_lock);
-	}
-	if (ht_opt_summary)
-		return; /* the digest is all that is kept */
-	uint8_t head[4 * HT_VARINT_MAX];
-	size_t n = ht_varint_put(head, b->tid);
-	n += ht_varint_put(head + n, b->base_time);
-	bool fresh;
-	unsigned s = stream_for(b->tid, &fresh);
-	uint8_t *col[HT_NCOLS];
-	size_t len[HT_NCOLS];
-	bool joined = streams[s].started && streams[s].w->join_next;
-	unsigned layout = HT_PK_BATCH | HT_PK_SIZES | HT_PK_RANK | HT_PK_FREED |
-			  (joined ? HT_PK_JOINED : HT_PK_FREES);
-	if (!streams[s].started || b->len > HT_BUF_SIZE ||
-	    !ht_writer_batch_room(HT_BUF_SIZE, col) ||
-	    !ht_packed_split(b->data, b->len, col, len, HT_BUF_SIZE, streams[s].w, layout)) {
-		/* out of memory, or bytes the split does not know: as they are,
-		 * and the stream, now out of step, starts afresh next time */
-		streams[s].started = false;
-		ht_writer_record2(HT_REC_THREAD_BLOCK, head, n, b->data, b->len);
-		return;
-	}
-	n += ht_varint_put(head + n, (uint64_t)s << 1 | fresh);
-	n += ht_varint_put(head + n, ht_pk_flags_of_layout(layout));
-	ht_writer_batch_add(head, n, len);
+	ht_packer_pack_locked(b);
 }
 
 /* Whether full blocks go to the digester first. */
@@ -222,6 +159,10 @@ static bool digest_one_live_locked(bool digest, bool wake)
 		return false;
 	if (digest)
 		ht_live_digest(b);
+	if (b->packed) {
+		block_put(b);
+		return true;
+	}
 	b->digested = digest; /* else the writer skips it too: the lock is ours */
 	write_enqueue(b, b->wake || wake);
 	return true;
@@ -241,9 +182,8 @@ static void write_queue_drain_locked(void)
 		while (list) {
 			ht_block_t *next = list->next;
 			ht_block_write_locked(list);
-			ht_lock(&queue_lock);
-			block_put_locked(list);
-			ht_unlock(&queue_lock);
+			atomic_fetch_sub(&in_queues, 1);
+			block_put(list);
 			list = next;
 		}
 	}
@@ -256,6 +196,7 @@ void ht_blocks_drain_locked(void)
 	 * handler that ends the process from inside this thread's own digest
 	 * (the lock is its: the table is half changed) writes the blocks
 	 * without digesting them. */
+	ht_packer_frames_write_locked();
 	bool mine = ht_lock_held(&ht_live_lock);
 	if (!mine)
 		ht_lock(&ht_live_lock);
@@ -404,6 +345,16 @@ static void *writer_main(void *arg)
 			last_take = tick;
 			ht_thread_take_idle(HT_TAKE_AGE_NS);
 			ht_rss_tick();
+			/* the packers' batches go out once they have waited
+			 * HT_HOLD_NS, as the writer's own do */
+			ht_lock(&ht_writer_lock);
+			ht_packers_emit_locked(HT_HOLD_NS);
+			ht_unlock(&ht_writer_lock);
+		}
+		if (ht_packer_frames_waiting()) {
+			ht_lock(&ht_writer_lock);
+			ht_packer_frames_write_locked();
+			ht_unlock(&ht_writer_lock);
 		}
 		if (atomic_load(&queued) == 0) {
 			/* Idle. Blocks waiting in the batch (or bytes in the
@@ -531,6 +482,31 @@ void ht_block_submit(ht_block_t *b, bool wake)
 	bool queue_only = clone_child || atomic_load(&ht_state) != HT_STATE_RECORDING;
 	if (!atomic_load_explicit(&writer_started, memory_order_relaxed) && !queue_only)
 		start_helper(&writer_started, writer_main);
+	/* With a second thread, each thread packs and compresses its own
+	 * blocks (agent/packer.c): the helpers would be the bottleneck, and
+	 * the events would cross cores twice. A single-threaded program
+	 * leaves the work to the helpers, on the other core. Blocks already
+	 * queued go first: a thread's blocks stay in their order. */
+	if (!queue_only && ht_opt_own_pack &&
+	    atomic_load_explicit(&ht_thread_states, memory_order_relaxed) > 1 &&
+	    atomic_load(&in_queues) == 0) {
+		/* The live table stays with the digester thread: digesting
+		 * on each thread under ht_live_lock cost the mailbox bench
+		 * 20% more CPU (the lock and the table's lines moving between
+		 * cores). Packed here, the block goes there to be read. */
+		bool digest = digest_stage();
+		b->digested = digest; /* not in pack_own */
+		ht_packer_pack_own(b);
+		if (digest) {
+			b->digested = false;
+			b->packed = true;
+			digest_enqueue(b, wake, false);
+		} else {
+			block_put(b);
+		}
+		return;
+	}
+	atomic_fetch_add(&in_queues, 1);
 	if (digest_stage())
 		digest_enqueue(b, wake, queue_only);
 	else
@@ -549,6 +525,11 @@ void ht_block_submit(ht_block_t *b, bool wake)
 	}
 }
 
+void ht_flusher_wake(void)
+{
+	syscall(SYS_futex, &queued, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
 uint64_t ht_flusher_idle_ns(void)
 {
 	return atomic_load_explicit(&idle_ns, memory_order_relaxed);
@@ -561,6 +542,7 @@ uint64_t ht_flusher_self_writes(void)
 
 void ht_flusher_fork_prepare(void)
 {
+	ht_packers_fork_prepare(); /* before ht_live_lock, which their holders take */
 	ht_lock(&ht_live_lock); /* the digester between blocks */
 	ht_lock(&queue_lock);
 }
@@ -569,6 +551,7 @@ void ht_flusher_fork_parent(void)
 {
 	ht_unlock(&queue_lock);
 	ht_unlock(&ht_live_lock);
+	ht_packers_fork_parent();
 }
 
 /* Gives every block of a queue back to the pool; queue_lock held. */
@@ -595,7 +578,6 @@ void ht_flusher_fork_child(void)
 	atomic_store(&writer_started, false);
 	atomic_store(&digester_started, false);
 	atomic_store(&digester_tid, 0);
-	/* the child's trace is a new file: its streams start afresh */
-	for (unsigned i = 0; i < HT_PK_STREAMS; i++)
-		streams[i].started = false;
+	atomic_store(&in_queues, 0);
+	ht_packers_fork_child();
 }

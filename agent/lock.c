@@ -74,3 +74,12 @@ bool ht_lock_timed(ht_lock_t *l, int timeout_ms)
 	}
 	return false;
 }
+
+bool ht_lock_try(ht_lock_t *l)
+{
+	int c = 0;
+	if (!atomic_compare_exchange_strong(&l->word, &c, 1))
+		return false;
+	atomic_store_explicit(&l->owner, self_tid(), memory_order_relaxed);
+	return true;
+}

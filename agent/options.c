@@ -23,6 +23,7 @@ bool ht_opt_stacks_shadow = true; /* used only with functions=1 */
 bool ht_opt_start_off;
 int ht_opt_snapshot_signal;
 bool ht_opt_leak_check = true;
+bool ht_opt_own_pack = true;
 bool ht_opt_free_stacks;
 bool ht_opt_mmap = true;
 static bool leak_check_set; /* leak_check given explicitly */
@@ -171,6 +172,10 @@ static bool set_option(const char *k, size_t klen, const char *v, size_t vlen)
 			return false;
 		ht_opt_leak_check = u;
 		leak_check_set = true;
+	} else if (key_is(k, klen, "own_pack")) {
+		if (!parse_uint(v, vlen, &u) || u > 1)
+			return false;
+		ht_opt_own_pack = u;
 	} else if (key_is(k, klen, "mmap")) {
 		if (!parse_uint(v, vlen, &u) || u > 1)
 			return false;

@@ -50,28 +50,6 @@ static bool frame_open;
 static bool unflushed; /* bytes fed since the last flush */
 static bool write_failed;
 
-/* The batch of packed blocks (HT_REC_THREAD_BATCH3): each column of every
- * block goes to its own region, so the record can hold column 0 of all
- * its blocks, then column 1, and so on. 32 blocks of 64 KiB: churn's trace
- * is 5% smaller than with one record per block, sqlite3's 8%. The
- * address, size and free code columns are then split, first bytes of
- * varints apart from the rest (batch_rest). */
-#define HT_BATCH_BLOCKS 32u
-#define HT_BATCH_REGION ((size_t)HT_BATCH_BLOCKS * HT_BUF_SIZE)
-#define HT_BATCH_HEAD_MAX ((4 + HT_NCOLS) * HT_VARINT_MAX)
-static uint8_t *batch_cols; /* HT_NCOLS regions of HT_BATCH_REGION bytes */
-static size_t batch_fill[HT_NCOLS];
-static unsigned batch_count;
-static size_t batch_head_len;
-static uint8_t batch_head[HT_BATCH_BLOCKS * HT_BATCH_HEAD_MAX];
-/* The split columns' continuation bytes (ht_varints_split) */
-#define HT_BATCH_SPLIT_COLS 3
-static const unsigned batch_split_col[HT_BATCH_SPLIT_COLS] = {HT_COL_ADDR, HT_COL_SIZE,
-							      HT_COL_STACK /* free codes */};
-static uint8_t *batch_rest; /* HT_BATCH_SPLIT_COLS regions of HT_BATCH_REGION bytes */
-
-static void batch_emit(void);
-
 /* The file we opened, to notice a program that closed our descriptor (a
  * daemon closing every fd by a raw system call no hook sees) and maybe
  * reused its number for its own file: we never write into that, but open
@@ -271,6 +249,20 @@ static ZSTD_compressionParameters zstd_params(unsigned level)
 	return cp;
 }
 
+static void cctx_configure(ZSTD_CCtx *c, ZSTD_compressionParameters cp)
+{
+	ZSTD_CCtx_setParameter(c, ZSTD_c_windowLog, (int)cp.windowLog);
+	ZSTD_CCtx_setParameter(c, ZSTD_c_chainLog, (int)cp.chainLog);
+	ZSTD_CCtx_setParameter(c, ZSTD_c_hashLog, (int)cp.hashLog);
+	ZSTD_CCtx_setParameter(c, ZSTD_c_searchLog, (int)cp.searchLog);
+	ZSTD_CCtx_setParameter(c, ZSTD_c_minMatch, (int)cp.minMatch);
+	ZSTD_CCtx_setParameter(c, ZSTD_c_targetLength, (int)cp.targetLength);
+	ZSTD_CCtx_setParameter(c, ZSTD_c_strategy, (int)cp.strategy);
+	/* a checksum per frame: a damaged byte is then reported by the
+	 * reader, not read as other figures (4 bytes a frame) */
+	ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 1);
+}
+
 static void zstd_configure(unsigned level)
 {
 	ZSTD_compressionParameters cp = zstd_params(level);
@@ -280,17 +272,20 @@ static void zstd_configure(unsigned level)
 		if (cp.chainLog > HT_SMALL_TABLES_LOG)
 			cp.chainLog = HT_SMALL_TABLES_LOG;
 	}
-	ZSTD_CCtx_setParameter(zcs, ZSTD_c_windowLog, (int)cp.windowLog);
-	ZSTD_CCtx_setParameter(zcs, ZSTD_c_chainLog, (int)cp.chainLog);
-	ZSTD_CCtx_setParameter(zcs, ZSTD_c_hashLog, (int)cp.hashLog);
-	ZSTD_CCtx_setParameter(zcs, ZSTD_c_searchLog, (int)cp.searchLog);
-	ZSTD_CCtx_setParameter(zcs, ZSTD_c_minMatch, (int)cp.minMatch);
-	ZSTD_CCtx_setParameter(zcs, ZSTD_c_targetLength, (int)cp.targetLength);
-	ZSTD_CCtx_setParameter(zcs, ZSTD_c_strategy, (int)cp.strategy);
-	/* a checksum per frame: a damaged byte is then reported by the
-	 * reader, not read as other figures (4 bytes a frame) */
-	ZSTD_CCtx_setParameter(zcs, ZSTD_c_checksumFlag, 1);
+	cctx_configure(zcs, cp);
 	level_now = level;
+}
+
+void ht_writer_zstd_configure(ZSTD_CCtx *c, unsigned level)
+{
+	cctx_configure(c, zstd_params(level));
+}
+
+size_t ht_writer_cstream_size(void)
+{
+	size_t fast = ZSTD_estimateCStreamSize_usingCParams(zstd_params(HT_COMPRESS_FAST));
+	size_t strong = ZSTD_estimateCStreamSize_usingCParams(zstd_params(HT_COMPRESS_STRONG));
+	return fast > strong ? fast : strong;
 }
 
 static void segment_start(void)
@@ -302,6 +297,7 @@ static void segment_start(void)
 }
 
 static void zstd_finish(ZSTD_EndDirective how);
+static void level_check(void);
 
 /* At a record boundary: the level for what follows (compress=auto). */
 static void segment_check(void)
@@ -311,6 +307,12 @@ static void segment_check(void)
 		tables_small = false;
 		zstd_configure(level_now);
 	}
+	level_check();
+}
+
+/* compress=auto: the level for what follows, once a segment is done. */
+static void level_check(void)
+{
 	if (ht_opt_compress != HT_COMPRESS_AUTO || !zcs || seg.in < HT_SEGMENT)
 		return;
 	uint64_t wall = ht_clock_ns() - seg.start;
@@ -326,6 +328,29 @@ static void segment_check(void)
 		zstd_configure(want);
 	}
 	segment_start();
+}
+
+bool ht_writer_frame_level(unsigned *level)
+{
+	if (ht_opt_compress == HT_COMPRESS_RAW || !zcs)
+		return false;
+	/* A program thread packing its own blocks compresses FAST unless
+	 * told otherwise: it pays for STRONG in its own time. The writer's
+	 * lock holder (the writer thread, or a producer doing its work) goes
+	 * by the writer's level, which compress=auto sets. */
+	*level = ht_opt_compress == HT_COMPRESS_STRONG ? HT_COMPRESS_STRONG
+		 : ht_lock_held(&ht_writer_lock) ? level_now
+						   : HT_COMPRESS_FAST;
+	return true;
+}
+
+void ht_writer_frame_done(uint64_t in, uint64_t zstd_ns)
+{
+	if (!ht_lock_held(&ht_writer_lock))
+		return;
+	seg.in += in;
+	seg.zstd_ns += zstd_ns;
+	level_check();
 }
 
 /* Feeds n bytes of record data to the compressor (or the raw buffer). */
@@ -369,7 +394,7 @@ static void feed(const void *data, size_t n)
 		drain_out();
 }
 
-/* A record of nparts pieces; no batch goes out first (batch_emit uses it). */
+/* A record of nparts pieces. */
 static void record_parts(uint8_t tag, const void *const *part, const size_t *len, size_t nparts)
 {
 	size_t total = 0;
@@ -388,7 +413,10 @@ static void record_parts(uint8_t tag, const void *const *part, const size_t *len
 
 void ht_writer_recordv(uint8_t tag, const void *const *part, const size_t *len, size_t nparts)
 {
-	batch_emit(); /* records stay in the order they were made */
+	/* the packers' batches hold older events: they go first, so that a
+	 * trace's last records are its last */
+	if (tag == HT_REC_EXEC || tag == HT_REC_END)
+		ht_packers_emit_locked(0);
 	record_parts(tag, part, len, nparts);
 }
 
@@ -400,78 +428,9 @@ void ht_writer_record2(uint8_t tag, const void *head, size_t head_len,
 	ht_writer_recordv(tag, part, len, 2);
 }
 
-bool ht_writer_batch_room(size_t room, uint8_t **col)
-{
-	if (!batch_cols && !(batch_cols = ht_mmap(HT_NCOLS * HT_BATCH_REGION)))
-		return false;
-	if (!batch_rest && !(batch_rest = ht_mmap(HT_BATCH_SPLIT_COLS * HT_BATCH_REGION)))
-		return false;
-	if (room > HT_BUF_SIZE)
-		return false;
-	for (unsigned c = 0; c < HT_NCOLS; c++)
-		if (HT_BATCH_REGION - batch_fill[c] < room)
-			batch_emit();
-	for (unsigned c = 0; c < HT_NCOLS; c++)
-		col[c] = batch_cols + c * HT_BATCH_REGION + batch_fill[c];
-	return true;
-}
-
-void ht_writer_batch_add(const uint8_t *head, size_t head_len, const size_t *len)
-{
-	uint8_t *h = batch_head + batch_head_len;
-	memcpy(h, head, head_len);
-	size_t n = head_len;
-	for (unsigned c = 0; c < HT_NCOLS; c++) {
-		n += ht_varint_put(h + n, len[c]);
-		batch_fill[c] += len[c];
-	}
-	batch_head_len += n;
-	if (++batch_count == HT_BATCH_BLOCKS)
-		batch_emit();
-}
-
-/* Forgets the batch (written, or the parent's in a fork child). */
-static void batch_clear(void)
-{
-	batch_count = 0;
-	batch_head_len = 0;
-	memset(batch_fill, 0, sizeof batch_fill);
-}
-
-static void batch_emit(void)
-{
-	if (!batch_count)
-		return;
-	enum { NPARTS = 2 + HT_NCOLS + HT_BATCH_SPLIT_COLS };
-	uint8_t count[(1 + HT_BATCH_SPLIT_COLS) * HT_VARINT_MAX];
-	const void *part[NPARTS] = {count, batch_head};
-	size_t plen[NPARTS] = {ht_varint_put(count, batch_count), batch_head_len};
-	size_t np = 2;
-	size_t nrest[HT_NCOLS] = {0};
-	const uint8_t *rest[HT_NCOLS] = {NULL};
-	for (unsigned k = 0; k < HT_BATCH_SPLIT_COLS; k++) {
-		unsigned c = batch_split_col[k];
-		uint8_t *r = batch_rest + k * HT_BATCH_REGION;
-		size_t nfirst = ht_varints_split(batch_cols + c * HT_BATCH_REGION, batch_fill[c], r,
-						 &nrest[c]);
-		plen[0] += ht_varint_put(count + plen[0], nfirst);
-		rest[c] = r;
-	}
-	for (unsigned c = 0; c < HT_NCOLS; c++) {
-		part[np] = batch_cols + c * HT_BATCH_REGION;
-		plen[np++] = batch_fill[c] - nrest[c];
-		if (rest[c]) {
-			part[np] = rest[c];
-			plen[np++] = nrest[c];
-		}
-	}
-	batch_clear();
-	record_parts(HT_REC_THREAD_BATCH3, part, plen, np);
-}
-
 bool ht_writer_dirty(void)
 {
-	return batch_count || unflushed || outlen;
+	return unflushed || outlen;
 }
 
 void ht_writer_record(uint8_t tag, const void *payload, size_t len)
@@ -505,8 +464,19 @@ void ht_writer_flush(bool end_frame)
 {
 	if (out_fd < 0)
 		return;
-	batch_emit();
+	ht_packers_emit_locked(0);
 	zstd_finish(end_frame ? ZSTD_e_end : ZSTD_e_flush);
+}
+
+void ht_writer_put_frame(const uint8_t *data, size_t n)
+{
+	if (out_fd < 0 || write_failed)
+		return;
+	/* whole frames only: the writer's own ends first */
+	if (zcs && frame_open)
+		zstd_finish(ZSTD_e_end);
+	drain_out();
+	write_all(data, n);
 }
 
 /* ---- reading /proc without stdio ------------------------------------------ */
@@ -1031,6 +1001,5 @@ void ht_writer_fork_child_close(void)
 	set_out_fd(-1);
 	outlen = 0;
 	frame_open = false;
-	batch_clear(); /* the parent writes its batch */
 	ht_lock_reset(&ht_writer_lock);
 }

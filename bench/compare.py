@@ -79,6 +79,10 @@ def workloads():
                  build="build/bench/deep", quick_args=["40000"]),
         Workload("threads", [f"{b}/threads"], "4 threads churning malloc/free",
                  build="build/bench/threads", quick_args=["250000"]),
+        Workload("mailbox", [f"{b}/mailbox"], "4 threads, every 16th block freed by another thread",
+                 build="build/bench/mailbox", quick_args=["250000"]),
+        Workload("mailbox16", [f"{b}/mailbox", "250000", "16"], "16 threads, mailbox's mix, as many blocks",
+                 build="build/bench/mailbox", quick_args=["62500", "16"]),
         Workload("many_live", [f"{b}/many_live"], "5M blocks of 16-64 B held at once (memory per live block)",
                  build="build/bench/many_live", quick_args=["1000000"]),
         Workload("realloc", [f"{b}/realloc"], "realloc growth of 2048 buffers",
@@ -703,7 +707,8 @@ def main():
     if sampled:
         columns.append(("sampled_cpu", "sampled CPU×", "heaptrail sampled CPU ×plain"))
         columns.append(("sampled_trace", "sampled trace", "heaptrail sampled trace"))
-    columns += [("track_cpu", "track CPU×", "heaptrack CPU ×plain"),
+    columns += [("trail_nsev", "trail ns/ev", "heaptrail CPU ns/event beyond plain"),
+                ("track_cpu", "track CPU×", "heaptrack CPU ×plain"),
                 ("trail_trace", "trail trace", "heaptrail trace"), ("track_trace", "track trace", "heaptrack trace"),
                 ("tt", "trail/track", "trace heaptrail/heaptrack"),
                 ("trail_bpa", "trail B/al", "heaptrail B/alloc"), ("track_bpa", "track B/al", "heaptrack B/alloc"),
@@ -756,6 +761,7 @@ def main():
                 "wall_s": tstat(r["wall"] for r in rs),
                 "ratio": tstat(r["wall"] for r in rs) / pw if pw else None,
                 "cpu_ratio": tstat(r["cpu"] for r in rs) / pc if pc else None,
+                "cpu_s": tstat(r["cpu"] for r in rs),
                 "trace_bytes": median(r["trace_bytes"] for r in rs),
                 "rss_kib": median(r["maxrss_kib"] for r in rs),
             }
@@ -786,6 +792,11 @@ def main():
         ta = res.get("heaptrail_allocations")
         bpa_trail = ("%.2f" % (tr["trace_bytes"] / ta)) if tr and ta else "-"
         bpa_track = ("%.2f" % (tk["trace_bytes"] / tk["allocations"])) if tk and tk.get("allocations") else "-"
+        # CPU the profiler adds per recorded event (allocations + frees)
+        tf = res.get("heaptrail_frees")
+        nsev = ("%.0f" % ((tr["cpu_s"] - pc) * 1e9 / (ta + tf))) if tr and ta and tf is not None and pc \
+            and tr.get("cpu_s") is not None else "-"
+        s["heaptrail_ns_per_event"] = float(nsev) if nsev != "-" else None
         target = "-"
         if tr and tk:
             misses = []
@@ -814,6 +825,7 @@ def main():
              "sampled_cpu": cell("heaptrail-sampled", "cpu_ratio", fmt_ratio_fine),
              "sampled_trace": cell("heaptrail-sampled", "trace_bytes", fmt_bytes),
              "track_cpu": cell("heaptrack", "cpu_ratio", fmt_ratio),
+             "trail_nsev": nsev,
              "trail_trace": cell("heaptrail", "trace_bytes", fmt_bytes),
              "track_trace": cell("heaptrack", "trace_bytes", fmt_bytes),
              "tt": ratio_tt, "trail_bpa": bpa_trail, "track_bpa": bpa_track,

@@ -7,6 +7,7 @@ Runs each workload plain and with LD_PRELOAD of three floor libraries
   forward     every malloc call forwarded to glibc: interposition alone
   countdown   exact counts + a countdown to the next sample + a filter test
               on free: the least a sampler that counts exactly can do
+  stamp       a time stamp (RDTSCP) per event, nothing stored: the stamp alone
   record      a time stamp and the event's fields stored per call, no stack,
               no output: the least a recorder of every event can do
   sampled     heaptrail, sample_rate=524288 (the agent alone, no CLI)
@@ -32,7 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import compare  # noqa: E402  (the workloads, their build and the runner)
 
 FLOOR = os.path.join(compare.BBUILD, "floor")
-FLOORS = ("forward", "countdown", "record")
+FLOORS = ("forward", "countdown", "stamp", "record")
 
 
 def quartiles(xs):

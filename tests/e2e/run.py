@@ -6,6 +6,9 @@ Usage: run.py [-j N] [-k] [-v] [PATTERN...]
   -j N      parallel tests (default: number of CPUs, at least 2)
   -k        keep the scratch directory (traces, memcheck logs)
   -v        print each test's time and extra detail
+  --repeat N  stress mode: run the selection N times, each in a process and
+            scratch directory of its own (no memoised trace carries over),
+            printing only the failures, then `e2e stress: N runs, K failed`
 
 Prints `PASS name`, `FAIL name: reason` (further mismatches indented
 below) or `SKIP name: why` (it cannot run here: an optional library is
@@ -16,6 +19,7 @@ Exit status 1 if any test failed.
 
 import argparse
 import concurrent.futures
+import subprocess
 import os
 import resource
 import shutil
@@ -92,8 +96,11 @@ def main():
     ap.add_argument("-j", type=int, default=max(2, os.cpu_count() or 2))
     ap.add_argument("-k", action="store_true")
     ap.add_argument("-v", action="store_true")
+    ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("patterns", nargs="*")
     args = ap.parse_args()
+    if args.repeat > 1:
+        return stress(args)
 
     # No core files from the crash tests.
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -132,6 +139,24 @@ def main():
         print("e2e: %d skipped" % skipped, flush=True)
     print("e2e: %d passed, %d failed" % (passed, failed), flush=True)
     return 1 if failed else 0
+
+
+def stress(args):
+    """Runs the selection args.repeat times, each run a new process."""
+    bad = 0
+    for i in range(args.repeat):
+        cmd = [sys.executable, os.path.abspath(__file__), "-j", str(args.j)] + args.patterns
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        fails = [ln for ln in p.stdout.splitlines() if ln.startswith(("FAIL", "    "))]
+        if p.returncode != 0:
+            bad += 1
+            print("run %d of %d:" % (i + 1, args.repeat), flush=True)
+            for ln in fails or p.stdout.splitlines()[-5:]:
+                print("  " + ln, flush=True)
+        tally = [ln for ln in p.stdout.splitlines() if ln.startswith("e2e: ") and "passed" in ln]
+        print("run %d: %s" % (i + 1, tally[-1][5:] if tally else "no tally"), flush=True)
+    print("e2e stress: %d runs, %d failed" % (args.repeat, bad), flush=True)
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

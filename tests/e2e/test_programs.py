@@ -684,6 +684,34 @@ def t_handoff(t):
 add("threads.handoff", t_handoff)
 
 
+def t_many_packers(t):
+    """40 threads on at most 16 packers (2 on two CPUs), blocks handed
+    between threads: each thread's events are exactly its own, in order
+    (no free without its allocation, no address allocated twice)."""
+    need_tools(t)
+    tr = heaptrail_run([PROGS / "many_packers"], out_name="mp.ht")
+    t.need(tr.proc.rc == 0 and tr.out_path.exists(),
+           "many_packers under heaptrail: %s: %s" % (tr.proc.describe(), tail(tr.proc.err)))
+    rep = need_report(t, tr.out_path).data
+    tot = rep.get("totals", {})
+    t.eq("ignored frees, reused addresses", (0, 0),
+         (tot.get("ignored_frees"), tot.get("reused_addresses")))
+    t.check((tot.get("frees") or 0) >= 40 * 16000,
+            "frees %s, fewer than the workers' 640000" % tot.get("frees"))
+    try:
+        th = tracefile.thread_events(tr.out_path)
+    except tracefile.TraceError as e:
+        t.fatal("reading %s per trace_format.h: %s" % (tr.out_path, e))
+    for i in range(40):
+        size = 16 + 8 * i
+        mine = [v for v in th.values() if v["sizes"].get(size) == 16000 and v["allocs"] == 16000]
+        t.eq("threads whose events are worker%d's 16000 x malloc(%d) and 16000 frees" % (i, size),
+             [16000], [v["frees"] for v in mine])
+
+
+add("threads.many_packers", t_many_packers)
+
+
 def bench_threads_truth(iterations, nthreads):
     """bench/workloads/threads.c's msg_alloc calls and bytes, by running its
     generator: per step a scratch message of 16 + (r & 127) bytes, a ring

@@ -234,8 +234,9 @@ void ht_flusher_wake(void);
 /* ---- the packers (agent/packer.c) ---------------------------------------------
  * Each packs and compresses the blocks of the threads whose tid it serves
  * into complete zstd frames. */
-/* Packs the calling thread's full block b on this thread. */
-void ht_packer_pack_own(const ht_block_t *b);
+/* Packs the calling thread's full block b on this thread; false (nothing
+ * done) when its packer lacks memory and the writer thread must take b. */
+bool ht_packer_pack_own(const ht_block_t *b);
 /* Packs b; the caller holds ht_writer_lock. */
 void ht_packer_pack_locked(const ht_block_t *b);
 /* Compresses and writes the batches that wait (those whose first block is

@@ -496,15 +496,18 @@ void ht_block_submit(ht_block_t *b, bool wake)
 		 * cores). Packed here, the block goes there to be read. */
 		bool digest = digest_stage();
 		b->digested = digest; /* not in pack_own */
-		ht_packer_pack_own(b);
-		if (digest) {
-			b->digested = false;
-			b->packed = true;
-			digest_enqueue(b, wake, false);
-		} else {
-			block_put(b);
+		bool packed = ht_packer_pack_own(b);
+		b->digested = false;
+		if (packed) {
+			if (digest) {
+				b->packed = true;
+				digest_enqueue(b, wake, false);
+			} else {
+				block_put(b);
+			}
+			return;
 		}
-		return;
+		/* out of memory for the packer: the writer thread's way */
 	}
 	atomic_fetch_add(&in_queues, 1);
 	if (digest_stage())

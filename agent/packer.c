@@ -83,6 +83,14 @@ static packer_t packers[HT_PACKERS_MAX];
 static _Atomic unsigned npackers;
 static _Atomic uint64_t lost_blocks; /* packers out of memory */
 
+/* Blocks lost for memory: counted, and the trace's END says events were
+ * lost (the report warns). */
+static void note_lost(uint64_t n)
+{
+	atomic_fetch_add(&lost_blocks, n);
+	atomic_fetch_or(&ht_agent_flags, HT_AGENT_OUT_OF_MEMORY);
+}
+
 static unsigned packer_count(void)
 {
 	unsigned n = atomic_load_explicit(&npackers, memory_order_relaxed);
@@ -189,7 +197,7 @@ static void frame_put(packer_t *p)
 		ht_writer_put_frame(p->out, p->outlen);
 		ht_unlock(&ht_writer_lock);
 	} else if (!frame_queue(p->out, p->outlen)) {
-		atomic_fetch_add(&lost_blocks, 1);
+		note_lost(1);
 	} else {
 		ht_flusher_wake();
 	}
@@ -197,6 +205,20 @@ static void frame_put(packer_t *p)
 }
 
 /* ---- compression ------------------------------------------------------------ */
+
+/* p's compression context, made on first use; false when out of memory. */
+static bool cctx_ready(packer_t *p)
+{
+	if (!p->cctx) {
+		if (!p->ws) {
+			p->ws_size = ht_writer_cstream_size();
+			p->ws = ht_mmap(p->ws_size);
+		}
+		if (p->ws)
+			p->cctx = ZSTD_initStaticCCtx(p->ws, p->ws_size);
+	}
+	return p->cctx != NULL;
+}
 
 /* Makes p->out one record (tag, parts): a complete zstd frame, or the raw
  * record when the trace is not compressed. False when out of memory. */
@@ -224,16 +246,8 @@ static bool frame_make(packer_t *p, uint8_t tag, const void *const *part, const 
 		}
 		return true;
 	}
-	if (!p->cctx) {
-		if (!p->ws) {
-			p->ws_size = ht_writer_cstream_size();
-			p->ws = ht_mmap(p->ws_size);
-		}
-		if (p->ws)
-			p->cctx = ZSTD_initStaticCCtx(p->ws, p->ws_size);
-		if (!p->cctx)
-			return false;
-	}
+	if (!cctx_ready(p))
+		return false;
 	uint64_t t0 = ht_clock_ns();
 	ZSTD_CCtx_reset(p->cctx, ZSTD_reset_session_only);
 	ht_writer_zstd_configure(p->cctx, level);
@@ -321,7 +335,7 @@ static void batch_emit(packer_t *p)
 	} else {
 		/* out of memory: the stream's codes name blocks never written */
 		p->started = false;
-		atomic_fetch_add(&lost_blocks, n);
+		note_lost(n);
 	}
 }
 
@@ -401,7 +415,7 @@ static void pack_locked(packer_t *p, const ht_block_t *b)
 		if (frame_make(p, HT_REC_THREAD_BLOCK, part, plen, 2))
 			frame_put(p);
 		else
-			atomic_fetch_add(&lost_blocks, 1);
+			note_lost(1);
 		return;
 	}
 	unsigned s = (unsigned)(p - packers);
@@ -412,16 +426,36 @@ static void pack_locked(packer_t *p, const ht_block_t *b)
 
 /* ---- the interface ---------------------------------------------------------- */
 
-void ht_packer_pack_own(const ht_block_t *b)
+/* Whether p has the memory a block's packing needs, allocating what it
+ * lacks: a packer that cannot get it leaves the block to the writer
+ * thread, whose buffers exist already, rather than lose it. */
+static bool packer_memory(packer_t *p)
+{
+	unsigned level;
+	if (!p->w && !(p->w = ht_mmap(sizeof(ht_pk_writer_t))))
+		return false;
+	if (!p->out && !(p->out = ht_mmap(ZSTD_compressBound(HT_RECORD_MAX))))
+		return false;
+	if (!p->cols && !(p->cols = ht_mmap(HT_NCOLS * HT_BATCH_REGION)))
+		return false;
+	if (!p->rest && !(p->rest = ht_mmap(HT_BATCH_SPLIT_COLS * HT_BATCH_REGION)))
+		return false;
+	return !ht_writer_frame_level(&level) || cctx_ready(p);
+}
+
+bool ht_packer_pack_own(const ht_block_t *b)
 {
 	sigset_t async, old;
 	ht_async_signals(&async);
 	pthread_sigmask(SIG_BLOCK, &async, &old);
 	packer_t *p = packer_of(b->tid);
 	ht_lock(&p->lock);
-	pack_locked(p, b);
+	bool ok = packer_memory(p);
+	if (ok)
+		pack_locked(p, b);
 	ht_unlock(&p->lock);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return ok;
 }
 
 void ht_packer_pack_locked(const ht_block_t *b)
@@ -430,7 +464,7 @@ void ht_packer_pack_locked(const ht_block_t *b)
 	/* a fatal fault of this thread's own packing finds its packer held:
 	 * the block is lost rather than the batch broken */
 	if (!ht_lock_timed(&p->lock, 2000)) {
-		atomic_fetch_add(&lost_blocks, 1);
+		note_lost(1);
 		return;
 	}
 	pack_locked(p, b);

@@ -544,8 +544,9 @@ static void print_summary(FILE *out, const ht_model_t *m)
 	 * count is the agent's, of every call.) */
 	if (tt->ignored_frees && !m->sample_rate)
 		fprintf(out, "   and %s more, of blocks %s", ht_fmt_count(b, tt->ignored_frees),
-			m->trace->proc_flags & HT_PROC_FORKED ? "allocated before the fork (by the parent)"
-							      : "not seen allocated");
+			m->trace->proc_flags & HT_PROC_FORKED	 ? "allocated before the fork (by the parent)"
+			: m->trace->proc_flags & HT_PROC_ATTACHED ? "allocated before the attach"
+								  : "not seen allocated");
 	fputc('\n', out);
 	fprintf(out, "  %-18s %14s   %s B%s\n", "bytes allocated",
 		exact ? ht_fmt_size(a, tt->bytes_allocated) : est_size(a, m, tt->bytes_allocated),
@@ -571,7 +572,9 @@ static void print_summary(FILE *out, const ht_model_t *m)
 	/* live at the end, as memcheck's "in use at exit": the leak section
 	 * says what of it was lost */
 	fprintf(out, "  %-18s %14s   %s B%s in %s %s%s\n",
-		m->trace->ending == HT_ENDING_EXEC ? "in use at exec" : "in use at exit",
+		m->trace->ending == HT_ENDING_EXEC     ? "in use at exec"
+		: m->trace->ending == HT_ENDING_DETACH ? "in use at detach"
+						       : "in use at exit",
 		est_size(a, m, tt->leaked_bytes), ht_fmt_count(b, tt->leaked_bytes),
 		est_ci(d, m, tt->leaked_bytes, e->var_leaked_bytes, true), est_count(cbuf, m, tt->leaked_blocks),
 		ht_blocks_word(tt->leaked_blocks),

@@ -176,6 +176,14 @@ def window_test(t, prog, env=None):
             .format(allocs, tot["frees"], bad["before_trace"]) in said_detach,
             "heaptrail detach's summary: %r" % said_detach)
     t.check(pause_of(said) is not None, "no pause figure in %r" % said)
+    # the text names what the window cannot know: the frees of older blocks,
+    # what was live at the detach (not at an exit)
+    txt = report(out, "text")
+    t.need(txt.err is None, txt.err)
+    t.check("of blocks allocated before the attach" in text(txt.proc.out),
+            "the text report's frees line: %s" % tail(txt.proc.out, 600))
+    t.check(re.search(r"^  in use at detach ", text(txt.proc.out), re.M),
+            "no 'in use at detach' line: %s" % tail(txt.proc.out, 600))
 
 
 def t_loop_window(t):

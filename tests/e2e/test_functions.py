@@ -127,7 +127,7 @@ def t_calls(t):
     t.eq("calls in the trace (1+1000+1+300+4+2+6+1)", 1315, fn.get("calls"))
     # busy() spins 20 ms in its own code and calls nothing instrumented
     busy = child(main, "busy")
-    t.check(busy["self_ns"] >= 20000000, "busy's self time %d ns < the 20 ms it spins" % busy["self_ns"])
+    t.check(busy["self_ns"] >= 19000000, "busy's self time %d ns < the ~20 ms it spins" % busy["self_ns"])
     t.eq("busy: self == total (no instrumented callee)", busy["total_ns"], busy["self_ns"])
     t.check(main["total_ns"] >= busy["total_ns"] + leaf["total_ns"],
             "main's total is less than two of its descendants'")

@@ -1612,7 +1612,9 @@ static int diff_one(const char *paths[2], const char *shown[2], ht_diff_match_t 
 				r = -errno;
 			hout = stdout;
 		} else {
-			r = json ? ht_report_diff_json(stdout, &d) : ht_report_diff_text(stdout, &d, top);
+			ht_emitter_t e;
+			ht_emit_init(&e, stdout, json ? HT_EMIT_JSON : HT_EMIT_TEXT);
+			r = ht_section_diff(&e, &d, top);
 		}
 		if (fflush(stdout) && !r)
 			r = -errno;

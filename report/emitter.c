@@ -137,6 +137,17 @@ void ht_emit_hex(ht_emitter_t *e, const char *key, uint64_t v)
 	fprintf(e->out, "\"0x%" PRIx64 "\"", v);
 }
 
+void ht_emit_change(ht_emitter_t *e, const char *key, uint64_t a, uint64_t b)
+{
+	if (!ht_emit_json(e))
+		return;
+	json_item(e, key);
+	if (b >= a)
+		fprintf(e->out, "%" PRIu64, b - a);
+	else
+		fprintf(e->out, "-%" PRIu64, a - b);
+}
+
 void ht_emit_u64_or_null(ht_emitter_t *e, const char *key, bool known, uint64_t v)
 {
 	if (known)

@@ -59,6 +59,8 @@ void ht_emit_str(ht_emitter_t *e, const char *key, const char *s); /* NULL: null
 void ht_emit_null(ht_emitter_t *e, const char *key);
 /* "0x..." as a string */
 void ht_emit_hex(ht_emitter_t *e, const char *key, uint64_t v);
+/* b - a, exact, of either sign */
+void ht_emit_change(ht_emitter_t *e, const char *key, uint64_t a, uint64_t b);
 /* v when known, else null */
 void ht_emit_u64_or_null(ht_emitter_t *e, const char *key, bool known, uint64_t v);
 

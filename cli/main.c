@@ -1071,7 +1071,9 @@ static int cmd_report_one(const char *path, const char *shown, bool json, bool s
 			no_tag = true;
 		}
 	} else if (functions && !json) {
-		r = ht_report_functions_text(stdout, fp, sym, &fo);
+		ht_emitter_t e;
+		ht_emit_init(&e, stdout, HT_EMIT_TEXT);
+		r = ht_section_functions(&e, fp, sym, &fo);
 	} else if (lkp) {
 		ht_emitter_t e;
 		ht_report_parts_t parts = { lkp, show_reachable, fp, mk };

@@ -966,7 +966,7 @@ int ht_report_write(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym,
 	 * profile, tags and phases */
 	if (!err && json && p->functions) {
 		ht_emit_nl(e, 1);
-		err = ht_report_functions_json(ht_emit_raw(e, "functions"), p->functions, sym);
+		err = ht_section_functions(e, p->functions, sym, NULL);
 	}
 	if (!err && json && p->marks && p->marks->tag_events) {
 		ht_emit_nl(e, 1);

@@ -22,7 +22,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define HT_EMIT_DEPTH 16
+/* Open objects and arrays at once: the function profile's call trees nest
+ * two per call level (an object and its "children"), up to
+ * analysis/functions.h's HT_FN_MAX_DEPTH (256) levels below the report's
+ * own few. */
+#define HT_EMIT_DEPTH 1024
 
 typedef enum ht_emit_kind { HT_EMIT_TEXT, HT_EMIT_JSON } ht_emit_kind_t;
 

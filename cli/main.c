@@ -1227,17 +1227,17 @@ static int leaks_one(const char *path, const char *shown, bool json, bool show_r
 		}
 		if (!r) { /* the newest member last */
 			ht_emit_nl(&e, 1);
-			r = ht_report_badfrees_json(ht_emit_raw(&e, "invalid_frees"), m, sym);
+			r = ht_section_badfrees(&e, m, sym);
 		}
 		ht_emit_obj_end(&e);
 		fputc('\n', stdout);
 	} else if (!r) {
 		printf("heaptrail leaks: %s\n", HT_TEXT(shown));
-		r = ht_report_badfrees_text(stdout, m, sym);
-		if (!r)
-			r = ht_report_leaks_text(stdout, m, sym, &lk, top, show_reachable);
 		ht_emitter_t e;
 		ht_emit_init(&e, stdout, HT_EMIT_TEXT);
+		r = ht_section_badfrees(&e, m, sym);
+		if (!r)
+			r = ht_report_leaks_text(stdout, m, sym, &lk, top, show_reachable);
 		if (!r)
 			r = ht_section_checks(&e, m, sym);
 		if (!r) /* descriptors and handles: when the trace has any */

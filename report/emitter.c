@@ -224,13 +224,6 @@ void ht_emit_col_name(ht_emitter_t *e, int width, const char *s)
 	ht_text_pad(e->out, s, width);
 }
 
-FILE *ht_emit_raw(ht_emitter_t *e, const char *key)
-{
-	if (ht_emit_json(e))
-		json_item(e, key);
-	return e->out;
-}
-
 void ht_emit_cell_str(ht_emitter_t *e, const char *key, int width, const char *s)
 {
 	if (ht_emit_json(e)) {

@@ -93,10 +93,4 @@ void ht_emit_cell_yesno(ht_emitter_t *e, const char *key, int width, bool v);
 void ht_emit_col(ht_emitter_t *e, int width, const char *s);
 void ht_emit_col_name(ht_emitter_t *e, int width, const char *s);
 
-/* ---- sections not on the emitter yet ---------------------------------------------- */
-
-/* JSON: the separator and key (none when NULL: the writer prints its own)
- * of a member whose value a FILE writer prints; returns the stream. */
-FILE *ht_emit_raw(ht_emitter_t *e, const char *key);
-
 #endif /* HEAPTRAIL_EMITTER_H */

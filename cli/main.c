@@ -1071,7 +1071,9 @@ static int cmd_report_one(const char *path, const char *shown, bool json, bool s
 			no_tag = true;
 		}
 	} else if (functions && !json) {
-		r = ht_report_functions_text(stdout, fp, sym, &fo);
+		ht_emitter_t e;
+		ht_emit_init(&e, stdout, HT_EMIT_TEXT);
+		r = ht_section_functions(&e, fp, sym, &fo);
 	} else if (lkp) {
 		ht_emitter_t e;
 		ht_report_parts_t parts = { lkp, show_reachable, fp, mk };
@@ -1225,17 +1227,17 @@ static int leaks_one(const char *path, const char *shown, bool json, bool show_r
 		}
 		if (!r) { /* the newest member last */
 			ht_emit_nl(&e, 1);
-			r = ht_report_badfrees_json(ht_emit_raw(&e, "invalid_frees"), m, sym);
+			r = ht_section_badfrees(&e, m, sym);
 		}
 		ht_emit_obj_end(&e);
 		fputc('\n', stdout);
 	} else if (!r) {
 		printf("heaptrail leaks: %s\n", HT_TEXT(shown));
-		r = ht_report_badfrees_text(stdout, m, sym);
-		if (!r)
-			r = ht_report_leaks_text(stdout, m, sym, &lk, top, show_reachable);
 		ht_emitter_t e;
 		ht_emit_init(&e, stdout, HT_EMIT_TEXT);
+		r = ht_section_badfrees(&e, m, sym);
+		if (!r)
+			r = ht_report_leaks_text(stdout, m, sym, &lk, top, show_reachable);
 		if (!r)
 			r = ht_section_checks(&e, m, sym);
 		if (!r) /* descriptors and handles: when the trace has any */
@@ -1612,7 +1614,9 @@ static int diff_one(const char *paths[2], const char *shown[2], ht_diff_match_t 
 				r = -errno;
 			hout = stdout;
 		} else {
-			r = json ? ht_report_diff_json(stdout, &d) : ht_report_diff_text(stdout, &d, top);
+			ht_emitter_t e;
+			ht_emit_init(&e, stdout, json ? HT_EMIT_JSON : HT_EMIT_TEXT);
+			r = ht_section_diff(&e, &d, top);
 		}
 		if (fflush(stdout) && !r)
 			r = -errno;

@@ -669,7 +669,9 @@ static bool bad_frees_fail(const char *path, const char *shown)
 			ht_model_add_modules(m, sym);
 		fflush(stdout);
 		fprintf(stderr, "heaptrail: invalid frees in %s:\n", shown);
-		ht_report_badfrees_text(stderr, m, sym);
+		ht_emitter_t e;
+		ht_emit_init(&e, stderr, HT_EMIT_TEXT);
+		ht_section_badfrees(&e, m, sym);
 		fputc('\n', stderr);
 		ht_symbolizer_free(sym);
 	}

@@ -6,12 +6,12 @@
 
 #include "analysis/model.h"
 #include "analysis/symbolize.h"
+#include "report/emitter.h"
 
-/* The text section: nothing when the trace has no bad free. Returns 0 or
- * a negative errno. */
-int ht_report_badfrees_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym);
-/* The JSON value of "invalid_frees" (docs/JSON.md): null for a sampled or
- * summary trace, where unmatched frees are not errors. */
-int ht_report_badfrees_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym);
+/* The text section (nothing when the trace has no bad free), or the JSON
+ * member "invalid_frees" (docs/JSON.md): null for a sampled or summary
+ * trace, where unmatched frees are not errors. Returns 0 or a negative
+ * errno. */
+int ht_section_badfrees(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym);
 
 #endif

@@ -6,6 +6,9 @@
  * (temporary allocations of a sampled or summary trace, a peak RSS never
  * sampled) is unknown, never 0, and so is its change. Stacks are shown as
  * the text report prints them, from NEW, or from BASE for a site gone.
+ * Written once against the emitter (report/emitter.h): the header and the
+ * totals are one walk for both back ends; the text's four tables of the
+ * largest changes and the JSON's one list of every site are each their own.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -14,6 +17,7 @@
 
 #include "trace_format.h"
 #include "analysis/diff.h"
+#include "report/emitter.h"
 #include "report/report.h"
 #include "analysis/util.h"
 
@@ -96,137 +100,81 @@ static char *percent_text(char *buf, uint64_t a, uint64_t b)
 	return buf;
 }
 
-/* ---- text ---------------------------------------------------------------------- */
 
-static void print_side(FILE *out, const ht_diff_t *d, int side)
+/* A figure as a JSON member: null when unknown, seconds for a time. */
+static void fig_value(ht_emitter_t *e, const char *key, bool known, uint64_t v, fig_kind_t kind)
+{
+	if (!known)
+		ht_emit_null(e, key);
+	else if (kind == FIG_TIME)
+		ht_emit_dbl(e, key, 9, (double)v / 1e9);
+	else
+		ht_emit_u64(e, key, v);
+}
+
+/* ---- the two traces ------------------------------------------------------------ */
+
+/* A side's path, program and how it was recorded: two text lines; the
+ * "base"/"new" object in JSON, its totals with it. */
+static void side_head(ht_emitter_t *e, const ht_diff_t *d, int side)
 {
 	const ht_diff_side_t *sd = &d->side[side];
-	const ht_trace_t *t = sd->m->trace;
-	fprintf(out, "  %-10s  ", side_name[side]);
-	ht_text_put(out, sd->path);
-	fprintf(out, "\n  %-10s  ", "");
-	ht_report_command_text(out, t);
-	fprintf(out, " (pid %" PRIu64 ", ", t->pid);
-	ht_report_ending_text(out, t);
-	fputs(")\n", out);
-}
-
-static void print_totals(FILE *out, const ht_diff_t *d)
-{
-	char a[2 * HT_FMT_LEN], b[2 * HT_FMT_LEN], c[2 * HT_FMT_LEN], p[2 * HT_FMT_LEN],
-		x[2 * HT_FMT_LEN];
-	ht_report_rule(out, "TOTALS");
-	fprintf(out, "  %-18s %14s %14s %14s\n", "", "base", "new", "change");
+	const ht_model_t *m = sd->m;
+	const ht_trace_t *t = m->trace;
+	ht_emit_printf(e, "  %-10s  ", side_name[side]);
+	ht_emit_put(e, sd->path);
+	ht_emit_printf(e, "\n  %-10s  ", "");
+	if (!ht_emit_json(e)) {
+		ht_report_command_text(e->out, t);
+		ht_emit_printf(e, " (pid %" PRIu64 ", ", t->pid);
+		ht_report_ending_text(e->out, t);
+		ht_emit_printf(e, ")\n");
+		return;
+	}
+	ht_emit_nl(e, 1);
+	ht_emit_obj_begin(e, side_name[side]);
+	ht_emit_str(e, "path", sd->path);
+	ht_emit_program(e, "program", t);
+	if (m->sample_rate) {
+		ht_emit_nl(e, 3);
+		ht_emit_obj_begin(e, "sampled");
+		ht_emit_u64(e, "rate", t->sample_rate);
+		ht_emit_bool(e, "exact_totals", t->have_end_counts);
+		ht_emit_obj_end(e);
+	}
+	ht_emit_nl(e, 3);
+	ht_emit_bool(e, "summary_mode", t->have_summary);
+	ht_emit_bool(e, "truncated", t->error);
+	ht_emit_arr_begin(e, "warnings");
+	char w[8][HT_WARN_LEN];
+	size_t nw = ht_report_warnings(m, w, 8);
+	for (size_t i = 0; i < nw; i++)
+		ht_emit_str(e, NULL, w[i]);
+	ht_emit_arr_end(e);
+	ht_emit_nl(e, 3);
+	ht_emit_obj_begin(e, "totals");
 	for (size_t i = 0; i < NTOTALS; i++) {
-		uint64_t va, vb;
-		bool ka = total(&d->side[0], i, &va), kb = total(&d->side[1], i, &vb);
-		fig_kind_t kind = totals_def[i].kind;
-		fprintf(out, "  %-18s %14s %14s", totals_def[i].text,
-			ka ? value_text(a, va, kind) : i == 4 ? "unknown" : "?",
-			kb ? value_text(b, vb, kind) : i == 4 ? "unknown" : "?");
-		if (ka && kb) {
-			fprintf(out, " %14s %8s", change_text(c, va, vb, kind), percent_text(p, va, vb));
-			/* sizes are rounded above: the exact change too */
-			if (kind == FIG_SIZE && va != vb)
-				fprintf(out, "   (%s B)", change_text(x, va, vb, FIG_COUNT));
-		} else {
-			fprintf(out, " %14s", "?");
-		}
-		fputc('\n', out);
+		uint64_t v;
+		bool k = total(sd, i, &v);
+		fig_value(e, totals_def[i].json, k, v, totals_def[i].kind);
 	}
+	ht_emit_obj_end(e);
+	ht_emit_obj_end(e);
 }
 
-typedef struct textctx {
-	FILE *out;
-	const ht_diff_t *d;
-	uint32_t *label; /* per row: its [site N] once printed, else 0 */
-	uint32_t next_label;
-	int err;
-} textctx_t;
-
-static void head(FILE *out, const ht_diff_site_t *s, ht_site_order_t order)
+/* The text's head: both paths, how the sites matched, what each trace
+ * cannot tell; its warnings. JSON: the "base" and "new" objects. */
+static void diff_head(ht_emitter_t *e, const ht_diff_t *d)
 {
-	const ht_diff_figs_t *fa = &s->fig[HT_DIFF_BASE], *fb = &s->fig[HT_DIFF_NEW];
-	char c[2 * HT_FMT_LEN], a[HT_FMT_LEN], b[HT_FMT_LEN], p[2 * HT_FMT_LEN], e[HT_FMT_LEN],
-		f[HT_FMT_LEN];
-	uint64_t va = ht_diff_fig(fa, order), vb = ht_diff_fig(fb, order);
-	percent_text(p, va, vb);
-	switch (order) {
-	case HT_BY_COUNT:
-		fprintf(out, "%12s  %s -> %s allocations", change_text(c, va, vb, FIG_COUNT),
-			ht_fmt_count(a, va), ht_fmt_count(b, vb));
-		break;
-	case HT_BY_PEAK:
-		fprintf(out, "%12s  %s B -> %s B live at the peak", change_text(c, va, vb, FIG_SIZE),
-			ht_fmt_count(a, va), ht_fmt_count(b, vb));
-		break;
-	case HT_BY_LEAKED:
-		fprintf(out, "%12s  %s B in %s %s -> %s B in %s %s in use at exit",
-			change_text(c, va, vb, FIG_SIZE), ht_fmt_count(a, va),
-			ht_fmt_count(e, fa->leaked_blocks), ht_blocks_word(fa->leaked_blocks),
-			ht_fmt_count(b, vb), ht_fmt_count(f, fb->leaked_blocks),
-			ht_blocks_word(fb->leaked_blocks));
-		break;
-	default:
-		fprintf(out, "%12s  %s B -> %s B in %s -> %s allocations",
-			change_text(c, va, vb, FIG_SIZE), ht_fmt_count(a, va), ht_fmt_count(b, vb),
-			ht_fmt_count(e, fa->allocations), ht_fmt_count(f, fb->allocations));
-		break;
-	}
-	if (p[0])
-		fprintf(out, " (%s)", p);
-}
-
-static void print_list(textctx_t *c, const char *title, ht_site_order_t order, size_t top,
-		       size_t *idx)
-{
-	FILE *out = c->out;
-	const ht_diff_t *d = c->d;
-	size_t n = ht_diff_sort(d, order, false, idx);
-	size_t shown = n < top ? n : top;
-	ht_report_list_rule(out, title, shown, n);
-	if (!n)
-		fputs("  no change\n", out);
-	for (size_t i = 0; i < shown && !c->err; i++) {
-		const ht_diff_site_t *s = &d->sites[idx[i]];
-		bool repeat = c->label[idx[i]] != 0;
-		if (!repeat)
-			c->label[idx[i]] = ++c->next_label;
-		fprintf(out, "%s#%-3zu", i ? "\n" : "", i + 1);
-		head(out, s, order);
-		const char *st = ht_diff_status(d, s);
-		if (!strcmp(st, "new") || !strcmp(st, "gone"))
-			fprintf(out, "  [%s]", st);
-		int side = ht_diff_shown_side(s);
-		fprintf(out, "  [site %u]", c->label[idx[i]]);
-		if (s->nsites[side] > 1)
-			fprintf(out, " (%u stacks of %s)", s->nsites[side], side_name[side]);
-		fputc('\n', out);
-		const ht_diff_side_t *sd = &d->side[side];
-		c->err = ht_report_stack_text(out, sd->m, sd->sym, &sd->m->sites[s->rep[side]], repeat);
-	}
-}
-
-int ht_report_diff_text(FILE *out, const ht_diff_t *d, size_t top)
-{
-	textctx_t c = { out, d, NULL, 0, 0 };
-	size_t *idx = malloc((d->nsites ? d->nsites : 1) * sizeof(*idx));
-	c.label = calloc(d->nsites ? d->nsites : 1, sizeof(*c.label));
-	if (!idx || !c.label) {
-		free(idx);
-		free(c.label);
-		return -ENOMEM;
-	}
-	if (!top)
-		top = DEFAULT_TOP;
-
-	fputs("heaptrail diff: ", out);
-	ht_text_put(out, d->side[0].path);
-	fputs(" -> ", out);
-	ht_text_put(out, d->side[1].path);
-	fputc('\n', out);
-	print_side(out, d, HT_DIFF_BASE);
-	print_side(out, d, HT_DIFF_NEW);
+	ht_emit_printf(e, "heaptrail diff: ");
+	ht_emit_put(e, d->side[0].path);
+	ht_emit_printf(e, " -> ");
+	ht_emit_put(e, d->side[1].path);
+	ht_emit_printf(e, "\n");
+	side_head(e, d, HT_DIFF_BASE);
+	side_head(e, d, HT_DIFF_NEW);
+	if (ht_emit_json(e))
+		return;
 	size_t count[4] = { 0 }; /* changed, new, gone, same */
 	static const char *const statuses[4] = { "changed", "new", "gone", "same" };
 	for (size_t i = 0; i < d->nsites; i++) {
@@ -234,123 +182,178 @@ int ht_report_diff_text(FILE *out, const ht_diff_t *d, size_t top)
 		for (size_t k = 0; k < 4; k++)
 			count[k] += !strcmp(st, statuses[k]);
 	}
-	fprintf(out, "  %-10s  matched by %s: %zu changed, %zu new, %zu gone, %zu the same\n",
-		"sites", d->match == HT_DIFF_BY_LINE ? "function and file:line" : "function names",
-		count[0], count[1], count[2], count[3]);
+	ht_emit_printf(e, "  %-10s  matched by %s: %zu changed, %zu new, %zu gone, %zu the same\n",
+		       "sites",
+		       d->match == HT_DIFF_BY_LINE ? "function and file:line" : "function names",
+		       count[0], count[1], count[2], count[3]);
 	for (int s = 0; s < 2; s++) {
 		const ht_trace_t *t = d->side[s].m->trace;
 		char r[HT_FMT_LEN];
 		if (d->side[s].m->sample_rate)
-			fprintf(out, "  %-10s  %s is sampled (one sample per %s allocated on average): "
-				     "its figures are estimates, as its report's\n",
-				"sampling", side_name[s], ht_fmt_size(r, t->sample_rate));
+			ht_emit_printf(e, "  %-10s  %s is sampled (one sample per %s allocated on average): "
+					  "its figures are estimates, as its report's\n",
+				       "sampling", side_name[s], ht_fmt_size(r, t->sample_rate));
 		if (t->have_summary)
-			fprintf(out, "  %-10s  %s is a summary trace: temporary allocations unknown\n",
-				"summary", side_name[s]);
+			ht_emit_printf(e, "  %-10s  %s is a summary trace: temporary allocations unknown\n",
+				       "summary", side_name[s]);
 	}
 	char w[8][HT_WARN_LEN];
 	for (int s = 0; s < 2; s++) {
 		size_t nw = ht_report_warnings(d->side[s].m, w, 8);
 		for (size_t i = 0; i < nw; i++) {
-			fprintf(out, "%sWARNING: %s: ", i ? "" : "\n", side_name[s]);
-			ht_text_put(out, w[i]);
-			fputc('\n', out);
+			ht_emit_printf(e, "%sWARNING: %s: ", i ? "" : "\n", side_name[s]);
+			ht_emit_put(e, w[i]);
+			ht_emit_printf(e, "\n");
 		}
 	}
-
-	print_totals(out, d);
-	print_list(&c, "LARGEST CHANGES IN BYTES ALLOCATED", HT_BY_BYTES, top, idx);
-	print_list(&c, "LARGEST CHANGES IN NUMBER OF ALLOCATIONS", HT_BY_COUNT, top, idx);
-	print_list(&c, "LARGEST CHANGES IN BYTES AT THE PEAK", HT_BY_PEAK, top, idx);
-	print_list(&c, "LARGEST CHANGES IN BYTES IN USE AT EXIT", HT_BY_LEAKED, top, idx);
-	fputc('\n', out);
-
-	free(idx);
-	free(c.label);
-	if (c.err)
-		return c.err;
-	return ferror(out) ? -EIO : 0;
 }
 
-/* ---- JSON ---------------------------------------------------------------------- */
+/* ---- totals side by side ------------------------------------------------------ */
 
-/* b - a as a JSON number (either sign; no overflow) */
-static void json_change(FILE *out, uint64_t a, uint64_t b)
+/* The TOTALS table; JSON: "totals", each figure {"base", "new", "change",
+ * "change_percent"}. */
+static void diff_totals(ht_emitter_t *e, const ht_diff_t *d)
 {
-	if (b >= a)
-		fprintf(out, "%" PRIu64, b - a);
-	else
-		fprintf(out, "-%" PRIu64, a - b);
-}
-
-static void json_value(FILE *out, bool known, uint64_t v, fig_kind_t kind)
-{
-	if (!known)
-		fputs("null", out);
-	else if (kind == FIG_TIME)
-		fprintf(out, "%.9f", (double)v / 1e9);
-	else
-		fprintf(out, "%" PRIu64, v);
-}
-
-static void json_side(FILE *out, const ht_diff_t *d, int side)
-{
-	const ht_diff_side_t *sd = &d->side[side];
-	const ht_model_t *m = sd->m;
-	const ht_trace_t *t = m->trace;
-	fprintf(out, " \"%s\": {\"path\": ", side_name[side]);
-	ht_json_str(out, sd->path);
-	fputs(", \"program\": ", out);
-	ht_report_program_json(out, t);
-	if (m->sample_rate)
-		fprintf(out, ",\n   \"sampled\": {\"rate\": %" PRIu64 ", \"exact_totals\": %s}",
-			t->sample_rate, t->have_end_counts ? "true" : "false");
-	fprintf(out, ",\n   \"summary_mode\": %s, \"truncated\": %s, \"warnings\": [",
-		t->have_summary ? "true" : "false", t->error ? "true" : "false");
-	char w[8][HT_WARN_LEN];
-	size_t nw = ht_report_warnings(m, w, 8);
-	for (size_t i = 0; i < nw; i++) {
-		if (i)
-			fputs(", ", out);
-		ht_json_str(out, w[i]);
-	}
-	fputs("],\n   \"totals\": {", out);
-	for (size_t i = 0; i < NTOTALS; i++) {
-		uint64_t v;
-		bool k = total(sd, i, &v);
-		fprintf(out, "%s\"%s\": ", i ? ", " : "", totals_def[i].json);
-		json_value(out, k, v, totals_def[i].kind);
-	}
-	fputs("}},\n", out);
-}
-
-static void json_totals(FILE *out, const ht_diff_t *d)
-{
-	fputs(" \"totals\": {", out);
+	char a[2 * HT_FMT_LEN], b[2 * HT_FMT_LEN], c[2 * HT_FMT_LEN], p[2 * HT_FMT_LEN],
+		x[2 * HT_FMT_LEN];
+	ht_emit_rule(e, "TOTALS");
+	ht_emit_printf(e, "  %-18s %14s %14s %14s\n", "", "base", "new", "change");
+	ht_emit_nl(e, 1);
+	ht_emit_obj_begin(e, "totals");
 	for (size_t i = 0; i < NTOTALS; i++) {
 		uint64_t va, vb;
 		bool ka = total(&d->side[0], i, &va), kb = total(&d->side[1], i, &vb);
 		fig_kind_t kind = totals_def[i].kind;
-		fprintf(out, "%s\"%s\": {\"base\": ", i ? ",\n            " : "", totals_def[i].json);
-		json_value(out, ka, va, kind);
-		fputs(", \"new\": ", out);
-		json_value(out, kb, vb, kind);
-		fputs(", \"change\": ", out);
+		if (i)
+			ht_emit_nl(e, 12);
+		ht_emit_obj_begin(e, totals_def[i].json);
+		fig_value(e, "base", ka, va, kind);
+		fig_value(e, "new", kb, vb, kind);
 		if (!ka || !kb)
-			fputs("null", out);
+			ht_emit_null(e, "change");
 		else if (kind == FIG_TIME)
-			fprintf(out, "%.9f", ((double)vb - (double)va) / 1e9);
+			ht_emit_dbl(e, "change", 9, ((double)vb - (double)va) / 1e9);
 		else
-			json_change(out, va, vb);
-		fputs(", \"change_percent\": ", out);
+			ht_emit_change(e, "change", va, vb);
 		if (ka && kb && va)
-			fprintf(out, "%.1f", 100.0 * ((double)vb - (double)va) / (double)va);
+			ht_emit_dbl(e, "change_percent", 1,
+				    100.0 * ((double)vb - (double)va) / (double)va);
 		else
-			fputs("null", out);
-		fputc('}', out);
+			ht_emit_null(e, "change_percent");
+		ht_emit_obj_end(e);
+
+		ht_emit_printf(e, "  %-18s %14s %14s", totals_def[i].text,
+			       ka ? value_text(a, va, kind) : i == 4 ? "unknown" : "?",
+			       kb ? value_text(b, vb, kind) : i == 4 ? "unknown" : "?");
+		if (ka && kb) {
+			ht_emit_printf(e, " %14s %8s", change_text(c, va, vb, kind),
+				       percent_text(p, va, vb));
+			/* sizes are rounded above: the exact change too */
+			if (kind == FIG_SIZE && va != vb)
+				ht_emit_printf(e, "   (%s B)", change_text(x, va, vb, FIG_COUNT));
+		} else {
+			ht_emit_printf(e, " %14s", "?");
+		}
+		ht_emit_printf(e, "\n");
 	}
-	fputs("},\n", out);
+	ht_emit_obj_end(e);
 }
+
+/* ---- text: the largest changes ------------------------------------------------- */
+
+typedef struct textctx {
+	ht_emitter_t *e;
+	const ht_diff_t *d;
+	uint32_t *label; /* per row: its [site N] once printed, else 0 */
+	uint32_t next_label;
+	int err;
+} textctx_t;
+
+static void head(ht_emitter_t *e, const ht_diff_site_t *s, ht_site_order_t order)
+{
+	const ht_diff_figs_t *fa = &s->fig[HT_DIFF_BASE], *fb = &s->fig[HT_DIFF_NEW];
+	char c[2 * HT_FMT_LEN], a[HT_FMT_LEN], b[HT_FMT_LEN], p[2 * HT_FMT_LEN], x[HT_FMT_LEN],
+		f[HT_FMT_LEN];
+	uint64_t va = ht_diff_fig(fa, order), vb = ht_diff_fig(fb, order);
+	percent_text(p, va, vb);
+	switch (order) {
+	case HT_BY_COUNT:
+		ht_emit_printf(e, "%12s  %s -> %s allocations", change_text(c, va, vb, FIG_COUNT),
+			       ht_fmt_count(a, va), ht_fmt_count(b, vb));
+		break;
+	case HT_BY_PEAK:
+		ht_emit_printf(e, "%12s  %s B -> %s B live at the peak",
+			       change_text(c, va, vb, FIG_SIZE), ht_fmt_count(a, va),
+			       ht_fmt_count(b, vb));
+		break;
+	case HT_BY_LEAKED:
+		ht_emit_printf(e, "%12s  %s B in %s %s -> %s B in %s %s in use at exit",
+			       change_text(c, va, vb, FIG_SIZE), ht_fmt_count(a, va),
+			       ht_fmt_count(x, fa->leaked_blocks), ht_blocks_word(fa->leaked_blocks),
+			       ht_fmt_count(b, vb), ht_fmt_count(f, fb->leaked_blocks),
+			       ht_blocks_word(fb->leaked_blocks));
+		break;
+	default:
+		ht_emit_printf(e, "%12s  %s B -> %s B in %s -> %s allocations",
+			       change_text(c, va, vb, FIG_SIZE), ht_fmt_count(a, va),
+			       ht_fmt_count(b, vb), ht_fmt_count(x, fa->allocations),
+			       ht_fmt_count(f, fb->allocations));
+		break;
+	}
+	if (p[0])
+		ht_emit_printf(e, " (%s)", p);
+}
+
+static void print_list(textctx_t *c, const char *title, ht_site_order_t order, size_t top,
+		       size_t *idx)
+{
+	ht_emitter_t *e = c->e;
+	const ht_diff_t *d = c->d;
+	size_t n = ht_diff_sort(d, order, false, idx);
+	size_t shown = n < top ? n : top;
+	ht_report_list_rule(e->out, title, shown, n);
+	if (!n)
+		ht_emit_printf(e, "  no change\n");
+	for (size_t i = 0; i < shown && !c->err; i++) {
+		const ht_diff_site_t *s = &d->sites[idx[i]];
+		bool repeat = c->label[idx[i]] != 0;
+		if (!repeat)
+			c->label[idx[i]] = ++c->next_label;
+		ht_emit_printf(e, "%s#%-3zu", i ? "\n" : "", i + 1);
+		head(e, s, order);
+		const char *st = ht_diff_status(d, s);
+		if (!strcmp(st, "new") || !strcmp(st, "gone"))
+			ht_emit_printf(e, "  [%s]", st);
+		int side = ht_diff_shown_side(s);
+		ht_emit_printf(e, "  [site %u]", c->label[idx[i]]);
+		if (s->nsites[side] > 1)
+			ht_emit_printf(e, " (%u stacks of %s)", s->nsites[side], side_name[side]);
+		ht_emit_printf(e, "\n");
+		const ht_diff_side_t *sd = &d->side[side];
+		c->err = ht_report_stack_text(e->out, sd->m, sd->sym, &sd->m->sites[s->rep[side]],
+					      repeat);
+	}
+}
+
+/* The four tables of the largest changes, top rows each. */
+static int diff_tables(ht_emitter_t *e, const ht_diff_t *d, size_t top, size_t *idx)
+{
+	textctx_t c = { e, d, NULL, 0, 0 };
+	c.label = calloc(d->nsites ? d->nsites : 1, sizeof(*c.label));
+	if (!c.label)
+		return -ENOMEM;
+	if (!top)
+		top = DEFAULT_TOP;
+	print_list(&c, "LARGEST CHANGES IN BYTES ALLOCATED", HT_BY_BYTES, top, idx);
+	print_list(&c, "LARGEST CHANGES IN NUMBER OF ALLOCATIONS", HT_BY_COUNT, top, idx);
+	print_list(&c, "LARGEST CHANGES IN BYTES AT THE PEAK", HT_BY_PEAK, top, idx);
+	print_list(&c, "LARGEST CHANGES IN BYTES IN USE AT EXIT", HT_BY_LEAKED, top, idx);
+	ht_emit_printf(e, "\n");
+	free(c.label);
+	return c.err;
+}
+
+/* ---- JSON: every site ------------------------------------------------------------- */
 
 /* figure names of a site row, in ht_diff_figs_t's order */
 static const char *const fig_names[] = { "allocations", "bytes_allocated", "frees", "peak_bytes",
@@ -367,7 +370,7 @@ static void figs_array(const ht_diff_figs_t *f, uint64_t v[7])
 	v[6] = f->temporary;
 }
 
-static void json_row(FILE *out, const ht_diff_t *d, const ht_diff_site_t *s)
+static void json_row(ht_emitter_t *e, const ht_diff_t *d, const ht_diff_site_t *s)
 {
 	uint64_t v[2][7];
 	bool temp_known[2];
@@ -376,39 +379,33 @@ static void json_row(FILE *out, const ht_diff_t *d, const ht_diff_site_t *s)
 		temp_known[k] = d->side[k].temporary_known;
 	}
 	for (int k = 0; k < 2; k++) {
-		fprintf(out, "%s\"%s\": {", k ? ", " : "", side_name[k]);
-		for (size_t i = 0; i < 7; i++) {
-			fprintf(out, "%s\"%s\": ", i ? ", " : "", fig_names[i]);
-			json_value(out, i < 6 || temp_known[k], v[k][i], FIG_COUNT);
-		}
-		fprintf(out, ", \"sites\": %u}", s->nsites[k]);
+		ht_emit_obj_begin(e, side_name[k]);
+		for (size_t i = 0; i < 7; i++)
+			ht_emit_u64_or_null(e, fig_names[i], i < 6 || temp_known[k], v[k][i]);
+		ht_emit_u64(e, "sites", s->nsites[k]);
+		ht_emit_obj_end(e);
 	}
-	fputs(",\n   \"change\": {", out);
+	ht_emit_nl(e, 3);
+	ht_emit_obj_begin(e, "change");
 	for (size_t i = 0; i < 7; i++) {
-		fprintf(out, "%s\"%s\": ", i ? ", " : "", fig_names[i]);
 		if (i < 6 || (temp_known[0] && temp_known[1]))
-			json_change(out, v[0][i], v[1][i]);
+			ht_emit_change(e, fig_names[i], v[0][i], v[1][i]);
 		else
-			fputs("null", out);
+			ht_emit_null(e, fig_names[i]);
 	}
-	fprintf(out, "}, \"status\": \"%s\"", ht_diff_status(d, s));
+	ht_emit_obj_end(e);
+	ht_emit_str(e, "status", ht_diff_status(d, s));
 }
 
-int ht_report_diff_json(FILE *out, const ht_diff_t *d)
+/* "sites": every matched site, by bytes allocated, with its stack. */
+static int diff_sites(ht_emitter_t *e, const ht_diff_t *d, size_t *idx)
 {
-	size_t *idx = malloc((d->nsites ? d->nsites : 1) * sizeof(*idx));
-	if (!idx)
-		return -ENOMEM;
 	ht_frame_t *frames = NULL;
 	size_t cap = 0;
 	int err = 0;
-	fprintf(out, "{\"heaptrail_diff\": 1, \"match\": \"%s\",\n",
-		d->match == HT_DIFF_BY_LINE ? "line" : "function");
-	json_side(out, d, HT_DIFF_BASE);
-	json_side(out, d, HT_DIFF_NEW);
-	json_totals(out, d);
 	size_t n = ht_diff_sort(d, HT_BY_BYTES, true, idx);
-	fputs(" \"sites\": [", out);
+	ht_emit_nl(e, 1);
+	ht_emit_arr_begin(e, "sites");
 	for (size_t i = 0; i < n && !err; i++) {
 		const ht_diff_site_t *s = &d->sites[idx[i]];
 		int side = ht_diff_shown_side(s);
@@ -418,16 +415,38 @@ int ht_report_diff_json(FILE *out, const ht_diff_t *d)
 			err = (int)nf;
 			break;
 		}
-		fputs(i ? ",\n  {" : "\n  {", out);
-		json_row(out, d, s);
-		fputs(",\n   \"stack\": ", out);
-		ht_json_frames(out, frames, nf);
-		fputc('}', out);
+		ht_emit_nl(e, 2);
+		ht_emit_obj_begin(e, NULL);
+		json_row(e, d, s);
+		ht_emit_nl(e, 3);
+		ht_emit_frames(e, "stack", frames, nf);
+		ht_emit_obj_end(e);
 	}
-	fputs("]}\n", out);
+	ht_emit_arr_end(e);
 	free(frames);
+	return err;
+}
+
+int ht_section_diff(ht_emitter_t *e, const ht_diff_t *d, size_t top)
+{
+	size_t *idx = malloc((d->nsites ? d->nsites : 1) * sizeof(*idx));
+	if (!idx)
+		return -ENOMEM;
+	int err = 0;
+	ht_emit_obj_begin(e, NULL);
+	ht_emit_u64(e, "heaptrail_diff", 1);
+	ht_emit_str(e, "match", d->match == HT_DIFF_BY_LINE ? "line" : "function");
+	diff_head(e, d);
+	diff_totals(e, d);
+	if (ht_emit_json(e))
+		err = diff_sites(e, d, idx);
+	else
+		err = diff_tables(e, d, top, idx);
+	ht_emit_obj_end(e);
+	if (ht_emit_json(e))
+		fputc('\n', e->out);
 	free(idx);
 	if (err)
 		return err;
-	return ferror(out) ? -EIO : 0;
+	return ferror(e->out) ? -EIO : 0;
 }

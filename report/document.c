@@ -892,7 +892,7 @@ int ht_report_write(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym,
 	} else {
 		print_summary(out, m);
 		/* errors first, as memcheck: double, invalid, mismatched frees */
-		c.err = ht_report_badfrees_text(out, m, sym);
+		c.err = ht_section_badfrees(e, m, sym);
 		if (t->have_summary)
 			fputs("\nSUMMARY MODE: the agent kept per-site totals, no events: no chart over "
 			      "time, no temporary allocations, no tables of heaptrail.h's tags, phases, "
@@ -964,12 +964,12 @@ int ht_report_write(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym,
 		err = ht_section_resources(e, m, sym);
 	}
 	if (!err && !json) /* the program's own maps: when the trace has any */
-		err = ht_report_mapped_text(out, m, sym, top);
+		err = ht_section_mapped(e, m, sym, top);
 	/* the views asked for beside the report, JSON only: the function
 	 * profile, tags and phases */
 	if (!err && json && p->functions) {
 		ht_emit_nl(e, 1);
-		err = ht_report_functions_json(ht_emit_raw(e, "functions"), p->functions, sym);
+		err = ht_section_functions(e, p->functions, sym, NULL);
 	}
 	if (!err && json && p->marks && p->marks->tag_events) {
 		ht_emit_nl(e, 1);
@@ -983,11 +983,11 @@ int ht_report_write(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym,
 	 * the program's own memory maps: members newer than the rest, last */
 	if (!err && json) {
 		ht_emit_nl(e, 1);
-		err = ht_report_badfrees_json(ht_emit_raw(e, "invalid_frees"), m, sym);
+		err = ht_section_badfrees(e, m, sym);
 	}
 	if (!err && json) {
 		ht_emit_nl(e, 1);
-		err = ht_report_mapped_json(ht_emit_raw(e, "mapped"), m, sym);
+		err = ht_section_mapped(e, m, sym, 0);
 	}
 	ht_emit_obj_end(e);
 	fputc('\n', out);

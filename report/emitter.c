@@ -137,6 +137,17 @@ void ht_emit_hex(ht_emitter_t *e, const char *key, uint64_t v)
 	fprintf(e->out, "\"0x%" PRIx64 "\"", v);
 }
 
+void ht_emit_change(ht_emitter_t *e, const char *key, uint64_t a, uint64_t b)
+{
+	if (!ht_emit_json(e))
+		return;
+	json_item(e, key);
+	if (b >= a)
+		fprintf(e->out, "%" PRIu64, b - a);
+	else
+		fprintf(e->out, "-%" PRIu64, a - b);
+}
+
 void ht_emit_u64_or_null(ht_emitter_t *e, const char *key, bool known, uint64_t v)
 {
 	if (known)
@@ -211,13 +222,6 @@ void ht_emit_col_name(ht_emitter_t *e, int width, const char *s)
 		return;
 	text_cell(e);
 	ht_text_pad(e->out, s, width);
-}
-
-FILE *ht_emit_raw(ht_emitter_t *e, const char *key)
-{
-	if (ht_emit_json(e))
-		json_item(e, key);
-	return e->out;
 }
 
 void ht_emit_cell_str(ht_emitter_t *e, const char *key, int width, const char *s)

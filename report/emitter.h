@@ -22,7 +22,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define HT_EMIT_DEPTH 16
+/* Open objects and arrays at once: the function profile's call trees nest
+ * two per call level (an object and its "children"), up to
+ * analysis/functions.h's HT_FN_MAX_DEPTH (256) levels below the report's
+ * own few. */
+#define HT_EMIT_DEPTH 1024
 
 typedef enum ht_emit_kind { HT_EMIT_TEXT, HT_EMIT_JSON } ht_emit_kind_t;
 
@@ -59,6 +63,8 @@ void ht_emit_str(ht_emitter_t *e, const char *key, const char *s); /* NULL: null
 void ht_emit_null(ht_emitter_t *e, const char *key);
 /* "0x..." as a string */
 void ht_emit_hex(ht_emitter_t *e, const char *key, uint64_t v);
+/* b - a, exact, of either sign */
+void ht_emit_change(ht_emitter_t *e, const char *key, uint64_t a, uint64_t b);
 /* v when known, else null */
 void ht_emit_u64_or_null(ht_emitter_t *e, const char *key, bool known, uint64_t v);
 
@@ -86,11 +92,5 @@ void ht_emit_cell_yesno(ht_emitter_t *e, const char *key, int width, bool v);
  * and left-aligned. */
 void ht_emit_col(ht_emitter_t *e, int width, const char *s);
 void ht_emit_col_name(ht_emitter_t *e, int width, const char *s);
-
-/* ---- sections not on the emitter yet ---------------------------------------------- */
-
-/* JSON: the separator and key (none when NULL: the writer prints its own)
- * of a member whose value a FILE writer prints; returns the stream. */
-FILE *ht_emit_raw(ht_emitter_t *e, const char *key);
 
 #endif /* HEAPTRAIL_EMITTER_H */

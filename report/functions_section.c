@@ -179,7 +179,7 @@ static ht_time_unit_t pick_unit(const ht_fn_profile_t *p, ht_time_unit_t u)
 /* State of one text or JSON writer: names are resolved once per function
  * and freed with the writer; the first error sticks and ends the output. */
 typedef struct tw {
-	FILE *out;
+	ht_emitter_t *e;
 	const ht_fn_profile_t *p;
 	ht_symbolizer_t *sym;
 	const ht_fn_report_opts_t *o;
@@ -228,7 +228,7 @@ static void measure(tw_t *w, uint32_t ni)
 static void heap_cells(tw_t *w, uint64_t bytes, uint64_t allocs)
 {
 	char a[HT_FMT_LEN], b[HT_FMT_LEN];
-	fprintf(w->out, "  %10s %8s", ht_fmt_size(a, bytes), ht_fmt_count(b, allocs));
+	ht_emit_printf(w->e, "  %10s %8s", ht_fmt_size(a, bytes), ht_fmt_count(b, allocs));
 }
 
 static void print_node(tw_t *w, uint32_t ni);
@@ -245,7 +245,7 @@ static void print_kids(tw_t *w, const uint32_t *kids, long k, uint32_t depth)
 			for (long j = i; j < k; j++)
 				calls += w->p->nodes[kids[j]].calls;
 			uint32_t d = depth < MAX_INDENT_DEPTH ? depth : MAX_INDENT_DEPTH;
-			fprintf(w->out, "  %*s... %ld more callee%s (%s calls; --top 0 shows all)\n",
+			ht_emit_printf(w->e, "  %*s... %ld more callee%s (%s calls; --top 0 shows all)\n",
 				2 * (int)d, "", k - i, k - i == 1 ? "" : "s", ht_fmt_count(a, calls));
 			break;
 		}
@@ -258,16 +258,19 @@ static void print_node(tw_t *w, uint32_t ni)
 {
 	const ht_fn_profile_t *p = w->p;
 	const ht_fn_node_t *n = &p->nodes[ni];
-	FILE *out = w->out;
+	ht_emitter_t *e = w->e;
 	char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN];
 	uint32_t d = n->depth - 1;
 	int ind = 2 * (int)(d < MAX_INDENT_DEPTH ? d : MAX_INDENT_DEPTH);
-	int used = fprintf(out, "  %*s", ind, "") - 2;
-	if (d >= MAX_INDENT_DEPTH)
-		used += fprintf(out, "[%u] ", n->depth);
-	ht_text_put(out, node_name(w, n));
+	int used = ind;
+	ht_emit_printf(e, "  %*s", ind, "");
+	if (d >= MAX_INDENT_DEPTH) {
+		used += snprintf(NULL, 0, "[%u] ", n->depth);
+		ht_emit_printf(e, "[%u] ", n->depth);
+	}
+	ht_emit_put(e, node_name(w, n));
 	used += (int)ht_text_len(node_name(w, n));
-	fprintf(out, "%*s  %10s %14s %14s", used < w->col ? w->col - used : 0, "",
+	ht_emit_printf(e, "%*s  %10s %14s %14s", used < w->col ? w->col - used : 0, "",
 		ht_fmt_count(a, n->calls), fmt_time(b, n->total_ns, w->unit),
 		fmt_time(c, n->self_ns, w->unit));
 	if (w->o->memory) {
@@ -276,10 +279,10 @@ static void print_node(tw_t *w, uint32_t ni)
 	}
 	/* what the figures do not show plainly */
 	if (n->folded_calls)
-		fprintf(out, "  [+%s deeper calls folded in]", ht_fmt_count(a, n->folded_calls));
+		ht_emit_printf(e, "  [+%s deeper calls folded in]", ht_fmt_count(a, n->folded_calls));
 	if (n->closed_at_end)
-		fprintf(out, "  [%s still open at the end]", ht_fmt_count(a, n->closed_at_end));
-	fputc('\n', out);
+		ht_emit_printf(e, "  [%s still open at the end]", ht_fmt_count(a, n->closed_at_end));
+	ht_emit_printf(e, "\n");
 
 	uint32_t *kids = NULL;
 	size_t cap = 0;
@@ -293,10 +296,10 @@ static void print_node(tw_t *w, uint32_t ni)
 /* Column titles, repeated per thread so each tree reads on its own. */
 static void print_header_row(tw_t *w)
 {
-	fprintf(w->out, "  %-*s  %10s %14s %14s", w->col, "function", "calls", "total", "self");
+	ht_emit_printf(w->e, "  %-*s  %10s %14s %14s", w->col, "function", "calls", "total", "self");
 	if (w->o->memory)
-		fprintf(w->out, "  %10s %8s  %10s %8s", "heap", "allocs", "own heap", "allocs");
-	fputc('\n', w->out);
+		ht_emit_printf(w->e, "  %10s %8s  %10s %8s", "heap", "allocs", "own heap", "allocs");
+	ht_emit_printf(w->e, "\n");
 }
 
 /* One thread: a title line, its tree, then a note for each figure that
@@ -308,20 +311,20 @@ static void print_thread(tw_t *w, const ht_fn_thread_t *th)
 	const ht_thread_t *tt = &t->threads[th->thread];
 	const ht_fn_node_t *root = &p->nodes[th->root];
 	char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN];
-	FILE *out = w->out;
+	ht_emitter_t *e = w->e;
 
-	fprintf(out, "\nthread %" PRIu64, tt->tid);
+	ht_emit_printf(e, "\nthread %" PRIu64, tt->tid);
 	if (tt->name && tt->name[0]) {
-		fputs(" (", out);
-		ht_text_put(out, tt->name);
-		fputc(')', out);
+		ht_emit_printf(e, " (");
+		ht_emit_put(e, tt->name);
+		ht_emit_printf(e, ")");
 	} else if (tt->tid == t->pid)
-		fputs(" (main)", out);
-	fprintf(out, ": %s call%s, %s %s recorded\n", ht_fmt_count(a, th->enters),
+		ht_emit_printf(e, " (main)");
+	ht_emit_printf(e, ": %s call%s, %s %s recorded\n", ht_fmt_count(a, th->enters),
 		th->enters == 1 ? "" : "s",
 		fmt_time(b, root->total_ns, w->unit), unit_name(w->unit));
 	if (w->o->memory && root->own_allocs)
-		fprintf(out, "  outside instrumented functions: %s allocations, %s\n",
+		ht_emit_printf(e, "  outside instrumented functions: %s allocations, %s\n",
 			ht_fmt_count(a, root->own_allocs), ht_fmt_size(c, root->own_bytes));
 	print_header_row(w);
 
@@ -334,15 +337,15 @@ static void print_thread(tw_t *w, const ht_fn_thread_t *th)
 	free(kids);
 
 	if (th->closed_at_end)
-		fprintf(out, "  note: %s calls were still open when the thread's events ended; "
+		ht_emit_printf(e, "  note: %s calls were still open when the thread's events ended; "
 			     "they are closed at its last event\n",
 			ht_fmt_count(a, th->closed_at_end));
 	if (th->unmatched_exits)
-		fprintf(out, "  note: %s returns from calls entered while recording was off "
+		ht_emit_printf(e, "  note: %s returns from calls entered while recording was off "
 			     "were ignored\n",
 			ht_fmt_count(a, th->unmatched_exits));
 	if (th->folded_calls)
-		fprintf(out, "  note: %s calls deeper than %d levels (deepest stack: %" PRIu64
+		ht_emit_printf(e, "  note: %s calls deeper than %d levels (deepest stack: %" PRIu64
 			     ") are folded into the deepest node shown\n",
 			ht_fmt_count(a, th->folded_calls), HT_FN_MAX_DEPTH, th->max_depth);
 }
@@ -352,17 +355,17 @@ static void print_thread(tw_t *w, const ht_fn_thread_t *th)
 static void print_top(tw_t *w, bool by_count, size_t *idx)
 {
 	const ht_fn_profile_t *p = w->p;
-	FILE *out = w->out;
+	ht_emitter_t *e = w->e;
 	size_t top = w->o->top ? w->o->top : DEFAULT_TOP;
 	size_t n = ht_fn_sort_funcs(p, by_count, idx);
-	fprintf(out, "\nTop functions by own %s (allocations made while the function was on "
+	ht_emit_printf(e, "\nTop functions by own %s (allocations made while the function was on "
 		     "top; all threads)\n",
 		by_count ? "allocation count" : "bytes allocated");
 	if (!n) {
-		fputs("  (none: no allocation was made inside an instrumented function)\n", out);
+		ht_emit_printf(e, "  (none: no allocation was made inside an instrumented function)\n");
 		return;
 	}
-	fprintf(out, "  %4s  %12s %10s %12s  %s\n", "#", "own bytes", "allocs", "calls", "function");
+	ht_emit_printf(e, "  %4s  %12s %10s %12s  %s\n", "#", "own bytes", "allocs", "calls", "function");
 	for (size_t i = 0; i < n && i < top && !w->err; i++) {
 		const ht_fn_func_t *f = &p->funcs[idx[i]];
 		char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN];
@@ -371,22 +374,23 @@ static void print_top(tw_t *w, bool by_count, size_t *idx)
 			w->err = -ENOMEM;
 			break;
 		}
-		fprintf(out, "  %4zu  %12s %10s %12s  ", i + 1, ht_fmt_size(a, f->own_bytes),
+		ht_emit_printf(e, "  %4zu  %12s %10s %12s  ", i + 1, ht_fmt_size(a, f->own_bytes),
 			ht_fmt_count(b, f->own_allocs), ht_fmt_count(c, f->calls));
-		ht_text_put(out, w->names.name[ni]);
+		ht_emit_put(e, w->names.name[ni]);
 		if (w->names.file[ni]) {
-			fputs("  ", out);
-			ht_text_put(out, w->names.file[ni]);
-			fprintf(out, ":%d", w->names.line[ni]);
+			ht_emit_printf(e, "  ");
+			ht_emit_put(e, w->names.file[ni]);
+			ht_emit_printf(e, ":%d", w->names.line[ni]);
 		}
-		fputc('\n', out);
+		ht_emit_printf(e, "\n");
 	}
 }
 
-/* The flat profile (ht_fn_flat), through the emitter: one row per
- * function, most self time first, up to the top. */
-static void print_flat(tw_t *w, ht_emitter_t *e, const uint64_t *total, const size_t *idx)
+/* The flat profile (ht_fn_flat): one row per function, most self time
+ * first, up to the top. */
+static void print_flat(tw_t *w, const uint64_t *total, const size_t *idx)
 {
+	ht_emitter_t *e = w->e;
 	const ht_fn_profile_t *p = w->p;
 	size_t top = w->o->top ? w->o->top : DEFAULT_TOP;
 	size_t n = p->nfuncs < top ? p->nfuncs : top;
@@ -426,84 +430,73 @@ static void print_flat(tw_t *w, ht_emitter_t *e, const uint64_t *total, const si
 	}
 }
 
-int ht_report_functions_text(FILE *out, const ht_fn_profile_t *p, ht_symbolizer_t *sym,
-			     const ht_fn_report_opts_t *o)
+/* The text report: the header, the tables, then the trees (the JSON back
+ * end writes nothing here). */
+static void functions_text(tw_t *w)
 {
-	static const ht_fn_report_opts_t defaults = { NULL, HT_TIME_AUTO, false, 0 };
-	if (!o)
-		o = &defaults;
+	ht_emitter_t *e = w->e;
+	const ht_fn_profile_t *p = w->p;
+	const ht_fn_report_opts_t *o = w->o;
 	const ht_trace_t *t = p->trace;
-	tw_t w = { .out = out, .p = p, .sym = sym, .o = o, .unit = pick_unit(p, o->unit) };
-	w.col = (int)strlen("function");
 	char a[HT_FMT_LEN], b[HT_FMT_LEN];
+	w->col = (int)strlen("function");
 
-	fputs("heaptrail function profile", out);
+	ht_emit_printf(e, "heaptrail function profile");
 	if (o->trace_path) {
-		fputs(" of ", out);
-		ht_text_put(out, o->trace_path);
+		ht_emit_printf(e, " of ");
+		ht_emit_put(e, o->trace_path);
 	}
-	fprintf(out, " (pid %" PRIu64 ")\n", t->pid);
+	ht_emit_printf(e, " (pid %" PRIu64 ")\n", t->pid);
 	if (!p->nthreads) {
-		fprintf(out, "%s\n", ht_fn_no_events_msg);
-		return ferror(out) ? -EIO : 0;
+		ht_emit_printf(e, "%s\n", ht_fn_no_events_msg);
+		return;
 	}
-	fprintf(out, "%s call%s of %s function%s on %zu thread%s; times in %s\n",
-		ht_fmt_count(a, p->enters), p->enters == 1 ? "" : "s", ht_fmt_count(b, p->nfuncs),
-		p->nfuncs == 1 ? "" : "s", p->nthreads, p->nthreads == 1 ? "" : "s",
-		unit_name(w.unit));
-	fputs("total: the calls' time including what they called; self: time in the "
-	      "function's own code\n",
-	      out);
+	ht_emit_printf(e, "%s call%s of %s function%s on %zu thread%s; times in %s\n",
+		       ht_fmt_count(a, p->enters), p->enters == 1 ? "" : "s",
+		       ht_fmt_count(b, p->nfuncs), p->nfuncs == 1 ? "" : "s", p->nthreads,
+		       p->nthreads == 1 ? "" : "s", unit_name(w->unit));
+	ht_emit_printf(e, "total: the calls' time including what they called; self: time in the "
+			  "function's own code\n");
 	if (o->memory)
-		fputs("heap: bytes and allocations made inside the call (its callees included); "
-		      "own heap: made while the function itself was on top\n",
-		      out);
+		ht_emit_printf(e, "heap: bytes and allocations made inside the call (its callees "
+				  "included); own heap: made while the function itself was on top\n");
 	if (t->proc_flags & HT_PROC_START_OFF)
-		fputs("recording started switched off (--start-off): only the regions switched on "
-		      "with heaptrail_set_recording(1) are recorded\n",
-		      out);
+		ht_emit_printf(e, "recording started switched off (--start-off): only the regions "
+				  "switched on with heaptrail_set_recording(1) are recorded\n");
 	if (o->memory && (t->proc_flags & HT_PROC_STACKS_SHADOW))
-		fputs("allocation stacks (in the memory report) come from the function shadow stack: "
-		      "instrumented frames only\n",
-		      out);
+		ht_emit_printf(e, "allocation stacks (in the memory report) come from the function "
+				  "shadow stack: instrumented frames only\n");
 	if (p->switches)
-		fprintf(out, "recording was switched on or off %s times; a call that began while "
-			     "on is timed to its return\n",
-			ht_fmt_count(a, p->switches));
+		ht_emit_printf(e, "recording was switched on or off %s times; a call that began while "
+				  "on is timed to its return\n",
+			       ht_fmt_count(a, p->switches));
 	if (p->nodes_capped)
-		fprintf(out, "note: more than %u distinct call paths; new ones are folded into their "
-			     "caller\n",
-			HT_FN_MAX_NODES);
+		ht_emit_printf(e, "note: more than %u distinct call paths; new ones are folded into "
+				  "their caller\n",
+			       HT_FN_MAX_NODES);
 
 	/* the tables first, then the trees (bounded by --top) */
 	size_t *idx = malloc((p->nfuncs ? p->nfuncs : 1) * sizeof(*idx));
 	uint64_t *total = malloc((p->nfuncs ? p->nfuncs : 1) * sizeof(*total));
 	if (!idx || !total)
-		w.err = -ENOMEM;
-	if (!w.err)
-		w.err = ht_fn_flat(p, total, idx);
-	if (!w.err) {
-		ht_emitter_t e;
-		ht_emit_init(&e, out, HT_EMIT_TEXT);
-		print_flat(&w, &e, total, idx);
-	}
-	if (o->memory && !w.err) {
-		print_top(&w, false, idx);
-		print_top(&w, true, idx);
+		w->err = -ENOMEM;
+	if (!w->err)
+		w->err = ht_fn_flat(p, total, idx);
+	if (!w->err)
+		print_flat(w, total, idx);
+	if (o->memory && !w->err) {
+		print_top(w, false, idx);
+		print_top(w, true, idx);
 	}
 	free(idx);
 	free(total);
-	if (!w.err)
-		ht_report_rule(out, o->top && o->top != SIZE_MAX ? "CALL TREES (--top callees per call)"
-								 : "CALL TREES");
+	if (!w->err)
+		ht_emit_rule(e, o->top && o->top != SIZE_MAX ? "CALL TREES (--top callees per call)"
+							     : "CALL TREES");
 	for (size_t i = 0; i < p->nthreads; i++)
-		measure(&w, p->threads[i].root);
-	for (size_t i = 0; i < p->nthreads && !w.err; i++)
-		print_thread(&w, &p->threads[i]);
-	names_free(&w.names);
-	if (w.err)
-		return w.err;
-	return ferror(out) ? -EIO : 0;
+		measure(w, p->threads[i].root);
+	for (size_t i = 0; i < p->nthreads && !w->err; i++)
+		print_thread(w, &p->threads[i]);
 }
 
 /* ---- the JSON section --------------------------------------------------------------------- */
@@ -517,41 +510,38 @@ static void json_fn_fields(tw_t *w, uint64_t addr, uint64_t when)
 		w->err = -ENOMEM;
 		return;
 	}
-	fputs("\"function\": ", w->out);
-	ht_json_str(w->out, w->names.name[ni]);
-	fputs(", \"file\": ", w->out);
-	ht_json_str(w->out, w->names.file[ni]);
-	fputs(", \"line\": ", w->out);
-	if (w->names.line[ni] > 0)
-		fprintf(w->out, "%d", w->names.line[ni]);
-	else
-		fputs("null", w->out);
-	fprintf(w->out, ", \"address\": \"0x%" PRIx64 "\"", addr);
+	ht_emit_str(w->e, "function", w->names.name[ni]);
+	ht_emit_str(w->e, "file", w->names.file[ni]);
+	ht_emit_u64_or_null(w->e, "line", w->names.line[ni] > 0, (uint64_t)w->names.line[ni]);
+	ht_emit_hex(w->e, "address", addr);
 }
 
 /* Node ni and its subtree as nested objects (depth bounded by
- * HT_FN_MAX_DEPTH, so the recursion is too). */
-static void json_node(tw_t *w, uint32_t ni, int indent)
+ * HT_FN_MAX_DEPTH, so the recursion is too; HT_EMIT_DEPTH holds it). */
+static void json_node(tw_t *w, const char *key, uint32_t ni, int indent)
 {
 	const ht_fn_profile_t *p = w->p;
 	const ht_fn_node_t *n = &p->nodes[ni];
-	FILE *out = w->out;
-	fputc('{', out);
+	ht_emitter_t *e = w->e;
+	ht_emit_obj_begin(e, key);
 	if (n->func != HT_FN_NONE) {
 		json_fn_fields(w, p->funcs[n->func].addr, p->funcs[n->func].first_time);
-		fputs(", ", out);
 	} else {
 		/* the thread itself: its total is the thread's recorded time, its
 		 * own heap what was allocated outside instrumented functions */
-		fputs("\"function\": null, \"root\": true, ", out);
+		ht_emit_null(e, "function");
+		ht_emit_bool(e, "root", true);
 	}
-	fprintf(out,
-		"\"calls\": %" PRIu64 ", \"total_ns\": %" PRIu64 ", \"self_ns\": %" PRIu64
-		", \"heap_bytes\": %" PRIu64 ", \"heap_allocations\": %" PRIu64
-		", \"own_bytes\": %" PRIu64 ", \"own_allocations\": %" PRIu64
-		", \"closed_at_end\": %" PRIu64 ", \"folded_calls\": %" PRIu64 ", \"children\": [",
-		n->calls, n->total_ns, n->self_ns, n->heap_bytes, n->heap_allocs, n->own_bytes,
-		n->own_allocs, n->closed_at_end, n->folded_calls);
+	ht_emit_u64(e, "calls", n->calls);
+	ht_emit_u64(e, "total_ns", n->total_ns);
+	ht_emit_u64(e, "self_ns", n->self_ns);
+	ht_emit_u64(e, "heap_bytes", n->heap_bytes);
+	ht_emit_u64(e, "heap_allocations", n->heap_allocs);
+	ht_emit_u64(e, "own_bytes", n->own_bytes);
+	ht_emit_u64(e, "own_allocations", n->own_allocs);
+	ht_emit_u64(e, "closed_at_end", n->closed_at_end);
+	ht_emit_u64(e, "folded_calls", n->folded_calls);
+	ht_emit_arr_begin(e, "children");
 	uint32_t *kids = NULL;
 	size_t cap = 0;
 	long k = ht_fn_children(p, ni, &kids, &cap);
@@ -561,58 +551,69 @@ static void json_node(tw_t *w, uint32_t ni, int indent)
 	 * would otherwise spend most of the output on spaces */
 	int ind = indent < 40 ? indent + 1 : indent;
 	for (long i = 0; i < k && !w->err; i++) {
-		fprintf(out, "%s\n%*s", i ? "," : "", ind, "");
-		json_node(w, kids[i], ind);
+		ht_emit_nl(e, ind);
+		json_node(w, NULL, kids[i], ind);
 	}
 	free(kids);
-	fputs("]}", out);
+	ht_emit_arr_end(e);
+	ht_emit_obj_end(e);
 }
 
-int ht_report_functions_json(FILE *out, const ht_fn_profile_t *p, ht_symbolizer_t *sym)
+/* The "functions" member: the profile's flags, one tree per thread, then
+ * every function (the text back end writes nothing here). Times are
+ * integer nanoseconds. */
+static void functions_json(tw_t *w)
 {
-	static const ht_fn_report_opts_t defaults = { NULL, HT_TIME_NS, false, 0 };
+	ht_emitter_t *e = w->e;
+	const ht_fn_profile_t *p = w->p;
 	const ht_trace_t *t = p->trace;
-	tw_t w = { .out = out, .p = p, .sym = sym, .o = &defaults, .unit = HT_TIME_NS };
-	fprintf(out,
-		"{\"recorded\": %s, \"message\": ",
-		p->nthreads ? "true" : "false");
-	ht_json_str(out, p->nthreads ? NULL : ht_fn_no_events_msg);
-	fprintf(out,
-		", \"calls\": %" PRIu64 ", \"started_off\": %s, \"switches\": %" PRIu64
-		", \"depth_cap\": %d, \"depth_capped\": %s, \"nodes_capped\": %s,\n  \"threads\": [",
-		p->enters, t->proc_flags & HT_PROC_START_OFF ? "true" : "false", p->switches,
-		HT_FN_MAX_DEPTH, p->depth_capped ? "true" : "false",
-		p->nodes_capped ? "true" : "false");
-	for (size_t i = 0; i < p->nthreads && !w.err; i++) {
+	ht_emit_obj_begin(e, "functions");
+	ht_emit_bool(e, "recorded", p->nthreads != 0);
+	ht_emit_str(e, "message", p->nthreads ? NULL : ht_fn_no_events_msg);
+	ht_emit_u64(e, "calls", p->enters);
+	ht_emit_bool(e, "started_off", t->proc_flags & HT_PROC_START_OFF);
+	ht_emit_u64(e, "switches", p->switches);
+	ht_emit_i64(e, "depth_cap", HT_FN_MAX_DEPTH);
+	ht_emit_bool(e, "depth_capped", p->depth_capped);
+	ht_emit_bool(e, "nodes_capped", p->nodes_capped);
+	ht_emit_nl(e, 2);
+	ht_emit_arr_begin(e, "threads");
+	for (size_t i = 0; i < p->nthreads && !w->err; i++) {
 		const ht_fn_thread_t *th = &p->threads[i];
 		const ht_thread_t *tt = &t->threads[th->thread];
-		fprintf(out, "%s\n   {\"tid\": %" PRIu64 ", \"name\": ", i ? "," : "", tt->tid);
-		ht_json_str(out, tt->name);
-		fprintf(out,
-			", \"calls\": %" PRIu64 ", \"exits\": %" PRIu64
-			", \"unmatched_exits\": %" PRIu64 ", \"closed_at_end\": %" PRIu64
-			", \"folded_calls\": %" PRIu64 ", \"max_depth\": %" PRIu64
-			", \"switches_on\": %" PRIu64 ", \"switches_off\": %" PRIu64
-			", \"first_ns\": %" PRIu64 ", \"last_ns\": %" PRIu64 ",\n    \"tree\": ",
-			th->enters, th->exits, th->unmatched_exits, th->closed_at_end,
-			th->folded_calls, th->max_depth, th->switches_on, th->switches_off,
-			th->first_time, th->last_time);
-		json_node(&w, th->root, 4);
-		fputc('}', out);
+		ht_emit_nl(e, 3);
+		ht_emit_obj_begin(e, NULL);
+		ht_emit_u64(e, "tid", tt->tid);
+		ht_emit_str(e, "name", tt->name);
+		ht_emit_u64(e, "calls", th->enters);
+		ht_emit_u64(e, "exits", th->exits);
+		ht_emit_u64(e, "unmatched_exits", th->unmatched_exits);
+		ht_emit_u64(e, "closed_at_end", th->closed_at_end);
+		ht_emit_u64(e, "folded_calls", th->folded_calls);
+		ht_emit_u64(e, "max_depth", th->max_depth);
+		ht_emit_u64(e, "switches_on", th->switches_on);
+		ht_emit_u64(e, "switches_off", th->switches_off);
+		ht_emit_u64(e, "first_ns", th->first_time);
+		ht_emit_u64(e, "last_ns", th->last_time);
+		ht_emit_nl(e, 4);
+		json_node(w, "tree", th->root, 4);
+		ht_emit_obj_end(e);
 	}
-	fputs("],\n  \"by_function\": [", out);
+	ht_emit_arr_end(e);
+	ht_emit_nl(e, 2);
+	ht_emit_arr_begin(e, "by_function");
 	/* every function, by own bytes then own allocations: the top tables
 	 * are a prefix of this list */
 	size_t *idx = malloc((p->nfuncs ? p->nfuncs : 1) * sizeof(*idx));
-	if (!idx && !w.err)
-		w.err = -ENOMEM;
+	if (!idx && !w->err)
+		w->err = -ENOMEM;
 	size_t n = 0;
 	/* each function's total, counted once per outermost call (ht_fn_flat) */
 	uint64_t *total = malloc((p->nfuncs ? p->nfuncs : 1) * sizeof(*total));
-	if (idx && total && !w.err)
-		w.err = ht_fn_flat(p, total, idx);
-	else if (!w.err)
-		w.err = -ENOMEM;
+	if (idx && total && !w->err)
+		w->err = ht_fn_flat(p, total, idx);
+	else if (!w->err)
+		w->err = -ENOMEM;
 	if (idx) {
 		n = ht_fn_sort_funcs(p, false, idx);
 		/* then the functions that allocated nothing, in address order */
@@ -620,22 +621,42 @@ int ht_report_functions_json(FILE *out, const ht_fn_profile_t *p, ht_symbolizer_
 			if (!p->funcs[i].own_bytes)
 				idx[n++] = i;
 	}
-	for (size_t i = 0; i < n && !w.err; i++) {
+	for (size_t i = 0; i < n && !w->err; i++) {
 		const ht_fn_func_t *f = &p->funcs[idx[i]];
-		fprintf(out, "%s\n   {", i ? "," : "");
-		json_fn_fields(&w, f->addr, f->first_time);
-		fprintf(out,
-			", \"calls\": %" PRIu64 ", \"self_ns\": %" PRIu64 ", \"own_bytes\": %" PRIu64
-			", \"own_allocations\": %" PRIu64 ", \"total_ns\": %" PRIu64 "}",
-			f->calls, f->self_ns, f->own_bytes, f->own_allocs, total ? total[idx[i]] : 0);
+		ht_emit_nl(e, 3);
+		ht_emit_obj_begin(e, NULL);
+		json_fn_fields(w, f->addr, f->first_time);
+		ht_emit_u64(e, "calls", f->calls);
+		ht_emit_u64(e, "self_ns", f->self_ns);
+		ht_emit_u64(e, "own_bytes", f->own_bytes);
+		ht_emit_u64(e, "own_allocations", f->own_allocs);
+		ht_emit_u64(e, "total_ns", total ? total[idx[i]] : 0);
+		ht_emit_obj_end(e);
 	}
 	free(idx);
 	free(total);
-	fputs("]}", out);
+	ht_emit_arr_end(e);
+	ht_emit_obj_end(e);
+}
+
+int ht_section_functions(ht_emitter_t *e, const ht_fn_profile_t *p, ht_symbolizer_t *sym,
+			 const ht_fn_report_opts_t *o)
+{
+	static const ht_fn_report_opts_t defaults = { NULL, HT_TIME_AUTO, false, 0 };
+	if (!o)
+		o = &defaults;
+	tw_t w = { .e = e, .p = p, .sym = sym, .o = o };
+	if (ht_emit_json(e)) {
+		w.unit = HT_TIME_NS;
+		functions_json(&w);
+	} else {
+		w.unit = pick_unit(p, o->unit);
+		functions_text(&w);
+	}
 	names_free(&w.names);
 	if (w.err)
 		return w.err;
-	return ferror(out) ? -EIO : 0;
+	return ferror(e->out) ? -EIO : 0;
 }
 
 /* ---- Chrome trace spans ----------------------------------------------------------------------- */

@@ -2,10 +2,7 @@
  * `heaptrail report --functions` (text), the "functions" section of the JSON
  * report, and the function spans of the Chrome trace export.
  *
- * The model they read is analysis/functions.h (ht_fn_profile_t). Both headers are
- * named functions.h: from cli/ and report/ sources a quoted
- * #include "functions.h" finds the one in the including file's directory, so
- * the other one is included by relative path.
+ * The model they read is analysis/functions.h (ht_fn_profile_t).
  */
 #ifndef HEAPTRAIL_REPORT_FUNCTIONS_H
 #define HEAPTRAIL_REPORT_FUNCTIONS_H
@@ -19,6 +16,7 @@
 #include "analysis/functions.h"
 #include "analysis/reader.h"
 #include "analysis/symbolize.h"
+#include "report/emitter.h"
 
 /* Unit of the text report's times (--time-unit). */
 typedef enum ht_time_unit {
@@ -39,18 +37,17 @@ typedef struct ht_fn_report_opts {
 	size_t top;  /* rows of the top tables; 0 = 10 */
 } ht_fn_report_opts_t;
 
-/* The text report: one indented call tree per thread, `name calls total
- * self` (plus `heap own` with memory), and with memory the functions ranked
- * by own bytes and by own allocations. A profile without threads prints the
- * "no function events" message. sym may be NULL (names become addresses).
- * Returns 0, -ENOMEM, or -EIO when out failed. */
-int ht_report_functions_text(FILE *out, const ht_fn_profile_t *p, ht_symbolizer_t *sym,
-			     const ht_fn_report_opts_t *o);
-
-/* The value of the JSON report's "functions" member (an object: the caller
- * writes the key). Times are integer nanoseconds. Returns 0, -ENOMEM or
- * -EIO. */
-int ht_report_functions_json(FILE *out, const ht_fn_profile_t *p, ht_symbolizer_t *sym);
+/* The function profile, written once against the emitter: in text,
+ * `heaptrail report --functions`: the flat profile, one indented call tree
+ * per thread, `name calls total self` (plus `heap own` with memory), and
+ * with memory the functions ranked by own bytes and by own allocations; a
+ * profile without threads prints the "no function events" message. In
+ * JSON, the report's "functions" member (the section writes its key), times
+ * in integer nanoseconds, every thread's whole tree and every function (o
+ * is the text's alone). sym may be NULL (names become addresses); o NULL:
+ * the defaults. Returns 0, -ENOMEM, or -EIO when the output failed. */
+int ht_section_functions(ht_emitter_t *e, const ht_fn_profile_t *p, ht_symbolizer_t *sym,
+			 const ht_fn_report_opts_t *o);
 
 /* The line a report prints when a trace has no function events. */
 extern const char ht_fn_no_events_msg[];

@@ -1,6 +1,7 @@
 /* mapped_section.c - MAPPED MEMORY: the program's own maps (mmap, mremap)
  * by call site, live at the end and at the peak of mapped memory
- * (analysis/mapped.h). */
+ * (analysis/mapped.h). Written once against the emitter: the text's top
+ * sites and the JSON's "mapped" member with every site. */
 #include "report/mapped_section.h"
 
 #include <errno.h>
@@ -9,6 +10,7 @@
 
 #include "analysis/mapped.h"
 #include "analysis/util.h"
+#include "report/emitter.h"
 #include "report/report.h"
 #include "trace_format.h"
 
@@ -42,90 +44,90 @@ static size_t *order(const ht_mapped_t *mp)
 	return idx;
 }
 
-int ht_report_mapped_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, size_t top)
+/* A site's stack: printed as the report's in text, its frames in JSON. */
+static int site_stack(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym,
+		      const ht_map_site_t *s, ht_frame_t **frames, size_t *cap)
 {
-	const ht_mapped_t *mp = m->mapped;
-	if (!mp)
-		return 0;
-	char a[HT_FMT_LEN], b[HT_FMT_LEN], d[HT_FMT_LEN], c[HT_FMT_LEN], e2[HT_FMT_LEN];
-	ht_report_rule(out, "MAPPED MEMORY");
-	fprintf(out, "  the program's own maps (mmap, mremap, brk, sbrk; not malloc's, which glibc maps itself)\n");
-	fprintf(out, "  mapped at exit     %14s   %s B\n", ht_fmt_size(a, mp->live),
-		ht_fmt_count(b, mp->live));
-	fprintf(out, "  peak mapped        %14s   %s B at %s\n", ht_fmt_size(a, mp->peak),
-		ht_fmt_count(b, mp->peak), ht_fmt_duration(d, mp->peak_time));
-	fprintf(out, "  calls              %s mmap, %s mremap, %s munmap", ht_fmt_count(a, mp->maps),
-		ht_fmt_count(b, mp->remaps), ht_fmt_count(c, mp->unmaps));
-	if (mp->advised_free)
-		fprintf(out, "; %s given back by madvise", ht_fmt_size(d, mp->advised_free));
-	fputc('\n', out);
-	size_t *idx = order(mp);
-	if (!idx)
-		return -ENOMEM;
-	size_t n = top ? top : 10;
-	if (n > mp->nsites)
-		n = mp->nsites;
-	int e = 0;
-	for (size_t k = 0; k < n && !e; k++) {
-		const ht_map_site_t *s = &mp->sites[idx[k]];
-		fprintf(out, "\n#%-3zu %10s at exit (%s B), %s at the peak, %s mapped in %s %s (%s)\n",
-			k + 1, ht_fmt_size(a, s->live), ht_fmt_count(b, s->live),
-			ht_fmt_size(c, s->at_peak), ht_fmt_size(d, s->bytes_mapped), ht_fmt_count(e2, s->maps),
-			s->maps == 1 ? "call" : "calls", kind_name(s->kind));
-		ht_site_t site = { 0 };
-		site.stack_id = s->stack_id;
-		site.stack = s->stack_id ? ht_trace_stack(m->trace, s->stack_id) : NULL;
-		site.first_time = s->first_time;
-		e = ht_report_stack_text(out, m, sym, &site, false);
-	}
-	if (!e && mp->nsites > n)
-		fprintf(out, "\n  ... %zu more sites (--format json lists them all)\n", mp->nsites - n);
-	free(idx);
-	return e;
+	ht_site_t site = { 0 };
+	site.stack_id = s->stack_id;
+	site.stack = s->stack_id ? ht_trace_stack(m->trace, s->stack_id) : NULL;
+	site.first_time = s->first_time;
+	if (!ht_emit_json(e))
+		return ht_report_stack_text(e->out, m, sym, &site, false);
+	long nf = ht_model_frames(m, sym, &site, frames, cap);
+	if (nf < 0)
+		return (int)nf;
+	ht_emit_frames(e, "stack", *frames, nf);
+	return 0;
 }
 
-int ht_report_mapped_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym)
+int ht_section_mapped(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym, size_t top)
 {
 	const ht_mapped_t *mp = m->mapped;
 	if (!mp) {
-		fputs("null", out);
+		ht_emit_null(e, "mapped");
 		return 0;
 	}
-	fprintf(out,
-		"{\"live_bytes\": %" PRIu64 ", \"peak_bytes\": %" PRIu64 ", \"peak_time_ns\": %" PRIu64
-		", \"mmap_calls\": %" PRIu64 ", \"mremap_calls\": %" PRIu64 ", \"munmap_calls\": %" PRIu64
-		", \"madvise_free_bytes\": %" PRIu64 ", \"unmapped_unknown_bytes\": %" PRIu64
-		",\n  \"sites\": [",
-		mp->live, mp->peak, mp->peak_time, mp->maps, mp->remaps, mp->unmaps, mp->advised_free,
-		mp->unknown_unmapped);
+	char a[HT_FMT_LEN], b[HT_FMT_LEN], d[HT_FMT_LEN], c[HT_FMT_LEN], e2[HT_FMT_LEN];
+	ht_emit_rule(e, "MAPPED MEMORY");
+	ht_emit_printf(e, "  the program's own maps (mmap, mremap, brk, sbrk; not malloc's, which "
+			  "glibc maps itself)\n");
+	ht_emit_printf(e, "  mapped at exit     %14s   %s B\n", ht_fmt_size(a, mp->live),
+		       ht_fmt_count(b, mp->live));
+	ht_emit_printf(e, "  peak mapped        %14s   %s B at %s\n", ht_fmt_size(a, mp->peak),
+		       ht_fmt_count(b, mp->peak), ht_fmt_duration(d, mp->peak_time));
+	ht_emit_printf(e, "  calls              %s mmap, %s mremap, %s munmap",
+		       ht_fmt_count(a, mp->maps), ht_fmt_count(b, mp->remaps),
+		       ht_fmt_count(c, mp->unmaps));
+	if (mp->advised_free)
+		ht_emit_printf(e, "; %s given back by madvise", ht_fmt_size(d, mp->advised_free));
+	ht_emit_printf(e, "\n");
+	ht_emit_obj_begin(e, "mapped");
+	ht_emit_u64(e, "live_bytes", mp->live);
+	ht_emit_u64(e, "peak_bytes", mp->peak);
+	ht_emit_u64(e, "peak_time_ns", mp->peak_time);
+	ht_emit_u64(e, "mmap_calls", mp->maps);
+	ht_emit_u64(e, "mremap_calls", mp->remaps);
+	ht_emit_u64(e, "munmap_calls", mp->unmaps);
+	ht_emit_u64(e, "madvise_free_bytes", mp->advised_free);
+	ht_emit_u64(e, "unmapped_unknown_bytes", mp->unknown_unmapped);
+	ht_emit_nl(e, 2);
+	ht_emit_arr_begin(e, "sites");
 	size_t *idx = order(mp);
 	if (!idx)
 		return -ENOMEM;
+	/* the text lists the top rows, the JSON every site */
+	size_t n = ht_emit_json(e) ? mp->nsites : top ? top : 10;
+	if (n > mp->nsites)
+		n = mp->nsites;
 	ht_frame_t *frames = NULL;
 	size_t cap = 0;
-	int e = 0;
-	for (size_t k = 0; k < mp->nsites && !e; k++) {
+	int err = 0;
+	for (size_t k = 0; k < n && !err; k++) {
 		const ht_map_site_t *s = &mp->sites[idx[k]];
-		fprintf(out,
-			"%s\n  {\"kind\": \"%s\", \"live_bytes\": %" PRIu64 ", \"peak_bytes\": %" PRIu64
-			", \"max_live_bytes\": %" PRIu64 ", \"bytes_mapped\": %" PRIu64 ", \"calls\": %" PRIu64
-			", \"stack_id\": %" PRIu64 ", \"stack\": ",
-			k ? "," : "", kind_name(s->kind), s->live, s->at_peak, s->max_live, s->bytes_mapped,
-			s->maps, s->stack_id);
-		ht_site_t site = { 0 };
-		site.stack_id = s->stack_id;
-		site.stack = s->stack_id ? ht_trace_stack(m->trace, s->stack_id) : NULL;
-		site.first_time = s->first_time;
-		long nf = ht_model_frames(m, sym, &site, &frames, &cap);
-		if (nf < 0) {
-			e = (int)nf;
-			break;
-		}
-		ht_json_frames(out, frames, nf);
-		fputc('}', out);
+		ht_emit_printf(e, "\n#%-3zu %10s at exit (%s B), %s at the peak, %s mapped in %s %s (%s)\n",
+			       k + 1, ht_fmt_size(a, s->live), ht_fmt_count(b, s->live),
+			       ht_fmt_size(c, s->at_peak), ht_fmt_size(d, s->bytes_mapped),
+			       ht_fmt_count(e2, s->maps), s->maps == 1 ? "call" : "calls",
+			       kind_name(s->kind));
+		ht_emit_nl(e, 2);
+		ht_emit_obj_begin(e, NULL);
+		ht_emit_str(e, "kind", kind_name(s->kind));
+		ht_emit_u64(e, "live_bytes", s->live);
+		ht_emit_u64(e, "peak_bytes", s->at_peak);
+		ht_emit_u64(e, "max_live_bytes", s->max_live);
+		ht_emit_u64(e, "bytes_mapped", s->bytes_mapped);
+		ht_emit_u64(e, "calls", s->maps);
+		ht_emit_u64(e, "stack_id", s->stack_id);
+		err = site_stack(e, m, sym, s, &frames, &cap);
+		ht_emit_obj_end(e);
 	}
-	fputs("]}", out);
+	if (!err && mp->nsites > n)
+		ht_emit_printf(e, "\n  ... %zu more sites (--format json lists them all)\n",
+			       mp->nsites - n);
+	ht_emit_arr_end(e);
+	ht_emit_obj_end(e);
 	free(frames);
 	free(idx);
-	return e;
+	return err;
 }

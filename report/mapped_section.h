@@ -6,11 +6,11 @@
 
 #include "analysis/model.h"
 #include "analysis/symbolize.h"
+#include "report/emitter.h"
 
-/* The text section: nothing when the trace has no map events. top: rows
- * (0: 10). Returns 0 or a negative errno. */
-int ht_report_mapped_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, size_t top);
-/* The JSON value of "mapped" (docs/JSON.md): null without map events. */
-int ht_report_mapped_json(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym);
+/* The text section (nothing when the trace has no map events; top: rows,
+ * 0: 10), or the JSON member "mapped" (docs/JSON.md): null without map
+ * events, every site. Returns 0 or a negative errno. */
+int ht_section_mapped(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym, size_t top);
 
 #endif

@@ -131,8 +131,7 @@ void ht_emit_program(ht_emitter_t *e, const char *key, const ht_trace_t *t);
 /* `heaptrail diff` (analysis/diff.h; report/diff_report.c): totals side by side and the
  * largest changes of the matched sites, top rows per table (0: 10); the
  * JSON object {"heaptrail_diff": 1, ...} with every row (docs/JSON.md). */
-int ht_report_diff_text(FILE *out, const struct ht_diff *d, size_t top);
-int ht_report_diff_json(FILE *out, const struct ht_diff *d);
+int ht_section_diff(ht_emitter_t *e, const struct ht_diff *d, size_t top);
 
 /* Warnings about the trace as one line each (no newline), for both writers:
  * damage, a missing END, agent trouble. Returns how many were written to

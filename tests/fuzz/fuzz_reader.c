@@ -110,8 +110,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		ht_fn_profile_t *fp = NULL;
 		if (ht_fn_build(t, &fp) == 0 && null_out) {
 			ht_fn_report_opts_t fo = { "fuzz", HT_TIME_AUTO, true, 3 };
-			ht_report_functions_text(null_out, fp, NULL, &fo);
-			ht_report_functions_json(null_out, fp, NULL);
+			ht_emitter_t ft, fj;
+			ht_emit_init(&ft, null_out, HT_EMIT_TEXT);
+			ht_emit_init(&fj, null_out, HT_EMIT_JSON);
+			ht_section_functions(&ft, fp, NULL, &fo);
+			ht_section_functions(&fj, fp, NULL, NULL);
 			/* the chrome export's spans, as its pass collects them
 			 * (a small cap, so that it is reached) */
 			size_t nev = 0;

@@ -474,6 +474,22 @@ static __thread void *volatile freeing_now;
 enum { REALLOC_NONE, REALLOC_UNRECORDED, REALLOC_FREE_RECORDED };
 static __thread volatile uint8_t realloc_now;
 
+/* Appends the FREE of p at time now (head: HT_EV_FREE and the entry
+ * point's bits) to t's buffer, whose room the caller reserved. */
+__attribute__((always_inline)) static inline void put_free(ht_thread_t *t, uint8_t head, void *p,
+							    uint64_t now)
+{
+	uint8_t *b = t->buf + t->len;
+	size_t k = 0;
+	b[k++] = head;
+	k += ht_varint_put(b + k, now - t->last_time);
+	k += ht_varint_put(b + k, ht_zigzag((int64_t)((uintptr_t)p - t->last_addr)));
+	t->last_time = now;
+	t->last_addr = (uintptr_t)p;
+	t->len += (uint32_t)k;
+	t->n_frees++;
+}
+
 /* Records the free of p, before the real free runs. */
 static void record_free(void *p)
 {
@@ -489,15 +505,7 @@ static void record_free(void *p)
 	uint64_t sid = HT_UNLIKELY(ht_opt_free_stacks) ? ht_capture(t) : 0;
 	ht_thread_reserve(t, HT_EVENT_MAX);
 	uint64_t now = ht_event_time(t);
-	uint8_t *b = t->buf + t->len;
-	size_t k = 0;
-	b[k++] = (uint8_t)(HT_EV_FREE | free_fn_now << 4);
-	k += ht_varint_put(b + k, now - t->last_time);
-	k += ht_varint_put(b + k, ht_zigzag((int64_t)((uintptr_t)p - t->last_addr)));
-	t->last_time = now;
-	t->last_addr = (uintptr_t)p;
-	t->len += (uint32_t)k;
-	t->n_frees++;
+	put_free(t, (uint8_t)(HT_EV_FREE | free_fn_now << 4), p, now);
 	if (HT_UNLIKELY(ht_opt_free_stacks))
 		ht_put_ext(t, HT_EXT_FREE_STACK, &sid, 1);
 	ship_if_old(t, now);
@@ -525,15 +533,7 @@ __attribute__((always_inline)) static inline void record_realloc(unsigned fn, vo
 			free_time = ht_event_time(t);
 		if (free_time < t->last_time)
 			free_time = t->last_time;
-		uint8_t *b = t->buf + t->len;
-		size_t k = 0;
-		b[k++] = HT_EV_FREE;
-		k += ht_varint_put(b + k, free_time - t->last_time);
-		k += ht_varint_put(b + k, ht_zigzag((int64_t)((uintptr_t)old - t->last_addr)));
-		t->last_time = free_time;
-		t->last_addr = (uintptr_t)old;
-		t->len += (uint32_t)k;
-		t->n_frees++;
+		put_free(t, HT_EV_FREE, old, free_time);
 		atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
 		if (HT_UNLIKELY(ht_break_on))
 			ht_break_free(old); /* freed already: the stop is in realloc */
@@ -903,15 +903,7 @@ void ht_bad_free_at_abort(void)
 		 * report pairs it with what was at p (a double or invalid
 		 * free). The call reserved room for its events. */
 		uint64_t now = ht_event_time(t);
-		uint8_t *b = t->buf + t->len;
-		size_t k = 0;
-		b[k++] = HT_EV_FREE;
-		k += ht_varint_put(b + k, now - t->last_time);
-		k += ht_varint_put(b + k, ht_zigzag((int64_t)((uintptr_t)p - t->last_addr)));
-		t->last_time = now;
-		t->last_addr = (uintptr_t)p;
-		t->len += (uint32_t)k;
-		t->n_frees++;
+		put_free(t, HT_EV_FREE, p, now);
 	}
 	void **f = t->frames;
 	unsigned max = ht_opt_depth + 64 < HT_MAX_DEPTH + 16 ? ht_opt_depth + 64 : HT_MAX_DEPTH + 16;

@@ -2432,24 +2432,34 @@ int ht_reader_load_mem(const uint8_t *data, size_t len, const ht_reader_opts_t *
 	return load(copy, 0, len, opts, out);
 }
 
-int ht_reader_load_file(const char *path, const ht_reader_opts_t *opts, ht_trace_t **out)
+/* path opened for reading if it is a regular file (*sb its status), or
+ * -errno: a directory is -EISDIR, anything else not regular -HT_ENOTREG.
+ * O_NONBLOCK: a FIFO with no writer would block the open itself, before
+ * the check could refuse it. */
+static int open_regular(const char *path, struct stat *sb)
 {
-	*out = NULL;
-	/* O_NONBLOCK: a FIFO with no writer would block the open itself,
-	 * before the check below could refuse it */
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
-	struct stat sb;
-	if (fstat(fd, &sb) < 0) {
+	if (fstat(fd, sb) < 0) {
 		int e = errno;
 		close(fd);
 		return -e;
 	}
-	if (!S_ISREG(sb.st_mode)) {
+	if (!S_ISREG(sb->st_mode)) {
 		close(fd);
-		return S_ISDIR(sb.st_mode) ? -EISDIR : -HT_ENOTREG;
+		return S_ISDIR(sb->st_mode) ? -EISDIR : -HT_ENOTREG;
 	}
+	return fd;
+}
+
+int ht_reader_load_file(const char *path, const ht_reader_opts_t *opts, ht_trace_t **out)
+{
+	*out = NULL;
+	struct stat sb;
+	int fd = open_regular(path, &sb);
+	if (fd < 0)
+		return fd;
 	/* Mapped, so that the reader can drop the pages it has read (a
 	 * replay reads them again from the page cache): a report's memory
 	 * does not grow with the file. The file is taken as long as it is
@@ -2565,19 +2575,10 @@ void ht_trace_free(ht_trace_t *t)
 int ht_reader_follow(const char *path, ht_trace_t **out)
 {
 	*out = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return -errno;
 	struct stat sb;
-	if (fstat(fd, &sb) < 0) {
-		int e = errno;
-		close(fd);
-		return -e;
-	}
-	if (!S_ISREG(sb.st_mode)) {
-		close(fd);
-		return S_ISDIR(sb.st_mode) ? -EISDIR : -HT_ENOTREG;
-	}
+	int fd = open_regular(path, &sb);
+	if (fd < 0)
+		return fd;
 	ht_trace_t *t = trace_new();
 	if (!t) {
 		close(fd);

@@ -707,8 +707,43 @@ def t_getattr_first(t):
     t.check(rep["totals"]["allocations"] >= 3, "allocations: %d" % rep["totals"]["allocations"])
 
 
+def t_top_attached(t):
+    """heaptrail top on an attached process: it finds the trace the attach
+    writes and counts what the workers did since (paused before, so the
+    count is exact once the agent has shipped it)."""
+    need_ptrace(t)
+    out = scratch_dir("attach") / "top.ht"
+    p = Target(t, [PROGS / "attach_loop"])
+    p.expect("ready")
+    time.sleep(0.2)
+    p.p.send_signal(signal.SIGUSR1)
+    a0 = counts(p.expect("paused"))
+    a, _ = attach(t, p.pid, out)
+    p.p.send_signal(signal.SIGUSR1)
+    p.expect("running")
+    time.sleep(0.5)
+    p.p.send_signal(signal.SIGUSR1)
+    b0 = counts(p.expect("paused"))
+    time.sleep(3)  # the agent ships within 0.5 s; top holds back 1 s
+    top = subprocess.run([str(HT), "top", "--once", str(p.pid)], capture_output=True, timeout=STEP)
+    shown = text(top.stdout)
+    t.eq("heaptrail top's status", 0, top.returncode)
+    t.check(("trace %s" % out) in shown, "top does not name the attached trace: %s" % tail(shown, 600))
+    m = re.search(r"^allocations +([\d,]+)", shown, re.M)
+    t.need(m, "no allocations line in top's frame: %s" % tail(shown, 600))
+    t.eq("allocations top shows (the window's)", b0["allocs"] - a0["allocs"], int(m.group(1).replace(",", "")))
+    detach(t, p.pid)
+    attach_end(t, a)
+    p.p.send_signal(signal.SIGUSR1)
+    p.expect("running")
+    p.p.send_signal(signal.SIGTERM)
+    rc, _, _ = p.finish()
+    t.eq("attach_loop's status after the detach", 0, rc)
+
+
 TESTS = [
     ("attach.loop_window", t_loop_window),
+    ("attach.top", t_top_attached),
     ("attach.cxx_window", t_cxx_window),
     ("attach.jemalloc_window", t_jemalloc_window),
     ("attach.python", t_python),

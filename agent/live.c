@@ -232,7 +232,7 @@ static inline void site_touch(site_t *r)
 /* Summary mode: a map event (EXT MMAP, MUNMAP, MREMAP, MADVISE_FREE) of the program's,
  * kept to be written at the end beside the STACK definitions, so that the
  * report's MAPPED MEMORY is the full trace's. Maps are few; past
- * MAPS_MAX the rest are not kept (the report then says less). */
+ * MAPS_MAX (or out of memory) the rest are not kept, and the END says so. */
 typedef struct kept_map {
 	uint64_t time;
 	uint8_t op, len;
@@ -248,8 +248,10 @@ static void map_keep(uint8_t op, uint64_t time, const uint8_t *pay, uint64_t len
 	if (lv.nmaps == lv.maps_cap) {
 		uint32_t cap = lv.maps_cap ? lv.maps_cap * 2 : 256;
 		kept_map_t *a = cap <= MAPS_MAX ? ht_mmap(cap * sizeof *a) : NULL;
-		if (!a)
+		if (!a) {
+			atomic_fetch_or(&ht_agent_flags, HT_AGENT_SUMMARY_MAPS_FULL);
 			return;
+		}
 		if (lv.maps) {
 			memcpy(a, lv.maps, lv.nmaps * sizeof *a);
 			ht_munmap(lv.maps, lv.maps_cap * sizeof *a);

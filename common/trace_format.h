@@ -233,6 +233,9 @@ enum ht_end_how {
 					   late from another thread: its block
 					   may have been freed, yet counts live
 					   in summary mode and the leak check */
+#define HT_AGENT_SUMMARY_MAPS_FULL 0x400u /* summary mode kept its first
+					     MAPS_MAX map events only: the
+					     mapped memory figures are partial */
 #define HT_AGENT_MALLOC_ELSEWHERE 0x200u /* the program's malloc is not the
 					    agent's: an object found before it
 					    in the lookup order (a library

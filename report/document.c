@@ -93,6 +93,10 @@ size_t ht_report_warnings(const ht_model_t *m, char buf[][HT_WARN_LEN], size_t m
 		WARN("the agent's name table filled up (32,766 distinct tags, phases, pools, handle "
 		     "kinds and snapshots): tags, phases and handles of later names were not "
 		     "recorded, and later pools and snapshots are named \"(names full)\"");
+	if (t->agent_flags & HT_AGENT_SUMMARY_MAPS_FULL)
+		WARN("summary mode kept the program's first 65,536 map events (mmap, munmap, "
+		     "mremap, madvise, brk) only: the MAPPED MEMORY figures are partial; a full "
+		     "trace has them all");
 	if (t->agent_flags & HT_AGENT_FREES_FORGOTTEN)
 		WARN("the agent forgot its oldest frees to bound its memory, and some blocks were "
 		     "allocated before one of them but reached it later (from a thread that had not "

@@ -134,6 +134,23 @@ def t_summary(t):
     t.check(isinstance(rss, int) and rss > 0, "summary mode: a resident set sampled: %r" % (rss,))
 
 
+def t_summary_maps_full(t):
+    """Summary mode keeps 65,536 map events: 40,000 mmap/munmap pairs
+    overflow it, and the report says the mapped figures are partial; 1,000
+    pairs do not, and it says nothing."""
+    need_tools(t)
+    for pairs, partial in ((1000, False), (40000, True)):
+        tr = heaptrail_run([PROGS / "many_maps", str(pairs)], ["--summary"], timeout=60)
+        t.eq("status", 0, tr.proc.rc)
+        rep = need_report(t, tr.out_path).data
+        said = any("map events" in w and "partial" in w for w in rep.get("warnings", []))
+        t.eq("%d pairs: the report says the mapped figures are partial" % pairs, partial, said)
+        if not partial:
+            tot, _ = mapped_summary(rep.get("mapped") or {})
+            t.eq("%d pairs: mmap and munmap calls" % pairs, (pairs, pairs),
+                 (tot.get("mmap_calls"), tot.get("munmap_calls")))
+
+
 BRK = PROGS / "brk_sbrk"
 
 
@@ -192,6 +209,7 @@ TESTS = [
     ("mapped.pprof", t_pprof),
     ("mapped.off", t_off),
     ("mapped.summary", t_summary),
+    ("mapped.summary_maps_full", t_summary_maps_full),
     ("mapped.brk", t_brk),
     ("mapped.rss_late", t_rss_late),
 ]

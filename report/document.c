@@ -1,18 +1,18 @@
 /* document.c - `heaptrail report`: the whole report, written once against
- * the emitter (report/emitter.h) for both the text and the JSON back end.
+ * the emitter (report/emitter.h) for both the text and the JSON back end:
+ * the header, the summary, the lists of top sites, the JSON totals, and
+ * the sections (the *_section.c files, pools.c, timeline.c) in order.
  *
- * The text is laid out for a ~100-column terminal. Sizes are shown human-readable with the exact byte count beside them;
- * stacks are printed leaf first as `function  file:line`, with the location
- * in one column per stack so a terminal or editor can jump there.
+ * The text is laid out for a ~100-column terminal. Sizes are shown
+ * human-readable with the exact byte count beside them; stacks are printed
+ * by report/stack_text.c.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/frames.h"
 #include "analysis/leaks.h"
 #include "report/emitter.h"
 #include "report/badfree_section.h"
@@ -20,15 +20,12 @@
 #include "report/functions_section.h"
 #include "report/marks_section.h"
 #include "report/report.h"
+#include "report/stack_text.h"
 #include "report/timeline.h"
 #include "trace_format.h"
 #include "analysis/util.h"
 
-#define WIDTH 100
 #define DEFAULT_TOP 10
-#define MAX_TEXT_FRAMES 16 /* frames shown per stack; the JSON has them all */
-#define REPEAT_FRAMES 3	   /* frames shown when a stack was printed above */
-#define MAX_FUNC_COL 48	   /* function column width, longer names overflow */
 
 /* ---- warnings (shared with json.c) ---------------------------------------- */
 
@@ -112,363 +109,6 @@ size_t ht_report_warnings(const ht_model_t *m, char buf[][HT_WARN_LEN], size_t m
 		     t->skipped_records, t->major, t->minor);
 #undef WARN
 	return n;
-}
-
-/* ---- helpers ------------------------------------------------------------------ */
-
-void ht_report_list_rule(FILE *out, const char *title, size_t shown, size_t n)
-{
-	char t[128];
-	if (n > shown)
-		snprintf(t, sizeof(t), "%s (top %zu of %zu sites)", title, shown, n);
-	else
-		snprintf(t, sizeof(t), "%s (%zu site%s)", title, n, n == 1 ? "" : "s");
-	ht_report_rule(out, t);
-}
-
-void ht_report_rule(FILE *out, const char *title)
-{
-	size_t n = strlen(title), w = ht_text_style.width && ht_text_style.width < WIDTH
-						? ht_text_style.width
-						: WIDTH;
-	fprintf(out, "\n%s%s%s ", HT_BOLD, title, HT_RESET);
-	for (size_t i = n + 1; i < w; i++)
-		fputc('-', out);
-	fputc('\n', out);
-}
-
-void ht_report_command_text(FILE *out, const ht_trace_t *t)
-{
-	if (t->argc == 0) {
-		ht_text_put(out, t->exe_path && t->exe_path[0] ? t->exe_path : "(unknown)");
-		return;
-	}
-	size_t col = 14;
-	for (size_t i = 0; i < t->argc; i++) {
-		const char *a = t->argv[i];
-		bool quote = !a[0] || strpbrk(a, " \t\n'\"\\$`*?;&|<>()") != NULL ||
-			     !ht_text_is_safe(a);
-		size_t len = ht_text_len(a) + (quote ? 2 : 0) + (i ? 1 : 0);
-		if (col + len > 300) { /* keep a giant command line from flooding */
-			fputs(" ...", out);
-			return;
-		}
-		if (i)
-			fputc(' ', out);
-		if (quote) {
-			fputc('\'', out);
-			for (const char *p = a, *q; *p; p = q) {
-				q = strchrnul(p, '\'');
-				ht_text_putn(out, p, (size_t)(q - p));
-				if (*q == '\'') {
-					fputs("'\\''", out);
-					q++;
-				}
-			}
-			fputc('\'', out);
-		} else {
-			fputs(a, out);
-		}
-		col += len;
-	}
-}
-
-void ht_report_ending_text(FILE *out, const ht_trace_t *t)
-{
-	if (t->proc_flags & HT_PROC_ATTACHED)
-		fputs(t->ending == HT_ENDING_DETACH ? "attached while it ran, then detached"
-						    : "attached while it ran, then ",
-		      out);
-	if (t->proc_flags & HT_PROC_ATTACHED && t->ending == HT_ENDING_DETACH)
-		return;
-	switch (t->ending) {
-	case HT_ENDING_EXIT:
-		if (t->agent_flags & HT_AGENT_EXIT_CODE_UNKNOWN)
-			fputs("exited (status unknown)", out);
-		else
-			fprintf(out, "exited with status %" PRIu64, t->end_status & 0xff);
-		break;
-	case HT_ENDING_UNDERSCORE_EXIT:
-		fprintf(out, "called _exit(%" PRIu64 ")", t->end_status & 0xff);
-		break;
-	case HT_ENDING_SIGNAL: {
-		const char *abbr = t->end_status < 65 ? sigabbrev_np((int)t->end_status) : NULL;
-		fprintf(out, "killed by signal %" PRIu64 "%s%s%s", t->end_status, abbr ? " (SIG" : "",
-			abbr ? abbr : "", abbr ? ")" : "");
-		break;
-	}
-	case HT_ENDING_DETACH:
-		fputs("the agent stopped recording before the end", out);
-		break;
-	case HT_ENDING_EXEC:
-		fputs("replaced itself by exec of ", out);
-		ht_text_put(out, t->exec_path ? t->exec_path : "?");
-		break;
-	case HT_ENDING_CUT_SHORT:
-		fputs("unknown: the trace has no END record", out);
-		break;
-	}
-}
-
-/* ---- stacks ---------------------------------------------------------------------- */
-
-typedef struct textctx {
-	FILE *out;
-	const ht_model_t *m;
-	ht_symbolizer_t *sym;
-	ht_frame_t *frames;
-	size_t cap;
-	uint32_t *label; /* per site: its [site N] label once printed, else 0 */
-	uint32_t next_label;
-	int err;
-} textctx_t;
-
-/* Frames of the C runtime below main or a thread's start routine: noise in
- * every stack, dropped from the end of text stacks (the JSON keeps them). */
-static bool is_runtime_frame(const ht_frame_t *f)
-{
-	static const char *const names[] = { "_start", "__libc_start_main", "__libc_start_main_impl",
-					     "__libc_start_call_main", "start_thread", "clone",
-					     "clone3", "__clone", "__clone3" };
-	if (!f->function)
-		return false;
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strcmp(f->function, names[i]))
-			return true;
-	return false;
-}
-
-ht_text_style_t ht_text_style;
-
-/* Where a long name or line may break: after ", " or "(", never inside an
- * identifier. */
-static bool break_before(const char *s, size_t i)
-{
-	return i > 1 && ((s[i - 1] == ' ' && s[i - 2] == ',') || (s[i - 1] == '(' && s[i] != ')'));
-}
-
-/* Print s (safe text) from column *col, breaking it where it may break when
- * it would pass ht_text_style.width; continuation lines start at column
- * indent. A piece without a break point longer than the width overflows:
- * names are never cut. */
-static void put_wrapped(FILE *out, const char *s, size_t *col, size_t indent)
-{
-	size_t w = ht_text_style.width, n = strlen(s), i = 0;
-	while (i < n) {
-		size_t room = w > *col ? w - *col : 0, brk = 0, j;
-		if (!w || n - i <= room) {
-			fputs(s + i, out);
-			*col += n - i;
-			return;
-		}
-		/* the last break point that fits */
-		for (j = i + 1; j < n && j - i <= room; j++)
-			if (break_before(s, j))
-				brk = j;
-		if (!brk && *col > indent) {
-			/* nothing fits on this line: try a fresh one */
-			fprintf(out, "\n%*s", (int)indent, "");
-			*col = indent;
-			continue;
-		}
-		if (!brk) /* not even there: up to the first break, overflowing */
-			for (brk = i + 1; brk < n && !break_before(s, brk); brk++)
-				;
-		/* the space of ", " ends no line */
-		size_t k = brk - (s[brk - 1] == ' ');
-		fwrite(s + i, 1, k - i, out);
-		*col += k - i;
-		i = brk;
-		if (i < n) {
-			fprintf(out, "\n%*s", (int)indent, "");
-			*col = indent;
-		}
-	}
-}
-
-/* The function column of a frame, escaped: its name whole, or for a frame
- * without one the label every output gives it (module+offset). malloc'd. */
-static char *frame_function(const ht_frame_t *f)
-{
-	char lab[HT_FRAME_LABEL_LEN];
-	const char *name = f->function ? f->function : ht_frame_label(f, lab, sizeof lab);
-	size_t need = ht_text_len(name) + 8;
-	char *buf = malloc(need);
-	if (buf) {
-		const char *t = ht_text_safe(buf, need, name);
-		if (t != buf)
-			memcpy(buf, t, strlen(t) + 1);
-	}
-	return buf;
-}
-
-/* Location column of a frame: file:line, else module+offset (for
- * addr2line) when the function is known; empty when the label says it. */
-static void frame_location(const ht_frame_t *f, char *buf, size_t len)
-{
-	char tmp[4096], lab[HT_FRAME_LABEL_LEN];
-	if (f->file && f->line > 0) {
-		snprintf(buf, len, "%s:%d", ht_text_safe(tmp, sizeof(tmp), f->file), f->line);
-	} else if (f->file) {
-		snprintf(buf, len, "%s", ht_text_safe(tmp, sizeof(tmp), f->file));
-	} else if (f->function && (f->module || f->has_offset)) {
-		snprintf(buf, len, "in %s", ht_text_safe(tmp, sizeof tmp, ht_frame_label(f, lab, sizeof lab)));
-	} else if (f->function) {
-		snprintf(buf, len, "in an unknown module");
-	} else {
-		buf[0] = 0;
-	}
-}
-
-/* The hint about frames without symbols, once per command. */
-static bool symbols_hint_given;
-
-/* How many frames from f[i] on lack a function and lie in f[i]'s module. */
-static size_t unknown_run(const ht_frame_t *f, size_t i, size_t n)
-{
-	size_t k = i;
-	while (k < n && !f[k].function &&
-	       (f[k].module == f[i].module ||
-		(f[k].module && f[i].module && !strcmp(f[k].module, f[i].module))))
-		k++;
-	return k - i;
-}
-
-/* Print a site's stack leaf first: all of it (up to MAX_TEXT_FRAMES) the
- * first time, its top frames when an earlier list already showed it. The
- * frames folded at the leaf (frames.h) are one marker line; a run of
- * frames of one module without symbols is one line. */
-static void print_stack(textctx_t *c, const ht_site_t *s, bool repeat)
-{
-	FILE *out = c->out;
-	if (s->overflow) {
-		fputs("     (all other sites: the summary's site table was full; option summary_sites)\n", out);
-		return;
-	}
-	if (!s->stack) {
-		fprintf(out, "     (stack unknown%s)\n",
-			s->stack_id ? ": its definition is missing from the trace" : "");
-		return;
-	}
-	long n = ht_model_frames(c->m, c->sym, s, &c->frames, &c->cap);
-	if (n < 0) {
-		c->err = (int)n;
-		return;
-	}
-	/* everything from the C runtime's entry into main (or a thread's start
-	 * routine) down is the same in every stack */
-	for (long i = 1; i < n; i++) {
-		const char *f = c->frames[i].function;
-		if (f && (!strncmp(f, "__libc_start_", 13) || !strcmp(f, "start_thread"))) {
-			n = i;
-			break;
-		}
-	}
-	while (n > 1 && is_runtime_frame(&c->frames[n - 1]))
-		n--;
-	if (n == 0) {
-		fputs("     (empty stack)\n", out);
-		return;
-	}
-	const ht_frame_t *fr = c->frames;
-	if (fr[0].folded && fr[0].folded_via) {
-		char *via = frame_function(&(ht_frame_t){ .function = fr[0].folded_via });
-		size_t col = 5;
-		fprintf(out, "     %s[", HT_DIM);
-		col++;
-		put_wrapped(out, via ? via : "?", &col, 7);
-		fprintf(out, ": %u allocator frame%s folded]%s\n", fr[0].folded,
-			fr[0].folded == 1 ? "" : "s", HT_RESET);
-		free(via);
-	}
-	size_t max = repeat ? REPEAT_FRAMES : MAX_TEXT_FRAMES;
-	/* the lines to print: a frame, or a run of unknown frames */
-	size_t lines = 0, end = 0, col = 0;
-	for (size_t i = 0; i < (size_t)n && lines < max; lines++) {
-		size_t run = fr[i].function ? 1 : unknown_run(fr, i, (size_t)n);
-		if (run == 1) {
-			char *fn = frame_function(&fr[i]);
-			size_t l = fn ? strlen(fn) : 0;
-			if (l > col && l <= MAX_FUNC_COL)
-				col = l;
-			free(fn);
-		}
-		i += run;
-		end = i;
-	}
-	size_t w = ht_text_style.width;
-	if (w && col > w / 2)
-		col = w / 2;
-	bool unknown = false;
-	char loc[4200];
-	for (size_t i = 0; i < end;) {
-		const ht_frame_t *f = &fr[i];
-		size_t run = f->function ? 1 : unknown_run(fr, i, end);
-		if (run > 1) {
-			char *a = frame_function(f), *b = frame_function(&fr[i + run - 1]);
-			fprintf(out, "     %s%s .. %s  (%zu frames without symbols)%s\n", HT_DIM,
-				a ? a : "?", b ? b : "?", run, HT_RESET);
-			free(a);
-			free(b);
-			unknown = true;
-			i += run;
-			continue;
-		}
-		if (!f->function)
-			unknown = true;
-		char *fn = frame_function(f);
-		frame_location(f, loc, sizeof loc);
-		size_t l = fn ? strlen(fn) : 0, pos = 5;
-		fputs("     ", out);
-		fputs(f->function ? HT_FN : HT_DIM, out);
-		put_wrapped(out, fn ? fn : "?", &pos, 7);
-		fputs(HT_RESET, out);
-		const char *inl = f->inlined ? "  (inlined)" : "";
-		size_t tail = strlen(loc) + strlen(inl);
-		if (tail) {
-			size_t pad = l < col && pos == 5 + l ? col - l : 0;
-			if (w && pos + pad + 2 + tail > w && pos > 9) {
-				/* the location on a line of its own, under the name */
-				fprintf(out, "\n%*s", 9, "");
-				pos = 9;
-			} else {
-				fprintf(out, "%*s  ", (int)pad, "");
-				pos += pad + 2;
-			}
-			fprintf(out, "%s%s%s%s", HT_DIM, loc, inl, HT_RESET);
-		}
-		fputc('\n', out);
-		free(fn);
-		i++;
-	}
-	if ((size_t)n > end && repeat)
-		fprintf(out, "     ... (the whole stack is listed above)\n");
-	else if ((size_t)n > end)
-		fprintf(out, "     ... %zu more frames (--format json lists them all)\n", (size_t)n - end);
-	if (unknown && !symbols_hint_given) {
-		symbols_hint_given = true;
-		const char *mod = NULL;
-		for (size_t i = 0; i < end && !mod; i++)
-			if (!fr[i].function)
-				mod = fr[i].module;
-		char tmp[4096], hint[4400];
-		snprintf(hint, sizeof hint,
-			 "hint: frames without symbols show module+offset (addr2line -e MODULE OFFSET); "
-			 "for symbols, install the debug package of %s (Debian, Ubuntu: its -dbgsym "
-			 "package; Fedora: debuginfo-install), or give --debug-dir DIR of separate "
-			 "debug files",
-			 mod ? ht_text_safe(tmp, sizeof tmp, mod) : "the module");
-		fprintf(out, "     %s%s%s\n", HT_YELLOW, hint, HT_RESET);
-	}
-}
-
-int ht_report_stack_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, const ht_site_t *s,
-			 bool brief)
-{
-	textctx_t c = { out, m, sym, NULL, 0, NULL, 0, 0 };
-	print_stack(&c, s, brief);
-	free(c.frames);
-	return c.err;
 }
 
 /* ---- estimates of a sampled trace ---------------------------------------------------
@@ -596,6 +236,14 @@ static void print_summary(FILE *out, const ht_model_t *m)
 	fprintf(out, "  %-18s %14s\n", "run time", ht_fmt_duration(a, tt->duration_ns));
 }
 
+/* The lists of sites: each site's stack printed in full the first time,
+ * its top frames after that, under its [site N] label. */
+typedef struct textctx {
+	ht_stack_text_t st;
+	uint32_t *label; /* per site: its [site N] label once printed, else 0 */
+	uint32_t next_label;
+} textctx_t;
+
 typedef void (*headline_fn)(FILE *out, const ht_site_t *s, const ht_model_t *m);
 
 static void head_bytes(FILE *out, const ht_site_t *s, const ht_model_t *m)
@@ -645,8 +293,8 @@ static void head_temp(FILE *out, const ht_site_t *s, const ht_model_t *m)
 static void print_list(textctx_t *c, const char *title, ht_site_order_t order, headline_fn head,
 		       size_t top, size_t *idx, const char *none)
 {
-	FILE *out = c->out;
-	const ht_model_t *m = c->m;
+	FILE *out = c->st.out;
+	const ht_model_t *m = c->st.m;
 	size_t n = ht_model_sort(m, order, idx);
 	size_t shown = n < top ? n : top;
 	ht_report_list_rule(out, title, shown, n);
@@ -658,7 +306,7 @@ static void print_list(textctx_t *c, const char *title, ht_site_order_t order, h
 		fprintf(out, "  %s\n", none);
 		return;
 	}
-	for (size_t i = 0; i < shown && !c->err; i++) {
+	for (size_t i = 0; i < shown && !c->st.err; i++) {
 		const ht_site_t *s = &m->sites[idx[i]];
 		bool repeat = c->label[idx[i]] != 0;
 		if (!repeat)
@@ -666,7 +314,7 @@ static void print_list(textctx_t *c, const char *title, ht_site_order_t order, h
 		fprintf(out, "%s#%-3zu", i ? "\n" : "", i + 1);
 		head(out, s, m);
 		fprintf(out, "  [site %u]\n", c->label[idx[i]]);
-		print_stack(c, s, repeat);
+		ht_stack_text_print(&c->st, s, repeat);
 	}
 	if (n > shown && order == HT_BY_LEAKED) {
 		uint64_t bytes = 0, blocks = 0;
@@ -682,19 +330,19 @@ static void print_list(textctx_t *c, const char *title, ht_site_order_t order, h
 
 int ht_report_top_sites_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym, size_t top)
 {
-	textctx_t c = { out, m, sym, NULL, 0, NULL, 0, 0 };
+	textctx_t c = { { out, m, sym, NULL, 0, 0 }, NULL, 0 };
 	size_t *idx = malloc((m->nsites ? m->nsites : 1) * sizeof(*idx));
 	c.label = calloc(m->nsites ? m->nsites : 1, sizeof(*c.label));
 	if (idx && c.label)
 		print_list(&c, "TOP SITES BY BYTES ALLOCATED", HT_BY_BYTES, head_bytes,
 			   top ? top : DEFAULT_TOP, idx, "no allocations");
 	else
-		c.err = -ENOMEM;
+		c.st.err = -ENOMEM;
 	free(idx);
 	free(c.label);
-	free(c.frames);
-	if (c.err)
-		return c.err;
+	free(c.st.frames);
+	if (c.st.err)
+		return c.st.err;
 	return ferror(out) ? -EIO : 0;
 }
 
@@ -853,7 +501,7 @@ int ht_report_write(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym,
 	FILE *out = e->out;
 	bool json = ht_emit_json(e);
 	size_t top = o && o->top ? o->top : DEFAULT_TOP;
-	textctx_t c = { out, m, sym, NULL, 0, NULL, 0, 0 };
+	textctx_t c = { { out, m, sym, NULL, 0, 0 }, NULL, 0 };
 	size_t *idx = malloc((m->nsites ? m->nsites : 1) * sizeof(*idx));
 	c.label = calloc(m->nsites ? m->nsites : 1, sizeof(*c.label));
 	if (!idx || !c.label) {
@@ -892,18 +540,18 @@ int ht_report_write(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym,
 			ht_emit_str(e, NULL, w[i]);
 		ht_emit_arr_end(e);
 		ht_emit_nl(e, 1);
-		c.err = json_sites(e, m, sym, o, idx);
+		c.st.err = json_sites(e, m, sym, o, idx);
 	} else {
 		print_summary(out, m);
 		/* errors first, as memcheck: double, invalid, mismatched frees */
-		c.err = ht_section_badfrees(e, m, sym);
+		c.st.err = ht_section_badfrees(e, m, sym);
 		if (t->have_summary)
 			fputs("\nSUMMARY MODE: the agent kept per-site totals, no events: no chart over "
 			      "time, no temporary allocations, no tables of heaptrail.h's tags, phases, "
 			      "pools and snapshots (their blocks are in the sites), no descriptors or "
 			      "handles.\n", out);
-		else if (!c.err)
-			c.err = ht_section_timeline(e, m); /* memory over time, peak marked */
+		else if (!c.st.err)
+			c.st.err = ht_section_timeline(e, m); /* memory over time, peak marked */
 		print_list(&c, "TOP SITES BY BYTES ALLOCATED", HT_BY_BYTES, head_bytes, top, idx,
 			   "no allocations");
 		print_list(&c, "TOP SITES BY CONTRIBUTION TO THE PEAK", HT_BY_PEAK, head_peak, top,
@@ -915,24 +563,24 @@ int ht_report_write(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym,
 	 * and stack, largest first (the suppressed ones are counted in
 	 * "suppressions") */
 	ht_emit_nl(e, 1);
-	if (!c.err)
-		c.err = ht_section_leaks(e, m, sym, lk, top, p->show_reachable, c.label,
+	if (!c.st.err)
+		c.st.err = ht_section_leaks(e, m, sym, lk, top, p->show_reachable, c.label,
 					 &c.next_label);
-	if (!c.err && !json) /* in the JSON a member of its own, below */
-		c.err = ht_section_suppressions(e, m, lk);
+	if (!c.st.err && !json) /* in the JSON a member of its own, below */
+		c.st.err = ht_section_suppressions(e, m, lk);
 	if (!json)
 		print_list(&c, "TEMPORARY ALLOCATIONS", HT_BY_TEMPORARY, head_temp, top, idx,
 			   m->sample_rate ? "not known in a sampled trace" : "no temporary allocations");
 	/* memory over time: a bounded series, the exact peak marked */
 	if (json) {
 		ht_emit_nl(e, 1);
-		if (!c.err)
-			c.err = ht_section_timeline(e, m);
+		if (!c.st.err)
+			c.st.err = ht_section_timeline(e, m);
 	}
 	/* heaptrail.h's pools and snapshots: only when the trace has them (in
 	 * the JSON new members come last, so existing readers see the same
 	 * object) */
-	int err = c.err;
+	int err = c.st.err;
 	if (!err && m->npools) {
 		ht_emit_nl(e, 1);
 		err = ht_section_pools(e, m);
@@ -997,14 +645,14 @@ int ht_report_write(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym,
 	fputc('\n', out);
 	if (!err && !json && p->marks)
 		err = ht_section_phases(e, p->marks);
-	if (err && !c.err)
-		c.err = err;
+	if (err && !c.st.err)
+		c.st.err = err;
 
 	free(idx);
 	free(c.label);
-	free(c.frames);
-	if (c.err)
-		return c.err;
+	free(c.st.frames);
+	if (c.st.err)
+		return c.st.err;
 	return ferror(out) ? -EIO : 0;
 }
 

@@ -5,7 +5,7 @@
 #include "analysis/safe.h"
 #include "analysis/util.h"
 #include "report/emitter.h"
-#include "report/report.h"
+#include "report/text_layout.h"
 
 void ht_emit_init(ht_emitter_t *e, FILE *out, ht_emit_kind_t kind)
 {

@@ -16,32 +16,15 @@
 #include "analysis/safe.h"
 #include "analysis/symbolize.h"
 #include "report/emitter.h"
+#include "report/stack_text.h"
+#include "report/text_layout.h"
 
 struct ht_leaks;
 struct ht_diff;
 
-/* How the text views lay out, set once by the command (--width, --color):
- * width 0 is no limit (a file: lines as long as their content); color
- * adds ANSI SGR colours to headings, figures and function names. */
-typedef struct ht_text_style {
-	size_t width;
-	bool color;
-} ht_text_style_t;
-extern ht_text_style_t ht_text_style;
-
 /* Make stdout break the lines longer than width (report/wrap.c); 0: as it
  * is. For the text views only. Returns 0 or -errno. */
 int ht_wrap_stdout(size_t width);
-
-/* The colours of the text views: "" when ht_text_style.color is off. */
-#define HT_SGR(code) (ht_text_style.color ? "\033[" code "m" : "")
-#define HT_BOLD HT_SGR("1")
-#define HT_FN HT_SGR("1")       /* a function name of the user's frames */
-#define HT_DIM HT_SGR("2")      /* locations, markers */
-#define HT_RED HT_SGR("31")     /* lost memory, a worse figure */
-#define HT_GREEN HT_SGR("32")   /* a better figure */
-#define HT_YELLOW HT_SGR("33")  /* warnings, hints */
-#define HT_RESET HT_SGR("0")
 
 typedef struct ht_report_opts {
 	const char *trace_path; /* shown in the text header; may be NULL */
@@ -109,18 +92,8 @@ struct ht_growth;
 int ht_section_growth(ht_emitter_t *e, const ht_model_t *m, ht_symbolizer_t *sym,
 		      const struct ht_growth *g, size_t n, size_t top);
 
-/* A section title of the text reports: "\nTITLE ---...---" to 100 columns. */
-void ht_report_rule(FILE *out, const char *title);
-/* The rule of a list of sites: "TITLE (top SHOWN of N sites)", or "(N sites)". */
-void ht_report_list_rule(FILE *out, const char *title, size_t shown, size_t n);
-
-/* A site's stack as the text report prints it (leaf first, `function
- * file:line`); brief: its top frames only (it was printed in full above). */
-int ht_report_stack_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,
-			 const ht_site_t *s, bool brief);
-
-/* The program of a trace as the text report's header shows it: its
- * command line (quoted for a shell), and how it ended. */
+/* The program of a trace as the text report's header shows it
+ * (report/program_text.c): its command line (quoted for a shell), and how it ended. */
 void ht_report_command_text(FILE *out, const ht_trace_t *t);
 void ht_report_ending_text(FILE *out, const ht_trace_t *t);
 /* The JSON report's "program" object (its value); through the emitter,

@@ -27,7 +27,7 @@
 
 #define DEFAULT_TOP 10
 
-/* ---- warnings (shared with json.c) ---------------------------------------- */
+/* ---- warnings (shared with html.c and diff_report.c) ------------------------- */
 
 size_t ht_report_warnings(const ht_model_t *m, char buf[][HT_WARN_LEN], size_t max)
 {

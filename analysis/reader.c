@@ -831,6 +831,31 @@ static int replay_join(ht_trace_t *t, uint64_t seq, const uint8_t *const col[HT_
 	return bad;
 }
 
+/* The events of packed block seq, joined into out (n bytes; bad: its
+ * columns were damaged past what they gave), parsed as a block of thread
+ * tid and kept or left to replays. */
+static int parse_joined(ht_trace_t *t, size_t rec, uint64_t tid, uint64_t base, uint64_t seq,
+			uint8_t *out, size_t n, bool bad, uint64_t *scratch)
+{
+	trace_priv_t *p = t->priv;
+	p->chunk_fill += n;
+	p->in_joined = true;
+	p->packed_record = rec;
+	size_t nblocks = t->nblocks;
+	int r = parse_block_events(t, out, tid, base, 0, n, false, scratch);
+	p->in_joined = false;
+	if (r >= 0)
+		keep_or_replay(t, nblocks, seq, n);
+	if (r)
+		return r;
+	if (bad) {
+		fail(t, -HT_ECORRUPT, rec,
+		     "damaged packed block of thread %" PRIu64 " (events before kept)", tid);
+		return 1;
+	}
+	return 0;
+}
+
 /* A packed block's events (format 1.6): like THREAD_COLUMNS, but its
  * addresses are coded against its stream's state, and joined its events
  * are longer than the columns: they go to a chunk of their own, which the
@@ -859,22 +884,7 @@ static int parse_packed_block(ht_trace_t *t, size_t rec, uint64_t tid, uint64_t 
 		return -ENOMEM;
 	bool bad;
 	size_t n = ht_packed_join(col, clen, out, *sp, layout, &bad);
-	p->chunk_fill += n;
-	p->in_joined = true;
-	p->packed_record = rec;
-	size_t nblocks = t->nblocks;
-	int r = parse_block_events(t, out, tid, base, 0, n, false, scratch);
-	p->in_joined = false;
-	if (r >= 0)
-		keep_or_replay(t, nblocks, seq, n);
-	if (r)
-		return r;
-	if (bad) {
-		fail(t, -HT_ECORRUPT, rec,
-		     "damaged packed block of thread %" PRIu64 " (events before kept)", tid);
-		return 1;
-	}
-	return 0;
+	return parse_joined(t, rec, tid, base, seq, out, n, bad, scratch);
 }
 
 /* A THREAD_PACKED record: one packed block. */
@@ -1002,7 +1012,6 @@ static int pipe_take(ht_trace_t *t, pipe_t *q, size_t i, size_t rec, uint64_t ti
 		pthread_cond_wait(&q->cv, &q->mu);
 	pthread_mutex_unlock(&q->mu);
 	size_t k = i % PIPE_AHEAD;
-	int r = 0;
 	if (q->status[k] == PIPE_NOMEM)
 		return -ENOMEM;
 	if (q->status[k] == PIPE_UNSTARTED) {
@@ -1023,22 +1032,7 @@ static int pipe_take(ht_trace_t *t, pipe_t *q, size_t i, size_t rec, uint64_t ti
 	q->taken++; /* the buffer is free again */
 	pthread_cond_broadcast(&q->cv);
 	pthread_mutex_unlock(&q->mu);
-	p->chunk_fill += n;
-	p->in_joined = true;
-	p->packed_record = rec;
-	size_t nblocks = t->nblocks;
-	r = parse_block_events(t, out, tid, base, 0, n, false, scratch);
-	p->in_joined = false;
-	if (r >= 0)
-		keep_or_replay(t, nblocks, seq, n);
-	if (r)
-		return r;
-	if (bad) {
-		fail(t, -HT_ECORRUPT, rec,
-		     "damaged packed block of thread %" PRIu64 " (events before kept)", tid);
-		return 1;
-	}
-	return 0;
+	return parse_joined(t, rec, tid, base, seq, out, n, bad, scratch);
 }
 
 /* Joins blk[0..count) on a helper and parses them here, tid and base

@@ -907,15 +907,7 @@ void ht_bad_free_at_abort(void)
 	}
 	void **f = t->frames;
 	unsigned max = ht_opt_depth + 64 < HT_MAX_DEPTH + 16 ? ht_opt_depth + 64 : HT_MAX_DEPTH + 16;
-	unsigned n;
-	if (ht_opt_unwind_fp)
-		n = ht_fp_walk(t, f, max);
-	else {
-		ht_unwind_begin(t);
-		int r = unw_backtrace(f, (int)max);
-		ht_unwind_end(t);
-		n = r > 0 ? (unsigned)r : 0;
-	}
+	unsigned n = ht_unwind_walk(t, max);
 	unsigned i = 0;
 	while (i < n && ht_addr_in_agent((uintptr_t)f[i]))
 		i++; /* the handler */

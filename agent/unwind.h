@@ -54,12 +54,12 @@ void ht_unwind_end(ht_thread_t *t);
 /* Our frames at the top of a capture: a small fixed allowance. */
 #define HT_AGENT_FRAMES 4
 
-/* Captures the current stack into t->frames, leaf first, without the
- * agent's frames. Returns the number of frames. */
-__attribute__((always_inline)) static inline unsigned ht_unwind(ht_thread_t *t)
+/* Walks the current stack into t->frames (at most max), leaf first, the
+ * agent's frames included, by frame pointers or libunwind as configured.
+ * Returns the number of frames. */
+__attribute__((always_inline)) static inline unsigned ht_unwind_walk(ht_thread_t *t, unsigned max)
 {
 	void **f = t->frames;
-	unsigned max = ht_opt_depth + HT_AGENT_FRAMES;
 	unsigned n;
 	if (ht_opt_unwind_fp)
 		n = ht_fp_walk(t, f, max);
@@ -69,6 +69,15 @@ __attribute__((always_inline)) static inline unsigned ht_unwind(ht_thread_t *t)
 		ht_unwind_end(t);
 		n = r > 0 ? (unsigned)r : 0;
 	}
+	return n;
+}
+
+/* Captures the current stack into t->frames, leaf first, without the
+ * agent's frames. Returns the number of frames. */
+__attribute__((always_inline)) static inline unsigned ht_unwind(ht_thread_t *t)
+{
+	void **f = t->frames;
+	unsigned n = ht_unwind_walk(t, ht_opt_depth + HT_AGENT_FRAMES);
 	/* Usually only f[0] is ours; the loop also drops main_wrapper. */
 	unsigned out = 0;
 	for (unsigned i = 0; i < n && out < ht_opt_depth; i++) {

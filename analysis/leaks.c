@@ -126,7 +126,9 @@ void ht_supp_free(ht_supp_list_t *l)
 /* The template's parts between wildcards are found left to right, each at
  * its first occurrence after the previous one; '^' pins the first part to
  * the start, '$' ends the template and requires the end of str unless a '*'
- * came just before it (LSan's rules, kept exactly, quirks included). */
+ * came just before it (LSan's rules, kept exactly, quirks included). A part
+ * pinned to the start is compared there alone: were it anywhere, its first
+ * occurrence would be there. */
 bool ht_supp_match(const char *templ, const char *str)
 {
 	if (!str || !str[0])
@@ -149,19 +151,142 @@ bool ht_supp_match(const char *templ, const char *str)
 			return false;
 		size_t n = strcspn(templ, "*$");
 		const char *at = NULL;
-		for (const char *s = str; *s; s++) {
-			if (!strncmp(s, templ, n)) {
-				at = s;
-				break;
+		if (start) {
+			if (!strncmp(str, templ, n))
+				at = str;
+		} else {
+			for (const char *s = str; (s = strchr(s, templ[0])); s++) {
+				if (!strncmp(s, templ, n)) {
+					at = s;
+					break;
+				}
 			}
 		}
-		if (!at || (start && at != str))
+		if (!at)
 			return false;
 		str = at + n;
 		templ += n;
 		start = star = false;
 	}
 	return true;
+}
+
+/* Which patterns match one distinct string, found once: a report asks the
+ * same module, file and function names again for every frame of every
+ * leaking stack. Per string: nw words of patterns matching it, then nw
+ * words of leaf-module patterns whose leaf module it matches. */
+struct ht_supp_cache {
+	const ht_supp_list_t *sl;
+	size_t nw;
+	uint64_t *any_leaf; /* patterns with a leaf module */
+	uint64_t *leaf_ok;  /* scratch: patterns allowed for the stack at hand */
+	uint64_t *acc;	    /* scratch: patterns matching the frame at hand */
+	ht_map_t by_hash;   /* string hash (+ probe) -> entry */
+	char **str;
+	uint64_t *bits;
+	size_t n, cap_str, cap_bits;
+};
+
+ht_supp_cache_t *ht_supp_cache_new(const ht_supp_list_t *sl)
+{
+	ht_supp_cache_t *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->sl = sl;
+	c->nw = (sl->n + 63) / 64;
+	size_t nw = c->nw ? c->nw : 1;
+	c->any_leaf = calloc(3 * nw, sizeof(uint64_t));
+	if (!c->any_leaf) {
+		free(c);
+		return NULL;
+	}
+	c->leaf_ok = c->any_leaf + nw;
+	c->acc = c->leaf_ok + nw;
+	for (size_t k = 0; k < sl->n; k++)
+		if (sl->s[k].leaf_module)
+			c->any_leaf[k / 64] |= (uint64_t)1 << (k % 64);
+	return c;
+}
+
+void ht_supp_cache_free(ht_supp_cache_t *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->n; i++)
+		free(c->str[i]);
+	free(c->str);
+	free(c->bits);
+	free(c->any_leaf);
+	ht_map_free(&c->by_hash);
+	free(c);
+}
+
+/* The 2 * nw words of s (not NULL or ""), or NULL for no memory. */
+static const uint64_t *cache_bits(ht_supp_cache_t *c, const char *s)
+{
+	uint64_t h = ht_util_hash64(ht_fnv1a(s));
+	uint32_t j;
+	while ((j = ht_map_get(&c->by_hash, h)) != HT_MAP_NONE) {
+		if (!strcmp(c->str[j], s))
+			return c->bits + (size_t)j * 2 * c->nw;
+		h++;
+	}
+	if (c->n >= UINT32_MAX - 1 ||
+	    ht_util_grow((void **)&c->str, &c->cap_str, c->n + 1, sizeof(*c->str)) ||
+	    ht_util_grow((void **)&c->bits, &c->cap_bits, (c->n + 1) * 2 * c->nw, sizeof(*c->bits)))
+		return NULL;
+	char *dup = strdup(s);
+	if (!dup)
+		return NULL;
+	if (ht_map_put(&c->by_hash, h, (uint32_t)c->n)) {
+		free(dup);
+		return NULL;
+	}
+	uint64_t *b = c->bits + c->n * 2 * c->nw;
+	memset(b, 0, 2 * c->nw * sizeof(*b));
+	for (size_t k = 0; k < c->sl->n; k++) {
+		const ht_supp_t *p = &c->sl->s[k];
+		uint64_t bit = (uint64_t)1 << (k % 64);
+		if (ht_supp_match(p->pattern, s))
+			b[k / 64] |= bit;
+		if (p->leaf_module && ht_supp_match(p->leaf_module, s))
+			b[c->nw + k / 64] |= bit;
+	}
+	c->str[c->n++] = dup;
+	return b;
+}
+
+long ht_supp_cache_frames(ht_supp_cache_t *c, const ht_frame_t *f, size_t n)
+{
+	size_t nw = c->nw;
+	if (!n || !nw)
+		return -1;
+	/* a pattern with a leaf module counts only when the leaf frame's
+	 * module matches it */
+	const uint64_t *leaf = f[0].module && f[0].module[0] ? cache_bits(c, f[0].module) : NULL;
+	if (f[0].module && f[0].module[0] && !leaf)
+		return -2;
+	for (size_t w = 0; w < nw; w++)
+		c->leaf_ok[w] = ~c->any_leaf[w] | (leaf ? leaf[nw + w] : 0);
+	for (size_t i = 0; i < n; i++) {
+		const char *s[3] = { f[i].module, f[i].function, f[i].file };
+		memset(c->acc, 0, nw * sizeof(*c->acc));
+		for (int j = 0; j < 3; j++) {
+			if (!s[j] || !s[j][0])
+				continue;
+			const uint64_t *b = cache_bits(c, s[j]);
+			if (!b)
+				return -2;
+			for (size_t w = 0; w < nw; w++)
+				c->acc[w] |= b[w];
+		}
+		for (size_t w = 0; w < nw; w++) {
+			uint64_t hit = c->acc[w] & c->leaf_ok[w];
+			if (hit)
+				return (long)(w * 64 + (size_t)__builtin_ctzll(hit));
+		}
+	}
+	return -1;
 }
 
 /* ---- groups ------------------------------------------------------------------- */
@@ -214,25 +339,14 @@ static int group_cmp(const void *a, const void *b, void *arg)
 
 /* The suppression matching a site's stack: the leaf-most frame that any
  * pattern matches decides, and the first such pattern (LSan's order).
- * Returns its index, -1 for none, or -ENOMEM - 1 style errors as < -1. */
-static long site_supp(const ht_model_t *m, ht_symbolizer_t *sym, const ht_supp_list_t *sl,
+ * Returns its index, -1 for none, or < -1 for an error. */
+static long site_supp(const ht_model_t *m, ht_symbolizer_t *sym, ht_supp_cache_t *c,
 		      uint32_t site, ht_frame_t **frames, size_t *cap)
 {
 	long n = ht_model_frames(m, sym, &m->sites[site], frames, cap);
 	if (n < 0)
 		return -2;
-	for (long i = 0; i < n; i++) {
-		const ht_frame_t *f = &(*frames)[i];
-		for (size_t k = 0; k < sl->n; k++) {
-			const char *p = sl->s[k].pattern;
-			if (sl->s[k].leaf_module && !ht_supp_match(sl->s[k].leaf_module, (*frames)[0].module))
-				continue;
-			if (ht_supp_match(p, f->module) || ht_supp_match(p, f->function) ||
-			    ht_supp_match(p, f->file))
-				return (long)k;
-		}
-	}
-	return -1;
+	return ht_supp_cache_frames(c, *frames, (size_t)n);
 }
 
 int ht_leaks_build(const ht_model_t *m, ht_symbolizer_t *sym, ht_supp_list_t *sl, ht_leaks_t *out)
@@ -247,7 +361,8 @@ int ht_leaks_build(const ht_model_t *m, ht_symbolizer_t *sym, ht_supp_list_t *sl
 	ht_frame_t *frames = NULL;
 	size_t cap = 0, gcap = 0;
 	int e = -ENOMEM;
-	if (!slot || !supp)
+	ht_supp_cache_t *sc = sl && sl->n ? ht_supp_cache_new(sl) : NULL;
+	if (!slot || !supp || (sl && sl->n && !sc))
 		goto out;
 	memset(slot, 0xff, nslots * sizeof(*slot));
 	for (size_t i = 0; i < m->nsites; i++)
@@ -260,7 +375,7 @@ int ht_leaks_build(const ht_model_t *m, ht_symbolizer_t *sym, ht_supp_list_t *sl
 			if (ht_util_grow((void **)&out->g, &gcap, out->n + 1, sizeof(*out->g)))
 				goto out;
 			if (supp[b->site] == -3)
-				supp[b->site] = sl && sl->n ? site_supp(m, sym, sl, b->site, &frames, &cap)
+				supp[b->site] = sl && sl->n ? site_supp(m, sym, sc, b->site, &frames, &cap)
 							    : -1;
 			if (supp[b->site] < -1)
 				goto out;
@@ -294,7 +409,7 @@ int ht_leaks_build(const ht_model_t *m, ht_symbolizer_t *sym, ht_supp_list_t *sl
 				goto out;
 			if (supp[i] == -3)
 				supp[i] = sl && sl->n && !s->overflow
-						  ? site_supp(m, sym, sl, (uint32_t)i, &frames, &cap) : -1;
+						  ? site_supp(m, sym, sc, (uint32_t)i, &frames, &cap) : -1;
 			if (supp[i] < -1)
 				goto out;
 			out->g[out->n++] = (ht_leak_group_t){ (uint32_t)i, k, s->sum_kind_blocks[k],
@@ -346,6 +461,7 @@ out:
 	free(slot);
 	free(supp);
 	free(frames);
+	ht_supp_cache_free(sc);
 	if (e)
 		ht_leaks_free(out);
 	return e;

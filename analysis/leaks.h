@@ -48,6 +48,18 @@ void ht_supp_free(ht_supp_list_t *l);
  * semantics): true when templ matches str; never for NULL or "". */
 bool ht_supp_match(const char *templ, const char *str);
 
+/* The suppression matching a stack's frames (f[0] the leaf): the leaf-most
+ * frame that any pattern matches (by its module, function or file)
+ * decides, and of the patterns matching it the first in the list; a
+ * pattern with a leaf module counts only when f[0]'s module matches that.
+ * Each distinct string is matched against the patterns once, on its first
+ * query. Returns the pattern's index, -1 for none, or -2 for no memory.
+ * The list must not change while the cache lives. */
+typedef struct ht_supp_cache ht_supp_cache_t;
+ht_supp_cache_t *ht_supp_cache_new(const ht_supp_list_t *sl);
+long ht_supp_cache_frames(ht_supp_cache_t *c, const ht_frame_t *f, size_t n);
+void ht_supp_cache_free(ht_supp_cache_t *c);
+
 /* ---- leak groups -------------------------------------------------------------- */
 
 /* Blocks live at the end with one stack and one class. */

@@ -290,6 +290,132 @@ static void test_match(void)
 	CHECK(ht_supp_match("std::vector<*>::push_back", "std::vector<int>::push_back(int)"));
 }
 
+/* The matcher as LSan's TemplateMatch reads: every part searched from each
+ * position in turn, the reference for the faster paths. */
+static bool ref_match(const char *templ, const char *str)
+{
+	if (!str || !str[0])
+		return false;
+	bool start = false, star = false;
+	if (templ[0] == '^') {
+		start = true;
+		templ++;
+	}
+	while (templ[0]) {
+		if (templ[0] == '*') {
+			templ++;
+			start = false;
+			star = true;
+			continue;
+		}
+		if (templ[0] == '$')
+			return !str[0] || star;
+		if (!str[0])
+			return false;
+		size_t n = strcspn(templ, "*$");
+		const char *at = NULL;
+		for (const char *s = str; *s; s++) {
+			if (!strncmp(s, templ, n)) {
+				at = s;
+				break;
+			}
+		}
+		if (!at || (start && at != str))
+			return false;
+		str = at + n;
+		templ += n;
+		start = star = false;
+	}
+	return true;
+}
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
+static unsigned rnd(unsigned n)
+{
+	rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
+	return (unsigned)(rng_state >> 33) % n;
+}
+
+/* A short string over a small alphabet, so parts repeat and overlap. */
+static void rnd_str(char *out, size_t max, const char *alpha)
+{
+	size_t n = rnd((unsigned)max), na = strlen(alpha);
+	for (size_t i = 0; i < n; i++)
+		out[i] = alpha[rnd((unsigned)na)];
+	out[n] = 0;
+}
+
+/* The anchored fast path and the cache of matches per distinct string
+ * against the plain matcher and the plain frame-by-frame search: patterns
+ * with '*', '?' (literal), '^', '$', literal and empty ones, more than 64 of
+ * them (several words of bits), some with a leaf module. */
+static void test_match_cache(void)
+{
+	char t[16], str[16];
+	unsigned bad = 0;
+	for (int i = 0; i < 200000; i++) {
+		rnd_str(t, 10, "ab*$^?");
+		rnd_str(str, 12, "ab?$^*");
+		if (ht_supp_match(t, str) != ref_match(t, str) && bad++ < 5)
+			fprintf(stderr, "match(\"%s\", \"%s\") differs\n", t, str);
+	}
+	CHECK_EQ(bad, 0);
+
+	static const char *fixed[] = { "", "*", "^", "$", "^$", "a", "^a", "a$", "^a$", "a*b",
+				       "^lib*.so$", "?", "a?b", "*$", "ab*$" };
+	char pool[40][16]; /* the distinct strings frames are made of */
+	for (int i = 0; i < 40; i++)
+		rnd_str(pool[i], 12, i < 20 ? "ab" : "ab?./l");
+	strcpy(pool[0], "libx.so");
+	for (int round = 0; round < 20; round++) {
+		ht_supp_list_t sl = { 0 };
+		size_t np = 1 + rnd(round < 10 ? 20 : 150);
+		sl.s = calloc(np, sizeof(*sl.s));
+		CHECK(sl.s != NULL);
+		if (!sl.s)
+			return;
+		for (size_t k = 0; k < np; k++) {
+			rnd_str(t, 8, "ab*$^?");
+			sl.s[k].pattern = strdup(rnd(4) ? t : fixed[rnd(sizeof(fixed) / sizeof(*fixed))]);
+			sl.s[k].leaf_module = rnd(5) ? NULL : rnd(2) ? "lib" : "b$";
+		}
+		sl.n = sl.cap = np;
+		ht_supp_cache_t *c = ht_supp_cache_new(&sl);
+		CHECK(c != NULL);
+		for (int st = 0; c && st < 2000; st++) {
+			ht_frame_t f[6] = { 0 };
+			size_t n = rnd(7);
+			for (size_t i = 0; i < n; i++) {
+				/* NULL, "" or a pool string: each pool string is met again */
+				const char **s[3] = { &f[i].module, &f[i].function, &f[i].file };
+				for (int j = 0; j < 3; j++) {
+					unsigned r = rnd(44);
+					*s[j] = r < 40 ? pool[r] : r < 42 ? "" : NULL;
+				}
+			}
+			long want = -1;
+			for (size_t i = 0; want < 0 && i < n; i++)
+				for (size_t k = 0; k < np; k++) {
+					if (sl.s[k].leaf_module && !ref_match(sl.s[k].leaf_module, f[0].module))
+						continue;
+					if (ref_match(sl.s[k].pattern, f[i].module) ||
+					    ref_match(sl.s[k].pattern, f[i].function) ||
+					    ref_match(sl.s[k].pattern, f[i].file)) {
+						want = (long)k;
+						break;
+					}
+				}
+			long got = ht_supp_cache_frames(c, f, n);
+			if (got != want && bad++ < 5)
+				fprintf(stderr, "round %d stack %d: pattern %ld, want %ld\n", round, st,
+					got, want);
+		}
+		ht_supp_cache_free(c);
+		ht_supp_free(&sl);
+	}
+	CHECK_EQ(bad, 0);
+}
+
 /* The parser of suppression files: comments, blanks, `leak:` lines only. */
 static void test_supp_file(void)
 {
@@ -374,6 +500,7 @@ int main(void)
 	test_classes();
 	test_unclassified_and_exit();
 	test_match();
+	test_match_cache();
 	test_supp_file();
 	test_growth();
 	return TEST_DONE();

@@ -191,6 +191,14 @@ typedef struct replay {
 	 * site, colliding hashes probed at hash + 1, + 2, ... */
 	ht_symbolizer_t *sym;
 	ht_map_t site_by_key;
+	/* each distinct name's string hash, by address: the names are the
+	 * symbolizer's and the trace's, unchanged while the model is built,
+	 * and a stack repeats its callers' names */
+	struct name_hash {
+		const char *s;
+		uint64_t h;
+	} *name_hash;
+	size_t cap_name_hash, nname_hash;
 	ht_frame_t *fa, *fb; /* scratch frames of the new stack and a candidate */
 	size_t cap_fa, cap_fb;
 	site_peak_t *sp; /* beside m->sites */
@@ -226,15 +234,47 @@ static uint64_t frame_offset(const ht_trace_t *t, const ht_frame_t *f, uint64_t 
 	return mi >= 0 ? f->address - t->modules[mi].bias : f->address;
 }
 
+/* ht_fnv1a(s ? s : ""), looked up by s's address. */
+static uint64_t name_fnv(replay_t *r, const char *s)
+{
+	if (!s)
+		return ht_fnv1a("");
+	if (r->nname_hash * 2 >= r->cap_name_hash) {
+		size_t cap = r->cap_name_hash ? r->cap_name_hash * 2 : 1024;
+		struct name_hash *t = calloc(cap, sizeof(*t));
+		if (!t) /* the same hash, computed each time */
+			return ht_fnv1a(s);
+		for (size_t i = 0; i < r->cap_name_hash; i++) {
+			if (!r->name_hash[i].s)
+				continue;
+			size_t j = ht_util_hash64((uintptr_t)r->name_hash[i].s) & (cap - 1);
+			while (t[j].s)
+				j = (j + 1) & (cap - 1);
+			t[j] = r->name_hash[i];
+		}
+		free(r->name_hash);
+		r->name_hash = t;
+		r->cap_name_hash = cap;
+	}
+	size_t mask = r->cap_name_hash - 1, i = ht_util_hash64((uintptr_t)s) & mask;
+	for (; r->name_hash[i].s; i = (i + 1) & mask)
+		if (r->name_hash[i].s == s)
+			return r->name_hash[i].h;
+	r->name_hash[i] = (struct name_hash){ s, ht_fnv1a(s) };
+	r->nname_hash++;
+	return r->name_hash[i].h;
+}
+
 /* The frames as people read them: function, file, line, module and the
  * inline chain, and for an unknown function its offset in its module. */
-static uint64_t frames_hash(const ht_trace_t *t, const ht_frame_t *f, long n, uint64_t when)
+static uint64_t frames_hash(replay_t *r, const ht_frame_t *f, long n, uint64_t when)
 {
+	const ht_trace_t *t = r->m->trace;
 	uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint64_t)n;
 	for (long i = 0; i < n; i++) {
-		h = ht_util_hash64(h ^ ht_fnv1a(f[i].function ? f[i].function : ""));
-		h = ht_util_hash64(h ^ ht_fnv1a(f[i].file ? f[i].file : "")) + (uint64_t)f[i].line;
-		h = ht_util_hash64(h ^ ht_fnv1a(f[i].module ? f[i].module : "")) + f[i].inlined;
+		h = ht_util_hash64(h ^ name_fnv(r, f[i].function));
+		h = ht_util_hash64(h ^ name_fnv(r, f[i].file)) + (uint64_t)f[i].line;
+		h = ht_util_hash64(h ^ name_fnv(r, f[i].module)) + f[i].inlined;
 		if (!f[i].function)
 			h = ht_util_hash64(h ^ frame_offset(t, &f[i], when));
 	}
@@ -270,7 +310,7 @@ static int site_by_frames(replay_t *r, uint64_t stack_id, uint64_t time, uint32_
 	long n = ht_model_frames(m, r->sym, &tmp, &r->fa, &r->cap_fa);
 	if (n < 0)
 		return (int)n;
-	uint64_t h = frames_hash(t, r->fa, n, time);
+	uint64_t h = frames_hash(r, r->fa, n, time);
 	uint32_t j;
 	while ((j = ht_map_get(&r->site_by_key, h)) != HT_MAP_NONE) {
 		const ht_site_t *c = &m->sites[j];
@@ -1112,6 +1152,7 @@ static void model_fini(void *ctx)
 		free(r->grow_row[k]);
 	ht_map_free(&r->site_by_stack);
 	ht_map_free(&r->site_by_key);
+	free(r->name_hash);
 	ht_map_free(&r->pool_row);
 	free(r);
 }

@@ -253,7 +253,7 @@ static int do_alloc(replay_t *r, const ht_event_t *ev, const ht_heap_step_t *st)
 	    ts->realloc_old == ev->old_addr)
 		tag = ts->realloc_tag; /* the object grew: it keeps its tag */
 	ts->realloc_tag = NONE;
-	st->block->tag = tag;
+	*ht_pass_tag(r->pass, st->block->id) = tag;
 	double w = st->block->w;
 	r->heap += ev->size;
 	r->wheap += w * (double)ev->size;
@@ -281,8 +281,8 @@ static int do_tag(replay_t *r, const ht_event_t *ev)
 {
 	ht_marks_t *mk = r->mk;
 	mk->tag_events++;
-	ht_live_t *b = ht_pass_find(r->pass, ev->addr);
-	if (!b) {
+	ht_live_t b;
+	if (!ht_pass_find(r->pass, ev->addr, &b)) {
 		mk->tags_ignored++;
 		return 0;
 	}
@@ -290,9 +290,9 @@ static int do_tag(replay_t *r, const ht_event_t *ev)
 	int e = tag_for(mk, ev->name_id, &g);
 	if (e)
 		return e;
-	if (b->tag != HT_MARKS_UNTAGGED && b->tag != g)
+	if (b.tag != HT_MARKS_UNTAGGED && b.tag != g)
 		mk->retagged++;
-	b->tag = g;
+	*ht_pass_tag(r->pass, b.id) = g;
 	return 0;
 }
 
@@ -391,10 +391,10 @@ static int marks_end(void *ctx)
 		}
 		ts->overflow = 0;
 	}
-	size_t cap;
-	const ht_live_t *slot = ht_pass_slots(r->pass, &cap);
-	for (size_t i = 0; i < cap; i++)
-		if (slot[i].site != HT_LIVE_EMPTY && (e = block_done(r, &slot[i], true)))
+	size_t nid = ht_pass_live_ids(r->pass);
+	ht_live_t b;
+	for (size_t i = 0; i < nid; i++)
+		if (ht_pass_live_get(r->pass, i, &b) && (e = block_done(r, &b, true)))
 			return e;
 	if (r->rate)
 		use_estimates(mk);
@@ -465,7 +465,8 @@ int ht_marks_attach(struct ht_pass *p, const ht_trace_t *t, ht_marks_t **out)
 	for (size_t i = 0; i < t->nthreads; i++)
 		r->th[i].realloc_tag = NONE;
 	r->rate = (double)t->sample_rate;
-	ht_pass_consumer_t c = { HT_MERGE_MARKS, true, true, marks_event, marks_end, marks_fini, r };
+	ht_pass_consumer_t c = { HT_MERGE_MARKS, true, true, marks_event, marks_end, marks_fini, r,
+				 true };
 	int e = ht_pass_add(p, &c); /* r is freed on failure */
 	if (e) {
 		ht_marks_free(mk);

@@ -704,7 +704,9 @@ static void replay_fold(replay_t *r, const ht_event_t *ev, uint64_t freed, doubl
 		}
 	} else if (ev->type == HT_EV_ALLOC || ev->type == HT_EV_REALLOC) {
 		double var;
-		weigh(r->rate, ev->size, &st.weight, &var);
+		st.weight = 1;
+		if (r->rate)
+			weigh(r->rate, ev->size, &st.weight, &var);
 		st.weight_bytes = (double)ev->size * st.weight;
 	}
 	for (size_t i = 0; i < r->ntlc; i++)

@@ -18,6 +18,8 @@
 
 unsigned long ht_pass_merges;
 
+#define SITE_CACHE 256
+
 /* ---- live blocks ----------------------------------------------------------------
  * A block is a record of 26 bytes in a dense array, found by its id; a
  * freed record joins a chain of free ids that the next allocation takes,
@@ -194,9 +196,9 @@ static inline void wide_release(live_table_t *lt, uint32_t id)
 static inline int rec_put(live_table_t *lt, uint32_t id, const ht_live_t *v)
 {
 	rec_t *r = &lt->rec[id];
-	if (__builtin_expect(v->addr <= LOW48 && v->time <= LOW48 && v->size <= UINT32_MAX &&
-				     v->seq <= UINT32_MAX && v->thread <= UINT16_MAX &&
-				     v->site < REC_HOLE && v->fn < 16,
+	if (__builtin_expect(!((v->addr | v->time) >> 48 | (v->size | v->seq) >> 32 |
+			       v->thread >> 16 | (unsigned)v->fn >> 4) &&
+				     v->site < REC_HOLE,
 			     1)) {
 		*r = (rec_t){ (uint32_t)v->addr, (uint16_t)(v->addr >> 32), (uint16_t)(v->time >> 32),
 			      (uint32_t)v->time, (uint32_t)v->size,	  (uint32_t)v->seq,
@@ -307,7 +309,14 @@ struct ht_pass {
 	double rate; /* the trace's sample rate; 0 = exact */
 	ht_pass_consumer_t *c;
 	size_t nc;
-	size_t *hc, nhc; /* the consumers of heap events */
+	/* the consumers of heap events, each with the step it gets (&step or NULL) */
+	struct heap_call {
+		int (*on_event)(void *ctx, const ht_event_t *ev, const ht_heap_step_t *st);
+		void *ctx;
+		const ht_heap_step_t *st;
+	} *hc;
+	size_t nhc;
+	ht_heap_step_t step; /* the current heap event's */
 	unsigned flags;	   /* union of the consumers' */
 	bool heap, live;   /* some consumer wants heap events, the table */
 	bool tags;	   /* ... and a word per block */
@@ -318,6 +327,11 @@ struct ht_pass {
 	size_t nthread_seq;
 	ht_merge_t *follow;   /* ht_pass_follow's merge */
 	ht_map_t site_by_stack;
+	/* the latest sites by stack id, ahead of site_by_stack: site + 1, 0 empty */
+	struct {
+		uint64_t stack;
+		uint32_t site1;
+	} site_cache[SITE_CACHE];
 	uint64_t *site_stack; /* site -> stack id */
 	size_t nsites, cap_sites;
 };
@@ -424,10 +438,18 @@ uint64_t ht_pass_site_stack(const ht_pass_t *p, uint32_t site)
 /* The site of stack_id, made on first sight (*fresh). */
 static int site_of(ht_pass_t *p, uint64_t stack_id, uint32_t *out, bool *fresh)
 {
+	__typeof__(p->site_cache[0]) *c = &p->site_cache[stack_id % SITE_CACHE];
+	if (c->site1 && c->stack == stack_id) {
+		*fresh = false;
+		*out = c->site1 - 1;
+		return 0;
+	}
 	uint32_t i = ht_map_get(&p->site_by_stack, stack_id);
 	*fresh = i == HT_MAP_NONE;
 	if (!*fresh) {
 		*out = i;
+		c->stack = stack_id;
+		c->site1 = i + 1;
 		return 0;
 	}
 	if (p->nsites >= UINT32_MAX - 1 ||
@@ -436,6 +458,8 @@ static int site_of(ht_pass_t *p, uint64_t stack_id, uint32_t *out, bool *fresh)
 	    ht_map_put(&p->site_by_stack, stack_id, (uint32_t)p->nsites))
 		return -ENOMEM;
 	p->site_stack[p->nsites] = stack_id;
+	c->stack = stack_id;
+	c->site1 = (uint32_t)p->nsites + 1;
 	*out = (uint32_t)p->nsites++;
 	return 0;
 }
@@ -571,14 +595,12 @@ static void *feed_main(void *arg)
 static int pass_event(ht_pass_t *p, ht_event_t *ev)
 {
 	int e = 0;
-	ht_heap_step_t st = { NULL, NULL, false, 0 };
 	if (is_heap(ev->type)) {
-		if (p->live && (e = heap_step(p, ev, &st)))
+		p->step = (ht_heap_step_t){ NULL, NULL, false, 0 };
+		if (p->live && (e = heap_step(p, ev, &p->step)))
 			return e;
-		for (size_t k = 0; k < p->nhc && !e; k++) {
-			const ht_pass_consumer_t *c = &p->c[p->hc[k]];
-			e = c->on_event(c->ctx, ev, c->live ? &st : NULL);
-		}
+		for (const struct heap_call *h = p->hc, *end = h + p->nhc; h < end && !e; h++)
+			e = h->on_event(h->ctx, ev, h->st);
 		return e;
 	}
 	unsigned f = flag_of(ev->type);
@@ -652,7 +674,8 @@ static int pass_setup(ht_pass_t *p)
 		return -ENOMEM;
 	for (size_t i = 0; i < p->nc; i++)
 		if (p->c[i].heap)
-			p->hc[p->nhc++] = i;
+			p->hc[p->nhc++] = (struct heap_call){ p->c[i].on_event, p->c[i].ctx,
+							      p->c[i].live ? &p->step : NULL };
 	if (p->live) {
 		p->nthread_seq = t->nthreads ? t->nthreads : 1;
 		p->thread_seq = calloc(p->nthread_seq, sizeof(*p->thread_seq));

@@ -178,6 +178,14 @@ static uint64_t rounded(double x)
 	return x > 0 ? (uint64_t)llround(x) : 0;
 }
 
+static int first_cmp(const void *a, const void *b)
+{
+	const ht_tag_stack_t *x = a, *y = b;
+	if (x->first_time != y->first_time)
+		return x->first_time < y->first_time ? -1 : 1;
+	return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
+}
+
 /* A block leaves the heap (freed, dropped, or at the end with live set):
  * it counts under the tag it carries now. */
 static int block_done(replay_t *r, const ht_live_t *b, bool live)
@@ -391,11 +399,29 @@ static int marks_end(void *ctx)
 		}
 		ts->overflow = 0;
 	}
+	size_t *seen = malloc((mk->ntags ? mk->ntags : 1) * sizeof(*seen));
+	if (!seen)
+		return -ENOMEM;
+	for (size_t i = 0; i < mk->ntags; i++)
+		seen[i] = mk->tags[i].nstacks;
 	size_t nid = ht_pass_live_ids(r->pass);
 	ht_live_t b;
 	for (size_t i = 0; i < nid; i++)
-		if (ht_pass_live_get(r->pass, i, &b) && (e = block_done(r, &b, true)))
+		if (ht_pass_live_get(r->pass, i, &b) && (e = block_done(r, &b, true))) {
+			free(seen);
 			return e;
+		}
+	/* stacks first met among the blocks live at the end: in the order of
+	 * their first allocation, not of the table's records */
+	for (size_t i = 0; i < mk->ntags; i++) {
+		ht_tag_stat_t *g = &mk->tags[i];
+		if (g->nstacks - seen[i] < 2)
+			continue;
+		qsort(g->stacks + seen[i], g->nstacks - seen[i], sizeof(*g->stacks), first_cmp);
+		for (size_t k = seen[i]; k < g->nstacks; k++)
+			(void)ht_map_put(&g->stack_idx, g->stacks[k].stack_id, (uint32_t)k); /* known key */
+	}
+	free(seen);
 	if (r->rate)
 		use_estimates(mk);
 	return 0;

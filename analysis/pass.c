@@ -21,36 +21,36 @@ unsigned long ht_pass_merges;
 #define SITE_CACHE 256
 
 /* ---- live blocks ----------------------------------------------------------------
- * A block is a record of 26 bytes in a dense array, found by its id; a
+ * A block is a record of 24 bytes in a dense array, found by its id; a
  * freed record joins a chain of free ids that the next allocation takes,
  * so the array holds as many records as blocks were ever live at once.
  * An index of 4-byte slots (linear probing, backward-shift deletion, load
  * at most 3/4, growing by half; any size, the home slot by multiply-shift)
- * maps addresses to ids: a slot holds id + 1
- * and, in the bits the largest id leaves free, some bits of the address's
- * hash, so that a probe rarely reads a record that is not the one. The
- * index is built again from the records when it grows (the old one freed
- * first). A block whose address or time does not fit 48 bits, whose size
- * or seq does not fit 32, thread 16 or site 28 (or an allocating function
- * past 15) keeps its whole ht_live_t in a side array the record points to. */
+ * maps addresses to ids: a slot holds id + 1 and, in the bits the largest
+ * id leaves free, some bits of the address's hash, so that a probe rarely
+ * reads a record that is not the one. The index is built again from the
+ * records when it grows (the old one freed first).
+ *
+ * A record's three words: w0 the address / 16 (43 bits), the thread (16),
+ * the allocating function (4) and, in bit 63, "wide"; w1 the time (48) and
+ * the size's low 16 bits; w2 the seq (32), the site (24) and the size's
+ * high 8 bits. A block that does not fit (an address not 16-aligned or
+ * past 2^47, a time past 2^48, a size past 2^24 - large blocks are few -,
+ * a seq past 2^32, a thread past 65,535 or a site past 2^24 - 3) keeps its
+ * whole ht_live_t in a side array, w2's low half its index there. */
 
-#define REC_WIDE 0xFFFFFFFu /* site field: the block is in wide[seq] */
-#define REC_HOLE 0xFFFFFFEu /* site field: no block; seq is the next free id */
-#define LOW48 ((UINT64_C(1) << 48) - 1)
+#define REC_WIDE 0xFFFFFFu /* site field: the block is in wide[seq] */
+#define REC_HOLE 0xFFFFFEu /* site field: no block; seq is the next free id */
+#define ADDR_BITS UINT64_C(0x7FFFFFFFFFF) /* w0: the address / 16 */
+#define WIDE_BIT (UINT64_C(1) << 63)
 #define NO_ID UINT32_MAX
 #define INDEX_DENSE ((size_t)1 << 21) /* slots: 8 MiB */
 
-typedef struct __attribute__((packed, aligned(2))) rec {
-	uint32_t addr_lo;
-	uint16_t addr_hi, time_hi;
-	uint32_t time_lo;
-	uint32_t size;
-	uint32_t seq;
-	uint32_t site_fn; /* site << 4 | fn */
-	uint16_t thread;
+typedef struct rec {
+	uint64_t w[3];
 } rec_t;
 
-_Static_assert(sizeof(rec_t) == 26, "a live block's record is 26 bytes");
+_Static_assert(sizeof(rec_t) == 24, "a live block's record is 24 bytes");
 
 typedef struct live_table {
 	rec_t *rec;
@@ -68,14 +68,25 @@ typedef struct live_table {
 
 static inline uint32_t rec_site(const rec_t *r)
 {
-	return r->site_fn >> 4;
+	return (uint32_t)(r->w[2] >> 32) & 0xFFFFFF;
+}
+
+/* seq; for a wide record its index in wide, for a free one the next */
+static inline uint32_t rec_link(const rec_t *r)
+{
+	return (uint32_t)r->w[2];
+}
+
+static inline void rec_set_link(rec_t *r, uint32_t site, uint32_t link)
+{
+	r->w[2] = (uint64_t)site << 32 | link;
 }
 
 static inline uint64_t rec_addr(const live_table_t *lt, const rec_t *r)
 {
-	if (__builtin_expect(rec_site(r) == REC_WIDE, 0))
-		return lt->wide[r->seq].addr;
-	return r->addr_lo | (uint64_t)r->addr_hi << 32;
+	if (__builtin_expect((int64_t)r->w[0] < 0, 0))
+		return lt->wide[rec_link(r)].addr;
+	return (r->w[0] & ADDR_BITS) << 4;
 }
 
 static inline size_t home_of(const live_table_t *lt, uint64_t h)
@@ -141,8 +152,9 @@ static inline bool live_probe(const live_table_t *lt, uint64_t addr, size_t *pos
 		}
 		if ((s & ~lt->idmask) == fp) {
 			const rec_t *r = &lt->rec[(s & lt->idmask) - 1];
-			if (rec_site(r) != REC_WIDE ? (r->addr_lo | (uint64_t)r->addr_hi << 32) == addr
-						    : lt->wide[r->seq].addr == addr) {
+			uint64_t w0 = r->w[0];
+			if ((int64_t)w0 >= 0 ? (w0 & ADDR_BITS) << 4 == addr
+					     : lt->wide[rec_link(r)].addr == addr) {
 				*pos = i;
 				return true;
 			}
@@ -161,16 +173,17 @@ static inline uint32_t slot_id(const live_table_t *lt, size_t pos)
 static inline void rec_get(const live_table_t *lt, double rate, uint32_t id, ht_live_t *out)
 {
 	const rec_t *r = &lt->rec[id];
-	if (__builtin_expect(rec_site(r) == REC_WIDE, 0)) {
-		*out = lt->wide[r->seq];
+	uint64_t w0 = r->w[0], w1 = r->w[1], w2 = r->w[2];
+	if (__builtin_expect((int64_t)w0 < 0, 0)) {
+		*out = lt->wide[(uint32_t)w2];
 	} else {
-		out->addr = r->addr_lo | (uint64_t)r->addr_hi << 32;
-		out->size = r->size;
-		out->time = r->time_lo | (uint64_t)r->time_hi << 32;
-		out->seq = r->seq;
-		out->site = rec_site(r);
-		out->thread = r->thread;
-		out->fn = r->site_fn & 15;
+		out->addr = (w0 & ADDR_BITS) << 4;
+		out->thread = (uint32_t)(w0 >> 43) & 0xFFFF;
+		out->fn = (uint8_t)(w0 >> 59);
+		out->time = w1 & ((UINT64_C(1) << 48) - 1);
+		out->size = w1 >> 48 | (w2 >> 56) << 16;
+		out->seq = (uint32_t)w2;
+		out->site = (uint32_t)(w2 >> 32) & 0xFFFFFF;
 	}
 	out->id = id;
 	out->tag = lt->tag ? lt->tag[id] : 0;
@@ -185,10 +198,11 @@ static inline void rec_get(const live_table_t *lt, double rate, uint32_t id, ht_
 static inline void wide_release(live_table_t *lt, uint32_t id)
 {
 	rec_t *r = &lt->rec[id];
-	if (__builtin_expect(rec_site(r) == REC_WIDE, 0)) {
-		lt->wide[r->seq].id = lt->wide_free;
-		lt->wide_free = r->seq;
-		r->site_fn = REC_HOLE << 4;
+	if (__builtin_expect((int64_t)r->w[0] < 0, 0)) {
+		lt->wide[rec_link(r)].id = lt->wide_free;
+		lt->wide_free = rec_link(r);
+		r->w[0] = 0;
+		rec_set_link(r, REC_HOLE, NO_ID);
 	}
 }
 
@@ -196,13 +210,13 @@ static inline void wide_release(live_table_t *lt, uint32_t id)
 static inline int rec_put(live_table_t *lt, uint32_t id, const ht_live_t *v)
 {
 	rec_t *r = &lt->rec[id];
-	if (__builtin_expect(!((v->addr | v->time) >> 48 | (v->size | v->seq) >> 32 |
-			       v->thread >> 16 | (unsigned)v->fn >> 4) &&
+	if (__builtin_expect(!((v->addr & 15) | v->addr >> 47 | v->time >> 48 | v->size >> 24 |
+			       v->seq >> 32 | v->thread >> 16 | (unsigned)v->fn >> 4) &&
 				     v->site < REC_HOLE,
 			     1)) {
-		*r = (rec_t){ (uint32_t)v->addr, (uint16_t)(v->addr >> 32), (uint16_t)(v->time >> 32),
-			      (uint32_t)v->time, (uint32_t)v->size,	  (uint32_t)v->seq,
-			      v->site << 4 | v->fn, (uint16_t)v->thread };
+		r->w[0] = v->addr >> 4 | (uint64_t)v->thread << 43 | (uint64_t)v->fn << 59;
+		r->w[1] = v->time | v->size << 48;
+		r->w[2] = v->seq | (uint64_t)v->site << 32 | (v->size >> 16) << 56;
 		return 0;
 	}
 	uint32_t k = lt->wide_free;
@@ -216,7 +230,9 @@ static inline int rec_put(live_table_t *lt, uint32_t id, const ht_live_t *v)
 	}
 	lt->wide[k] = *v;
 	/* the address's low bits, for whoever reads the record alone */
-	*r = (rec_t){ (uint32_t)v->addr, (uint16_t)(v->addr >> 32), 0, 0, 0, k, REC_WIDE << 4, 0 };
+	r->w[0] = WIDE_BIT;
+	r->w[1] = 0;
+	rec_set_link(r, REC_WIDE, k);
 	return 0;
 }
 
@@ -225,7 +241,7 @@ static inline uint32_t rec_take(live_table_t *lt)
 {
 	uint32_t id = lt->free;
 	if (id != NO_ID) {
-		lt->free = lt->rec[id].seq;
+		lt->free = rec_link(&lt->rec[id]);
 		return id;
 	}
 	if (lt->nrec == lt->rcap) {
@@ -255,8 +271,7 @@ static void live_remove(live_table_t *lt, size_t pos)
 {
 	uint32_t id = slot_id(lt, pos);
 	wide_release(lt, id);
-	lt->rec[id].site_fn = REC_HOLE << 4;
-	lt->rec[id].seq = lt->free;
+	rec_set_link(&lt->rec[id], REC_HOLE, lt->free);
 	lt->free = id;
 	size_t cap = lt->icap, i = pos, j = pos;
 	for (;;) {

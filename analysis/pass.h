@@ -24,7 +24,7 @@
 #include "analysis/reader.h"
 
 /* A live block, as the pass hands it out: a copy, unpacked from the table
- * (pass.c keeps each block in 28 bytes). */
+ * (pass.c keeps each block in 24 bytes). */
 typedef struct ht_live {
 	uint64_t addr, size;
 	uint64_t time;	 /* allocated at */

@@ -419,10 +419,10 @@ def t_memory_per_live_block(t):
     # them and its array of N pointers live. What reading its trace costs
     # per live block, beyond the sites and stacks (few here): the slope of
     # peak RSS between a small and a large N, so that what does not grow
-    # with the blocks cancels. The pass's table takes 26 bytes a record
-    # and a 4-byte index slot at 1/2 to 3/4 load (32-34 bytes); the
-    # reader's buffers of the trace add a few more (about 38 measured at
-    # 5M blocks; 130 with 56-byte slots in one table grown by doubling).
+    # with the blocks cancels. The pass's table takes 24 bytes a record
+    # and a 4-byte index slot at 1/2 to 3/4 load (30-32 bytes); the
+    # reader's buffers of the trace add a few more (36.8 measured here;
+    # 158 with 56-byte slots in one table grown by doubling).
     need_tools(t)
     prog = BUILD / "bench" / "many_live"
     t.need(prog.exists(), "%s not built (make %s)" % (prog, "build/bench/many_live"))

@@ -1,7 +1,7 @@
 /* test_pass.c - the pass's table of live blocks against a plain model of
  * it, on a trace encoded by hand: many blocks (the index grows, deletions
- * shift probe runs), addresses that are odd or above 2^48, sizes above
- * 2^32, times above 2^48, allocations over live blocks and frees of
+ * shift probe runs), addresses that are odd, 8-aligned or above 2^48,
+ * sizes around 2^24 and above 2^32, times above 2^48, allocations over live blocks and frees of
  * unknown addresses. Every block the pass hands out, finds or lists at the
  * end must be the one the model holds.
  */
@@ -24,7 +24,7 @@ static uint64_t addr_of(uint32_t k)
 {
 	switch (k % 4) {
 	case 0:
-		return 0x10000 + (uint64_t)k * 48;
+		return 0x10000 + (uint64_t)k * (k % 8 ? 48 : 40);
 	case 1:
 		return 0x7f0000000001 + (uint64_t)k * 7;
 	case 2:
@@ -36,7 +36,11 @@ static uint64_t addr_of(uint32_t k)
 
 static uint64_t size_of(uint32_t k, uint64_t r)
 {
-	return k % 7 == 0 ? (UINT64_C(1) << 33) + r % 1000 : 1 + r % 200;
+	if (k % 7 == 0)
+		return (UINT64_C(1) << 33) + r % 1000;
+	if (k % 11 == 0) /* around 2^24 */
+		return (UINT64_C(1) << 24) - 2 + r % 5;
+	return 1 + r % 200;
 }
 
 static uint64_t rnd(uint64_t *s)

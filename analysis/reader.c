@@ -720,8 +720,8 @@ static void release_pages(uint8_t *p, size_t n)
  * memory. With a second core the budget is 0: the merge, and so its
  * replays, run on a worker beside the consumers (analysis/pass.c), so
  * keeping nothing costs CPU but little time (churn's report: 286 MiB ->
- * 48 MiB, the same time; the 4-thread bench's 473 -> 59 MiB, the worker
- * then about 2 s longer than the consumers). The environment's
+ * 46 MiB, the same time; the 4-thread bench's 468 -> 66 MiB, with the
+ * merge's joins deferred to their turn: merge_pop). The environment's
  * HEAPTRAIL_READER_RESIDENT_MB overrides either, 0 for none. */
 #define HT_REPLAY_SLACK_NS 1000000000ull
 #define HT_READER_RESIDENT_MIN ((size_t)256 << 20)

@@ -1966,6 +1966,30 @@ long ht_trace_module_for(const ht_trace_t *t, uint64_t ip, uint64_t when)
 	return before >= 0 ? before : after;
 }
 
+long ht_trace_module_only(const ht_trace_t *t, uint64_t ip)
+{
+	const trace_priv_t *p = t->priv;
+	if (!p || !p->nsegs)
+		return -1;
+	size_t lo = 0, hi = p->nsegs;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (p->segs[mid].start <= ip)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	long found = -1;
+	for (size_t i = lo; i-- > 0 && p->seg_maxend[i] > ip;) {
+		if (ip >= p->segs[i].end)
+			continue;
+		if (found >= 0 && found != (long)p->segs[i].module)
+			return -2;
+		found = p->segs[i].module;
+	}
+	return found;
+}
+
 const char *ht_trace_name(const ht_trace_t *t, uint64_t id)
 {
 	const trace_priv_t *p = t->priv;

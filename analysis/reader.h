@@ -238,6 +238,10 @@ unsigned ht_leak_kind_of(const ht_leak_check_t *c, uint64_t addr);
  * containing it, the latest loaded at or before `when` (address ranges get
  * reused after dlclose), else the earliest loaded after it. -1 if none. */
 long ht_trace_module_for(const ht_trace_t *t, uint64_t ip, uint64_t when);
+/* The module holding ip whenever it was loaded: its index when one module
+ * alone has a PT_LOAD segment containing it (ht_trace_module_for then gives
+ * it at any time), -2 when several have, -1 when none has. */
+long ht_trace_module_only(const ht_trace_t *t, uint64_t ip);
 
 /* ---- merged event iteration ------------------------------------------------ */
 

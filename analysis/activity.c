@@ -299,6 +299,6 @@ int ht_fn_spans_attach(ht_pass_t *p, const ht_trace_t *t, size_t max_spans, ht_f
 		spans_fini(sp);
 		return 0;
 	}
-	ht_pass_consumer_t c = { HT_MERGE_FUNCTIONS, true, false, spans_event, spans_end, spans_fini, sp };
+	ht_pass_consumer_t c = { HT_MERGE_FUNCTIONS, true, false, spans_event, spans_end, spans_fini, sp, false };
 	return ht_pass_add(p, &c);
 }

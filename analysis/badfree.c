@@ -241,12 +241,12 @@ static int replay_event(void *ctx, const ht_event_t *ev, const ht_heap_step_t *s
 					x->kind = HT_BAD_INVALID;
 					/* a pointer into a live block (memcheck: "16 bytes
 					 * inside a block of size 64") */
-					size_t cap;
-					const ht_live_t *s = ht_pass_slots(r->p, &cap);
-					for (size_t k = 0; k < cap; k++)
-						if (s[k].site != HT_LIVE_EMPTY && ev->addr > s[k].addr &&
-						    ev->addr - s[k].addr < s[k].size) {
-							set_block(x, r->p, &s[k]);
+					size_t nid = ht_pass_live_ids(r->p);
+					ht_live_t s;
+					for (size_t k = 0; k < nid; k++)
+						if (ht_pass_live_get(r->p, k, &s) && ev->addr > s.addr &&
+						    ev->addr - s.addr < s.size) {
+							set_block(x, r->p, &s);
 							break;
 						}
 				}
@@ -292,7 +292,7 @@ static int history(find_t *f)
 	skip_resolved(&r);
 	if ((e = ht_pass_new(f->t, &r.p)))
 		goto out;
-	ht_pass_consumer_t c = { HT_MERGE_EXT, true, true, replay_event, NULL, NULL, &r };
+	ht_pass_consumer_t c = { HT_MERGE_EXT, true, true, replay_event, NULL, NULL, &r, false };
 	if (!(e = ht_pass_add(r.p, &c)))
 		e = ht_pass_run(r.p);
 out:
@@ -373,6 +373,6 @@ int ht_badfree_attach(ht_pass_t *p, const ht_trace_t *t, ht_badfrees_t **out)
 	f->p = p;
 	f->out = out;
 	f->kinds = t->major > 1 || t->minor >= 12;
-	ht_pass_consumer_t c = { HT_MERGE_EXT, true, true, find_event, find_end, find_fini, f };
+	ht_pass_consumer_t c = { HT_MERGE_EXT, true, true, find_event, find_end, find_fini, f, false };
 	return ht_pass_add(p, &c);
 }

@@ -234,13 +234,13 @@ static int blk_end(void *ctx)
 	job_t *j = ctx;
 	ht_blocks_t *b = j->b;
 	close_to(j, b->nbuckets);
-	size_t cap;
-	const ht_live_t *sl = ht_pass_slots(j->pass, &cap);
-	for (size_t i = 0; i < cap && !j->err; i++) {
-		if (sl[i].site == HT_LIVE_EMPTY)
+	size_t nid = ht_pass_live_ids(j->pass);
+	for (size_t i = 0; i < nid && !j->err; i++) {
+		ht_live_t bl;
+		if (!ht_pass_live_get(j->pass, i, &bl))
 			continue;
 		ht_block_row_t r;
-		row_of(j, &sl[i], b->span_ns, b->nbuckets, 0, &r);
+		row_of(j, &bl, b->span_ns, b->nbuckets, 0, &r);
 		row_add(j, &r);
 	}
 	if (j->err)
@@ -282,7 +282,7 @@ int ht_blocks_attach(ht_pass_t *p, const ht_trace_t *t, size_t nbuckets, ht_bloc
 	j->pass = p;
 	j->rate = (double)t->sample_rate;
 	j->highs = highs;
-	ht_pass_consumer_t c = { 0, true, true, blk_event, blk_end, blk_fini, j };
+	ht_pass_consumer_t c = { 0, true, true, blk_event, blk_end, blk_fini, j, false };
 	int e = ht_pass_add(p, &c); /* j is freed on failure */
 	if (e) {
 		ht_blocks_free(b);

@@ -71,7 +71,7 @@ static int elog_end(void *ctx)
 {
 	elog_t *l = ctx;
 	/* a block at address 0 is not one the log saw */
-	l->out->live_blocks = ht_pass_nlive(l->p) - (ht_pass_find(l->p, 0) != NULL);
+	l->out->live_blocks = ht_pass_nlive(l->p) - (ht_pass_find(l->p, 0, NULL));
 	return 0;
 }
 
@@ -97,6 +97,6 @@ int ht_event_log_attach(ht_pass_t *p, const ht_trace_t *t, ht_event_rec_fn fn, v
 		elog_fini(l);
 		return -ENOMEM;
 	}
-	ht_pass_consumer_t c = { 0, true, true, elog_event, elog_end, elog_fini, l };
+	ht_pass_consumer_t c = { 0, true, true, elog_event, elog_end, elog_fini, l, false };
 	return ht_pass_add(p, &c);
 }

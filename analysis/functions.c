@@ -493,7 +493,7 @@ int ht_fn_attach(struct ht_pass *ps, const ht_trace_t *t, ht_fn_profile_t **out)
 	}
 	/* a trace without function events merges nothing for the profile */
 	ht_pass_consumer_t c = { p->nthreads ? HT_MERGE_FUNCTIONS : 0, p->nthreads > 0, false,
-				 fn_event, fn_end, fn_fini, j };
+				 fn_event, fn_end, fn_fini, j, false };
 	if ((e = ht_pass_add(ps, &c))) {
 		ht_fn_free(p);
 		return e;

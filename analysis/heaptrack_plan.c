@@ -136,6 +136,6 @@ int ht_hk_plan_attach(ht_pass_t *p, const ht_trace_t *t, const uint64_t *peak, h
 	}
 	pl->peak_ord = pl->rescue_ord = UINT64_MAX;
 	*c = (plan_t){ pl, p, peak, max_ord, 0, 0, 0, c->last_alloc, NULL, 0, 0, 0 };
-	ht_pass_consumer_t cs = { 0, true, true, plan_event, plan_end, plan_fini, c };
+	ht_pass_consumer_t cs = { 0, true, true, plan_event, plan_end, plan_fini, c, false };
 	return ht_pass_add(p, &cs);
 }

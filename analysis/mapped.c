@@ -273,6 +273,6 @@ int ht_mapped_attach(ht_pass_t *p, const ht_trace_t *t, ht_mapped_t **out)
 		return -ENOMEM;
 	c->page = t->page_size && !(t->page_size & (t->page_size - 1)) ? t->page_size : 4096;
 	c->out = out;
-	ht_pass_consumer_t k = { HT_MERGE_EXT, false, false, on_event, on_end, fini, c };
+	ht_pass_consumer_t k = { HT_MERGE_EXT, false, false, on_event, on_end, fini, c, false };
 	return ht_pass_add(p, &k);
 }

@@ -178,6 +178,14 @@ static uint64_t rounded(double x)
 	return x > 0 ? (uint64_t)llround(x) : 0;
 }
 
+static int first_cmp(const void *a, const void *b)
+{
+	const ht_tag_stack_t *x = a, *y = b;
+	if (x->first_time != y->first_time)
+		return x->first_time < y->first_time ? -1 : 1;
+	return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
+}
+
 /* A block leaves the heap (freed, dropped, or at the end with live set):
  * it counts under the tag it carries now. */
 static int block_done(replay_t *r, const ht_live_t *b, bool live)
@@ -253,7 +261,7 @@ static int do_alloc(replay_t *r, const ht_event_t *ev, const ht_heap_step_t *st)
 	    ts->realloc_old == ev->old_addr)
 		tag = ts->realloc_tag; /* the object grew: it keeps its tag */
 	ts->realloc_tag = NONE;
-	st->block->tag = tag;
+	*ht_pass_tag(r->pass, st->block->id) = tag;
 	double w = st->block->w;
 	r->heap += ev->size;
 	r->wheap += w * (double)ev->size;
@@ -281,8 +289,8 @@ static int do_tag(replay_t *r, const ht_event_t *ev)
 {
 	ht_marks_t *mk = r->mk;
 	mk->tag_events++;
-	ht_live_t *b = ht_pass_find(r->pass, ev->addr);
-	if (!b) {
+	ht_live_t b;
+	if (!ht_pass_find(r->pass, ev->addr, &b)) {
 		mk->tags_ignored++;
 		return 0;
 	}
@@ -290,9 +298,9 @@ static int do_tag(replay_t *r, const ht_event_t *ev)
 	int e = tag_for(mk, ev->name_id, &g);
 	if (e)
 		return e;
-	if (b->tag != HT_MARKS_UNTAGGED && b->tag != g)
+	if (b.tag != HT_MARKS_UNTAGGED && b.tag != g)
 		mk->retagged++;
-	b->tag = g;
+	*ht_pass_tag(r->pass, b.id) = g;
 	return 0;
 }
 
@@ -391,11 +399,29 @@ static int marks_end(void *ctx)
 		}
 		ts->overflow = 0;
 	}
-	size_t cap;
-	const ht_live_t *slot = ht_pass_slots(r->pass, &cap);
-	for (size_t i = 0; i < cap; i++)
-		if (slot[i].site != HT_LIVE_EMPTY && (e = block_done(r, &slot[i], true)))
+	size_t *seen = malloc((mk->ntags ? mk->ntags : 1) * sizeof(*seen));
+	if (!seen)
+		return -ENOMEM;
+	for (size_t i = 0; i < mk->ntags; i++)
+		seen[i] = mk->tags[i].nstacks;
+	size_t nid = ht_pass_live_ids(r->pass);
+	ht_live_t b;
+	for (size_t i = 0; i < nid; i++)
+		if (ht_pass_live_get(r->pass, i, &b) && (e = block_done(r, &b, true))) {
+			free(seen);
 			return e;
+		}
+	/* stacks first met among the blocks live at the end: in the order of
+	 * their first allocation, not of the table's records */
+	for (size_t i = 0; i < mk->ntags; i++) {
+		ht_tag_stat_t *g = &mk->tags[i];
+		if (g->nstacks - seen[i] < 2)
+			continue;
+		qsort(g->stacks + seen[i], g->nstacks - seen[i], sizeof(*g->stacks), first_cmp);
+		for (size_t k = seen[i]; k < g->nstacks; k++)
+			(void)ht_map_put(&g->stack_idx, g->stacks[k].stack_id, (uint32_t)k); /* known key */
+	}
+	free(seen);
 	if (r->rate)
 		use_estimates(mk);
 	return 0;
@@ -465,7 +491,8 @@ int ht_marks_attach(struct ht_pass *p, const ht_trace_t *t, ht_marks_t **out)
 	for (size_t i = 0; i < t->nthreads; i++)
 		r->th[i].realloc_tag = NONE;
 	r->rate = (double)t->sample_rate;
-	ht_pass_consumer_t c = { HT_MERGE_MARKS, true, true, marks_event, marks_end, marks_fini, r };
+	ht_pass_consumer_t c = { HT_MERGE_MARKS, true, true, marks_event, marks_end, marks_fini, r,
+				 true };
 	int e = ht_pass_add(p, &c); /* r is freed on failure */
 	if (e) {
 		ht_marks_free(mk);

@@ -636,11 +636,10 @@ static int take_check(replay_t *r, const ht_event_t *ev)
 	c->thread = ev->thread;
 	const ht_leak_check_t *lc = ht_trace_leak_check(m->trace, ev->name_id);
 	c->classified = lc != NULL;
-	size_t cap;
-	const ht_live_t *slot = ht_pass_slots(r->pass, &cap);
-	for (size_t i = 0; i < cap; i++) {
-		const ht_live_t *b = &slot[i];
-		if (b->site == HT_LIVE_EMPTY)
+	size_t nid = ht_pass_live_ids(r->pass);
+	for (size_t i = 0; i < nid; i++) {
+		ht_live_t bl, *b = &bl;
+		if (!ht_pass_live_get(r->pass, i, b))
 			continue;
 		unsigned k = ht_leak_kind_of(lc, b->addr);
 		c->blocks[k]++;
@@ -715,11 +714,10 @@ static int collect_live_end(replay_t *r)
 	m->live_end = malloc((nlive ? nlive : 1) * sizeof(*m->live_end));
 	if (!m->live_end)
 		return -ENOMEM;
-	size_t cap;
-	const ht_live_t *slot = ht_pass_slots(r->pass, &cap);
-	for (size_t i = 0; i < cap; i++) {
-		const ht_live_t *b = &slot[i];
-		if (b->site == HT_LIVE_EMPTY)
+	size_t nid = ht_pass_live_ids(r->pass);
+	for (size_t i = 0; i < nid; i++) {
+		ht_live_t bl, *b = &bl;
+		if (!ht_pass_live_get(r->pass, i, b))
 			continue;
 		m->live_end[m->nlive_end++] = (ht_live_block_t){
 			b->addr, b->size, b->time, b->seq, r->thread_num[b->thread], r->msite[b->site],
@@ -746,7 +744,9 @@ static void replay_fold(replay_t *r, const ht_event_t *ev, uint64_t freed, doubl
 		}
 	} else if (ev->type == HT_EV_ALLOC || ev->type == HT_EV_REALLOC) {
 		double var;
-		weigh(r->rate, ev->size, &st.weight, &var);
+		st.weight = 1;
+		if (r->rate)
+			weigh(r->rate, ev->size, &st.weight, &var);
 		st.weight_bytes = (double)ev->size * st.weight;
 	}
 	for (size_t i = 0; i < r->ntlc; i++)
@@ -1013,11 +1013,10 @@ static int remap_leaks_growth(replay_t *r, const uint32_t *remap)
 static void leak_estimates(replay_t *r)
 {
 	ht_totals_t *tot = &r->m->totals;
-	size_t cap;
-	const ht_live_t *slot = ht_pass_slots(r->pass, &cap);
-	for (size_t i = 0; i < cap; i++) {
-		const ht_live_t *b = &slot[i];
-		if (b->site == HT_LIVE_EMPTY)
+	size_t nid = ht_pass_live_ids(r->pass);
+	for (size_t i = 0; i < nid; i++) {
+		ht_live_t bl, *b = &bl;
+		if (!ht_pass_live_get(r->pass, i, b))
 			continue;
 		double w, var, sz = (double)b->size;
 		weigh(r->rate, b->size, &w, &var);
@@ -1240,7 +1239,7 @@ int ht_model_attach(ht_pass_t *p, const ht_trace_t *t, const size_t *tl_sizes, s
 	m->growth_span_ns = t->last_time;
 	r->grow_next = grow_time(m, 0);
 	ht_pass_consumer_t c = { HT_MERGE_POOLS | HT_MERGE_SNAPSHOTS | HT_MERGE_EXT, true, true,
-				 model_event, model_end, model_fini, r };
+				 model_event, model_end, model_fini, r, false };
 	if ((e = ht_pass_add(p, &c))) { /* r is freed */
 		ht_model_free(m);
 		return e;
@@ -1586,14 +1585,14 @@ int ht_model_replay_attach(ht_pass_t *p, const ht_trace_t *t, ht_replay_fn fn,
 		return -ENOMEM;
 	}
 	*h = (heap_replay_t){ fn, ctx, on_end, fini, (double)t->sample_rate, 0, 0, 0 };
-	ht_pass_consumer_t c = { 0, true, true, heap_replay_event, heap_replay_end, heap_replay_fini, h };
+	ht_pass_consumer_t c = { 0, true, true, heap_replay_event, heap_replay_end, heap_replay_fini, h, false };
 	return ht_pass_add(p, &c);
 }
 
 int ht_model_replay(const ht_model_t *m, ht_replay_fn fn, void *ctx)
 {
 	heap_replay_t h = { fn, ctx, NULL, NULL, m->sample_rate, 0, 0, 0 };
-	ht_pass_consumer_t c = { 0, true, true, heap_replay_event, NULL, NULL, &h };
+	ht_pass_consumer_t c = { 0, true, true, heap_replay_event, NULL, NULL, &h, false };
 	ht_pass_t *p;
 	int e = ht_pass_new(m->trace, &p);
 	if (e)

@@ -23,19 +23,19 @@
 
 #include "analysis/reader.h"
 
-/* A live block. */
+/* A live block, as the pass hands it out: a copy, unpacked from the table
+ * (pass.c keeps each block in 24 bytes). */
 typedef struct ht_live {
 	uint64_t addr, size;
 	uint64_t time;	 /* allocated at */
 	uint64_t seq;	 /* its thread's allocation number (trace_format.h) */
-	double w;	 /* blocks it stands for: 1, or 1/p when sampled */
-	uint32_t site;	 /* ht_pass_site_stack; HT_LIVE_EMPTY marks a free slot */
+	double w;	 /* blocks it stands for: 1, or 1/p when sampled (ht_pass_weigh) */
+	uint32_t site;	 /* ht_pass_site_stack */
 	uint32_t thread; /* index into ht_trace_t.threads */
-	uint32_t tag;	 /* one consumer's own field (analysis/marks.c: the tag); 0 at first */
+	uint32_t id;	 /* its number in the table while it is live (ht_pass_live_get) */
+	uint32_t tag;	 /* one consumer's own word (ht_pass_tag), else 0 */
 	uint8_t fn;	 /* the allocating function, HT_FN_* */
 } ht_live_t;
-
-#define HT_LIVE_EMPTY UINT32_MAX
 
 /* What a heap event did to the live blocks (consumers with `live` set). */
 typedef struct ht_heap_step {
@@ -43,8 +43,9 @@ typedef struct ht_heap_step {
 	 * ALLOC/REALLOC: a block live at the same address, dropped (its free
 	 * went unrecorded), or NULL. A copy: the table no longer holds it. */
 	const ht_live_t *gone;
-	/* ALLOC/REALLOC: the new block, in the table until the next event */
-	ht_live_t *block;
+	/* ALLOC/REALLOC: the new block (a copy; it is in the table until a
+	 * later event frees it) */
+	const ht_live_t *block;
 	bool new_site;	/* ALLOC/REALLOC: the first block of its site */
 	double var;	/* ALLOC/REALLOC: its weight's variance factor (ht_pass_weigh) */
 } ht_heap_step_t;
@@ -64,6 +65,8 @@ typedef struct ht_pass_consumer {
 	/* by ht_pass_free, whether the pass ran or not: may be NULL */
 	void (*fini)(void *ctx);
 	void *ctx;
+	/* it keeps a word per live block (ht_pass_tag): one consumer per pass */
+	bool tags;
 } ht_pass_consumer_t;
 
 /* A pass over t (which must outlive it). Returns 0 or -ENOMEM. */
@@ -89,10 +92,15 @@ extern unsigned long ht_pass_merges;
 
 /* ---- the shared heap (valid during the callbacks) ------------------------------ */
 
-/* The block live at addr, or NULL. */
-ht_live_t *ht_pass_find(ht_pass_t *p, uint64_t addr);
-/* The table's slots: *cap of them, those with site != HT_LIVE_EMPTY live. */
-const ht_live_t *ht_pass_slots(const ht_pass_t *p, size_t *cap);
+/* Whether a block is live at addr; *out (may be NULL) gets it. */
+bool ht_pass_find(const ht_pass_t *p, uint64_t addr, ht_live_t *out);
+/* The live blocks have ids below ht_pass_live_ids; ht_pass_live_get gives
+ * the one of that id, or false when none has it now. */
+size_t ht_pass_live_ids(const ht_pass_t *p);
+bool ht_pass_live_get(const ht_pass_t *p, size_t id, ht_live_t *out);
+/* The word of the live block of that id, for the consumer that asked for
+ * them (`tags`); 0 when the block came. NULL when nobody asked. */
+uint32_t *ht_pass_tag(ht_pass_t *p, uint32_t id);
 size_t ht_pass_nlive(const ht_pass_t *p);
 /* Allocations thread has made so far: a block freed while its seq is
  * still this was freed before its thread allocated again (temporary). */

@@ -66,6 +66,8 @@ typedef struct ht_block {
 	size_t off, end;
 	uint64_t base_time;
 	uint64_t first_time; /* its first heap or marker event's, else base_time */
+	uint64_t low_time;   /* no event of it is earlier (a REALLOC's free half
+			      * included): the merge joins it no sooner */
 	uint64_t pk_seq;     /* packed blocks: how many were joined before it */
 	uint32_t thread;
 	uint32_t next; /* next block of the same thread, or UINT32_MAX */

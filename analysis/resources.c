@@ -305,7 +305,7 @@ int ht_resources_attach(struct ht_pass *p, const ht_trace_t *t, ht_resources_t *
 	j->res = res;
 	/* older traces and programs without EXT events: nothing to merge for */
 	ht_pass_consumer_t c = { t->next_events ? HT_MERGE_EXT : 0, false, false, res_event,
-				 res_end, res_fini, j };
+				 res_end, res_fini, j, false };
 	int err = ht_pass_add(p, &c);
 	if (err) {
 		ht_resources_free(res);

@@ -106,7 +106,7 @@ static int on_event(void *ctx, const ht_event_t *ev, const ht_heap_step_t *st)
 int ht_watch_attach(ht_pass_t *p, ht_watch_t *w)
 {
 	w->pass = p;
-	ht_pass_consumer_t c = { 0, true, true, on_event, NULL, NULL, w };
+	ht_pass_consumer_t c = { 0, true, true, on_event, NULL, NULL, w, false };
 	return ht_pass_add(p, &c);
 }
 

@@ -184,13 +184,14 @@ struct ht_heaptrack_writer {
 
 typedef struct ht_heaptrack_writer hk_t;
 
-/* The live block at addr: the one the current event took out of the
- * table, if it was there. */
-static ht_live_t *block_at(hk_t *h, uint64_t addr)
+/* The word of the live block at addr: of the one the current event took
+ * out of the table, if it was there; NULL when no block is there. */
+static uint32_t *tag_at(hk_t *h, uint64_t addr)
 {
 	if (h->gone && h->gone->addr == addr)
-		return h->gone;
-	return ht_pass_find(h->pass, addr);
+		return &h->gone->tag;
+	ht_live_t b;
+	return ht_pass_find(h->pass, addr, &b) ? ht_pass_tag(h->pass, b.id) : NULL;
 }
 
 /* A string's index, writing its `s` line when new; 0 for NULL or "". */
@@ -427,9 +428,9 @@ static void flush_held(hk_t *h, uint32_t next_info)
 		return;
 	h->held = false;
 	uint32_t idx = write_plus(h, h->held_key, next_info);
-	ht_live_t *b = block_at(h, h->held_addr);
+	uint32_t *b = tag_at(h, h->held_addr);
 	if (b)
-		b->tag = idx;
+		*b = idx;
 	if (idx == 0 && b) {
 		/* the block of info 0: hold what follows (invariant 2) */
 		h->seg_on = true;
@@ -567,19 +568,19 @@ static int hk_event(void *ctx, const ht_event_t *ev, const ht_heap_step_t *st)
 	uint32_t k = h->err ? NONE : key_for(h, ev->size, trace);
 	if (h->err)
 		return h->err;
-	ht_live_t *v = st->block;
-	v->tag = NONE;
+	uint32_t *v = ht_pass_tag(h->pass, st->block->id);
+	*v = NONE;
 	if (ord == pl->rescue_ord) {
 		/* written at the peak (invariant 3); no line now, so a
 		 * held `+` stays held: the next line decides its index */
-		v->tag = PULLED;
+		*v = PULLED;
 		h->rescue_live = true;
 		h->rescue_key = k;
 	} else if (pl->pull[ord / 8] & (1u << (ord % 8))) {
 		flush_held(h, NONE);
 		write_pending(h);
 		put_minus(h, write_plus(h, k, NONE));
-		v->tag = PULLED;
+		*v = PULLED;
 		if (ord == pl->peak_ord)
 			h->seg_peak = true;
 	} else {
@@ -638,7 +639,7 @@ int ht_heaptrack_attach(ht_pass_t *p, FILE *out, const ht_model_t *m, ht_symboli
 		return h->err;
 	write_header(h);
 	/* the writer is freed by its owner, not by the pass */
-	ht_pass_consumer_t c = { 0, true, true, hk_event, NULL, NULL, h };
+	ht_pass_consumer_t c = { 0, true, true, hk_event, NULL, NULL, h, true };
 	return ht_pass_add(p, &c);
 }
 

@@ -9,6 +9,7 @@ import re
 import select
 import shutil
 import subprocess
+import sys
 import time
 
 from harness import (HT, HT_ASAN, PROGS, SANITIZER_RE, asan_env, heaptrail_run, need_tools,
@@ -236,9 +237,54 @@ def t_progress(t):
     t.eq("short report on a terminal: no progress", "", text(got))
 
 
+MAXRSS = ("import resource, subprocess, sys\n"
+          "p = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+          "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+          "sys.exit(p.returncode)\n")
+
+
+def peak_kib(t, what, cmd, env):
+    """Peak RSS in KiB of cmd (the plain CLI: ASan's shadow would blur it)."""
+    p = run([sys.executable, "-c", MAXRSS] + cmd, 300, env=env)
+    t.need(not p.timed_out and p.rc == 0, "%s: %s" % (what, p.describe()))
+    return int(text(p.out).strip())
+
+
+def t_late_thread_memory(t):
+    """A main thread whose first block is early in the file and its last at
+    the end, after the workers' 8M events (late_main): with nothing kept by
+    the reader, the merge joins that last block when its time comes, not
+    once the first one is read, so it does not hold the workers' joined
+    events meanwhile. The report's peak RSS over that of a run ten times
+    shorter stays under half the trace's joined events, with one thread
+    and two; the reports are the same bytes."""
+    need_tools(t)
+    small = trace(t, "late_small", ["late_main", "100000"], [])
+    full = trace(t, "late_full", ["late_main"], [])
+    env = dict(os.environ, HEAPTRAIL_THREADS="1", HEAPTRAIL_READER_RESIDENT_MB="4096",
+               HEAPTRAIL_READER_STATS="1")
+    p = run([str(HT), "report", "--format", "json", str(full)], 300, env=env)
+    stats = re.search(r"reader: 0 of \d+ blocks left to replays, (\d+) bytes", text(p.err))
+    t.need(p.rc == 0 and stats, "no reader statistics: %s" % tail(p.err))
+    joined = int(stats.group(1)) >> 10
+    t.check(joined > 30 << 10, "the workers' joined events are only %d KiB" % joined)
+    outs = {}
+    for n in ("1", "2"):
+        env = dict(os.environ, HEAPTRAIL_THREADS=n, HEAPTRAIL_READER_RESIDENT_MB="0")
+        cmd = [str(HT), "report", "--format", "json"]
+        base = peak_kib(t, "report of the short run", cmd + [str(small)], env)
+        peak = peak_kib(t, "report of the long run", cmd + [str(full)], env)
+        t.check(peak - base < joined // 2,
+                "%s thread(s): peak RSS %d KiB, %d KiB over the short run's: the merge held"
+                " the joined events (%d KiB)" % (n, peak, peak - base, joined))
+        outs[n] = run(cmd + [str(full)], 300, env=env).out
+    t.eq("late_main: report with one thread against two", outs["1"], outs["2"])
+
+
 TESTS = [
     ("cores.threads_same_output", t_threads_same),
     ("cores.progress_on_terminal", t_progress),
     ("cores.default_budget", t_default_budget),
     ("cores.symbolize_threads_same", t_symbolize_threads_same),
+    ("cores.late_thread_memory", t_late_thread_memory),
 ]

@@ -31,16 +31,21 @@ checked are then what that rule and the program's construction give.
   leaks.break_gdb      --break-alloc under gdb: the stops are at the
                        allocating and the freeing line of the numbered block
   leaks.growth         the growing site ranks first and is the only suspect
+  leaks.memory_per_live_block  report (text and JSON) and leaks of a trace
+                       holding millions of small blocks at once (the bench's
+                       many_live): the memory they take per live block
 """
 
 import json
+import os
 import re
 import shutil
 
 import contract
 import tracefile
-from harness import (AGENT, HT, PROGS, SRC, heaptrail_run, marker_line, need_tools, report,
+from harness import (AGENT, BUILD, HT, PROGS, SRC, heaptrail_run, marker_line, need_tools, report,
                      run, tail, text, traced_program)
+from test_durable import peak_rss_kib
 
 TIMEOUT = 60
 LEAKS_SRC = SRC / "leaks.c"
@@ -408,7 +413,48 @@ def t_growth(t):
     t.eq("SUSPECT lines in the text", 1, len(re.findall(r"^#\d+\s+SUSPECT ", text(p.out), re.M)))
 
 
+def t_memory_per_live_block(t):
+    # bench/workloads/many_live.c N holds N blocks of 16-64 bytes at once
+    # (from four sites), then frees all but the last 1000 and exits with
+    # them and its array of N pointers live. What reading its trace costs
+    # per live block, beyond the sites and stacks (few here): the slope of
+    # peak RSS between a small and a large N, so that what does not grow
+    # with the blocks cancels. The pass's table takes 24 bytes a record
+    # and a 4-byte index slot at 1/2 to 3/4 load (30-32 bytes); the
+    # reader's buffers of the trace add a few more (36.8 measured here;
+    # 158 with 56-byte slots in one table grown by doubling).
+    need_tools(t)
+    prog = BUILD / "bench" / "many_live"
+    t.need(prog.exists(), "%s not built (make %s)" % (prog, "build/bench/many_live"))
+    sizes = (300000, 2300000)
+    traces = []
+    for n in sizes:
+        tr = heaptrail_run([prog, str(n)], timeout=300)
+        t.need(tr.proc.rc == 0 and tr.out_path.exists(),
+               "many_live %d under heaptrail: %s: %s" % (n, tr.proc.describe(), tail(tr.proc.err)))
+        traces.append(tr.out_path)
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "HEAPTRAIL_OPTIONS")}
+    # the trace is what the program made: its blocks all reach the report
+    p = run([HT, "report", "--format", "json", traces[1]], 300, env=env)
+    t.need(p.rc == 0, "report: %s: %s" % (p.describe(), tail(p.err)))
+    tot = json.loads(text(p.out))["totals"]
+    n = sizes[1]
+    t.eq("many_live %d: allocations, leaked blocks" % n, (n + n // 4 + 1, 1001),
+         (tot.get("allocations"), tot.get("leaked_blocks")))
+    for cmd in (["report"], ["report", "--format", "json"], ["leaks"]):
+        rss = []
+        for tp in traces:
+            kib, rc, err = peak_rss_kib([str(HT)] + cmd + [str(tp)], env)
+            t.need(rc in (0, 1) and kib, "heaptrail %s: status %s: %s" % (" ".join(cmd), rc, tail(err)))
+            rss.append(kib)
+        per = (rss[1] - rss[0]) * 1024.0 / (sizes[1] - sizes[0])
+        t.check(per <= 40, "heaptrail %s: %.1f bytes of memory per live block (peak RSS %d KiB at %d "
+                "blocks, %d KiB at %d); want at most 40" % (" ".join(cmd), per, rss[1], sizes[1], rss[0],
+                                                            sizes[0]))
+
+
 TESTS = [
+    ("leaks.memory_per_live_block", t_memory_per_live_block),
     ("leaks.numbers", t_numbers),
     ("leaks.classes", t_classes),
     ("leaks.text", t_text),

@@ -165,6 +165,11 @@ $(B)/tests/cxx_cold_main: tests/programs/cxx_cold_main.cc
 	@mkdir -p $(dir $@)
 	$(CXX) -std=gnu++17 -O2 -g -o $@ $<
 
+# Optimised: most of its stacks expand into inline chains.
+$(B)/tests/cxx_inline_sites: tests/programs/cxx_inline_sites.cc
+	@mkdir -p $(dir $@)
+	$(CXX) -std=gnu++17 -O2 -g -o $@ $<
+
 # A library whose destructor frees what its constructor allocated.
 $(B)/tests/libdtorplugin.so: tests/programs/plugin/dtorplugin.c
 	@mkdir -p $(dir $@)

@@ -1116,6 +1116,43 @@ static void model_fini(void *ctx)
 	free(r);
 }
 
+/* The pass folds sites by their frames as it meets them: every stack's
+ * addresses are looked up on the way. With more than one thread, the
+ * distinct ones start resolving on workers now, and the pass takes their
+ * answers. An address that more than one module held in turn is left to
+ * the pass, which knows the time to choose by. Failing leaves it all to
+ * the pass. */
+static void prefetch_frames(const ht_trace_t *t, ht_symbolizer_t *sym)
+{
+	unsigned nth = ht_threads();
+	if (nth < 2 || !t->nips)
+		return;
+	uint64_t *mods = malloc(t->nips * sizeof(*mods));
+	uint64_t *ips = malloc(t->nips * sizeof(*ips));
+	ht_map_t seen = { 0 };
+	size_t n = 0;
+	for (size_t s = 0; mods && ips && s < t->nstacks; s++) {
+		const ht_stack_t *st = &t->stacks[s];
+		for (uint32_t k = 0; k < st->depth && st->first + k < t->nips; k++) {
+			uint64_t ip = t->ips[st->first + k];
+			if (ht_map_get(&seen, ip) != HT_MAP_NONE)
+				continue;
+			long mi = ht_trace_module_only(t, ip);
+			if (ht_map_put(&seen, ip, 0))
+				goto done;
+			if (mi < 0)
+				continue;
+			mods[n] = (uint64_t)mi;
+			ips[n++] = ip;
+		}
+	}
+	ht_symbolize_prefetch(sym, mods, ips, n, nth);
+done:
+	ht_map_free(&seen);
+	free(mods);
+	free(ips);
+}
+
 int ht_model_attach(ht_pass_t *p, const ht_trace_t *t, const size_t *tl_sizes, size_t n_tl,
 		    ht_symbolizer_t *sym, ht_model_t **out)
 {
@@ -1134,6 +1171,8 @@ int ht_model_attach(ht_pass_t *p, const ht_trace_t *t, const size_t *tl_sizes, s
 	r->pass = p;
 	r->rate = m->sample_rate;
 	r->sym = sym;
+	if (sym)
+		prefetch_frames(t, sym);
 	int e = -ENOMEM;
 	if (n_tl) {
 		/* the span is the model's duration (totals.duration_ns, below) */

@@ -720,8 +720,8 @@ static void release_pages(uint8_t *p, size_t n)
  * memory. With a second core the budget is 0: the merge, and so its
  * replays, run on a worker beside the consumers (analysis/pass.c), so
  * keeping nothing costs CPU but little time (churn's report: 286 MiB ->
- * 48 MiB, the same time; the 4-thread bench's 473 -> 59 MiB, the worker
- * then about 2 s longer than the consumers). The environment's
+ * 46 MiB, the same time; the 4-thread bench's 468 -> 66 MiB, with the
+ * merge's joins deferred to their turn: merge_pop). The environment's
  * HEAPTRAIL_READER_RESIDENT_MB overrides either, 0 for none. */
 #define HT_REPLAY_SLACK_NS 1000000000ull
 #define HT_READER_RESIDENT_MIN ((size_t)256 << 20)
@@ -823,11 +823,14 @@ static int replay_join(ht_trace_t *t, uint64_t seq, const uint8_t *const col[HT_
 	if (!out)
 		return -ENOMEM;
 	bool bad;
-	ht_packed_join(col, clen, out, stream, layout, &bad);
-	if (wanted)
-		p->rbuf[bi] = out;
-	else
+	size_t n = ht_packed_join(col, clen, out, stream, layout, &bad);
+	if (wanted) {
+		/* the bound is far above what most blocks join to */
+		uint8_t *fit = realloc(out, n ? n : 1);
+		p->rbuf[bi] = fit ? fit : out;
+	} else {
 		free(out);
+	}
 	return bad;
 }
 
@@ -1272,13 +1275,15 @@ static int parse_block_events(ht_trace_t *t, const uint8_t *b, uint64_t tid, uin
 	evstate_t st = { base, 0, 0 };
 	size_t evstart = pos;
 	uint64_t n = 0, nfn = 0, nmark = 0, npool = 0, nsnap = 0, next = 0;
-	uint64_t first = UINT64_MAX;
+	uint64_t first = UINT64_MAX, low = UINT64_MAX;
 	int stop = 0;
 	while (pos < end) {
 		/* st.addr is left behind: nothing here reads an address */
 		if (scan_heap_event(b, end, &pos, &st.time)) {
 			if (first == UINT64_MAX)
 				first = st.time;
+			if (st.time < low)
+				low = st.time;
 			n++;
 			if (st.time > t->last_time)
 				t->last_time = st.time;
@@ -1344,6 +1349,11 @@ static int parse_block_events(ht_trace_t *t, const uint8_t *b, uint64_t tid, uin
 		}
 		if (first == UINT64_MAX)
 			first = ev.time;
+		/* a damaged time may wrap: the least of all, not the first */
+		if (ev.time < low)
+			low = ev.time;
+		if (ev.type == HT_EV_REALLOC && ev.free_time < low)
+			low = ev.free_time;
 		if (ev.type == HT_EV_ENTER || ev.type == HT_EV_EXIT || ev.type == HT_EV_ENABLE)
 			nfn++; /* kept apart: nevents stays the heap events' count */
 		else if (ev.type == HT_EV_TAG || ev.type == HT_EV_PHASE)
@@ -1374,7 +1384,8 @@ static int parse_block_events(ht_trace_t *t, const uint8_t *b, uint64_t tid, uin
 			return -ENOMEM;
 		uint32_t bi = (uint32_t)t->nblocks++;
 		t->blocks[bi] = (ht_block_t){ b, evstart, pos, base,
-					      first == UINT64_MAX ? base : first, UINT64_MAX,
+					      first == UINT64_MAX ? base : first,
+					      low == UINT64_MAX ? base : low, UINT64_MAX,
 					      th, UINT32_MAX };
 		ht_thread_t *thr = &t->threads[th];
 		if (thr->first_block == UINT32_MAX)
@@ -1953,6 +1964,30 @@ long ht_trace_module_for(const ht_trace_t *t, uint64_t ip, uint64_t when)
 		}
 	}
 	return before >= 0 ? before : after;
+}
+
+long ht_trace_module_only(const ht_trace_t *t, uint64_t ip)
+{
+	const trace_priv_t *p = t->priv;
+	if (!p || !p->nsegs)
+		return -1;
+	size_t lo = 0, hi = p->nsegs;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (p->segs[mid].start <= ip)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	long found = -1;
+	for (size_t i = lo; i-- > 0 && p->seg_maxend[i] > ip;) {
+		if (ip >= p->segs[i].end)
+			continue;
+		if (found >= 0 && found != (long)p->segs[i].module)
+			return -2;
+		found = p->segs[i].module;
+	}
+	return found;
 }
 
 const char *ht_trace_name(const ht_trace_t *t, uint64_t id)
@@ -2769,6 +2804,7 @@ typedef struct cursor {
 	ht_event_t head;    /* next event of this thread */
 	ht_event_t pending; /* the allocation half of a split REALLOC */
 	bool has_pending;
+	bool deferred; /* block not joined yet: head.time is its low_time */
 } cursor_t;
 
 /* A pool as the merge sees it: the addresses allocated into it since its
@@ -2836,7 +2872,8 @@ static inline bool cur_less(const ht_merge_t *m, uint32_t a, uint32_t b)
 	const cursor_t *x = &m->cur[a], *y = &m->cur[b];
 	if (x->head.time != y->head.time)
 		return x->head.time < y->head.time;
-	int kx = ev_kind(&x->head), ky = ev_kind(&y->head);
+	/* a deferred cursor's key is below any event it may give */
+	int kx = x->deferred ? -1 : ev_kind(&x->head), ky = y->deferred ? -1 : ev_kind(&y->head);
 	if (kx != ky)
 		return kx < ky;
 	return x->block < y->block;
@@ -2877,6 +2914,25 @@ static void cursor_enter(ht_merge_t *m, cursor_t *c, uint32_t bi)
 		c->pos = b->end;
 }
 
+/* Points c at block bi, a replayed one, without joining it (see "deferred
+ * cursors" at merge_pop). */
+static void cursor_defer(ht_merge_t *m, cursor_t *c, uint32_t bi)
+{
+	c->block = bi;
+	c->data = NULL;
+	c->deferred = true;
+	/* only the time: the fields an event does not set stay as a join
+	 * at once would leave them */
+	c->head.time = m->t->blocks[bi].low_time;
+}
+
+/* Whether c waits for its turn before joining block bi: a replayed block
+ * of a merge that is not following a growing trace. */
+static inline bool defers(const ht_merge_t *m, uint32_t bi)
+{
+	return !(m->flags & HT_MERGE_FOLLOW) && !m->t->blocks[bi].data;
+}
+
 /* The cursor is done with its block: a replayed block's buffer goes. */
 static void cursor_leave(ht_merge_t *m, cursor_t *c)
 {
@@ -2901,6 +2957,10 @@ static bool cursor_advance(ht_merge_t *m, cursor_t *c)
 		c->head = c->pending;
 		c->has_pending = false;
 		return true;
+	}
+	if (c->deferred) { /* its turn: join the block now */
+		c->deferred = false;
+		cursor_enter(m, c, c->block);
 	}
 	for (;;) {
 		const ht_block_t *b = &t->blocks[c->block];
@@ -2944,6 +3004,10 @@ static bool cursor_advance(ht_merge_t *m, cursor_t *c)
 		c->data = NULL;
 		if (b->next == UINT32_MAX)
 			return false; /* following: parked until its thread's next block */
+		if (defers(m, b->next)) {
+			cursor_defer(m, c, b->next);
+			return true;
+		}
 		cursor_enter(m, c, b->next);
 	}
 }
@@ -3010,8 +3074,11 @@ int ht_merge_new_ex(const ht_trace_t *t, unsigned flags, uint32_t thread, ht_mer
 			continue;
 		cursor_t *c = &m->cur[m->nheap];
 		c->thread = (uint32_t)i;
-		cursor_enter(m, c, th->first_block);
-		if (cursor_advance(m, c)) {
+		if (defers(m, th->first_block))
+			cursor_defer(m, c, th->first_block);
+		else
+			cursor_enter(m, c, th->first_block);
+		if (c->deferred || cursor_advance(m, c)) {
 			m->heap[m->nheap] = (uint32_t)m->nheap;
 			m->nheap++;
 		}
@@ -3138,7 +3205,8 @@ static void pool_track(ht_merge_t *m, ht_event_t *ev)
 					/* realloc'd: the new block, the same cursor's
 					 * next event, stays in the pool */
 					cursor_t *c = m->popped;
-					if (ev->from_realloc && c && c->head.type == HT_EV_REALLOC &&
+					if (ev->from_realloc && c && !c->deferred &&
+					    c->head.type == HT_EV_REALLOC &&
 					    c->head.old_addr == ev->addr) {
 						c->head.pooled = true;
 						c->head.pool = ev->pool;
@@ -3186,9 +3254,25 @@ static void pool_track(ht_merge_t *m, ht_event_t *ev)
 	m->pool_ev = *ev;
 }
 
-/* Pop the earliest event of all threads. False when none is left. */
+/* Pop the earliest event of all threads. False when none is left.
+ *
+ * Deferred cursors: a cursor that reaches a replayed block does not join
+ * it yet but sorts at the block's low_time, below every event the block
+ * holds; only once it is the least of all is its block joined, its true
+ * head read and the heap put right. The order is the same (each key in
+ * the heap is at most its cursor's next event's), but a replay joins a
+ * block when the merge's time gets to it, not when its thread's previous
+ * block ends: a thread idle for most of a run (a main thread waiting for
+ * its workers) would otherwise have its next block, at the end of the
+ * file, joined at once, and with it every block before it, which then
+ * wait in memory for their turn (the 4-thread bench: 450 MB). */
 static bool merge_pop(ht_merge_t *m, ht_event_t *ev)
 {
+	while (m->nheap && m->cur[m->heap[0]].deferred) {
+		if (!cursor_advance(m, &m->cur[m->heap[0]]))
+			m->heap[0] = m->heap[--m->nheap];
+		sift_down(m, 0);
+	}
 	if (!m->nheap || m->cur[m->heap[0]].head.time > m->limit)
 		return false;
 	cursor_t *c = &m->cur[m->heap[0]];

@@ -66,6 +66,8 @@ typedef struct ht_block {
 	size_t off, end;
 	uint64_t base_time;
 	uint64_t first_time; /* its first heap or marker event's, else base_time */
+	uint64_t low_time;   /* no event of it is earlier (a REALLOC's free half
+			      * included): the merge joins it no sooner */
 	uint64_t pk_seq;     /* packed blocks: how many were joined before it */
 	uint32_t thread;
 	uint32_t next; /* next block of the same thread, or UINT32_MAX */
@@ -236,6 +238,10 @@ unsigned ht_leak_kind_of(const ht_leak_check_t *c, uint64_t addr);
  * containing it, the latest loaded at or before `when` (address ranges get
  * reused after dlclose), else the earliest loaded after it. -1 if none. */
 long ht_trace_module_for(const ht_trace_t *t, uint64_t ip, uint64_t when);
+/* The module holding ip whenever it was loaded: its index when one module
+ * alone has a PT_LOAD segment containing it (ht_trace_module_for then gives
+ * it at any time), -2 when several have, -1 when none has. */
+long ht_trace_module_only(const ht_trace_t *t, uint64_t ip);
 
 /* ---- merged event iteration ------------------------------------------------ */
 

@@ -18,7 +18,11 @@
  *    a hot address costs one hash probe. All strings (names, files, module
  *    paths) are interned in an arena owned by the symbolizer; the frames handed
  *    out point into it and stay valid until ht_symbolizer_free().
- *  - Not thread-safe: one symbolizer per thread.
+ *  - Not thread-safe: one symbolizer per thread. ht_symbolize_prefetch
+ *    resolves a trace's distinct addresses on worker threads, each with a
+ *    private symbolizer (sessions, indexes, arena) over whole modules; the
+ *    calling thread takes their answers by address, interning the strings
+ *    into its own arena, and adopts their sessions once they are done.
  */
 #include "analysis/frames.h"
 #include "analysis/safe.h"
@@ -31,7 +35,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +126,8 @@ typedef struct sym_module {
 	bool syms_built;
 	struct cu_index **cus; /* open addressing by CU DIE address */
 	size_t ncus, cus_cap;
+	const char *warning; /* why it is unusable, in a prefetch worker (quiet) */
+	int worker;	     /* the prefetch worker that resolves it, or -1 */
 } sym_module_t;
 
 /* Cached result of one (module, ip): frames[first .. first+count). */
@@ -144,6 +152,9 @@ struct ht_symbolizer {
 
 	ht_frame_t *frames; /* pool of cached frames */
 	size_t nframes, frames_cap;
+
+	bool quiet;	       /* a prefetch worker: warnings go to m->warning */
+	struct prefetch *pf;   /* addresses resolved on worker threads */
 };
 
 /* Offline callbacks: the file is opened by path (find_elf is only a formality
@@ -336,16 +347,20 @@ static const char *demangle(ht_symbolizer_t *s, const char *name)
 
 ht_symbolizer_t *ht_symbolizer_new(void)
 {
-	/* --debug-dir: searched before libdw's default path */
-	if (ht_frames_opts()->debug_dirs)
+	/* --debug-dir: searched before libdw's default path (written once:
+	 * prefetch workers read it) */
+	if (ht_frames_opts()->debug_dirs && !debuginfo_path)
 		debuginfo_path = (char *)ht_frames_debuginfo_path();
 	return calloc(1, sizeof(ht_symbolizer_t));
 }
+
+static void prefetch_free(ht_symbolizer_t *s);
 
 void ht_symbolizer_free(ht_symbolizer_t *s)
 {
 	if (!s)
 		return;
+	prefetch_free(s);
 	for (size_t i = 0; i < s->nmods; i++) {
 		sym_module_t *m = s->mods[i];
 		if (m->dwfl)
@@ -385,6 +400,16 @@ static sym_module_t *find_module(ht_symbolizer_t *s, uint64_t id)
 			return m;
 	}
 	return NULL;
+}
+
+/* The index in s->mods of a declared module. */
+static size_t module_index(const ht_symbolizer_t *s, uint64_t id)
+{
+	size_t mask = s->mod_index_cap - 1;
+	size_t i = mix64(id) & mask;
+	while (s->mods[s->mod_index[i] - 1]->id != id)
+		i = (i + 1) & mask;
+	return s->mod_index[i] - 1;
 }
 
 static int mod_index_grow(ht_symbolizer_t *s)
@@ -446,6 +471,7 @@ void ht_symbolizer_add_module(ht_symbolizer_t *s, uint64_t module_id,
 		}
 	}
 	m->state = MOD_UNOPENED;
+	m->worker = -1;
 
 	s->mods[s->nmods++] = m;
 	size_t mask = s->mod_index_cap - 1;
@@ -465,18 +491,29 @@ static bool is_pseudo_path(const char *p)
 
 /* Print the stale-module warning once per path, however many module ids
  * (dlopen/dlclose cycles) share it. */
-static void warn_once(ht_symbolizer_t *s, sym_module_t *m, const char *why)
+static void warn_path(ht_symbolizer_t *s, const char *path, const char *why)
 {
-	if (is_pseudo_path(m->path))
+	if (is_pseudo_path(path))
 		return;
-	str_entry_t *e = intern_entry(s, m->path);
+	str_entry_t *e = intern_entry(s, path);
 	if (e && e->warned)
 		return;
 	if (e)
 		e->warned = true;
 	fprintf(stderr,
 		"heaptrail: warning: %s %s; its frames are left unsymbolized\n",
-		HT_TEXT(m->path), why);
+		HT_TEXT(path), why);
+}
+
+/* A prefetch worker keeps the warning with the module: the calling thread
+ * prints it when it first takes an answer from that module, where a
+ * symbolizer of its own would have opened it. */
+static void warn_once(ht_symbolizer_t *s, sym_module_t *m, const char *why)
+{
+	if (s->quiet)
+		m->warning = intern(s, why);
+	else
+		warn_path(s, m->path, why);
 }
 
 /* Without a build-id in the trace, the PT_LOAD layout is the best evidence
@@ -508,8 +545,13 @@ static bool segments_match(const sym_module_t *m)
  * Sets m->state; true when symbols can be used. */
 static bool module_open(ht_symbolizer_t *s, sym_module_t *m)
 {
-	if (m->state != MOD_UNOPENED)
+	if (m->state != MOD_UNOPENED) {
+		if (m->warning && !s->quiet) { /* opened by a prefetch worker */
+			warn_path(s, m->path, m->warning);
+			m->warning = NULL;
+		}
 		return m->state == MOD_OK;
+	}
 	m->state = MOD_UNUSABLE;
 	if (is_pseudo_path(m->path))
 		return false;
@@ -1146,6 +1188,290 @@ static void cache_put(ht_symbolizer_t *s, uint64_t module_id, uint64_t ip,
 	s->ncache++;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Prefetch: the distinct addresses resolved on worker threads              */
+/* ------------------------------------------------------------------------ */
+
+/* One address's answer: written by its worker, then read by the calling
+ * thread once done is set (release / acquire). */
+typedef struct pf_item {
+	uint64_t module_id, ip;
+	ht_frame_t *frames;  /* malloc'd; strings in the worker's arena */
+	uint32_t count;	     /* 0: not resolved (out of memory): resolve anew */
+	const char *warning; /* its module's, when that is unusable */
+	atomic_bool done;
+} pf_item_t;
+
+typedef struct pf_worker {
+	struct prefetch *pf;
+	ht_symbolizer_t *sym; /* its own: a Dwfl session is never shared */
+	uint32_t *items;      /* indexes into pf->items, in the caller's order */
+	size_t nitems;
+	pthread_t th;
+	bool running;
+} pf_worker_t;
+
+typedef struct prefetch {
+	pf_item_t *items;
+	size_t n;
+	uint32_t *index; /* open addressing on (module, ip): 1 + item, 0 empty */
+	size_t index_cap;
+	pf_worker_t *w;
+	unsigned nw;
+	atomic_bool stop; /* the symbolizer is being freed */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned waiters;
+} prefetch_t;
+
+static void *pf_main(void *arg)
+{
+	pf_worker_t *w = arg;
+	prefetch_t *pf = w->pf;
+	ht_frame_t tmp[SYM_MAX_FRAMES];
+	for (size_t k = 0; k < w->nitems; k++) {
+		if (atomic_load_explicit(&pf->stop, memory_order_relaxed))
+			break;
+		pf_item_t *it = &pf->items[w->items[k]];
+		sym_module_t *m = find_module(w->sym, it->module_id);
+		size_t n = resolve(w->sym, m, it->ip, tmp, SYM_MAX_FRAMES);
+		if ((it->frames = malloc(n * sizeof(*tmp)))) {
+			memcpy(it->frames, tmp, n * sizeof(*tmp));
+			it->count = (uint32_t)n;
+		}
+		it->warning = m ? m->warning : NULL;
+		pthread_mutex_lock(&pf->lock);
+		atomic_store_explicit(&it->done, true, memory_order_release);
+		if (pf->waiters)
+			pthread_cond_broadcast(&pf->cond);
+		pthread_mutex_unlock(&pf->lock);
+	}
+	return NULL;
+}
+
+static size_t pf_slot(const prefetch_t *pf, uint64_t module_id, uint64_t ip)
+{
+	size_t mask = pf->index_cap - 1;
+	size_t i = mix64(ip ^ mix64(module_id)) & mask;
+	while (pf->index[i]) {
+		const pf_item_t *it = &pf->items[pf->index[i] - 1];
+		if (it->ip == ip && it->module_id == module_id)
+			break;
+		i = (i + 1) & mask;
+	}
+	return i;
+}
+
+/* Item k's answer, once its worker has written it. */
+static const pf_item_t *pf_wait(prefetch_t *pf, size_t k)
+{
+	pf_item_t *it = &pf->items[k];
+	if (!atomic_load_explicit(&it->done, memory_order_acquire)) {
+		pthread_mutex_lock(&pf->lock);
+		pf->waiters++;
+		while (!atomic_load_explicit(&it->done, memory_order_acquire))
+			pthread_cond_wait(&pf->cond, &pf->lock);
+		pf->waiters--;
+		pthread_mutex_unlock(&pf->lock);
+	}
+	return it;
+}
+
+/* The worker's answer as this symbolizer's own: its strings interned here,
+ * so that equal names are one pointer whichever thread found them. */
+static size_t pf_take(ht_symbolizer_t *s, sym_module_t *m, const pf_item_t *it,
+		      ht_frame_t *out)
+{
+	if (it->warning && m)
+		warn_path(s, m->path, it->warning);
+	for (uint32_t i = 0; i < it->count; i++) {
+		out[i] = it->frames[i];
+		out[i].function = intern(s, out[i].function);
+		out[i].file = intern(s, out[i].file);
+		out[i].module = m ? m->path : intern(s, out[i].module);
+	}
+	return it->count;
+}
+
+/* Worker k's modules, with their sessions and indexes, handed to s once the
+ * worker is done: an address the prefetch did not cover then reuses them
+ * rather than opening the files again. */
+static void pf_adopt(ht_symbolizer_t *s, unsigned k)
+{
+	pf_worker_t *w = &s->pf->w[k];
+	if (w->running) {
+		pthread_join(w->th, NULL);
+		w->running = false;
+	}
+	for (size_t i = 0; i < w->sym->nmods; i++) {
+		sym_module_t *wm = w->sym->mods[i], *m = find_module(s, wm->id);
+		if (!m || m->worker != (int)k)
+			continue;
+		m->worker = -1;
+		if (m->state != MOD_UNOPENED || wm->state == MOD_UNOPENED)
+			continue;
+		m->state = wm->state;
+		m->dwfl = wm->dwfl;
+		m->mod = wm->mod;
+		m->syms = wm->syms;
+		m->nsyms = wm->nsyms;
+		m->syms_built = wm->syms_built;
+		m->cus = wm->cus;
+		m->ncus = wm->ncus;
+		m->cus_cap = wm->cus_cap;
+		m->warning = wm->warning; /* in w's arena, kept until prefetch_free */
+		wm->dwfl = NULL;
+		wm->syms = NULL;
+		wm->cus = NULL;
+		wm->ncus = wm->cus_cap = 0;
+	}
+}
+
+int ht_symbolize_prefetch(ht_symbolizer_t *s, const uint64_t *module_ids,
+			  const uint64_t *ips, size_t n, unsigned nthreads)
+{
+	if (s->pf || s->quiet || nthreads < 1 || n == 0 || n >= UINT32_MAX / 4)
+		return 0;
+	prefetch_t *pf = calloc(1, sizeof(*pf));
+	size_t *cnt = calloc(s->nmods ? s->nmods : 1, sizeof(*cnt));
+	size_t *order = malloc((s->nmods ? s->nmods : 1) * sizeof(*order));
+	size_t *load = calloc(nthreads, sizeof(*load));
+	int *owner = malloc((s->nmods ? s->nmods : 1) * sizeof(*owner));
+	size_t cap = 64;
+	while (cap < 2 * n)
+		cap *= 2;
+	if (!pf || !cnt || !order || !load || !owner ||
+	    !(pf->items = calloc(n, sizeof(*pf->items))) ||
+	    !(pf->index = calloc(cap, sizeof(*pf->index))) ||
+	    !(pf->w = calloc(nthreads, sizeof(*pf->w))))
+		goto fail;
+	pf->index_cap = cap;
+	pthread_mutex_init(&pf->lock, NULL);
+	pthread_cond_init(&pf->cond, NULL);
+	s->pf = pf;
+	/* the distinct addresses of known modules (others need no lookup),
+	 * counted per module; mods[] and its index, as declared */
+	for (size_t i = 0; i < n; i++) {
+		sym_module_t *m = module_ids[i] == UINT64_MAX ? NULL : find_module(s, module_ids[i]);
+		if (!m || m->state != MOD_UNOPENED) /* opened here: resolved here */
+			continue;
+		size_t j = pf_slot(pf, module_ids[i], ips[i]);
+		if (pf->index[j])
+			continue;
+		pf->items[pf->n] = (pf_item_t){ .module_id = module_ids[i], .ip = ips[i] };
+		pf->index[j] = (uint32_t)++pf->n;
+	}
+	size_t nused = 0;
+	for (size_t i = 0; i < pf->n; i++) {
+		size_t k = module_index(s, pf->items[i].module_id);
+		if (!cnt[k]++)
+			order[nused++] = k;
+	}
+	/* whole modules to workers, most addresses first, each to the least
+	 * loaded: a module's DWARF is read and indexed by one worker only */
+	for (size_t a = 1; a < nused; a++)
+		for (size_t b = a; b > 0 && cnt[order[b]] > cnt[order[b - 1]]; b--) {
+			size_t x = order[b];
+			order[b] = order[b - 1];
+			order[b - 1] = x;
+		}
+	pf->nw = nused < nthreads ? (unsigned)nused : nthreads;
+	for (size_t k = 0; k < s->nmods; k++)
+		owner[k] = -1;
+	for (size_t a = 0; a < nused; a++) {
+		unsigned best = 0;
+		for (unsigned k = 1; k < pf->nw; k++)
+			if (load[k] < load[best])
+				best = k;
+		load[best] += cnt[order[a]];
+		owner[order[a]] = (int)best;
+	}
+	for (unsigned k = 0; k < pf->nw; k++) {
+		pf_worker_t *w = &pf->w[k];
+		w->pf = pf;
+		if (!(w->sym = ht_symbolizer_new()) ||
+		    !(w->items = malloc(load[k] * sizeof(*w->items))))
+			goto undo;
+		w->sym->quiet = true;
+	}
+	for (size_t k = 0; k < s->nmods; k++) {
+		sym_module_t *m = s->mods[k];
+		if (owner[k] < 0)
+			continue;
+		ht_symbolizer_t *ws = pf->w[owner[k]].sym;
+		ht_symbolizer_add_module(ws, m->id, m->path, m->build_id, m->build_id_len,
+					 m->load_bias, m->segs, m->nsegs);
+		if (!find_module(ws, m->id))
+			goto undo;
+	}
+	for (size_t i = 0; i < pf->n; i++) {
+		size_t k = module_index(s, pf->items[i].module_id);
+		pf_worker_t *w = &pf->w[owner[k]];
+		w->items[w->nitems++] = (uint32_t)i;
+	}
+	/* dwfl_begin sets libelf's version: once here, not racing in each */
+	elf_version(EV_CURRENT);
+	for (unsigned k = 0; k < pf->nw; k++) {
+		pf_worker_t *w = &pf->w[k];
+		if (pthread_create(&w->th, NULL, pf_main, w)) {
+			/* its addresses resolve on the calling thread */
+			for (size_t i = 0; i < w->nitems; i++)
+				atomic_store(&pf->items[w->items[i]].done, true);
+			continue;
+		}
+		w->running = true;
+	}
+	for (size_t k = 0; k < s->nmods; k++)
+		if (owner[k] >= 0 && pf->w[owner[k]].running)
+			s->mods[k]->worker = owner[k];
+	free(cnt);
+	free(order);
+	free(load);
+	free(owner);
+	return 0;
+undo:
+	prefetch_free(s);
+	pf = NULL;
+fail:
+	if (pf) {
+		free(pf->items);
+		free(pf->index);
+		free(pf->w);
+		free(pf);
+	}
+	free(cnt);
+	free(order);
+	free(load);
+	free(owner);
+	return -ENOMEM;
+}
+
+static void prefetch_free(ht_symbolizer_t *s)
+{
+	prefetch_t *pf = s->pf;
+	if (!pf)
+		return;
+	atomic_store(&pf->stop, true);
+	for (unsigned k = 0; k < pf->nw; k++) {
+		pf_worker_t *w = &pf->w[k];
+		if (w->running)
+			pthread_join(w->th, NULL);
+		ht_symbolizer_free(w->sym);
+		free(w->items);
+	}
+	for (size_t i = 0; i < pf->n; i++)
+		free(pf->items[i].frames);
+	pthread_mutex_destroy(&pf->lock);
+	pthread_cond_destroy(&pf->cond);
+	for (size_t k = 0; k < s->nmods; k++)
+		s->mods[k]->worker = -1;
+	free(pf->items);
+	free(pf->index);
+	free(pf->w);
+	free(pf);
+	s->pf = NULL;
+}
+
 size_t ht_symbolize(ht_symbolizer_t *s, uint64_t module_id, uint64_t ip,
 		    ht_frame_t *out, size_t max)
 {
@@ -1165,7 +1491,16 @@ size_t ht_symbolize(ht_symbolizer_t *s, uint64_t module_id, uint64_t ip,
 	ht_frame_t tmp[SYM_MAX_FRAMES];
 	sym_module_t *m =
 		module_id == UINT64_MAX ? NULL : find_module(s, module_id);
-	size_t n = resolve(s, m, ip, tmp, SYM_MAX_FRAMES);
+	size_t n = 0;
+	if (s->pf && m) {
+		size_t j = pf_slot(s->pf, module_id, ip);
+		if (s->pf->index[j])
+			n = pf_take(s, m, pf_wait(s->pf, s->pf->index[j] - 1), tmp);
+		else if (m->worker >= 0)
+			pf_adopt(s, (unsigned)m->worker);
+	}
+	if (n == 0)
+		n = resolve(s, m, ip, tmp, SYM_MAX_FRAMES);
 	cache_put(s, module_id, ip, tmp, n);
 	if (n > max)
 		n = max;

@@ -7,6 +7,8 @@
  * demangled.
  *
  * Ownership: every string returned lives until ht_symbolizer_free().
+ * One symbolizer is used by one thread (ht_symbolize_prefetch's workers
+ * have their own).
  */
 #ifndef HEAPTRAIL_SYMBOLIZE_H
 #define HEAPTRAIL_SYMBOLIZE_H
@@ -68,5 +70,16 @@ size_t ht_symbolize(ht_symbolizer_t *s, uint64_t module_id, uint64_t ip,
  * lookup of addr + 1). */
 size_t ht_symbolize_exact(ht_symbolizer_t *s, uint64_t module_id, uint64_t addr,
 			  ht_frame_t *out, size_t max);
+
+/* Start resolving n return addresses (module ids and ips as ht_symbolize
+ * takes them) on up to nthreads threads of their own, each with private
+ * libdw sessions over whole modules, while the caller goes on. ht_symbolize
+ * then answers them from the workers (waiting for one not yet resolved),
+ * with the same frames as it would have resolved itself. Addresses in no
+ * declared module, and modules s has opened already, are left to
+ * ht_symbolize. The threads end with ht_symbolizer_free at the latest.
+ * Returns 0, or -ENOMEM (then nothing was started). */
+int ht_symbolize_prefetch(ht_symbolizer_t *s, const uint64_t *module_ids,
+			  const uint64_t *ips, size_t n, unsigned nthreads);
 
 #endif /* HEAPTRAIL_SYMBOLIZE_H */

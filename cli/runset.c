@@ -1,28 +1,22 @@
-/* runset.c - the traces of one run as one thing (runset.h).
- *
- * A report of several processes loads them one at a time: each trace is
- * read, modelled and symbolized, its row of the table and its top sites
- * (their stacks already as text) are kept, and the rest is freed before
- * the next, so that a run of 80 processes costs the memory of its largest.
+/* runset.c - the traces of one run as one thing (runset.h): what the
+ * command was given, and the report and diff of a whole run, read by
+ * analysis/run_summary.h and written by report/run_section.h.
  */
 #include "cli/runset.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "analysis/model.h"
 #include "analysis/reader.h"
+#include "analysis/run_summary.h"
 #include "analysis/safe.h"
-#include "analysis/symbolize.h"
 #include "analysis/util.h"
-#include "report/report.h"
+#include "report/run_section.h"
 #include "trace_format.h"
 
 void ht_runset_init(ht_runset_t *rs)
@@ -295,55 +289,6 @@ int ht_runset_add(ht_runset_t *rs, const char *cmd, const char *arg)
 	return add_proc(rs, path, strcmp(arg, "-") ? arg : "(standard input)") ? 0 : 1;
 }
 
-/* "exit 0", "signal 9 (SIGKILL)", ... for the table. */
-static void ending_short(const ht_trace_t *t, char *buf, size_t len)
-{
-	const char *abbr;
-	switch (t->ending) {
-	case HT_ENDING_EXIT:
-		if (t->agent_flags & HT_AGENT_EXIT_CODE_UNKNOWN)
-			snprintf(buf, len, "exit ?");
-		else
-			snprintf(buf, len, "exit %" PRIu64, t->end_status & 0xff);
-		break;
-	case HT_ENDING_UNDERSCORE_EXIT:
-		snprintf(buf, len, "_exit %" PRIu64, t->end_status & 0xff);
-		break;
-	case HT_ENDING_SIGNAL:
-		abbr = t->end_status < 65 ? sigabbrev_np((int)t->end_status) : NULL;
-		snprintf(buf, len, "signal %" PRIu64 "%s%s%s", t->end_status, abbr ? " (SIG" : "",
-			 abbr ? abbr : "", abbr ? ")" : "");
-		break;
-	case HT_ENDING_DETACH:
-		snprintf(buf, len, "detached");
-		break;
-	case HT_ENDING_EXEC:
-		snprintf(buf, len, "exec %s", t->exec_path ? ht_base_name(t->exec_path) : "");
-		break;
-	default:
-		snprintf(buf, len, "cut short");
-		break;
-	}
-	for (char *c = buf; *c; c++)
-		if (*c == '\t' || *c == '\n')
-			*c = ' ';
-}
-
-static void fill_from(ht_proc_t *p, const ht_trace_t *t)
-{
-	if (!p->program) {
-		const char *exe = t->exe_path && *t->exe_path ? t->exe_path
-				  : t->argc ? t->argv[0] : "?";
-		p->program = strdup(ht_base_name(exe));
-	}
-	if (p->pid < 0)
-		p->pid = (long)t->pid;
-	if (p->ppid < 0)
-		p->ppid = (long)t->ppid;
-	if (!p->ended[0])
-		ending_short(t, p->ended, sizeof p->ended);
-}
-
 void ht_runset_fill(ht_runset_t *rs)
 {
 	for (size_t i = 0; i < rs->n; i++) {
@@ -352,7 +297,7 @@ void ht_runset_fill(ht_runset_t *rs)
 			continue;
 		ht_trace_t *t = NULL;
 		if (ht_reader_load_file(p->path, NULL, &t) >= 0 && t->have_process)
-			fill_from(p, t);
+			ht_proc_fill(p, t);
 		ht_trace_free(t);
 	}
 }
@@ -400,319 +345,41 @@ long ht_runset_pick(ht_runset_t *rs, const char *cmd, long pid, const char *prog
 
 /* ---- the report of the whole set ------------------------------------------------ */
 
-typedef struct row {
-	ht_proc_t *p;
-	bool loaded;
-	uint64_t start_ns;
-	uint64_t allocations, bytes, peak, lost, in_use;
-	size_t nsites; /* with allocations */
-	bool sampled;
-} row_t;
-
-typedef struct srow {
-	size_t proc; /* index of its row */
-	uint64_t bytes, allocations, peak;
-	char *stack; /* text, or the JSON array of frames */
-} srow_t;
-
-/* Frames shown per site of the whole run. */
-#define STACK_LINES 6
-
-static int cmp_row(const void *a, const void *b)
-{
-	const row_t *x = a, *y = b;
-	if (x->loaded != y->loaded) /* an unreadable trace has no start: last */
-		return x->loaded ? -1 : 1;
-	if (x->start_ns != y->start_ns)
-		return x->start_ns < y->start_ns ? -1 : 1;
-	return x->p < y->p ? -1 : x->p > y->p;
-}
-
-static int cmp_srow(const void *a, const void *b)
-{
-	const srow_t *x = a, *y = b;
-	if (x->bytes != y->bytes)
-		return x->bytes > y->bytes ? -1 : 1;
-	return x->proc < y->proc ? -1 : x->proc > y->proc;
-}
-
-/* One process: its row, and its top sites appended to *s. In leaks_only
- * text mode, its leak section is printed here (after the table it is
- * not: the table comes first, so the caller loads twice there). */
-static int load_one(row_t *r, size_t ri, bool json, size_t top, bool by_address,
-		    ht_supp_list_t *supps, srow_t **s, size_t *ns, size_t *scap, FILE *leaks_out,
-		    bool show_reachable)
-{
-	ht_trace_t *t = NULL;
-	int rc = ht_reader_load_file(r->p->path, NULL, &t);
-	if (rc < 0) {
-		fprintf(stderr, "heaptrail: %s: %s\n", HT_TEXT(r->p->shown),
-			t && t->message[0] ? HT_TEXT(t->message) : ht_strerror(rc));
-		ht_trace_free(t);
-		return 1;
-	}
-	if (t->error)
-		fprintf(stderr, "heaptrail: warning: %s: %s; reporting the records complete before it\n",
-			HT_TEXT(r->p->shown), HT_TEXT(t->message));
-	fill_from(r->p, t);
-	ht_symbolizer_t *sym = ht_symbolizer_new();
-	if (sym)
-		ht_trace_add_modules(t, sym);
-	ht_model_t *m = NULL;
-	ht_leaks_t lk;
-	bool have_lk = false;
-	if (ht_model_build_sym(t, by_address ? NULL : sym, &m)) {
-		fprintf(stderr, "heaptrail: %s: out of memory\n", HT_TEXT(r->p->shown));
-		ht_symbolizer_free(sym);
-		ht_trace_free(t);
-		return 1;
-	}
-	have_lk = ht_leaks_build(m, sym, supps, &lk) == 0;
-	r->loaded = true;
-	r->start_ns = t->start_realtime_ns;
-	r->allocations = m->totals.allocations;
-	r->bytes = m->totals.bytes_allocated;
-	r->peak = m->totals.peak_heap_bytes;
-	r->in_use = m->totals.leaked_bytes;
-	r->sampled = m->sample_rate != 0;
-	if (have_lk)
-		r->lost = lk.bytes[0] + lk.bytes[HT_LEAK_DEFINITE] + lk.bytes[HT_LEAK_INDIRECT];
-	if (leaks_out) {
-		if (have_lk && (ht_leaks_fail(&lk) || show_reachable)) {
-			fprintf(leaks_out, "\n== %s, pid %ld: %s ==\n", HT_TEXT(r->p->program),
-				r->p->pid, HT_TEXT(r->p->shown));
-			ht_report_leaks_text(leaks_out, m, sym, &lk, top, show_reachable);
-		}
-	} else {
-		size_t *idx = malloc((m->nsites ? m->nsites : 1) * sizeof *idx);
-		size_t k = idx ? ht_model_sort(m, HT_BY_BYTES, idx) : 0;
-		r->nsites = k;
-		if (k > top)
-			k = top;
-		ht_frame_t *frames = NULL;
-		size_t fcap = 0;
-		for (size_t i = 0; i < k; i++) {
-			const ht_site_t *site = &m->sites[idx[i]];
-			char *text = NULL;
-			size_t tlen = 0;
-			FILE *f = open_memstream(&text, &tlen);
-			if (!f)
-				break;
-			if (json) {
-				long nf = ht_model_frames(m, sym, site, &frames, &fcap);
-				ht_json_frames(f, frames, nf < 0 ? 0 : nf);
-			} else {
-				ht_report_stack_text(f, m, sym, site, false);
-			}
-			fclose(f);
-			/* its top frames: the process's own report has the rest */
-			char *cut = text;
-			for (int l = 0; cut && l < STACK_LINES; l++)
-				cut = (cut = strchr(cut, '\n')) ? cut + 1 : NULL;
-			if (!json && cut && *cut) {
-				size_t keep = (size_t)(cut - text);
-				char *t2 = realloc(text, keep + 16);
-				if (t2) {
-					strcpy(t2 + keep, "     ...\n");
-					text = t2;
-				}
-			}
-			if (ht_util_grow((void **)s, scap, *ns + 1, sizeof **s)) {
-				free(text);
-				break;
-			}
-			(*s)[(*ns)++] = (srow_t){ ri, site->bytes_allocated, site->allocations,
-						  site->peak_bytes, text };
-		}
-		free(frames);
-		free(idx);
-	}
-	if (have_lk)
-		ht_leaks_free(&lk);
-	ht_model_free(m);
-	ht_symbolizer_free(sym);
-	ht_trace_free(t);
-	return 0;
-}
-
-static void text_table(FILE *out, const row_t *rows, size_t n)
-{
-	int w = 7;
-	for (size_t i = 0; i < n; i++) {
-		int l = (int)ht_text_len(rows[i].p->program ? rows[i].p->program : "?");
-		if (l > w)
-			w = l < 24 ? l : 24;
-	}
-	ht_report_rule(out, "PROCESSES");
-	fprintf(out, "  %-*s %8s %8s %11s %11s %11s  %s\n", w, "program", "pid", "parent",
-		"allocated", "peak", "lost", "ended");
-	for (size_t i = 0; i < n; i++) {
-		const row_t *r = &rows[i];
-		char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN];
-		fputs("  ", out);
-		ht_text_pad(out, r->p->program ? r->p->program : "?", w);
-		if (!r->loaded) {
-			fprintf(out, " %8ld %8ld %11s %11s %11s  %s\n", r->p->pid, r->p->ppid, "?", "?",
-				"?", "unreadable");
-			continue;
-		}
-		fprintf(out, " %8ld %8ld %s%10s %s%10s %s%10s  ", r->p->pid, r->p->ppid,
-			r->sampled ? "~" : " ", ht_fmt_size(a, r->bytes), r->sampled ? "~" : " ",
-			ht_fmt_size(b, r->peak), r->sampled ? "~" : " ", ht_fmt_size(c, r->lost));
-		ht_text_put(out, r->p->ended[0] ? r->p->ended : "?");
-		fputc('\n', out);
-	}
-}
-
-static void json_table(FILE *out, const row_t *rows, size_t n)
-{
-	fputs("\"processes\": [", out);
-	for (size_t i = 0; i < n; i++) {
-		const row_t *r = &rows[i];
-		fprintf(out, "%s\n  {\"program\": ", i ? "," : "");
-		ht_json_str(out, r->p->program ? r->p->program : "");
-		fprintf(out, ", \"pid\": %ld, \"parent\": %ld, \"trace\": ", r->p->pid, r->p->ppid);
-		ht_json_str(out, r->p->shown);
-		if (r->loaded)
-			fprintf(out, ", \"allocations\": %" PRIu64 ", \"bytes_allocated\": %" PRIu64
-				     ", \"peak_heap_bytes\": %" PRIu64 ", \"lost_bytes\": %" PRIu64
-				     ", \"in_use_at_exit_bytes\": %" PRIu64,
-				r->allocations, r->bytes, r->peak, r->lost, r->in_use);
-		fputs(", \"ended\": ", out);
-		ht_json_str(out, r->p->ended);
-		fputc('}', out);
-	}
-	fputs("\n]", out);
-}
-
 int ht_runset_report(FILE *out, ht_runset_t *rs, bool json, size_t top, bool by_address,
 		     ht_supp_list_t *supps, const char *run_arg, bool leaks_only,
 		     bool show_reachable)
 {
 	if (!top)
 		top = 10;
-	row_t *rows = calloc(rs->n, sizeof *rows);
-	if (!rows)
+	ht_run_summary_t s;
+	if (ht_run_summarize(&s, rs->p, rs->n, top, !leaks_only, by_address, supps))
 		return 1;
-	srow_t *s = NULL;
-	size_t ns = 0, scap = 0;
-	unsigned failed = 0;
-	for (size_t i = 0; i < rs->n; i++) {
-		rows[i].p = &rs->p[i];
-		failed += load_one(&rows[i], i, json, top, by_address, supps, &s, &ns, &scap, NULL,
-				   false) != 0;
+	ht_emitter_t e;
+	ht_emit_init(&e, out, json ? HT_EMIT_JSON : HT_EMIT_TEXT);
+	ht_section_run_head(&e, &s, rs->source, rs->command, leaks_only);
+	/* the leaks of each process that lost memory, read again one at a
+	 * time after the table (the JSON has the table alone) */
+	size_t looked = 0;
+	int err = 0;
+	for (size_t i = 0; leaks_only && !json && i < s.n; i++) {
+		const ht_run_proc_t *r = &s.procs[s.order[i]];
+		if (!r->loaded || (!r->lost && !show_reachable))
+			continue;
+		looked++;
+		ht_proc_load_t l;
+		if (ht_proc_load(&l, r->p, by_address, supps))
+			continue;
+		int le = ht_section_run_leaks(&e, r->p, &l, top, show_reachable);
+		if (le && !err)
+			err = le;
+		ht_proc_load_free(&l);
 	}
-	/* in the order they started; the sites keep their process's row */
-	size_t *order = malloc(rs->n * sizeof *order);
-	row_t *sorted = malloc(rs->n * sizeof *sorted);
-	if (!order || !sorted) {
-		free(order);
-		free(sorted);
-		free(rows);
-		return 1;
-	}
-	memcpy(sorted, rows, rs->n * sizeof *rows);
-	qsort(sorted, rs->n, sizeof *sorted, cmp_row);
-	qsort(s, ns, sizeof *s, cmp_srow);
-	size_t most = SIZE_MAX, nsites = 0;
-	uint64_t total = 0;
-	for (size_t i = 0; i < rs->n; i++) {
-		total += rows[i].bytes;
-		nsites += rows[i].nsites;
-		if (rows[i].loaded && (most == SIZE_MAX || rows[i].bytes > rows[most].bytes))
-			most = i;
-	}
-	size_t shown = ns < top ? ns : top;
-	if (json) {
-		fputs("{\"heaptrail_run\": 1, \"source\": ", out);
-		ht_json_str(out, rs->source ? rs->source : "");
-		fputs(", \"command\": ", out);
-		ht_json_str(out, rs->command ? rs->command : "");
-		fputs(",\n", out);
-		json_table(out, sorted, rs->n);
-		if (!leaks_only) {
-			fputs(",\n\"sites\": [", out);
-			for (size_t i = 0; i < shown; i++) {
-				const row_t *r = &rows[s[i].proc];
-				fprintf(out, "%s\n  {\"program\": ", i ? "," : "");
-				ht_json_str(out, r->p->program ? r->p->program : "");
-				fprintf(out, ", \"pid\": %ld, \"bytes_allocated\": %" PRIu64
-					     ", \"allocations\": %" PRIu64 ", \"peak_bytes\": %" PRIu64
-					     ", \"frames\": %s}",
-					r->p->pid, s[i].bytes, s[i].allocations, s[i].peak,
-					s[i].stack && *s[i].stack ? s[i].stack : "[]");
-			}
-			fputs("\n]", out);
-		}
-		fputs("}\n", out);
-	} else {
-		fprintf(out, "heaptrail %s: %zu processes", leaks_only ? "leaks" : "report", rs->n);
-		if (rs->source) {
-			fputs(" of ", out);
-			ht_text_put(out, rs->source);
-		}
-		fputc('\n', out);
-		if (rs->command) {
-			fputs("  command     ", out);
-			ht_text_put(out, rs->command);
-			fputc('\n', out);
-		}
-		text_table(out, sorted, rs->n);
-		if (most != SIZE_MAX) {
-			char a[HT_FMT_LEN], b[HT_FMT_LEN];
-			fprintf(out, "  %s allocated in all; most by ", ht_fmt_size(a, total));
-			ht_text_put(out, rows[most].p->program);
-			fprintf(out, " (pid %ld): %s\n", rows[most].p->pid, ht_fmt_size(b, rows[most].bytes));
-		}
-		if (leaks_only) {
-			bool any = false;
-			for (size_t i = 0; i < rs->n; i++) {
-				const row_t *r = &sorted[i];
-				if (!r->loaded || (!r->lost && !show_reachable))
-					continue;
-				row_t tmp = *r;
-				srow_t *none = NULL;
-				size_t z = 0, zc = 0;
-				load_one(&tmp, 0, false, top, by_address, supps, &none, &z, &zc, out,
-					 show_reachable);
-				any = true;
-			}
-			if (!any)
-				fputs("\nno process lost memory (definitely or indirectly)\n", out);
-		} else {
-			ht_report_list_rule(out, "TOP SITES OF ALL PROCESSES BY BYTES ALLOCATED", shown,
-					    nsites);
-			for (size_t i = 0; i < shown; i++) {
-				const row_t *r = &rows[s[i].proc];
-				char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN];
-				fprintf(out, "#%zu  ", i + 1);
-				ht_text_put(out, r->p->program);
-				fprintf(out, " (pid %ld): %s%s in %s allocation%s, %s at its process's peak\n",
-					r->p->pid, r->sampled ? "~" : "", ht_fmt_size(a, s[i].bytes),
-					ht_fmt_count(b, s[i].allocations), s[i].allocations == 1 ? "" : "s",
-					ht_fmt_size(c, s[i].peak));
-				fputs(s[i].stack ? s[i].stack : "", out);
-			}
-			if (!shown)
-				fputs("  no allocations\n", out);
-		}
-		if (most != SIZE_MAX) {
-			fputs("\none process in full: heaptrail ", out);
-			fputs(leaks_only ? "leaks" : "report", out);
-			fprintf(out, " --pid %ld ", rows[most].p->pid);
-			ht_text_put(out, run_arg);
-			fputs(" (or --program NAME)\n", out);
-		}
-	}
-	for (size_t i = 0; i < ns; i++)
-		free(s[i].stack);
-	free(s);
-	free(order);
-	free(sorted);
-	free(rows);
+	int te = ht_section_run_tail(&e, &s, top, leaks_only, looked, run_arg);
+	unsigned failed = s.failed;
+	ht_run_summary_free(&s);
 	if (failed)
 		fprintf(stderr, "heaptrail: %u of %zu traces could not be read (above)\n", failed, rs->n);
-	return ferror(out) || failed ? 1 : 0;
+	return err || te || ferror(out) || failed ? 1 : 0;
 }
 
 /* ---- the run file ------------------------------------------------------------- */
@@ -800,93 +467,20 @@ char *ht_runfile_write(const char *root_trace, char *const *argv, const ht_proc_
 
 /* ---- two runs side by side ------------------------------------------------------ */
 
-typedef struct prog_row {
-	const char *program;
-	size_t procs[2];
-	uint64_t bytes[2], peak[2], lost[2];
-} prog_row_t;
-
-static prog_row_t *prog_of(prog_row_t **rows, size_t *n, size_t *cap, const char *program)
-{
-	for (size_t i = 0; i < *n; i++)
-		if (!strcmp((*rows)[i].program, program))
-			return &(*rows)[i];
-	if (ht_util_grow((void **)rows, cap, *n + 1, sizeof **rows))
-		return NULL;
-	prog_row_t *r = &(*rows)[(*n)++];
-	memset(r, 0, sizeof *r);
-	r->program = program;
-	return r;
-}
-
 int ht_runset_diff(FILE *out, ht_runset_t *base, ht_runset_t *new_, bool json, bool by_address)
 {
-	prog_row_t *rows = NULL;
-	size_t n = 0, cap = 0;
-	ht_runset_t *side[2] = { base, new_ };
-	unsigned failed = 0;
-	for (int k = 0; k < 2; k++) {
-		for (size_t i = 0; i < side[k]->n; i++) {
-			row_t r = { .p = &side[k]->p[i] };
-			srow_t *none = NULL;
-			size_t z = 0, zc = 0;
-			/* top 0 sites: the figures alone */
-			if (load_one(&r, 0, json, 0, by_address, NULL, &none, &z, &zc, NULL, false)) {
-				failed++;
-				continue;
-			}
-			prog_row_t *pr = prog_of(&rows, &n, &cap, r.p->program ? r.p->program : "?");
-			if (!pr)
-				continue;
-			pr->procs[k]++;
-			pr->bytes[k] += r.bytes;
-			pr->lost[k] += r.lost;
-			if (r.peak > pr->peak[k])
-				pr->peak[k] = r.peak;
-		}
+	ht_proc_t *const side[2] = { base->p, new_->p };
+	const size_t n[2] = { base->n, new_->n };
+	ht_run_programs_t r;
+	int err = ht_run_by_program(&r, side, n, by_address);
+	if (!err) {
+		ht_emitter_t e;
+		ht_emit_init(&e, out, json ? HT_EMIT_JSON : HT_EMIT_TEXT);
+		err = ht_section_run_diff(&e, &r,
+					  base->source ? base->source : base->n ? base->p[0].shown : "?",
+					  new_->source ? new_->source : new_->n ? new_->p[0].shown : "?");
 	}
-	if (json) {
-		fputs("{\"heaptrail_run_diff\": 1, \"programs\": [", out);
-		for (size_t i = 0; i < n; i++) {
-			const prog_row_t *r = &rows[i];
-			fprintf(out, "%s\n  {\"program\": ", i ? "," : "");
-			ht_json_str(out, r->program);
-			for (int k = 0; k < 2; k++)
-				fprintf(out, ", \"%s\": {\"processes\": %zu, \"bytes_allocated\": %" PRIu64
-					     ", \"peak_heap_bytes\": %" PRIu64 ", \"lost_bytes\": %" PRIu64 "}",
-					k ? "new" : "base", r->procs[k], r->bytes[k], r->peak[k], r->lost[k]);
-			fputc('}', out);
-		}
-		fputs("\n]}\n", out);
-	} else {
-		int w = 7;
-		for (size_t i = 0; i < n; i++) {
-			int l = (int)ht_text_len(rows[i].program);
-			if (l > w)
-				w = l < 24 ? l : 24;
-		}
-		fputs("heaptrail diff of runs: ", out);
-		ht_text_put(out, base->source ? base->source : base->n ? base->p[0].shown : "?");
-		fputs(" -> ", out);
-		ht_text_put(out, new_->source ? new_->source : new_->n ? new_->p[0].shown : "?");
-		fputs("\n\n", out);
-		ht_report_rule(out, "PROGRAMS (the processes of each summed; peak: the largest process's)");
-		fprintf(out, "  %-*s %9s %23s %23s %23s\n", w, "program", "processes",
-			"allocated base -> new", "peak base -> new", "lost base -> new");
-		for (size_t i = 0; i < n; i++) {
-			const prog_row_t *r = &rows[i];
-			char a[HT_FMT_LEN], b[HT_FMT_LEN], c[HT_FMT_LEN], d[HT_FMT_LEN], e[HT_FMT_LEN],
-				f[HT_FMT_LEN], pc[32];
-			snprintf(pc, sizeof pc, "%zu -> %zu", r->procs[0], r->procs[1]);
-			fputs("  ", out);
-			ht_text_pad(out, r->program, w);
-			fprintf(out, " %9s %10s -> %-10s %10s -> %-10s %10s -> %-10s\n", pc,
-				ht_fmt_size(a, r->bytes[0]), ht_fmt_size(b, r->bytes[1]),
-				ht_fmt_size(c, r->peak[0]), ht_fmt_size(d, r->peak[1]),
-				ht_fmt_size(e, r->lost[0]), ht_fmt_size(f, r->lost[1]));
-		}
-		fputs("\nthe sites of one program: heaptrail diff --program NAME BASE NEW\n", out);
-	}
-	free(rows);
-	return ferror(out) || failed ? 1 : 0;
+	unsigned failed = r.failed;
+	ht_run_programs_free(&r);
+	return err || ferror(out) || failed ? 1 : 0;
 }

@@ -13,19 +13,12 @@
 #include <stdio.h>
 
 #include "analysis/leaks.h"
+#include "analysis/run_summary.h"
 
 /* The first line of a run file; its other lines starting with '#' are
  * comments, and each further line is TRACE<TAB>PID<TAB>PARENT<TAB>PROGRAM
  * <TAB>ENDED (TRACE relative to the run file's directory unless absolute). */
 #define HT_RUNFILE_MAGIC "# heaptrail run"
-
-typedef struct ht_proc {
-	char *path;    /* the trace as it can be opened */
-	char *shown;   /* as the user gave or the run file names it */
-	char *program; /* NULL until known */
-	long pid, ppid; /* -1 until known */
-	char ended[128]; /* "exit 0", "signal 9 (SIGKILL)", "exec", ...; "" unknown */
-} ht_proc_t;
 
 typedef struct ht_runset {
 	ht_proc_t *p;

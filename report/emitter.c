@@ -14,6 +14,7 @@ void ht_emit_init(ht_emitter_t *e, FILE *out, ht_emit_kind_t kind)
 	e->depth = 0;
 	e->item[0] = false;
 	e->brk = -1;
+	e->brk_end = -1;
 	e->col = 0;
 }
 
@@ -22,6 +23,11 @@ void ht_emit_init(ht_emitter_t *e, FILE *out, ht_emit_kind_t kind)
 void ht_emit_nl(ht_emitter_t *e, int indent)
 {
 	e->brk = indent;
+}
+
+void ht_emit_nl_end(ht_emitter_t *e, int indent)
+{
+	e->brk_end = indent;
 }
 
 /* The separator before an item and its key. */
@@ -55,10 +61,12 @@ static void json_close(ht_emitter_t *e, char c)
 {
 	if (!ht_emit_json(e))
 		return;
+	if (e->brk_end >= 0)
+		fprintf(e->out, "\n%*s", e->brk_end, "");
 	fputc(c, e->out);
 	if (e->depth > 0)
 		e->depth--;
-	e->brk = -1;
+	e->brk = e->brk_end = -1;
 }
 
 void ht_emit_obj_begin(ht_emitter_t *e, const char *key)

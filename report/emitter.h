@@ -36,6 +36,7 @@ typedef struct ht_emitter {
 	int depth;		     /* open JSON objects and arrays */
 	bool item[HT_EMIT_DEPTH];    /* an item was written at this depth */
 	int brk;		     /* the next JSON item starts a line with brk spaces; -1: inline */
+	int brk_end;		     /* the same for the next closing bracket */
 	int col;		     /* text: cells written in the current row */
 } ht_emitter_t;
 
@@ -49,6 +50,9 @@ static inline bool ht_emit_json(const ht_emitter_t *e)
 
 /* The next item starts a new line indented by indent spaces. */
 void ht_emit_nl(ht_emitter_t *e, int indent);
+/* The next closing bracket does (a list of items one a line, closed on a
+ * line of its own). */
+void ht_emit_nl_end(ht_emitter_t *e, int indent);
 /* key: the member's name inside an object, NULL inside an array or at the top. */
 void ht_emit_obj_begin(ht_emitter_t *e, const char *key);
 void ht_emit_obj_end(ht_emitter_t *e);

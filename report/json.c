@@ -35,13 +35,6 @@ void ht_emit_frames(ht_emitter_t *e, const char *key, const ht_frame_t *f, long 
 	ht_emit_arr_end(e);
 }
 
-void ht_json_frames(FILE *out, const ht_frame_t *f, long n)
-{
-	ht_emitter_t e;
-	ht_emit_init(&e, out, HT_EMIT_JSON);
-	ht_emit_frames(&e, NULL, f, n);
-}
-
 static const char *ending_name(ht_ending_t e)
 {
 	switch (e) {

@@ -113,7 +113,6 @@ int ht_section_diff(ht_emitter_t *e, const struct ht_diff *d, size_t top);
 size_t ht_report_warnings(const ht_model_t *m, char buf[][HT_WARN_LEN], size_t max);
 
 /* Writes frames as the JSON array of FRAME objects (docs/JSON.md). */
-void ht_json_frames(FILE *out, const ht_frame_t *f, long n);
 void ht_emit_frames(ht_emitter_t *e, const char *key, const ht_frame_t *f, long n);
 
 /* Resource leaks (figures in analysis/resources.h): descriptors still

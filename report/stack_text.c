@@ -128,39 +128,60 @@ static size_t unknown_run(const ht_frame_t *f, size_t i, size_t n)
  * first time, its top frames when an earlier list already showed it. The
  * frames folded at the leaf (frames.h) are one marker line; a run of
  * frames of one module without symbols is one line. */
+/* A site without frames to print: the summary's overflow row, or a stack
+ * the trace does not define (stack_id 0: none recorded). Returns whether
+ * it was one. */
+static bool stackless(FILE *out, bool overflow, bool known, uint64_t stack_id)
+{
+	if (overflow) {
+		fputs("     (all other sites: the summary's site table was full; option summary_sites)\n", out);
+		return true;
+	}
+	if (!known) {
+		fprintf(out, "     (stack unknown%s)\n",
+			stack_id ? ": its definition is missing from the trace" : "");
+		return true;
+	}
+	return false;
+}
+
+static void print_frames(FILE *out, const ht_frame_t *fr, long n, bool repeat);
+
 void ht_stack_text_print(ht_stack_text_t *c, const ht_site_t *s, bool repeat)
 {
-	FILE *out = c->out;
-	if (s->overflow) {
-		fputs("     (all other sites: the summary's site table was full; option summary_sites)\n", out);
+	if (stackless(c->out, s->overflow, s->stack != NULL, s->stack_id))
 		return;
-	}
-	if (!s->stack) {
-		fprintf(out, "     (stack unknown%s)\n",
-			s->stack_id ? ": its definition is missing from the trace" : "");
-		return;
-	}
 	long n = ht_model_frames(c->m, c->sym, s, &c->frames, &c->cap);
 	if (n < 0) {
 		c->err = (int)n;
 		return;
 	}
+	print_frames(c->out, c->frames, n, repeat);
+}
+
+void ht_stack_text_kept(FILE *out, const ht_kept_stack_t *k, bool repeat)
+{
+	if (!stackless(out, k->overflow, k->known, k->stack_id))
+		print_frames(out, k->frames, k->n, repeat);
+}
+
+static void print_frames(FILE *out, const ht_frame_t *fr, long n, bool repeat)
+{
 	/* everything from the C runtime's entry into main (or a thread's start
 	 * routine) down is the same in every stack */
 	for (long i = 1; i < n; i++) {
-		const char *f = c->frames[i].function;
+		const char *f = fr[i].function;
 		if (f && (!strncmp(f, "__libc_start_", 13) || !strcmp(f, "start_thread"))) {
 			n = i;
 			break;
 		}
 	}
-	while (n > 1 && is_runtime_frame(&c->frames[n - 1]))
+	while (n > 1 && is_runtime_frame(&fr[n - 1]))
 		n--;
 	if (n == 0) {
 		fputs("     (empty stack)\n", out);
 		return;
 	}
-	const ht_frame_t *fr = c->frames;
 	if (fr[0].folded && fr[0].folded_via) {
 		char *via = frame_function(&(ht_frame_t){ .function = fr[0].folded_via });
 		size_t col = 5;

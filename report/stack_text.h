@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "analysis/model.h"
+#include "analysis/run_summary.h"
 #include "analysis/symbolize.h"
 
 /* What printing stacks needs, kept across the stacks of a list so the
@@ -23,6 +24,9 @@ typedef struct ht_stack_text {
 /* Print s leaf first, one frame a line; brief: its top frames only (an
  * earlier list printed it in full). */
 void ht_stack_text_print(ht_stack_text_t *c, const ht_site_t *s, bool brief);
+
+/* The same for a stack kept past its model. */
+void ht_stack_text_kept(FILE *out, const ht_kept_stack_t *k, bool repeat);
 
 /* The same on its own: returns 0 or a negative errno. */
 int ht_report_stack_text(FILE *out, const ht_model_t *m, ht_symbolizer_t *sym,

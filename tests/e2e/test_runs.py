@@ -11,7 +11,7 @@ diff given a run, a directory, several traces or standard input.
   runs.make        make -j2 of a small project: a tree rooted at make, every
                    trace in the directory listed
   runs.shell       a shell script running a few programs, each the shell's
-                   child
+                   child; the hint about frames without symbols shown once
   runs.stdin       `-` reads the trace from standard input (a file or a pipe)
   runs.diff        two runs compared by program; --program picks one
   runs.gdb         run --gdb: each stop selects the program's frame
@@ -274,6 +274,12 @@ def t_shell(t):
     kids = sorted(r[2] for pid, r in rows.items() if pid != sh)
     t.eq("the shell's children", ["cat", "ls", "sort"], kids)
     t.eq("their parent", {sh}, {r[1] for pid, r in rows.items() if pid != sh})
+    # the hint about frames without symbols comes with the first stack
+    # printed that has one, not with a stack read and never printed
+    for cmd in (["report", "-n", "3"], ["leaks"]):
+        out = text(ht(t, cmd + [path]).out)
+        if re.search(r"\(\d+ frames without symbols\)|^     \S+\+0x[0-9a-f]+\s*$", out, re.M):
+            t.eq("%s: hints" % cmd[0], 1, out.count("hint: frames without symbols"))
 
 
 def t_stdin(t):

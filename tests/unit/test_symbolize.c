@@ -564,6 +564,101 @@ static void test_stale_and_missing(ht_symbolizer_t *s)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Prefetch on worker threads                                               */
+/* ------------------------------------------------------------------------ */
+
+static bool frames_equal(const ht_frame_t *a, size_t na, const ht_frame_t *b, size_t nb)
+{
+	if (na != nb)
+		return false;
+	for (size_t i = 0; i < na; i++) {
+		const char *sa[3] = { a[i].function, a[i].file, a[i].module };
+		const char *sb[3] = { b[i].function, b[i].file, b[i].module };
+		for (int k = 0; k < 3; k++)
+			if (!sa[k] != !sb[k] || (sa[k] && strcmp(sa[k], sb[k])))
+				return false;
+		if (a[i].line != b[i].line || a[i].inlined != b[i].inlined ||
+		    a[i].address != b[i].address)
+			return false;
+	}
+	return true;
+}
+
+/* Addresses of this executable, libc (with its DWARF when installed) and
+ * cc1, spread over their code, resolved on 1, 2 and 3 worker threads: the
+ * frames equal those of a symbolizer that resolves each itself, for the
+ * addresses prefetched and for the others of the same modules (resolved
+ * later on the calling thread, in the sessions the workers opened). */
+static void test_prefetch(const modinfo_t *libc)
+{
+	enum { PER = 600 };
+	modinfo_t mods[3];
+	uint64_t lo[3], hi[3];
+	int nm = 0;
+	const char *paths[3] = { self.path, libc->path, "/usr/lib/gcc/x86_64-linux-gnu/12/cc1" };
+	for (int i = 0; i < 3; i++)
+		if (access(paths[i], R_OK) == 0 && file_info(paths[i], &mods[nm], &lo[nm], &hi[nm]) == 0 &&
+		    hi[nm] > lo[nm])
+			nm++;
+	CHECK(nm >= 2);
+	uint64_t *ids = malloc(3 * PER * 2 * sizeof(*ids)), *ips = malloc(3 * PER * 2 * sizeof(*ips));
+	size_t n = 0;
+	for (int m = 0; m < nm; m++) {
+		uint64_t bias = mods[m].nsegs && mods[m].segs[0].vaddr == 0 ? 0x7f0000000000ULL * (m + 1) : 0;
+		uint64_t step = (hi[m] - lo[m]) / (2 * PER);
+		for (int i = 0; i < 2 * PER; i++) {
+			ids[n] = (uint64_t)m + 1;
+			ips[n++] = bias + lo[m] + 1 + (uint64_t)i * step;
+		}
+		mods[m].bias = bias;
+	}
+	ids[n] = 99; /* a module nobody declared */
+	ips[n++] = 0x1234;
+	ht_symbolizer_t *ref = ht_symbolizer_new();
+	for (int m = 0; m < nm; m++)
+		add(ref, (uint64_t)m + 1, &mods[m], mods[m].bias);
+	for (unsigned nth = 1; nth <= 3; nth++) {
+		ht_symbolizer_t *s = ht_symbolizer_new();
+		for (int m = 0; m < nm; m++)
+			add(s, (uint64_t)m + 1, &mods[m], mods[m].bias);
+		/* every other address: the rest are not prefetched */
+		uint64_t *pids = malloc(n * sizeof(*pids)), *pips = malloc(n * sizeof(*pips));
+		size_t pn = 0;
+		for (size_t i = 0; i < n; i += 2) {
+			pids[pn] = ids[i];
+			pips[pn++] = ips[i];
+		}
+		CHECK_EQ(ht_symbolize_prefetch(s, pids, pips, pn, nth), 0);
+		free(pids);
+		free(pips);
+		size_t bad = 0, named = 0;
+		for (size_t i = 0; i < n; i++) {
+			ht_frame_t a[64], b[64];
+			size_t na = ht_symbolize(ref, ids[i], ips[i], a, 64);
+			size_t nb = ht_symbolize(s, ids[i], ips[i], b, 64);
+			named += nb && b[nb - 1].function;
+			if (!frames_equal(a, na, b, nb) && bad++ < 3)
+				FAIL("%u threads: address %#llx of module %llu: %zu frames (%s) against %zu (%s)",
+				     nth, (unsigned long long)ips[i], (unsigned long long)ids[i], nb,
+				     nb && b[0].function ? b[0].function : "?", na,
+				     na && a[0].function ? a[0].function : "?");
+		}
+		CHECK_EQ(bad, 0);
+		CHECK(named > n / 2); /* symbols were found: the comparison meant something */
+		ht_symbolizer_free(s);
+	}
+	/* freed while its workers still run: they stop */
+	ht_symbolizer_t *s = ht_symbolizer_new();
+	for (int m = 0; m < nm; m++)
+		add(s, (uint64_t)m + 1, &mods[m], mods[m].bias);
+	CHECK_EQ(ht_symbolize_prefetch(s, ids, ips, n, 2), 0);
+	ht_symbolizer_free(s);
+	ht_symbolizer_free(ref);
+	free(ids);
+	free(ips);
+}
+
+/* ------------------------------------------------------------------------ */
 /* Speed                                                                    */
 /* ------------------------------------------------------------------------ */
 
@@ -628,6 +723,7 @@ int main(void)
 	test_libc(s, &libc);
 	test_stale_and_missing(s);
 	ht_symbolizer_free(s);
+	test_prefetch(&libc);
 
 	time_text("/usr/lib/gcc/x86_64-linux-gnu/12/cc1", 10000);
 	time_text(libc.path, 10000);

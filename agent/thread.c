@@ -138,7 +138,7 @@ static void defer_forget(ht_thread_t *t)
 }
 
 static void flush_state(ht_thread_t *t, bool wake);
-static void own_begin(ht_thread_t *t);
+static bool own_begin(ht_thread_t *t);
 static void own_end(ht_thread_t *t);
 
 /* A stack overflow must still reach the agent's fatal handler, which
@@ -187,8 +187,7 @@ static void thread_exit(void *arg)
 	ht_thread_t *t = arg;
 	int saved_guard = ht_guard;
 	ht_guard = 1;
-	if (atomic_load(&ht_state) == HT_STATE_RECORDING) {
-		own_begin(t);
+	if (own_begin(t)) {
 		flush_state(t, false);
 		own_end(t);
 		char name[17] = {0};
@@ -303,8 +302,7 @@ void ht_thread_release_transient(ht_thread_t *t)
 {
 	int saved_guard = ht_guard;
 	ht_guard = 1;
-	if (atomic_load(&ht_state) == HT_STATE_RECORDING) {
-		own_begin(t);
+	if (own_begin(t)) {
 		flush_state(t, false);
 		own_end(t);
 	}
@@ -395,17 +393,26 @@ bool ht_event_begin_slow(ht_thread_t *t)
 	}
 }
 
-/* Holds t's buffer against the writer's taking it (ht_thread_take_idle),
- * for the thread's own ship outside an event (its end). */
-static void own_begin(ht_thread_t *t)
+/* Holds t's buffer for the thread's own ship outside an event (its end),
+ * with the handshake of ht_event_begin: against the writer's taking it
+ * (ht_thread_take_idle), and against an exec's flush or the finish, which
+ * ship every buffer of a thread out of an event (ht_thread_flush_all). A
+ * thread that marked itself after their look and shipped anyway moved
+ * the buffer they were shipping: the block went into the trace twice, or
+ * a stale length with the fresh block. An exec's flush is waited out;
+ * false once the trace is finished (the finish ships the buffer). */
+static bool own_begin(ht_thread_t *t)
 {
 	for (;;) {
 		atomic_store_explicit(&t->in_event, 1, memory_order_relaxed);
 		atomic_signal_fence(memory_order_seq_cst);
-		if (!atomic_load_explicit(&t->taking, memory_order_relaxed))
-			return;
+		if (atomic_load_explicit(&ht_state, memory_order_relaxed) == HT_STATE_RECORDING &&
+		    !atomic_load_explicit(&t->taking, memory_order_relaxed))
+			return true;
 		atomic_store_explicit(&t->in_event, 0, memory_order_relaxed);
 		taking_wait(t);
+		if (ht_exec_flush_wait() != HT_STATE_RECORDING)
+			return false;
 	}
 }
 

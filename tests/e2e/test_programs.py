@@ -1351,6 +1351,81 @@ def t_exec_fail_threads(t):
     t.eq("trace files (the failed execs wrote no other)", 1, len(list(tr.files())))
 
 
+def _exec_packing_run(t, what, succeed):
+    """exec_while_packing (its header comment) under heaptrail: the trace of
+    the image that made the execs, read back whole. Returns (trace path,
+    report data, other traces) or fails the test."""
+    args = [prog("exec_while_packing")] + (["succeed"] if succeed else [])
+    tr = heaptrail_run(args, out_name="execpack.ht", timeout=60)
+    t.need(not tr.proc.timed_out, "%s: hung: %s" % (what, tr.proc.describe()))
+    t.eq("%s: exit status" % what, 0, tr.proc.rc)
+    for bad in ("truncated", "corrupt", "damaged"):
+        t.check(bad not in text(tr.proc.err), "%s: %s" % (what, tail(tr.proc.err)))
+    paths = sorted(set(tr.listed()) | set(tr.files()))
+    mine, others = None, []
+    for p in paths:
+        r = need_report(t, p)
+        cmd = r.data.get("program", {}).get("command") or ["?"]
+        if os.path.basename(cmd[0]) == "exec_while_packing":
+            t.need(mine is None, "%s: two traces of the image: %s" % (what, paths))
+            mine = (p, r)
+        else:
+            others.append((p, r))
+    t.need(mine is not None, "%s: no trace of the image in %s" % (what, paths))
+    p, r = mine
+    for w in r.data.get("warnings", []):
+        t.check(not any(k in w for k in ("truncated", "corrupt", "damaged", "lost")),
+                "%s: warning: %s" % (what, w))
+    for e in contract.check(r.data):
+        t.check(False, "%s: %s" % (what, e))
+    got = {k: v["allocations"] for k, v in by_leaf(r.data).items()}
+    t.eq("%s: each thread's allocations, by its function" % what,
+         {"alloc_0": 120000, "alloc_1": 120000, "alloc_2": 120000, "alloc_3": 120000,
+          "brief_alloc": 50000},
+         {k: got.get(k) for k in ("alloc_0", "alloc_1", "alloc_2", "alloc_3", "brief_alloc")})
+    return p, r.data, others
+
+
+def t_exec_while_packing(t):
+    """Execs that fail while four threads fill blocks and pack them
+    themselves, blocks handed between them, and short threads end: every
+    event of every thread is in the trace once, in order, and the trace
+    ends by exit. A thread that ended during an exec's flush shipped its
+    last block while the flush shipped it too: the block was in the trace
+    twice (1 run in 2 with the window widened by 0.3 ms)."""
+    need_tools(t)
+    for i in range(2):
+        what = "run %d" % i
+        _, rep, others = _exec_packing_run(t, what, False)
+        t.eq("%s: other traces (the failed execs wrote none)" % what, [], [str(p) for p, _ in others])
+        tot = rep.get("totals", {})
+        t.eq("%s: ending, ignored frees, reused addresses" % what, ("exit", 0, 0),
+             (rep.get("program", {}).get("ending"), tot.get("ignored_frees"),
+              tot.get("reused_addresses")))
+        t.eq("%s: the threads' blocks leaked" % what, 0,
+             sum(v.get("leaked_blocks", 0) for k, v in by_leaf(rep).items()
+                 if k.startswith("alloc_") or k == "brief_alloc"))
+
+
+def t_exec_while_packing_succeeds(t):
+    """Failing execs, then one that succeeds, while four threads fill
+    blocks and pack them themselves: the first image's trace ends at the
+    exec with every event the threads made before main's last execs, and
+    the exec'd image has its own exact trace."""
+    need_tools(t)
+    for i in range(2):
+        what = "run %d" % i
+        _, rep, others = _exec_packing_run(t, what, True)
+        tot = rep.get("totals", {})
+        t.eq("%s: ending, ignored frees, reused addresses" % what, ("exec", 0, 0),
+             (rep.get("program", {}).get("ending"), tot.get("ignored_frees"),
+              tot.get("reused_addresses")))
+        t.eq("%s: exec'd images' totals" % what,
+             [{"allocations": 3, "frees": 2, "bytes_allocated": 3000, "leaked_blocks": 1,
+               "leaked_bytes": 1000}],
+             [{k: r.data.get("totals", {}).get(k) for k in TOT} for _, r in others])
+
+
 def t_rlimit_as(t):
     """A low RLIMIT_AS: the agent's own tables may not grow either. What it
     recorded is still counted exactly, and the report says events were
@@ -1800,6 +1875,8 @@ add("exec.failing_while_threads_allocate", t_exec_fail_threads)
 add("exec.failing_in_several_threads", t_exec_race)
 add("exec.exit_in_handler", t_exit_in_exec)
 add("exec.exit_during_exec", t_exit_during_exec)
+add("exec.failing_while_threads_pack", t_exec_while_packing)
+add("exec.succeeding_while_threads_pack", t_exec_while_packing_succeeds)
 add("fork.exit_while_forking", t_exit_while_forking)
 
 

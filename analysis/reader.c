@@ -1933,12 +1933,9 @@ static int build_segment_index(ht_trace_t *t)
 	return 0;
 }
 
-long ht_trace_module_for(const ht_trace_t *t, uint64_t ip, uint64_t when)
+/* How many segments start at or before ip (segs are sorted by start). */
+static size_t segs_upto(const trace_priv_t *p, uint64_t ip)
 {
-	const trace_priv_t *p = t->priv;
-	if (!p || !p->nsegs)
-		return -1;
-	/* last segment starting at or before ip */
 	size_t lo = 0, hi = p->nsegs;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -1947,6 +1944,15 @@ long ht_trace_module_for(const ht_trace_t *t, uint64_t ip, uint64_t when)
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+long ht_trace_module_for(const ht_trace_t *t, uint64_t ip, uint64_t when)
+{
+	const trace_priv_t *p = t->priv;
+	if (!p || !p->nsegs)
+		return -1;
+	size_t lo = segs_upto(p, ip);
 	long before = -1, after = -1;
 	for (size_t i = lo; i-- > 0 && p->seg_maxend[i] > ip;) {
 		if (ip >= p->segs[i].end)
@@ -1971,14 +1977,7 @@ long ht_trace_module_only(const ht_trace_t *t, uint64_t ip)
 	const trace_priv_t *p = t->priv;
 	if (!p || !p->nsegs)
 		return -1;
-	size_t lo = 0, hi = p->nsegs;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (p->segs[mid].start <= ip)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = segs_upto(p, ip);
 	long found = -1;
 	for (size_t i = lo; i-- > 0 && p->seg_maxend[i] > ip;) {
 		if (ip >= p->segs[i].end)

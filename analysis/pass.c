@@ -150,14 +150,9 @@ static inline bool live_probe(const live_table_t *lt, uint64_t addr, size_t *pos
 			*pos = i;
 			return false;
 		}
-		if ((s & ~lt->idmask) == fp) {
-			const rec_t *r = &lt->rec[(s & lt->idmask) - 1];
-			uint64_t w0 = r->w[0];
-			if ((int64_t)w0 >= 0 ? (w0 & ADDR_BITS) << 4 == addr
-					     : lt->wide[rec_link(r)].addr == addr) {
-				*pos = i;
-				return true;
-			}
+		if ((s & ~lt->idmask) == fp && rec_addr(lt, &lt->rec[(s & lt->idmask) - 1]) == addr) {
+			*pos = i;
+			return true;
 		}
 		if (++i == lt->icap)
 			i = 0;
@@ -229,7 +224,8 @@ static inline int rec_put(live_table_t *lt, uint32_t id, const ht_live_t *v)
 		k = (uint32_t)lt->nwide++;
 	}
 	lt->wide[k] = *v;
-	/* the address's low bits, for whoever reads the record alone */
+	/* the record only says where the block is: rec_addr and rec_get read
+	 * it from wide */
 	r->w[0] = WIDE_BIT;
 	r->w[1] = 0;
 	rec_set_link(r, REC_WIDE, k);

@@ -38,30 +38,11 @@
 #define WORKERS 4
 #define BLOCKS 120000
 #define RING 64
-#define BOX (BLOCKS / 8 + 1)
+#include "mailbox_ring.h"
 
-struct box {
-	pthread_mutex_t lock;
-	unsigned n;
-	void *slot[BOX];
-};
-
-static struct box boxes[WORKERS];
 static pthread_barrier_t posted;
 static atomic_int done;
 static int succeed;
-
-static void drain(struct box *b)
-{
-	for (;;) {
-		pthread_mutex_lock(&b->lock);
-		void *p = b->n ? b->slot[--b->n] : NULL;
-		pthread_mutex_unlock(&b->lock);
-		if (!p)
-			return;
-		free(p);
-	}
-}
 
 #define ALLOC_FN(i) \
 	__attribute__((noinline)) static void *alloc_##i(size_t n) \
@@ -115,31 +96,8 @@ static void *spawner(void *arg)
 static void *worker(void *arg)
 {
 	unsigned me = (unsigned)(uintptr_t)arg;
-	struct box *next = &boxes[(me + 1) % WORKERS];
 	size_t size = 40 + 8 * (size_t)me;
-	void *(*alloc)(size_t) = alloc_of[me];
-	void *ring[RING] = {0};
-	uint64_t rng = me + 1;
-	for (unsigned i = 0; i < BLOCKS; i++) {
-		char *p = alloc(size);
-		if (!p)
-			abort();
-		memset(p, (int)i, 8);
-		if (i % 8 == 7) {
-			pthread_mutex_lock(&next->lock);
-			next->slot[next->n++] = p;
-			pthread_mutex_unlock(&next->lock);
-		} else {
-			rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-			unsigned k = (unsigned)(rng >> 40) % RING;
-			free(ring[k]);
-			ring[k] = p;
-		}
-		if (i % 64 == 0)
-			drain(&boxes[me]);
-	}
-	for (unsigned k = 0; k < RING; k++)
-		free(ring[k]);
+	ring_round(me, size, alloc_of[me]);
 	pthread_barrier_wait(&posted);
 	drain(&boxes[me]);
 	atomic_fetch_add(&done, 1);
@@ -158,8 +116,7 @@ int main(int argc, char **argv)
 	succeed = argc > 1 && strcmp(argv[1], "succeed") == 0;
 	pthread_t th[WORKERS], sp;
 	pthread_barrier_init(&posted, NULL, WORKERS);
-	for (unsigned i = 0; i < WORKERS; i++)
-		pthread_mutex_init(&boxes[i].lock, NULL);
+	boxes_init();
 	for (unsigned i = 0; i < WORKERS; i++)
 		if (pthread_create(&th[i], NULL, worker, (void *)(uintptr_t)i) != 0)
 			return 3;
